@@ -1,0 +1,1 @@
+// HTTP1 module

@@ -1,0 +1,1 @@
+// SyncCore module

@@ -1,0 +1,2 @@
+import XCTest
+final class DiscoveryTestsPlaceholder: XCTestCase { func testNothing() {} }
