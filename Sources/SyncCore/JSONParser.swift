@@ -1,0 +1,218 @@
+/// An error found while parsing JSON text, with the byte offset where it was found.
+public struct JSONParseError: Error, Equatable, CustomStringConvertible {
+    /// What is wrong.
+    public var message: String
+    /// Byte offset into the input.
+    public var offset: Int
+    public var description: String { "\(message) at byte \(offset)" }
+}
+
+/// A strict RFC 8259 JSON parser with a nesting limit. Pure; never traps on bad input.
+public struct JSONParser {
+    /// Deepest nesting of arrays and objects accepted.
+    public static let maxDepth = 64
+
+    private let bytes: [UInt8]
+    private var i = 0
+    private var depth = 0
+
+    private init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    /// Parses one JSON text; anything but white space after it is an error.
+    public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
+        var p = JSONParser(bytes)
+        p.skipSpace()
+        let v = try p.value()
+        p.skipSpace()
+        if p.i != p.bytes.count { throw p.error("unexpected data after the JSON value") }
+        return v
+    }
+
+    /// Parses one JSON text from a string.
+    public static func parse(_ text: String) throws -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+
+    private func error(_ m: String) -> JSONParseError { JSONParseError(message: m, offset: i) }
+
+    private mutating func skipSpace() {
+        while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 {
+            i += 1
+        }
+    }
+
+    private mutating func value() throws -> JSONValue {
+        guard i < bytes.count else { throw error("unexpected end of JSON") }
+        switch bytes[i] {
+        case UInt8(ascii: "{"): return try object()
+        case UInt8(ascii: "["): return try array()
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
+        default: throw error("unexpected character")
+        }
+    }
+
+    private mutating func literal(_ word: String) throws {
+        let w = Array(word.utf8)
+        guard i + w.count <= bytes.count else { throw error("unexpected end of JSON") }
+        for k in 0..<w.count where bytes[i + k] != w[k] { throw error("invalid literal") }
+        i += w.count
+    }
+
+    private mutating func enter() throws {
+        depth += 1
+        if depth > JSONParser.maxDepth { throw error("JSON nested deeper than \(JSONParser.maxDepth) levels") }
+    }
+
+    private mutating func object() throws -> JSONValue {
+        try enter()
+        i += 1
+        var obj = JSONObject()
+        var seen = Set<String>()
+        skipSpace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; depth -= 1; return .object(obj) }
+        while true {
+            skipSpace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let key = try string()
+            if !seen.insert(key).inserted { throw error("duplicate member \"\(key)\"") }
+            skipSpace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            i += 1
+            skipSpace()
+            obj[key] = try value()
+            skipSpace()
+            guard i < bytes.count else { throw error("unexpected end of JSON") }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "}") { i += 1; break }
+            throw error("expected ',' or '}'")
+        }
+        depth -= 1
+        return .object(obj)
+    }
+
+    private mutating func array() throws -> JSONValue {
+        try enter()
+        i += 1
+        var out: [JSONValue] = []
+        skipSpace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; depth -= 1; return .array(out) }
+        while true {
+            skipSpace()
+            out.append(try value())
+            skipSpace()
+            guard i < bytes.count else { throw error("unexpected end of JSON") }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "]") { i += 1; break }
+            throw error("expected ',' or ']'")
+        }
+        depth -= 1
+        return .array(out)
+    }
+
+    private mutating func number() throws -> JSONValue {
+        let start = i
+        var isInteger = true
+        if bytes[i] == UInt8(ascii: "-") { i += 1 }
+        guard i < bytes.count else { throw error("invalid number") }
+        if bytes[i] == UInt8(ascii: "0") {
+            i += 1
+        } else if (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(bytes[i]) {
+            while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
+        } else {
+            throw error("invalid number")
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
+            isInteger = false
+            i += 1
+            let d = i
+            while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
+            if i == d { throw error("invalid number") }
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+            isInteger = false
+            i += 1
+            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+            let d = i
+            while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
+            if i == d { throw error("invalid number") }
+        }
+        let text = String(decoding: bytes[start..<i], as: UTF8.self)
+        if isInteger, let v = Int64(text) { return .int(v) }
+        guard let d = Double(text), d.isFinite else { throw error("number out of range") }
+        return .double(d)
+    }
+
+    private mutating func hex4() throws -> UInt32 {
+        guard i + 4 <= bytes.count else { throw error("truncated \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let c = bytes[i]
+            let d: UInt32
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(c - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(c - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(c - UInt8(ascii: "A") + 10)
+            default: throw error("invalid \\u escape")
+            }
+            v = v << 4 | d
+            i += 1
+        }
+        return v
+    }
+
+    private mutating func string() throws -> String {
+        i += 1  // opening quote
+        var out: [UInt8] = []
+        var runStart = i
+        while true {
+            guard i < bytes.count else { throw error("unterminated string") }
+            let c = bytes[i]
+            if c == UInt8(ascii: "\"") {
+                out.append(contentsOf: bytes[runStart..<i])
+                i += 1
+                break
+            }
+            if c < 0x20 { throw error("control character in string") }
+            if c != UInt8(ascii: "\\") { i += 1; continue }
+            out.append(contentsOf: bytes[runStart..<i])
+            i += 1
+            guard i < bytes.count else { throw error("unterminated string") }
+            let e = bytes[i]
+            i += 1
+            switch e {
+            case UInt8(ascii: "\""): out.append(0x22)
+            case UInt8(ascii: "\\"): out.append(0x5C)
+            case UInt8(ascii: "/"): out.append(0x2F)
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = try hex4()
+                if (0xD800...0xDBFF).contains(scalar) {
+                    guard i + 2 <= bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
+                        throw error("unpaired surrogate in \\u escape")
+                    }
+                    i += 2
+                    let low = try hex4()
+                    guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate in \\u escape") }
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                } else if (0xDC00...0xDFFF).contains(scalar) {
+                    throw error("unpaired surrogate in \\u escape")
+                }
+                guard let u = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
+                out.append(contentsOf: Array(String(Character(u)).utf8))
+            default:
+                throw error("invalid escape")
+            }
+            runStart = i
+        }
+        guard let s = String(validating: out, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
+        return s
+    }
+}

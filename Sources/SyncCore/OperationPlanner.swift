@@ -1,0 +1,113 @@
+/// One change to the order table that an applied operation makes.
+public enum OrderChange: Equatable, Sendable {
+    case insert(Order)
+    case update(Order)
+    case delete(Order)
+
+    /// The order as it is after the change (for a delete: as it was).
+    public var order: Order {
+        switch self {
+        case .insert(let o), .update(let o), .delete(let o): return o
+        }
+    }
+}
+
+/// What the master will do with one operation message: the changes to store in one transaction
+/// and broadcast, the harmless repeats, and the rejected orders.
+public struct OperationPlan: Equatable, Sendable {
+    /// Changes to apply, in message order.
+    public var changes: [OrderChange] = []
+    /// Creates that repeat exactly what is stored: answered as success, nothing applied.
+    public var unchanged: [Order] = []
+    /// Rejected orders, each with the reason.
+    public var errors: [WireError] = []
+
+    /// An empty plan.
+    public init() {}
+}
+
+/// Decides what an operation message does, given read access to the current orders. Pure: the
+/// caller reads the store through `lookup` and applies the plan in one transaction.
+///
+/// Rules: a Create of a new UUID inserts (version 1); a Create of an existing UUID is a harmless
+/// repeat when identical to what is stored, else `already_exists`. An Update changes only the
+/// fields it carries and bumps `version`; a Remove needs only `uuid`. Update or Remove of an
+/// unknown order is `not_found`. Every problem rejects only the order it concerns.
+public enum OperationPlanner {
+    /// Most orders accepted in one message.
+    public static let maxOrdersPerMessage = 1000
+
+    /// Plans `message`. `lookup` returns the stored order for a UUID (case-insensitive) or nil.
+    public static func plan(_ message: OperationMessage, now: OrderTimestamp,
+                            lookup: (String) throws -> Order?) rethrows -> OperationPlan {
+        var plan = OperationPlan()
+        if message.orders.count > maxOrdersPerMessage {
+            plan.errors.append(WireError(.tooLarge, "message has \(message.orders.count) orders; at most \(maxOrdersPerMessage) are accepted in one message"))
+            return plan
+        }
+        // Orders changed earlier in this same message, by key; nil value = removed.
+        var overlay: [String: Order?] = [:]
+        func current(_ uuid: String) throws -> Order? {
+            if let o = overlay[uuid.lowercased()] { return o }
+            return try lookup(uuid)
+        }
+        for (index, raw) in message.orders.enumerated() {
+            guard let obj = raw.objectValue else {
+                plan.errors.append(WireError(.invalidMessage, "order \(index) must be an object, got \(raw.typeName)", index: index))
+                continue
+            }
+            let uuid: String
+            do { uuid = try OrderFields.uuid(of: obj, index: index) } catch let e as WireError {
+                plan.errors.append(e)
+                continue
+            } catch { continue }
+            let existing: Order?
+            do { existing = try current(uuid) } catch let e as WireError { plan.errors.append(e); continue }
+            switch message.operation {
+            case .create:
+                let order: Order
+                do { order = try OrderFields.newOrder(from: obj, index: index, now: now) } catch let e as WireError {
+                    plan.errors.append(e)
+                    continue
+                } catch { continue }
+                if let old = existing {
+                    var candidate = order
+                    if obj["created"] == nil { candidate.created = old.created }
+                    if candidate.sameContent(as: old) {
+                        plan.unchanged.append(old)
+                    } else {
+                        plan.errors.append(WireError(.alreadyExists, "an order with this uuid already exists with different content; use Update (operation 1) to change it", uuid: uuid, index: index))
+                    }
+                    continue
+                }
+                overlay[order.key] = .some(order)
+                plan.changes.append(.insert(order))
+            case .update:
+                guard var order = existing else {
+                    plan.errors.append(WireError(.notFound, "no order with this uuid to update", uuid: uuid, index: index))
+                    continue
+                }
+                let before = order
+                do { try OrderFields.apply(obj, to: &order, uuid: order.uuid, index: index, isCreate: false) } catch let e as WireError {
+                    plan.errors.append(e)
+                    continue
+                } catch { continue }
+                if order == before {
+                    plan.unchanged.append(order)
+                    continue
+                }
+                order.version = before.version + 1
+                overlay[order.key] = .some(order)
+                plan.changes.append(.update(order))
+            case .remove:
+                guard let order = existing else {
+                    plan.errors.append(WireError(.notFound, "no order with this uuid to remove", uuid: uuid, index: index))
+                    continue
+                }
+                overlay[order.key] = .some(nil)
+                plan.changes.append(.delete(order))
+            }
+        }
+        return plan
+    }
+}

@@ -1,0 +1,261 @@
+/// The protocol name carried in DNS-SD TXT records (`proto=`) and in `hello`.
+public let orderSyncProtocolName = "ordersync/1"
+/// The WebSocket subprotocol an OrderSync slave asks for; StorePOS terminals ask for none.
+public let orderSyncSubprotocol = "ordersync.v1"
+
+/// A StorePOS operation message: `{"operation":0|1|2,"orders":[...]}` plus optional `opId`.
+public struct OperationMessage: Equatable, Sendable {
+    /// Create, Update or Remove.
+    public var operation: OperationKind
+    /// The order objects, still raw: each is validated on its own so one bad order does not
+    /// reject the others.
+    public var orders: [JSONValue]
+    /// Operation id chosen by the origin (a UUID), if it sent one.
+    public var opId: String?
+
+    /// A message from its fields.
+    public init(operation: OperationKind, orders: [JSONValue], opId: String? = nil) {
+        self.operation = operation
+        self.orders = orders
+        self.opId = opId
+    }
+
+    /// The message as JSON text in the StorePOS shape.
+    public func encoded() -> String {
+        var o = JSONObject()
+        o["operation"] = .int(Int64(operation.rawValue))
+        o["orders"] = .array(orders)
+        if let id = opId { o["opId"] = .string(id) }
+        return JSONValue.object(o).serialized()
+    }
+}
+
+/// The first message of an OrderSync slave after the WebSocket handshake.
+public struct HelloMessage: Equatable, Sendable {
+    /// Stable id of the terminal (kept in its data dir).
+    public var terminalId: String
+    /// Display name of the terminal.
+    public var terminalName: String
+    /// The store it belongs to, if it knows.
+    public var store: String?
+    /// Last sequence number it applied, with the epoch it belongs to.
+    public var lastSeq: Int64
+    /// Epoch of `lastSeq`, if any.
+    public var epoch: String?
+
+    /// A hello from its fields.
+    public init(terminalId: String, terminalName: String, store: String?, lastSeq: Int64, epoch: String?) {
+        self.terminalId = terminalId
+        self.terminalName = terminalName
+        self.store = store
+        self.lastSeq = lastSeq
+        self.epoch = epoch
+    }
+
+    /// JSON text of this hello.
+    public func encoded() -> String {
+        var o = JSONObject()
+        o["type"] = .string("hello")
+        o["proto"] = .string(orderSyncProtocolName)
+        o["terminal"] = .string(terminalId)
+        o["name"] = .string(terminalName)
+        if let s = store { o["store"] = .string(s) }
+        o["lastSeq"] = .int(lastSeq)
+        if let e = epoch { o["epoch"] = .string(e) }
+        return JSONValue.object(o).serialized()
+    }
+}
+
+/// What a terminal may send to the master.
+public enum ClientMessage: Equatable, Sendable {
+    case operation(OperationMessage)
+    case hello(HelloMessage)
+
+    /// Decodes one text message. Never traps; every problem is a `WireError` naming it.
+    public static func decode(_ text: String) -> Result<ClientMessage, WireError> {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(text)
+        } catch let e as JSONParseError {
+            return .failure(WireError(.malformedJSON, "message is not valid JSON: \(e)"))
+        } catch {
+            return .failure(WireError(.malformedJSON, "message is not valid JSON"))
+        }
+        guard let o = value.objectValue else {
+            return .failure(WireError(.invalidMessage, "message must be a JSON object, got \(value.typeName)"))
+        }
+        if let t = o["type"] {
+            guard t.stringValue == "hello" else {
+                return .failure(WireError(.invalidMessage, "unknown message type \(t.serialized())"))
+            }
+            return decodeHello(o)
+        }
+        guard let op = o["operation"] else {
+            return .failure(WireError(.invalidMessage, "message has no \"operation\""))
+        }
+        guard let n = op.intValue, case .int = op else {
+            return .failure(WireError(.unknownOperation, "\"operation\" must be 0 (Create), 1 (Update) or 2 (Remove), got \(op.serialized())"))
+        }
+        guard let kind = OperationKind(rawValue: Int(truncatingIfNeeded: n)), n >= 0, n <= 2 else {
+            return .failure(WireError(.unknownOperation, "unknown operation \(n): expected 0 (Create), 1 (Update) or 2 (Remove)"))
+        }
+        guard let ordersValue = o["orders"] else {
+            return .failure(WireError(.invalidMessage, "message has no \"orders\" array"))
+        }
+        guard let orders = ordersValue.arrayValue else {
+            return .failure(WireError(.invalidMessage, "\"orders\" must be an array, got \(ordersValue.typeName)"))
+        }
+        var opId: String?
+        if let v = o["opId"] {
+            guard let s = v.stringValue, !s.isEmpty, s.utf8.count <= 128 else {
+                return .failure(WireError(.invalidMessage, "\"opId\" must be a non-empty string of at most 128 bytes"))
+            }
+            opId = s
+        }
+        return .success(.operation(OperationMessage(operation: kind, orders: orders, opId: opId)))
+    }
+
+    private static func decodeHello(_ o: JSONObject) -> Result<ClientMessage, WireError> {
+        guard let terminal = o["terminal"]?.stringValue, !terminal.isEmpty else {
+            return .failure(WireError(.invalidMessage, "hello has no \"terminal\""))
+        }
+        let lastSeq = o["lastSeq"]?.intValue ?? 0
+        return .success(.hello(HelloMessage(
+            terminalId: terminal, terminalName: o["name"]?.stringValue ?? terminal,
+            store: o["store"]?.stringValue, lastSeq: max(0, lastSeq), epoch: o["epoch"]?.stringValue)))
+    }
+}
+
+/// Where a snapshot part belongs: the master's sequence at the snapshot and the part number.
+public struct SnapshotPart: Equatable, Sendable {
+    /// The master's last sequence number included in the snapshot.
+    public var seq: Int64
+    /// One-based part number.
+    public var part: Int
+    /// Number of parts.
+    public var parts: Int
+    /// Database epoch of the master.
+    public var epoch: String?
+
+    /// A snapshot part from its fields.
+    public init(seq: Int64, part: Int, parts: Int, epoch: String?) {
+        self.seq = seq
+        self.part = part
+        self.parts = parts
+        self.epoch = epoch
+    }
+}
+
+/// What the master sends to terminals.
+public enum ServerMessage: Equatable, Sendable {
+    /// An applied operation (broadcast), or a part of the snapshot sent after connecting.
+    case applied(operation: OperationKind, orders: [Order], seq: Int64?, opId: String?, origin: String?, snapshot: SnapshotPart?)
+    /// The snapshot (or catch-up) is complete; live operations follow.
+    case ready(seq: Int64, epoch: String?, store: String?)
+    /// A rejection, for the sender only.
+    case error(WireError, opId: String?, operation: OperationKind?)
+    /// The outcome of an operation that carried an `opId`, for the sender only.
+    case result(opId: String, seq: Int64?, applied: Int, unchanged: Int, failed: Int)
+
+    /// JSON text of this message. `applied` uses the StorePOS shape with extra members.
+    public func encoded() -> String {
+        var o = JSONObject()
+        switch self {
+        case let .applied(operation, orders, seq, opId, origin, snapshot):
+            o["operation"] = .int(Int64(operation.rawValue))
+            o["orders"] = .array(orders.map { .object($0.json) })
+            if let s = seq { o["seq"] = .int(s) }
+            if let id = opId { o["opId"] = .string(id) }
+            if let org = origin { o["origin"] = .string(org) }
+            if let snap = snapshot {
+                var s = JSONObject()
+                s["seq"] = .int(snap.seq)
+                s["part"] = .int(Int64(snap.part))
+                s["parts"] = .int(Int64(snap.parts))
+                if let e = snap.epoch { s["epoch"] = .string(e) }
+                o["snapshot"] = .object(s)
+            }
+        case let .ready(seq, epoch, store):
+            o["type"] = .string("ready")
+            o["seq"] = .int(seq)
+            if let e = epoch { o["epoch"] = .string(e) }
+            if let s = store { o["store"] = .string(s) }
+        case let .error(err, opId, operation):
+            o["type"] = .string("error")
+            o["code"] = .string(err.code.rawValue)
+            o["message"] = .string(err.message)
+            if let u = err.uuid { o["uuid"] = .string(u) }
+            if let i = err.index { o["index"] = .int(Int64(i)) }
+            if let id = opId { o["opId"] = .string(id) }
+            if let op = operation { o["operation"] = .int(Int64(op.rawValue)) }
+        case let .result(opId, seq, applied, unchanged, failed):
+            o["type"] = .string("result")
+            o["opId"] = .string(opId)
+            o["seq"] = seq.map { .int($0) } ?? .null
+            o["applied"] = .int(Int64(applied))
+            o["unchanged"] = .int(Int64(unchanged))
+            o["failed"] = .int(Int64(failed))
+        }
+        return JSONValue.object(o).serialized()
+    }
+
+    /// Decodes a message from the master (used by slaves).
+    public static func decode(_ text: String) -> Result<ServerMessage, WireError> {
+        let value: JSONValue
+        do { value = try JSONParser.parse(text) } catch {
+            return .failure(WireError(.malformedJSON, "message from master is not valid JSON: \(error)"))
+        }
+        guard let o = value.objectValue else {
+            return .failure(WireError(.invalidMessage, "message from master must be an object"))
+        }
+        if let t = o["type"]?.stringValue {
+            switch t {
+            case "ready":
+                return .success(.ready(seq: o["seq"]?.intValue ?? 0, epoch: o["epoch"]?.stringValue, store: o["store"]?.stringValue))
+            case "error":
+                let code = WireErrorCode(rawValue: o["code"]?.stringValue ?? "") ?? .invalidMessage
+                let err = WireError(code, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue,
+                                    index: o["index"]?.intValue.map { Int($0) })
+                let op = o["operation"]?.intValue.flatMap { OperationKind(rawValue: Int($0)) }
+                return .success(.error(err, opId: o["opId"]?.stringValue, operation: op))
+            case "result":
+                guard let id = o["opId"]?.stringValue else {
+                    return .failure(WireError(.invalidMessage, "result without opId"))
+                }
+                return .success(.result(opId: id, seq: o["seq"]?.intValue, applied: Int(o["applied"]?.intValue ?? 0),
+                                        unchanged: Int(o["unchanged"]?.intValue ?? 0), failed: Int(o["failed"]?.intValue ?? 0)))
+            default:
+                return .failure(WireError(.invalidMessage, "unknown message type \(t)"))
+            }
+        }
+        guard let n = o["operation"]?.intValue, let kind = OperationKind(rawValue: Int(n)) else {
+            return .failure(WireError(.unknownOperation, "message from master has no valid operation"))
+        }
+        guard let raw = o["orders"]?.arrayValue else {
+            return .failure(WireError(.invalidMessage, "message from master has no orders array"))
+        }
+        var orders: [Order] = []
+        for (i, v) in raw.enumerated() {
+            guard let obj = v.objectValue else {
+                return .failure(WireError(.invalidMessage, "order \(i) from master is not an object", index: i))
+            }
+            if kind == .remove, obj["created"] == nil {
+                do {
+                    let u = try OrderFields.uuid(of: obj, index: i)
+                    orders.append(Order(uuid: u, customerName: "", created: OrderTimestamp(epochMillis: 0)))
+                } catch let e as WireError { return .failure(e) } catch { return .failure(WireError(.invalidMessage, "\(error)")) }
+                continue
+            }
+            do { orders.append(try OrderFields.storedOrder(from: obj, index: i)) } catch let e as WireError {
+                return .failure(e)
+            } catch { return .failure(WireError(.invalidMessage, "\(error)")) }
+        }
+        var snapshot: SnapshotPart?
+        if let s = o["snapshot"]?.objectValue {
+            snapshot = SnapshotPart(seq: s["seq"]?.intValue ?? 0, part: Int(s["part"]?.intValue ?? 1),
+                                    parts: Int(s["parts"]?.intValue ?? 1), epoch: s["epoch"]?.stringValue)
+        }
+        return .success(.applied(operation: kind, orders: orders, seq: o["seq"]?.intValue, opId: o["opId"]?.stringValue,
+                                 origin: o["origin"]?.stringValue, snapshot: snapshot))
+    }
+}
