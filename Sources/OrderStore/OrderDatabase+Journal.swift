@@ -1,0 +1,129 @@
+import SyncCore
+
+/// The master's journal: one row per applied operation, numbered by the caller.
+///
+/// `seq` is the row's INTEGER PRIMARY KEY and is always given by the caller (the master's
+/// engine assigns the next number in the same transaction as the change). `op_id` is UNIQUE, so
+/// a repeated operation id cannot be recorded twice; NULL op ids (StorePOS terminals send none)
+/// do not collide: "For the purposes of UNIQUE constraints, NULL values are considered distinct
+/// from all other values, including other NULLs." `journal_orders` indexes entries by order.
+extension OrderDatabase {
+    private static let journalColumns = "seq, op_id, origin, operation, order_uuids, message, recorded_at_ms"
+
+    /// Records `entry`. Throws `.duplicate` when its `seq` or its `opId` is already recorded;
+    /// nothing is stored then.
+    public func appendJournal(_ entry: JournalEntry) throws {
+        try requireWritable()
+        let uuids = JSONValue.array(entry.orderUUIDs.map { JSONValue.string($0) }).serialized()
+        do {
+            try transaction {
+                try connection.execute("""
+                    INSERT INTO journal (seq, op_id, origin, operation, order_uuids, message, recorded_at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """, [
+                        .integer(entry.seq), .text(entry.opId), .text(entry.origin),
+                        .integer(Int64(entry.operation.rawValue)), .text(uuids), .text(entry.message),
+                        .integer(entry.recordedAtMillis),
+                    ])
+                for uuid in entry.orderUUIDs {
+                    // An order named twice in one message is indexed once.
+                    try connection.execute(
+                        "INSERT INTO journal_orders (uuid_key, seq) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                        [.text(uuid.lowercased()), .integer(entry.seq)])
+                }
+            }
+        } catch var error as StoreError where error.kind == .duplicate {
+            error.message = "journal entry \(entry.seq) (op id \(entry.opId ?? "none")) is already recorded ("
+                + error.message + ")"
+            throw error
+        }
+    }
+
+    /// The entry recorded with operation id `opId`, or nil.
+    public func journalEntry(opId: String) throws -> JournalEntry? {
+        try connection.withStatement("SELECT \(Self.journalColumns) FROM journal WHERE op_id = ?",
+                                     [.text(opId)]) { statement in
+            try statement.step() ? try decodeJournalEntry(statement) : nil
+        }
+    }
+
+    /// The entry with sequence number `seq`, or nil.
+    public func journalEntry(seq: Int64) throws -> JournalEntry? {
+        try connection.withStatement("SELECT \(Self.journalColumns) FROM journal WHERE seq = ?",
+                                     [.integer(seq)]) { statement in
+            try statement.step() ? try decodeJournalEntry(statement) : nil
+        }
+    }
+
+    /// Up to `limit` entries with `seq > since`, ascending; only those naming `orderUUID` (any
+    /// case) when it is given.
+    public func journal(since seq: Int64, orderUUID: String?, limit: Int) throws -> [JournalEntry] {
+        guard limit >= 0 else {
+            throw StoreError(kind: .invalidArgument, message: "limit must not be negative (got \(limit))", path: path)
+        }
+        let limitValue = SQLiteValue.integer(Int64(limit))
+        if let orderUUID {
+            return try connection.withStatement("""
+                SELECT j.seq, j.op_id, j.origin, j.operation, j.order_uuids, j.message, j.recorded_at_ms
+                FROM journal_orders AS o JOIN journal AS j ON j.seq = o.seq
+                WHERE o.uuid_key = ? AND o.seq > ?
+                ORDER BY o.seq LIMIT ?
+                """, [.text(orderUUID.lowercased()), .integer(seq), limitValue]) { try decodeJournalEntries($0) }
+        }
+        return try connection.withStatement(
+            "SELECT \(Self.journalColumns) FROM journal WHERE seq > ? ORDER BY seq LIMIT ?",
+            [.integer(seq), limitValue]) { try decodeJournalEntries($0) }
+    }
+
+    /// The highest recorded sequence number, or 0 when the journal is empty.
+    public func lastJournalSeq() throws -> Int64 {
+        try connection.scalarInt("SELECT coalesce(max(seq), 0) FROM journal") ?? 0
+    }
+
+    /// The lowest recorded sequence number, or nil when the journal is empty. After compaction
+    /// the journal covers only `firstJournalSeq()...lastJournalSeq()`.
+    public func firstJournalSeq() throws -> Int64? {
+        try connection.scalarInt("SELECT min(seq) FROM journal")
+    }
+
+    /// Removes every entry with `seq <= through` (journal compaction); returns how many.
+    @discardableResult
+    public func deleteJournal(through seq: Int64) throws -> Int {
+        try requireWritable()
+        return try transaction {
+            try connection.execute("DELETE FROM journal_orders WHERE seq <= ?", [.integer(seq)])
+            return try connection.execute("DELETE FROM journal WHERE seq <= ?", [.integer(seq)])
+        }
+    }
+
+    private func decodeJournalEntries(_ statement: SQLiteStatement) throws -> [JournalEntry] {
+        var entries: [JournalEntry] = []
+        while try statement.step() {
+            entries.append(try decodeJournalEntry(statement))
+        }
+        return entries
+    }
+
+    /// The entry in the current row of a statement selecting `journalColumns`.
+    private func decodeJournalEntry(_ statement: SQLiteStatement) throws -> JournalEntry {
+        let seq = statement.int64(0)
+        guard let operation = OperationKind(rawValue: Int(statement.int64(3))) else {
+            throw StoreError(kind: .corruptRow, message: "journal entry \(seq) has an unknown operation", path: path)
+        }
+        let uuidsText = statement.text(4)
+        guard let array = (try? JSONParser.parse(uuidsText))?.arrayValue else {
+            throw StoreError(kind: .corruptRow, message: "journal entry \(seq) has a malformed order list", path: path)
+        }
+        var uuids: [String] = []
+        for value in array {
+            guard let uuid = value.stringValue else {
+                throw StoreError(kind: .corruptRow, message: "journal entry \(seq) has a malformed order list",
+                                 path: path)
+            }
+            uuids.append(uuid)
+        }
+        return JournalEntry(seq: seq, opId: statement.optionalText(1), origin: statement.text(2),
+                            operation: operation, orderUUIDs: uuids, message: statement.text(5),
+                            recordedAtMillis: statement.int64(6))
+    }
+}

@@ -1,0 +1,151 @@
+/// The database schema as numbered migrations, and the code that applies them.
+///
+/// The schema version lives in `PRAGMA user_version` ("The user_version pragma will get or set
+/// the value of the user-version integer at offset 60 in the database header. The user-version
+/// is an integer that is available to applications to use however they want. SQLite makes no
+/// use of the user-version itself."). Migration N brings a file from version N-1 to N, in one
+/// transaction together with the version change, so a crash leaves either N-1 or N.
+/// Migrations are only ever appended; a released one is never edited.
+enum Schema {
+    /// One step of the schema.
+    struct Migration {
+        /// The `user_version` after this step.
+        let version: Int64
+        /// What it does, for errors.
+        let name: String
+        /// DDL statements, run in order. They contain no values from outside this file.
+        let statements: [String]
+    }
+
+    /// Every migration, in order; `version` is 1, 2, 3, ...
+    static let migrations: [Migration] = [
+        Migration(version: 1, name: "orders, metadata and journal", statements: [
+            """
+            CREATE TABLE metadata (
+                key TEXT PRIMARY KEY NOT NULL,
+                value TEXT NOT NULL
+            ) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE orders (
+                uuid_key TEXT PRIMARY KEY NOT NULL,
+                uuid TEXT NOT NULL,
+                customer_name TEXT NOT NULL,
+                created_text TEXT NOT NULL,
+                created_ms INTEGER NOT NULL,
+                created_offset_min INTEGER NOT NULL,
+                shipping_method TEXT,
+                table_name TEXT,
+                table_size INTEGER,
+                extra_json TEXT NOT NULL DEFAULT '{}',
+                version INTEGER NOT NULL
+            ) WITHOUT ROWID
+            """,
+            "CREATE INDEX orders_by_created ON orders (created_ms, uuid_key)",
+            // "If a table contains a column of type INTEGER PRIMARY KEY, then that column becomes
+            // an alias for the ROWID": the caller assigns `seq`, SQLite never invents one.
+            """
+            CREATE TABLE journal (
+                seq INTEGER PRIMARY KEY,
+                op_id TEXT UNIQUE,
+                origin TEXT NOT NULL,
+                operation INTEGER NOT NULL CHECK (operation IN (0, 1, 2)),
+                order_uuids TEXT NOT NULL,
+                message TEXT NOT NULL,
+                recorded_at_ms INTEGER NOT NULL
+            )
+            """,
+            // One row per (order, journal entry), so the history of one order is an index lookup.
+            """
+            CREATE TABLE journal_orders (
+                uuid_key TEXT NOT NULL,
+                seq INTEGER NOT NULL REFERENCES journal (seq) ON DELETE CASCADE,
+                PRIMARY KEY (uuid_key, seq)
+            ) WITHOUT ROWID
+            """,
+            "CREATE INDEX journal_orders_by_seq ON journal_orders (seq)",
+            // The database epoch: a random (version 4) UUID made once, with the database. A file
+            // made from scratch gets a new one; a copy of a file keeps it.
+            """
+            INSERT INTO metadata (key, value) VALUES ('database.epoch',
+                lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' ||
+                substr(lower(hex(randomblob(2))), 2) || '-' ||
+                substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' ||
+                lower(hex(randomblob(6))))
+            """,
+        ]),
+    ]
+
+    /// The schema version this build writes and reads.
+    static var currentVersion: Int64 { migrations.last?.version ?? 0 }
+
+    /// Reads `PRAGMA user_version`.
+    static func version(of connection: SQLiteConnection) throws -> Int64 {
+        try connection.scalarInt("PRAGMA user_version") ?? 0
+    }
+
+    /// Applies every migration newer than the file's version, each in its own transaction.
+    /// Returns the versions applied (empty when the file was already current).
+    @discardableResult
+    static func migrate(_ connection: SQLiteConnection) throws -> [Int64] {
+        var applied: [Int64] = []
+        for migration in migrations {
+            // BEGIN IMMEDIATE takes the write lock first, so the version read below cannot be
+            // changed by another writer before this transaction commits.
+            try connection.executeOnce("BEGIN IMMEDIATE")
+            do {
+                let current = try version(of: connection)
+                if current > currentVersion {
+                    throw tooNew(current, path: connection.path)
+                }
+                if current >= migration.version {
+                    try connection.executeOnce("COMMIT")
+                    continue
+                }
+                for statement in migration.statements {
+                    try connection.executeOnce(statement)
+                }
+                // "PRAGMA schema.user_version = integer": a PRAGMA takes no bound parameters; the
+                // number is a constant of this file, not outside input.
+                try connection.executeOnce("PRAGMA user_version = \(migration.version)")
+                try connection.executeOnce("COMMIT")
+                applied.append(migration.version)
+            } catch {
+                if !connection.isAutocommit { try? connection.executeOnce("ROLLBACK") }
+                if var storeError = error as? StoreError, storeError.kind != .schemaTooNew {
+                    storeError.message = "migration \(migration.version) (\(migration.name)) failed: "
+                        + storeError.message
+                    throw storeError
+                }
+                throw error
+            }
+        }
+        return applied
+    }
+
+    /// Checks that a file opened without migrating carries exactly this build's schema.
+    static func checkReadable(_ connection: SQLiteConnection) throws {
+        let current = try version(of: connection)
+        if current > currentVersion {
+            throw tooNew(current, path: connection.path)
+        }
+        if current == 0 {
+            throw StoreError(kind: .schemaMismatch,
+                             message: "not an OrderSync database (no schema); start the node once to create it",
+                             path: connection.path)
+        }
+        if current < currentVersion {
+            throw StoreError(kind: .schemaMismatch,
+                             message: "the database has schema version \(current), this build reads "
+                                 + "\(currentVersion); start the node once to upgrade it",
+                             path: connection.path)
+        }
+    }
+
+    private static func tooNew(_ version: Int64, path: String) -> StoreError {
+        StoreError(kind: .schemaTooNew,
+                   message: "the database has schema version \(version), newer than this build's "
+                       + "\(currentVersion); use a newer ordersync",
+                   path: path)
+    }
+}
