@@ -24,7 +24,7 @@ public enum OrderFields {
     /// A new order from a Create's object. `created` defaults to `now` when absent.
     public static func newOrder(from o: JSONObject, index: Int?, now: OrderTimestamp) throws -> Order {
         let uuid = try uuid(of: o, index: index)
-        var order = Order(uuid: uuid, customerName: "", created: now, version: 1)
+        var order = Order(uuid: uuid, customerName: "", created: now.truncatedToSeconds, version: 1)
         try apply(o, to: &order, uuid: uuid, index: index, isCreate: true)
         return order
     }
@@ -55,7 +55,9 @@ public enum OrderFields {
                 guard let t = OrderTimestamp(parsing: s) else {
                     throw fail("\"created\" is not a date-time like 2016-01-12T21:35:16+0800 or RFC 3339: \(quoted(s))")
                 }
-                order.created = t
+                // The wire form has whole seconds only: keep what every replica can hold, so
+                // lists sort the same on every terminal.
+                order.created = t.truncatedToSeconds
             case "shippingMethod":
                 order.shippingMethod = value == .null ? nil : try text(key, value)
             case "tableName":

@@ -18,6 +18,12 @@ public struct OrderTimestamp: Equatable, Hashable, Sendable, CustomStringConvert
     /// StorePOS form, e.g. `2016-01-12T21:35:16+0800`.
     public var description: String { storePOSText }
 
+    /// The same instant without its fraction of a second (rounded down).
+    public var truncatedToSeconds: OrderTimestamp {
+        let secs = Int64((Double(epochMillis) / 1000).rounded(.down))
+        return OrderTimestamp(epochMillis: secs * 1000, offsetMinutes: offsetMinutes)
+    }
+
     /// StorePOS form, e.g. `2016-01-12T21:35:16+0800`.
     public var storePOSText: String {
         let localMillis = epochMillis + Int64(offsetMinutes) * 60_000

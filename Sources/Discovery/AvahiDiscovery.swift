@@ -1,0 +1,241 @@
+import Glibc
+import Synchronization
+internal import CAvahi
+
+/// Publishes one DNS-SD service and browses for service types through avahi-daemon
+/// (libavahi-client), surviving daemon restarts and name collisions.
+///
+/// Threading follows Avahi's own rule for its threaded event loop (`avahi-common/thread-watch.h`):
+/// "After the thread has started you must make sure to access the event loop object
+/// (AvahiThreadedPoll, AvahiPoll and all its associated objects) synchronized, i.e. with proper
+/// locking. ... event loop callback functions are called from the event loop [...] thread with
+/// that lock held". Every Avahi call made from a public method is
+/// wrapped in `avahi_threaded_poll_lock`/`unlock`; everything else happens in callbacks on
+/// Avahi's thread. Callbacks copy what they need out of C memory and report it through
+/// `onEvent`, which runs on Avahi's thread and must only hand the event over (copy it, wake an
+/// event loop). Methods called from inside `onEvent` run directly, without locking again.
+public final class AvahiDiscovery: @unchecked Sendable {
+    /// The address family services found by browsing are resolved to.
+    public enum AddressFamily: Sendable {
+        /// IPv4 addresses (the default).
+        case ipv4
+        /// IPv6 addresses.
+        case ipv6
+        /// Whatever the responder offers.
+        case any
+    }
+
+    enum Phase {
+        case idle
+        case running(OpaquePointer)
+        case stopped
+    }
+
+    /// Where the Avahi client is.
+    enum ClientPhase: Equatable {
+        /// No client (not created yet, or released).
+        case none
+        /// Waiting for avahi-daemon to appear on D-Bus.
+        case connecting
+        /// The daemon is registering its host name (after start or a host name collision).
+        case registering
+        /// AVAHI_CLIENT_S_RUNNING: services can be published and browsed.
+        case running
+        /// Unusable; its objects must not be touched until the reconnect timer frees it.
+        case failed
+    }
+
+    var clientRunning: Bool { clientPhase == .running }
+
+    let onEvent: @Sendable (DiscoveryEvent) -> Void
+
+    /// Lifecycle; taken before the poll lock, never while holding it on another thread.
+    let lifecycle = Mutex<Phase>(.idle)
+    /// `pthread_self()` of Avahi's thread, recorded by the first callback.
+    let pollThread = Atomic<UInt>(0)
+
+    // Everything below belongs to Avahi's thread: touched only with the poll lock held, in
+    // callbacks, or while no thread runs (before `start`, after `stop`).
+
+    /// The threaded poll's `AvahiPoll` interface (timers).
+    var pollAPI: UnsafePointer<AvahiPoll>?
+    /// Timer that (re)creates the client.
+    var reconnectTimer: OpaquePointer?
+    var backoff = ReconnectBackoff()
+    /// The current client; after a failure it stays here until the reconnect timer frees it.
+    var client: OpaquePointer?
+    var clientPhase = ClientPhase.none
+    /// The last availability reported, so each transition is reported once.
+    var daemonReported: Bool?
+
+    /// What to publish, and the name it currently goes by (after collisions).
+    var announcement: ServiceAnnouncement?
+    var publishedName: String?
+    var entryGroup: OpaquePointer?
+
+    /// Service types to browse for, in the order asked, with their resolution family.
+    var browseTypes: [(type: String, family: AddressFamily)] = []
+    var browsers: [String: OpaquePointer] = [:]
+    var resolvers: [ServiceKey: OpaquePointer] = [:]
+    var services = DiscoveredServices()
+
+    /// Creates a stopped discovery object; nothing happens until `start()`. `onEvent` is
+    /// called on Avahi's thread.
+    public init(onEvent: @escaping @Sendable (DiscoveryEvent) -> Void) {
+        self.onEvent = onEvent
+    }
+
+    deinit {
+        stop()
+    }
+
+    var userdata: UnsafeMutableRawPointer {
+        Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    /// Starts Avahi's thread and connects to avahi-daemon over D-Bus. Does not fail because the
+    /// daemon is absent: the client waits for it (`daemonUnavailable`, then `daemonAvailable`).
+    /// Throws only when the event loop cannot be created, or when called twice or after `stop()`.
+    public func start() throws {
+        try lifecycle.withLock { phase in
+            switch phase {
+            case .running:
+                throw DiscoveryError(code: .misuse, message: "already started", context: "AvahiDiscovery.start")
+            case .stopped:
+                throw DiscoveryError(code: .misuse, message: "cannot start after stop()",
+                                     context: "AvahiDiscovery.start")
+            case .idle:
+                break
+            }
+            guard let poll = avahi_threaded_poll_new() else {
+                throw DiscoveryError(code: .avahi, message: "cannot create Avahi's event loop",
+                                     context: "avahi_threaded_poll_new")
+            }
+            let api = avahi_threaded_poll_get(poll)!
+            pollAPI = api
+            // The first connection attempt runs on Avahi's thread, like every later one.
+            var now = timeval()
+            gettimeofday(&now, nil)
+            reconnectTimer = api.pointee.timeout_new(api, &now, reconnectTimerFired, userdata)
+            let result = avahi_threaded_poll_start(poll)
+            if result < 0 {
+                if let timer = reconnectTimer {
+                    api.pointee.timeout_free(timer)
+                }
+                reconnectTimer = nil
+                pollAPI = nil
+                avahi_threaded_poll_free(poll)
+                throw DiscoveryError(code: .avahi, avahiError: result, message: avahiErrorText(result),
+                                     context: "avahi_threaded_poll_start")
+            }
+            phase = .running(poll)
+        }
+    }
+
+    /// Publishes `announcement`, replacing any earlier one. It is remembered: registered as soon
+    /// as the daemon is available and again after every reconnection. An invalid announcement
+    /// is reported as `publishFailed` (on the calling thread) and not published.
+    public func publish(_ announcement: ServiceAnnouncement) {
+        do {
+            try announcement.validate()
+        } catch {
+            onEvent(.publishFailed(reason: "\(error)"))
+            return
+        }
+        withAvahiLock {
+            self.announcement = announcement
+            self.publishedName = announcement.name
+            if clientRunning {
+                registerAnnouncement(replacing: true)
+            }
+        }
+    }
+
+    /// Withdraws the published service (Avahi sends goodbye packets) and forgets it.
+    public func unpublish() {
+        withAvahiLock {
+            announcement = nil
+            publishedName = nil
+            if let group = entryGroup, clientPhase != .failed {
+                avahi_entry_group_free(group)
+            }
+            entryGroup = nil
+        }
+    }
+
+    /// Browses for services of `type` (for example `_pos._tcp`) and resolves each one found
+    /// to `family` addresses. Remembered, and restarted after every reconnection.
+    public func browse(type: String, addressFamily: AddressFamily = .ipv4) {
+        withAvahiLock {
+            guard !browseTypes.contains(where: { $0.type == type }) else {
+                return
+            }
+            browseTypes.append((type, addressFamily))
+            if clientRunning {
+                startBrowser(type: type, family: addressFamily)
+            }
+        }
+    }
+
+    /// Withdraws the published service, frees every Avahi object and stops Avahi's thread.
+    /// Safe to call more than once. Must not be called from `onEvent`.
+    public func stop() {
+        precondition(!isOnPollThread, "AvahiDiscovery.stop() cannot run on Avahi's own thread (from onEvent)")
+        lifecycle.withLock { phase in
+            guard case .running(let poll) = phase else {
+                phase = .stopped
+                return
+            }
+            avahi_threaded_poll_lock(poll)
+            releaseClient()
+            announcement = nil
+            publishedName = nil
+            browseTypes.removeAll()
+            if let api = pollAPI, let timer = reconnectTimer {
+                api.pointee.timeout_free(timer)
+            }
+            reconnectTimer = nil
+            avahi_threaded_poll_unlock(poll)
+            avahi_threaded_poll_stop(poll)
+            avahi_threaded_poll_free(poll)
+            pollAPI = nil
+            pollThread.store(0, ordering: .relaxed)
+            phase = .stopped
+        }
+    }
+
+    // MARK: Locking
+
+    var isOnPollThread: Bool {
+        let thread = pollThread.load(ordering: .relaxed)
+        return thread != 0 && thread == UInt(pthread_self())
+    }
+
+    /// Records Avahi's thread; called at the top of every callback.
+    func enteredCallback() {
+        if pollThread.load(ordering: .relaxed) == 0 {
+            pollThread.store(UInt(pthread_self()), ordering: .relaxed)
+        }
+    }
+
+    /// Runs `body` with the poll lock held (or directly on Avahi's thread, or when no thread runs).
+    func withAvahiLock(_ body: () -> Void) {
+        if isOnPollThread {
+            body()
+            return
+        }
+        lifecycle.withLock { phase in
+            if case .running(let poll) = phase {
+                avahi_threaded_poll_lock(poll)
+                body()
+                avahi_threaded_poll_unlock(poll)
+            } else {
+                body()
+            }
+        }
+    }
+
+    func emit(_ event: DiscoveryEvent) {
+        onEvent(event)
+    }
+}

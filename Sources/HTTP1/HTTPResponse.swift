@@ -1,0 +1,119 @@
+/// An HTTP/1.1 response: what a server serializes, and what the client parser produces.
+public struct HTTPResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// The reason phrase (informational only).
+    public var reason: String
+    /// The header fields (`Content-Length` is computed by ``serialize()``).
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: [UInt8]
+
+    /// A response; the reason defaults to the standard phrase of `status`.
+    public init(status: Int, reason: String? = nil, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.reason = reason ?? HTTPResponse.reasonPhrase(for: status)
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A response with a JSON body (`Content-Type: application/json`).
+    public static func json(status: Int = 200, _ body: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
+    }
+
+    /// A response with a JSON body given as text.
+    public static func json(status: Int = 200, _ body: String) -> HTTPResponse {
+        json(status: status, Array(body.utf8))
+    }
+
+    /// The answer to a request that failed to parse or was refused:
+    /// `{"error":{"status":431,"message":"..."}}` with `Connection: close` for parse errors
+    /// (after one the connection's framing is lost).
+    public init(error: HTTPError, closeConnection: Bool = true) {
+        let body = "{\"error\":{\"status\":\(error.status),\"message\":\(HTTPResponse.jsonString(error.message))}}"
+        var headers: HTTPHeaders = ["Content-Type": "application/json"]
+        if closeConnection {
+            headers.add(name: "Connection", value: "close")
+        }
+        self.init(status: error.status, headers: headers, body: Array(body.utf8))
+    }
+
+    /// The value of `Connection` asks to close after this response.
+    public var closesConnection: Bool {
+        headers.tokens("Connection").contains("close")
+    }
+
+    /// The wire form: status line, headers, `Content-Length`, body.
+    ///
+    /// RFC 9110 8.6: "A server MUST NOT send a Content-Length header field in any response
+    /// with a status code of 1xx (Informational) or 204 (No Content)", so those get neither a
+    /// length nor a body; every other response carries `Content-Length`.
+    public func serialize() -> [UInt8] {
+        var text = "HTTP/1.1 \(status) \(reason)\r\n"
+        for field in headers where !HTTPHeaders.equalNames(field.name, "Content-Length")
+            && !HTTPHeaders.equalNames(field.name, "Transfer-Encoding") {
+            text += "\(field.name): \(field.value)\r\n"
+        }
+        let bodyless = (100..<200).contains(status) || status == 204
+        if !bodyless {
+            text += "Content-Length: \(body.count)\r\n"
+        }
+        text += "\r\n"
+        return bodyless ? Array(text.utf8) : Array(text.utf8) + body
+    }
+
+    /// The standard reason phrase of `status` (RFC 9110 15), or `"Unknown"`.
+    public static func reasonPhrase(for status: Int) -> String {
+        switch status {
+        case 100: return "Continue"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 204: return "No Content"
+        case 301: return "Moved Permanently"
+        case 304: return "Not Modified"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 411: return "Length Required"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 415: return "Unsupported Media Type"
+        case 422: return "Unprocessable Content"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 505: return "HTTP Version Not Supported"
+        default: return "Unknown"
+        }
+    }
+
+    /// `text` as a JSON string literal (RFC 8259 7).
+    static func jsonString(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

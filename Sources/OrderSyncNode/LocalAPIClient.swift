@@ -1,0 +1,181 @@
+import Foundation
+import HTTP1
+import OrderStore
+import Posix
+import SyncCore
+
+/// Why the CLI could not talk to a daemon.
+public enum LocalAPIClientError: Error, CustomStringConvertible {
+    /// Nothing listens on the data directory's socket.
+    case noDaemon(dataDirectory: String)
+    /// The daemon answered with something that is not an HTTP response with JSON.
+    case badResponse(String)
+    /// The daemon did not answer in time.
+    case timeout(seconds: Int)
+    /// No order store exists in the directory either.
+    case noStore(dataDirectory: String)
+
+    public var description: String {
+        switch self {
+        case .noDaemon(let dir):
+            return "no ordersync daemon is running for \(dir). Start one with `ordersync master --data-dir \(dir)` "
+                + "or `ordersync slave --data-dir \(dir)`."
+        case .badResponse(let why):
+            return "the daemon gave an unreadable answer: \(why)"
+        case .timeout(let s):
+            return "the daemon did not answer within \(s) s"
+        case .noStore(let dir):
+            return "no ordersync daemon is running for \(dir), and it holds no order store (\(NodeDefaults.databaseFile)). "
+                + "Check --data-dir, or start a node there."
+        }
+    }
+}
+
+/// An answer from the local API.
+public struct LocalAPIResponse {
+    /// HTTP status.
+    public var status: Int
+    /// Parsed JSON body (`null` when empty).
+    public var body: JSONValue
+}
+
+/// A blocking client of the local API, for the CLI.
+public struct LocalAPIClient {
+    let dataDirectory: String
+
+    /// A client for the daemon of `dataDirectory`.
+    public init(dataDirectory: String) {
+        self.dataDirectory = dataDirectory
+    }
+
+    var socketPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.socketFile) }
+
+    /// Sends one request and waits (at most 30 s) for the answer.
+    public func send(method: String, path: String, body: JSONValue? = nil) throws -> LocalAPIResponse {
+        let socket: Socket
+        do {
+            socket = try UnixSocket.connectBlocking(path: socketPath)
+        } catch {
+            throw LocalAPIClientError.noDaemon(dataDirectory: dataDirectory)
+        }
+        defer { socket.close() }
+        let payload = body?.serializedBytes() ?? []
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: \(payload.count)\r\n"
+        if !payload.isEmpty { head += "Content-Type: application/json\r\n" }
+        head += "\r\n"
+        do {
+            try socket.writeAll(Array(head.utf8) + payload, timeoutMilliseconds: 30_000)
+        } catch {
+            throw LocalAPIClientError.noDaemon(dataDirectory: dataDirectory)
+        }
+        var parser = HTTPResponseParser()
+        while true {
+            let chunk: [UInt8]
+            do {
+                chunk = try socket.readSome(maxBytes: 65_536, timeoutMilliseconds: 30_000)
+            } catch let e as PosixError where e.errno == ETIMEDOUT {
+                throw LocalAPIClientError.timeout(seconds: 30)
+            } catch {
+                throw LocalAPIClientError.badResponse("\(error)")
+            }
+            parser.append(chunk)
+            do {
+                if let r = try (chunk.isEmpty ? parser.finish() : parser.nextResponse()) {
+                    let json: JSONValue
+                    if r.body.isEmpty { json = .null } else {
+                        do { json = try JSONParser.parse(r.body) } catch {
+                            throw LocalAPIClientError.badResponse("body is not JSON: \(error)")
+                        }
+                    }
+                    return LocalAPIResponse(status: r.status, body: json)
+                }
+            } catch let e as LocalAPIClientError {
+                throw e
+            } catch {
+                throw LocalAPIClientError.badResponse("\(error)")
+            }
+            if chunk.isEmpty { throw LocalAPIClientError.badResponse("connection closed before a full response") }
+        }
+    }
+}
+
+/// `order list` and `order show`: through the daemon when one runs, else straight from the
+/// SQLite file, read-only.
+public enum OrderReader {
+    /// `{"page","per","total","orders"}`.
+    public static func list(dataDirectory: String, page: Int, per: Int) throws -> JSONValue {
+        do {
+            let r = try LocalAPIClient(dataDirectory: dataDirectory).send(method: "GET", path: "/v1/orders?page=\(page)&per=\(per)")
+            if r.status == 200 { return r.body }
+            throw LocalAPIClientError.badResponse("HTTP \(r.status)")
+        } catch LocalAPIClientError.noDaemon {
+            let db = try openReadOnly(dataDirectory)
+            defer { db.close() }
+            let r = try db.orders(page: page, per: per)
+            return LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders)
+        }
+    }
+
+    /// The order, or nil when there is none with that UUID.
+    public static func show(dataDirectory: String, uuid: String) throws -> JSONObject? {
+        do {
+            let r = try LocalAPIClient(dataDirectory: dataDirectory).send(method: "GET", path: "/v1/orders/\(uuid)")
+            if r.status == 404 { return nil }
+            if r.status == 200 { return r.body.objectValue }
+            throw LocalAPIClientError.badResponse("HTTP \(r.status)")
+        } catch LocalAPIClientError.noDaemon {
+            let db = try openReadOnly(dataDirectory)
+            defer { db.close() }
+            return try db.order(uuid: uuid)?.json
+        }
+    }
+
+    static func openReadOnly(_ dir: String) throws -> OrderDatabase {
+        let path = (dir as NSString).appendingPathComponent(NodeDefaults.databaseFile)
+        guard FileManager.default.fileExists(atPath: path) else { throw LocalAPIClientError.noStore(dataDirectory: dir) }
+        return try OrderDatabase.openReadOnly(path: path)
+    }
+}
+
+/// Text helpers for the CLI.
+public enum OrderText {
+    /// Quotes a value for a `key=value` line when it needs it.
+    public static func quote(_ s: String) -> String {
+        if !s.isEmpty, !s.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) { return s }
+        return JSONValue.string(s).serialized()
+    }
+}
+
+/// Renders `GET /v1/status` for people.
+public enum StatusText {
+    /// Multi-line text of a status object.
+    public static func render(_ status: JSONValue) -> String {
+        let o = status.objectValue ?? JSONObject()
+        func s(_ v: JSONValue?) -> String {
+            switch v {
+            case .string(let x)?: return x
+            case .int(let x)?: return String(x)
+            case .null?, nil: return "-"
+            case let other?: return other.serialized()
+            }
+        }
+        var lines = ["role:      \(s(o["role"]))", "store:     \(s(o["store"]))", "name:      \(s(o["name"]))",
+                     "orders:    \(s(o["orders"]))", "seq:       \(s(o["seq"]))", "avahi:     \(s(o["avahi"]))"]
+        if o["role"]?.stringValue == "master" {
+            lines.append("port:      \(s(o["port"]))")
+            lines.append("service:   \(s(o["serviceName"])) (\(s(o["serviceType"])))")
+            let peers = o["peers"]?.arrayValue ?? []
+            lines.append("terminals: \(peers.count)")
+            for p in peers {
+                let po = p.objectValue ?? JSONObject()
+                lines.append("  \(s(po["address"]))  \(s(po["terminal"]))  \(s(po["protocol"]))  connected \(s(po["connectedSeconds"]))s  last seen \(s(po["lastSeenMillisAgo"]))ms ago")
+            }
+        } else {
+            let m = o["master"]?.objectValue ?? JSONObject()
+            lines.append("master:    \(s(m["state"])) \(s(m["url"])) \(s(m["serviceName"]))")
+            if let e = m["lastError"], e != .null { lines.append("last error: \(s(e))") }
+            lines.append("pending:   \(s(o["pendingWrites"]))")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

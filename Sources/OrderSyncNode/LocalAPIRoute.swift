@@ -1,0 +1,147 @@
+import SyncCore
+
+/// A local API request, decoded from method, path, query and body. Pure.
+///
+/// Routes (Docs/API.md):
+/// `GET /v1/status`, `GET /v1/orders?page=P&per=N`, `GET /v1/orders/{uuid}`,
+/// `POST /v1/orders`, `PATCH /v1/orders/{uuid}`, `DELETE /v1/orders/{uuid}`,
+/// `POST /v1/operations` (a StorePOS message, several orders at once).
+enum LocalAPIRoute: Equatable {
+    case status
+    case list(page: Int, per: Int)
+    case show(uuid: String)
+    /// A write. `single` is the UUID of the one order a REST call is about.
+    case write(OperationMessage, single: String?)
+
+    /// An error answer: HTTP status, code, message.
+    struct Failure: Error, Equatable {
+        var status: Int
+        var code: String
+        var message: String
+        var uuid: String?
+    }
+
+    static func decode(method: String, path: String, query: [(String, String)], body: [UInt8]) -> Result<LocalAPIRoute, Failure> {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        func queryInt(_ name: String, _ def: Int, _ range: ClosedRange<Int>) -> Result<Int, Failure> {
+            guard let raw = query.last(where: { $0.0 == name })?.1 else { return .success(def) }
+            guard let n = Int(raw), range.contains(n) else {
+                return .failure(Failure(status: 400, code: "invalid_query", message: "'\(name)' must be an integer in \(range.lowerBound)...\(range.upperBound)"))
+            }
+            return .success(n)
+        }
+        func bodyObject() -> Result<JSONObject, Failure> {
+            guard !body.isEmpty else { return .success(JSONObject()) }
+            do {
+                guard let o = try JSONParser.parse(body).objectValue else {
+                    return .failure(Failure(status: 400, code: "invalid_message", message: "request body must be a JSON object"))
+                }
+                return .success(o)
+            } catch {
+                return .failure(Failure(status: 400, code: "malformed_json", message: "request body is not valid JSON: \(error)"))
+            }
+        }
+        func checkUUID(_ u: String) -> Failure? {
+            Order.isValidUUID(u) ? nil : Failure(status: 400, code: "invalid_uuid", message: "'\(u)' is not a UUID")
+        }
+        guard parts.first == "v1" else {
+            return .failure(Failure(status: 404, code: "no_route", message: "unknown path \(path); the API lives under /v1"))
+        }
+        switch (method, Array(parts.dropFirst())) {
+        case ("GET", ["status"]):
+            return .success(.status)
+        case ("GET", ["orders"]):
+            return queryInt("page", 1, 1...1_000_000).flatMap { page in
+                queryInt("per", 50, 1...1000).map { .list(page: page, per: $0) }
+            }
+        case ("GET", let p) where p.count == 2 && p[0] == "orders":
+            if let f = checkUUID(p[1]) { return .failure(f) }
+            return .success(.show(uuid: p[1]))
+        case ("POST", ["orders"]):
+            return bodyObject().flatMap { o in
+                var order = o
+                if order["uuid"] == nil {
+                    return .failure(Failure(status: 400, code: "invalid_uuid", message: "the order needs a \"uuid\" (the CLI makes one for you)"))
+                }
+                if order["customerName"] == nil { order["customerName"] = .string("") }
+                let id = order["uuid"]?.stringValue
+                return .success(.write(OperationMessage(operation: .create, orders: [.object(order)]), single: id))
+            }
+        case ("PATCH", let p) where p.count == 2 && p[0] == "orders":
+            if let f = checkUUID(p[1]) { return .failure(f) }
+            return bodyObject().map { o in
+                var order = o
+                order["uuid"] = .string(p[1])
+                return .write(OperationMessage(operation: .update, orders: [.object(order)]), single: p[1])
+            }
+        case ("DELETE", let p) where p.count == 2 && p[0] == "orders":
+            if let f = checkUUID(p[1]) { return .failure(f) }
+            return .success(.write(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(p[1]))]))]), single: p[1]))
+        case ("POST", ["operations"]):
+            switch ClientMessage.decode(String(decoding: body, as: UTF8.self)) {
+            case .success(.operation(let m)): return .success(.write(m, single: nil))
+            case .success(.hello): return .failure(Failure(status: 400, code: "invalid_message", message: "expected an operation message"))
+            case .failure(let e): return .failure(Failure(status: 400, code: e.code.rawValue, message: e.message))
+            }
+        case (_, let p) where ["status", "orders", "operations"].contains(p.first ?? ""):
+            return .failure(Failure(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
+        default:
+            return .failure(Failure(status: 404, code: "no_route", message: "unknown path \(path)"))
+        }
+    }
+
+    /// HTTP status for a wire error code.
+    static func httpStatus(for code: WireErrorCode) -> Int {
+        switch code {
+        case .malformedJSON, .invalidMessage, .unknownOperation, .invalidUUID, .invalidField: return 400
+        case .notFound: return 404
+        case .alreadyExists: return 409
+        case .tooLarge: return 413
+        case .wrongStore: return 409
+        case .storageFailed: return 500
+        }
+    }
+
+    /// `{"error":{"code":..,"message":..,"uuid":..}}`.
+    static func errorBody(code: String, message: String, uuid: String? = nil) -> JSONValue {
+        var e = JSONObject()
+        e["code"] = .string(code)
+        e["message"] = .string(message)
+        if let u = uuid { e["uuid"] = .string(u) }
+        return .object(JSONObject([("error", .object(e))]))
+    }
+
+    /// The answer to a write, once its outcome is known: one order for REST calls, a summary for
+    /// `/v1/operations`.
+    static func writeAnswer(single: String?, operation: OperationKind, applied: [Order], unchanged: [Order],
+                            errors: [WireError], seq: Int64?) -> (status: Int, body: JSONValue) {
+        if single != nil {
+            if let e = errors.first {
+                return (httpStatus(for: e.code), errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid))
+            }
+            if let o = applied.last ?? unchanged.last {
+                return (operation == .create && !applied.isEmpty ? 201 : 200, .object(o.json))
+            }
+            return (500, errorBody(code: "internal", message: "no outcome for the operation"))
+        }
+        var o = JSONObject()
+        o["seq"] = seq.map { .int($0) } ?? .null
+        o["applied"] = .array(applied.map { .object($0.json) })
+        o["unchanged"] = .array(unchanged.map { .object($0.json) })
+        o["errors"] = .array(errors.map { e in
+            var x = JSONObject()
+            x["code"] = .string(e.code.rawValue)
+            x["message"] = .string(e.message)
+            if let u = e.uuid { x["uuid"] = .string(u) }
+            if let i = e.index { x["index"] = .int(Int64(i)) }
+            return .object(x)
+        })
+        return (200, .object(o))
+    }
+
+    /// `{"page","per","total","orders"}`.
+    static func listBody(page: Int, per: Int, total: Int, orders: [Order]) -> JSONValue {
+        .object(JSONObject([("page", .int(Int64(page))), ("per", .int(Int64(per))), ("total", .int(Int64(total))),
+                            ("orders", .array(orders.map { .object($0.json) }))]))
+    }
+}

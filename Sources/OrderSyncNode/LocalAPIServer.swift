@@ -1,0 +1,119 @@
+import Foundation
+import HTTP1
+import Logging
+import Posix
+import SyncCore
+
+/// The local API: HTTP/1.1 + JSON on a Unix domain socket in the data directory. Each request
+/// is decoded into a `LocalAPIRoute` and handed to the node; the node answers through the
+/// `respond` closure, possibly later (a slave waits for its master).
+final class LocalAPIServer {
+    typealias Respond = (_ status: Int, _ body: JSONValue) -> Void
+    typealias Handler = (LocalAPIRoute, @escaping Respond) -> Void
+
+    private let loop: EventLoop
+    private let logger: Logger
+    private let path: String
+    private var acceptor: Acceptor?
+    private var clients: [ObjectIdentifier: APIClientConnection] = [:]
+    var handler: Handler = { _, respond in respond(503, LocalAPIRoute.errorBody(code: "starting", message: "node is starting")) }
+
+    init(loop: EventLoop, path: String, logger: Logger) {
+        self.loop = loop
+        self.path = path
+        self.logger = logger
+    }
+
+    /// Binds the socket (mode 0660) and starts accepting.
+    func start() throws {
+        let l = try UnixListener.bind(path: path, mode: 0o660)
+        acceptor = try Acceptor(listener: l, loop: loop) { [weak self] accepted in self?.accepted(accepted) }
+        acceptor?.onError = { [weak self] error in
+            self?.logger.warning("api.accept_failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Stops accepting, closes every client and removes the socket file.
+    func stop() {
+        if let a = acceptor {
+            a.close()
+            unlink(path)
+        }
+        acceptor = nil
+        for c in clients.values { c.channel.close() }
+        clients.removeAll()
+    }
+
+    private func accepted(_ a: AcceptedSocket) {
+        let channel: StreamChannel
+        do { channel = try StreamChannel(socket: a.socket, loop: loop) } catch {
+            logger.warning("api.accept_failed", metadata: ["error": "\(error)"])
+            return
+        }
+        let client = APIClientConnection(channel: channel)
+        let id = ObjectIdentifier(client)
+        clients[id] = client
+        channel.onRead = { [weak self, weak client] bytes in
+            guard let self = self, let client = client else { return }
+            self.receive(bytes, from: client)
+        }
+        channel.onClose = { [weak self] _ in self?.clients[id] = nil }
+    }
+
+    private func receive(_ bytes: [UInt8], from client: APIClientConnection) {
+        client.parser.append(bytes)
+        drain(client)
+    }
+
+    /// Handles requests one at a time per connection, in order.
+    private func drain(_ client: APIClientConnection) {
+        while !client.busy {
+            let request: HTTPRequest?
+            do {
+                request = try client.parser.nextRequest()
+            } catch let e as HTTPError {
+                let body = LocalAPIRoute.errorBody(code: "bad_request", message: e.message)
+                client.channel.write(HTTPResponse(status: e.status, headers: HTTPHeaders([("Content-Type", "application/json"), ("Connection", "close")]),
+                                                  body: body.serializedBytes()).serialize())
+                client.channel.closeAfterFlush()
+                return
+            } catch {
+                client.channel.close()
+                return
+            }
+            guard let req = request else { return }
+            client.busy = true
+            let keepAlive = req.keepAlive
+            let route = LocalAPIRoute.decode(method: req.method, path: req.path, query: req.query, body: req.body)
+            let respond: Respond = { [weak self, weak client] status, body in
+                guard let self = self, let client = client, client.busy else { return }
+                var headers = [("Content-Type", "application/json")]
+                if !keepAlive { headers.append(("Connection", "close")) }
+                client.channel.write(HTTPResponse(status: status, headers: HTTPHeaders(headers), body: body.serializedBytes() + [0x0A]).serialize())
+                client.busy = false
+                if keepAlive {
+                    self.drain(client)
+                } else {
+                    client.channel.closeAfterFlush()
+                }
+            }
+            switch route {
+            case .failure(let f):
+                respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message, uuid: f.uuid))
+            case .success(let r):
+                handler(r, respond)
+            }
+        }
+    }
+}
+
+/// One connection to the local API.
+final class APIClientConnection {
+    let channel: StreamChannel
+    var parser = HTTPRequestParser()
+    var busy = false
+
+    init(channel: StreamChannel) {
+        self.channel = channel
+    }
+}

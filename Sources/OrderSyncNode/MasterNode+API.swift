@@ -1,0 +1,67 @@
+import Foundation
+import SyncCore
+
+extension MasterNode {
+    func handleAPI(_ route: LocalAPIRoute, _ respond: @escaping LocalAPIServer.Respond) {
+        switch route {
+        case .status:
+            respond(200, status())
+        case .list(let page, let per):
+            do {
+                let r = try db.orders(page: page, per: per)
+                respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders))
+            } catch {
+                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+            }
+        case .show(let uuid):
+            do {
+                if let o = try db.order(uuid: uuid) {
+                    respond(200, .object(o.json))
+                } else {
+                    respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no order with this uuid", uuid: uuid))
+                }
+            } catch {
+                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+            }
+        case .write(var message, let single):
+            if message.opId == nil { message.opId = UUID().uuidString.lowercased() }
+            let origin = "\(terminalName) (local API)"
+            let outcome = ledger.apply(message, origin: origin)
+            deliver(outcome, message: message, origin: origin, sender: nil)
+            let answer = LocalAPIRoute.writeAnswer(single: single, operation: message.operation, applied: outcome.applied,
+                                                   unchanged: outcome.unchanged, errors: outcome.errors, seq: outcome.seq)
+            respond(answer.status, answer.body)
+        }
+    }
+
+    func status() -> JSONValue {
+        var o = JSONObject()
+        o["role"] = .string("master")
+        o["version"] = .string(NodeVersion.string)
+        o["store"] = .string(storeId)
+        o["name"] = .string(terminalName)
+        o["epoch"] = .string(ledger.epoch)
+        o["seq"] = .int(ledger.lastSeq)
+        o["orders"] = .int(Int64((try? db.orderCount()) ?? 0))
+        o["port"] = .int(Int64(boundPort))
+        o["dataDir"] = .string(configuration.dataDirectory)
+        o["serviceType"] = .string(configuration.serviceType)
+        o["serviceName"] = publishedName.map { .string($0) } ?? .null
+        o["avahi"] = .string(avahiState)
+        o["uptimeSeconds"] = .int(Int64(Date().timeIntervalSince(startedAt)))
+        let now = loop.now
+        o["peers"] = .array(sessions.values.sorted { $0.id < $1.id }.filter { $0.link != nil }.map { s in
+            var p = JSONObject()
+            p["address"] = .string(s.address)
+            p["protocol"] = .string(s.speaksOrderSync ? "ordersync" : "storepos")
+            p["terminal"] = s.terminalName.map { .string($0) } ?? .null
+            p["terminalId"] = s.terminalId.map { .string($0) } ?? .null
+            p["connectedSeconds"] = .int((now - s.connectedAt) / 1000)
+            p["lastSeenMillisAgo"] = .int(now - (s.link?.lastHeardMillis ?? now))
+            p["messages"] = .int(Int64(s.messagesIn))
+            p["rejected"] = .int(Int64(s.rejected))
+            return .object(p)
+        })
+        return .object(o)
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+
+/// The version printed by `ordersync --version` and sent in `status`.
+public enum NodeVersion {
+    /// Semantic version of this build.
+    public static let string = "0.1.0"
+}
+
+/// Documented defaults.
+public enum NodeDefaults {
+    /// TCP port of the master's WebSocket endpoint.
+    public static let port: UInt16 = 7420
+    /// DNS-SD service type, as StorePOS used.
+    public static let serviceType = "_pos._tcp"
+    /// Name of the SQLite file in the data directory.
+    public static let databaseFile = "ordersync.sqlite"
+    /// Name of the local API socket in the data directory.
+    public static let socketFile = "ordersync.sock"
+    /// Name of the lock file that keeps two daemons off one data directory.
+    public static let lockFile = "ordersync.lock"
+    /// WebSocket path on the master.
+    public static let webSocketPath = "/"
+    /// Orders per snapshot message.
+    public static let snapshotChunk = 200
+    /// Largest accepted WebSocket message.
+    public static let maxMessageBytes = 1 << 20
+    /// Interval after which an idle link is pinged, milliseconds.
+    public static let pingIntervalMillis: Int64 = 10_000
+    /// Silence after which a peer is declared dead, milliseconds.
+    public static let deadPeerMillis: Int64 = 30_000
+    /// How long a slave's local API waits for the master's answer, milliseconds.
+    public static let forwardTimeoutMillis: Int64 = 10_000
+    /// Per-connection limit of bytes queued for a slow reader before it is disconnected.
+    public static let maxPendingSendBytes = 16 << 20
+}
+
+/// A node's role.
+public enum NodeRole: String, Sendable {
+    case master
+    case slave
+}
+
+/// `ws://HOST:PORT/PATH` given with `--master`.
+public struct MasterURL: Equatable, Sendable, CustomStringConvertible {
+    /// Host name or address (IPv6 without brackets).
+    public var host: String
+    /// TCP port.
+    public var port: UInt16
+    /// Request path.
+    public var path: String
+
+    /// Parses `ws://HOST[:PORT][/PATH]`; nil for anything else.
+    public init?(parsing text: String) {
+        guard text.lowercased().hasPrefix("ws://") else { return nil }
+        var rest = Substring(text.dropFirst(5))
+        var path = "/"
+        if let slash = rest.firstIndex(of: "/") {
+            path = String(rest[slash...])
+            rest = rest[..<slash]
+        }
+        var host: Substring
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return nil }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty { return nil }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = rest[..<colon]
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = rest
+        }
+        guard !host.isEmpty, !host.contains(" ") else { return nil }
+        var port = NodeDefaults.port
+        if let p = portText {
+            guard let n = UInt16(p), n > 0 else { return nil }
+            port = n
+        }
+        self.host = String(host)
+        self.port = port
+        self.path = path
+    }
+
+    /// A URL from its parts.
+    public init(host: String, port: UInt16, path: String = "/") {
+        self.host = host
+        self.port = port
+        self.path = path
+    }
+
+    public var description: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "ws://\(h):\(port)\(path)"
+    }
+}
+
+/// Everything a node needs to start.
+public struct NodeConfiguration: Sendable {
+    /// Master or slave.
+    public var role: NodeRole
+    /// The data directory (created if missing).
+    public var dataDirectory: String
+    /// Store id from `--store`, if given.
+    public var store: String?
+    /// Terminal name from `--name`, if given.
+    public var name: String?
+    /// DNS-SD service type.
+    public var serviceType: String
+    /// Master: TCP port (0 = any free port).
+    public var port: UInt16
+    /// Master: address to listen on.
+    public var listenAddress: String
+    /// Slave: fixed master, skipping discovery.
+    public var masterURL: MasterURL?
+    /// Largest accepted WebSocket message.
+    public var maxMessageBytes = NodeDefaults.maxMessageBytes
+    /// Idle time before a ping, milliseconds.
+    public var pingIntervalMillis = NodeDefaults.pingIntervalMillis
+    /// Silence after which a peer is dead, milliseconds.
+    public var deadPeerMillis = NodeDefaults.deadPeerMillis
+
+    /// A configuration from its parts.
+    public init(role: NodeRole, dataDirectory: String, store: String?, name: String?, serviceType: String,
+                port: UInt16, listenAddress: String, masterURL: MasterURL?) {
+        self.role = role
+        self.dataDirectory = dataDirectory
+        self.store = store
+        self.name = name
+        self.serviceType = serviceType
+        self.port = port
+        self.listenAddress = listenAddress
+        self.masterURL = masterURL
+    }
+
+    /// Path of the SQLite file.
+    public var databasePath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.databaseFile) }
+    /// Path of the local API socket.
+    public var socketPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.socketFile) }
+    /// Path of the lock file.
+    public var lockPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.lockFile) }
+
+    /// Store ids: 1-64 letters, digits, '-', '_', '.'.
+    public static func isValidStoreId(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 64
+            && s.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-_.".unicodeScalars.contains($0) }
+    }
+
+    /// DNS-SD service types: `_name._tcp` (RFC 6763 7: "_<Service>._tcp", service name 1-15 chars).
+    public static func isValidServiceType(_ s: String) -> Bool {
+        let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[1] == "_tcp", parts[0].hasPrefix("_") else { return false }
+        let name = parts[0].dropFirst()
+        return (1...15).contains(name.count)
+            && name.unicodeScalars.allSatisfy { ($0.isASCII && CharacterSet.alphanumerics.contains($0)) || $0 == "-" }
+    }
+}
+
+/// A failure to start a node, with a message for the operator.
+public struct NodeStartupError: Error, CustomStringConvertible {
+    /// What went wrong and what to do.
+    public var message: String
+    /// An error from its message.
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

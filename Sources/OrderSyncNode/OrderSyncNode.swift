@@ -1,1 +1,0 @@
-// OrderSyncNode module

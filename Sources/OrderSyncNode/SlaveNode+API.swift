@@ -1,0 +1,110 @@
+import Foundation
+import Posix
+import SyncCore
+
+/// A local write forwarded to the master, waiting for its answer.
+struct PendingWrite {
+    var message: OperationMessage
+    var single: String?
+    var respond: LocalAPIServer.Respond
+    var applied: [Order] = []
+    var errors: [WireError] = []
+    var timer: TimerHandle?
+}
+
+extension SlaveNode {
+    func handleAPI(_ route: LocalAPIRoute, _ respond: @escaping LocalAPIServer.Respond) {
+        switch route {
+        case .status:
+            respond(200, status())
+        case .list(let page, let per):
+            do {
+                let r = try db.orders(page: page, per: per)
+                respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders))
+            } catch {
+                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+            }
+        case .show(let uuid):
+            do {
+                if let o = try db.order(uuid: uuid) {
+                    respond(200, .object(o.json))
+                } else {
+                    respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no order with this uuid", uuid: uuid))
+                }
+            } catch {
+                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+            }
+        case .write(var message, let single):
+            guard linkPhase == .live, let l = link else {
+                let why = lastLinkError.map { " (last error: \($0))" } ?? ""
+                respond(503, LocalAPIRoute.errorBody(code: "master_unavailable",
+                    message: "not connected to a master right now\(why); the change was not made. Check `ordersync status` and that the master runs."))
+                return
+            }
+            let opId = message.opId ?? UUID().uuidString.lowercased()
+            message.opId = opId
+            var pending = PendingWrite(message: message, single: single, respond: respond)
+            pending.timer = loop.schedule(after: NodeDefaults.forwardTimeoutMillis) { [weak self] in
+                guard let self = self, let p = self.pendingWrites.removeValue(forKey: opId) else { return }
+                p.respond(504, LocalAPIRoute.errorBody(code: "master_timeout",
+                    message: "the master did not answer within \(NodeDefaults.forwardTimeoutMillis / 1000) s; the change may or may not have been applied"))
+            }
+            pendingWrites[opId] = pending
+            l.send(message.encoded())
+        }
+    }
+
+    func completePendingWrite(opId: String, seq: Int64?) {
+        guard let p = pendingWrites.removeValue(forKey: opId) else { return }
+        if let t = p.timer { loop.cancel(t) }
+        var unchanged: [Order] = []
+        if p.applied.isEmpty, p.errors.isEmpty {
+            // Harmless repeats: answer with what the replica holds.
+            for raw in p.message.orders {
+                if let u = raw.objectValue?["uuid"]?.stringValue, let o = try? db.order(uuid: u) { unchanged.append(o) }
+            }
+        }
+        let answer = LocalAPIRoute.writeAnswer(single: p.single, operation: p.message.operation, applied: p.applied,
+                                               unchanged: unchanged, errors: p.errors, seq: seq)
+        p.respond(answer.status, answer.body)
+    }
+
+    func failPendingWrites(code: String, message: String) {
+        let all = pendingWrites
+        pendingWrites.removeAll()
+        for p in all.values {
+            if let t = p.timer { loop.cancel(t) }
+            p.respond(503, LocalAPIRoute.errorBody(code: code, message: message))
+        }
+    }
+
+    func status() -> JSONValue {
+        var o = JSONObject()
+        o["role"] = .string("slave")
+        o["version"] = .string(NodeVersion.string)
+        o["store"] = (configuration.store ?? replica.joinedStore).map { .string($0) } ?? .null
+        o["name"] = .string(terminalName)
+        o["terminalId"] = .string(terminalId)
+        o["seq"] = .int(replica.lastSeq)
+        o["epoch"] = replica.epoch.map { .string($0) } ?? .null
+        o["orders"] = .int(Int64((try? db.orderCount()) ?? 0))
+        o["dataDir"] = .string(configuration.dataDirectory)
+        o["avahi"] = .string(configuration.masterURL == nil ? avahiState : "not used (--master)")
+        o["uptimeSeconds"] = .int(Int64(Date().timeIntervalSince(startedAt)))
+        var m = JSONObject()
+        m["state"] = .string(linkPhase.rawValue)
+        m["url"] = (link?.url ?? target).map { .string($0.description) } ?? .null
+        m["serviceName"] = targetService.map { .string($0) } ?? .null
+        m["sinceSeconds"] = .int((loop.now - linkSince) / 1000)
+        if let ws = link?.link { m["lastSeenMillisAgo"] = .int(loop.now - ws.lastHeardMillis) }
+        m["lastError"] = lastLinkError.map { .string($0) } ?? .null
+        o["master"] = .object(m)
+        o["pendingWrites"] = .int(Int64(pendingWrites.count))
+        o["mastersSeen"] = .array(services.values.sorted { $0.seen < $1.seen }.map { entry in
+            let s = entry.service
+            return .object(JSONObject([("name", .string(s.name)), ("address", .string("\(s.address):\(s.port)")),
+                                       ("store", s.txt["store"].map { .string($0) } ?? .null)]))
+        })
+        return .object(o)
+    }
+}

@@ -1,0 +1,241 @@
+import Discovery
+import Foundation
+import Logging
+import Posix
+import SyncCore
+import WebSocket
+
+extension SlaveNode {
+    var webSocketConfiguration: WebSocketConfiguration {
+        var c = WebSocketConfiguration()
+        c.maxMessageSize = configuration.maxMessageBytes
+        return c
+    }
+
+    // MARK: Discovery
+
+    func handleDiscovery(_ event: DiscoveryEvent) {
+        switch event {
+        case .daemonAvailable:
+            avahiState = "up"
+            logger.info("avahi.up")
+        case .daemonUnavailable(let reason):
+            avahiState = "down"
+            logger.warning("avahi.down", metadata: ["reason": "\(reason)",
+                "hint": "cannot discover a master until avahi-daemon is back; a live link stays up"])
+        case .serviceFound(let service):
+            guard service.txt["proto"] == orderSyncProtocolName else { return }
+            let key = "\(service.name)|\(service.domain)|\(service.interfaceIndex)"
+            let previous = services[key]?.service
+            seenCounter += 1
+            services[key] = (service, seenCounter)
+            if previous != service {
+                logger.info("master.found", metadata: ["service.name": "\(service.name)", "master.address": "\(service.address):\(service.port)",
+                                                       "master.store": "\(service.txt["store"] ?? "?")"])
+            }
+            considerTargets()
+        case .serviceLost(let name, _, let domain):
+            let gone = services.keys.filter { $0.hasPrefix("\(name)|\(domain)|") }
+            guard !gone.isEmpty else { return }
+            for k in gone { services[k] = nil }
+            // A lone REMOVE (goodbye crossing a new announcement) must not kill a live link:
+            // the link itself tells when the master is really gone.
+            logger.info("master.lost", metadata: ["service.name": "\(name)", "link": "\(linkPhase.rawValue)"])
+        case .browseFailed(let reason):
+            logger.error("discovery.browse_failed", metadata: ["reason": "\(reason)"])
+        case .published, .nameCollision, .publishFailed:
+            break
+        }
+    }
+
+    /// The master to use: `--master`, else the newest service of our store, else of the only
+    /// store on the LAN. Never chosen by instance name.
+    func chooseTarget() -> (MasterURL, String?)? {
+        if let url = configuration.masterURL { return (url, nil) }
+        let candidates = services.values.filter { $0.service.txt["proto"] == orderSyncProtocolName }
+        let wanted = configuration.store ?? replica.joinedStore
+        var pool = candidates
+        if let w = wanted {
+            pool = candidates.filter { $0.service.txt["store"] == w }
+            if pool.isEmpty, !candidates.isEmpty {
+                logStoreChoice("slave.waiting_for_store", ["store": "\(w)",
+                    "seen": "\(Set(candidates.compactMap { $0.service.txt["store"] }).sorted().joined(separator: ","))"])
+            }
+        } else {
+            let stores = Set(candidates.compactMap { $0.service.txt["store"] })
+            if stores.count > 1 {
+                logStoreChoice("slave.several_stores", ["stores": "\(stores.sorted().joined(separator: ","))",
+                    "hint": "start the slave with --store ID to choose one"])
+                return nil
+            }
+        }
+        guard let best = pool.max(by: { $0.seen < $1.seen }) else { return nil }
+        let path = best.service.txt["path"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
+        return (MasterURL(host: best.service.address, port: best.service.port, path: path), best.service.name)
+    }
+
+    private func logStoreChoice(_ event: String, _ meta: Logger.Metadata) {
+        let key = event + meta.description
+        guard key != lastStoreChoiceLog else { return }
+        lastStoreChoiceLog = key
+        logger.warning("\(event)", metadata: meta)
+    }
+
+    /// Connects now when idle, or moves to a newer master address when the current attempt is
+    /// not live yet.
+    func considerTargets() {
+        guard !shuttingDown, let (url, name) = chooseTarget() else { return }
+        if let l = link, !l.isEnded {
+            if l.url == url || linkPhase == .live || linkPhase == .syncing { return }
+            l.abort(reason: "a newer address for the master was announced")
+            return
+        }
+        if let t = retryTimer { loop.cancel(t) }
+        retryTimer = nil
+        target = url
+        targetService = name
+        connect()
+    }
+
+    // MARK: Link
+
+    func connect() {
+        guard !shuttingDown, link == nil || link!.isEnded else { return }
+        if configuration.masterURL == nil, let (url, name) = chooseTarget() {
+            target = url
+            targetService = name
+        }
+        guard let url = target else { return }
+        let l = MasterLink(url: url, loop: loop, configuration: webSocketConfiguration)
+        link = l
+        setPhase(.connecting)
+        attempts += 1
+        l.onOpen = { [weak self, weak l] subprotocol in
+            guard let self = self, let l = l else { return }
+            guard subprotocol == orderSyncSubprotocol else {
+                self.logger.error("master.incompatible", metadata: ["master.address": "\(url)", "reason": "master did not accept subprotocol \(orderSyncSubprotocol)"])
+                l.close(code: .policyViolation, reason: "OrderSync subprotocol required")
+                return
+            }
+            self.setPhase(.syncing)
+            self.logger.info("master.connected", metadata: ["master.address": "\(url)", "service.name": "\(self.targetService ?? "-")"])
+            l.send(HelloMessage(terminalId: self.terminalId, terminalName: self.terminalName,
+                                store: self.configuration.store ?? self.replica.joinedStore,
+                                lastSeq: self.replica.lastSeq, epoch: self.replica.epoch).encoded())
+        }
+        l.onText = { [weak self] text in self?.masterMessage(text) }
+        l.onEnd = { [weak self, weak l] code, reason in
+            guard let self = self, let l = l, self.link === l else { return }
+            self.linkEnded(code: code, reason: reason)
+        }
+        l.start()
+    }
+
+    func setPhase(_ p: MasterLink.Phase) {
+        linkPhase = p
+        linkSince = loop.now
+    }
+
+    private func linkEnded(code: UInt16?, reason: String) {
+        let wasUp = linkPhase == .live || linkPhase == .syncing
+        lastLinkError = reason
+        setPhase(.idle)
+        replica.resetSnapshot()
+        failPendingWrites(code: "master_unavailable",
+                          message: "the connection to the master was lost before it answered (\(reason)); the change may or may not have been applied, a retry with the same uuid is safe")
+        var meta: Logger.Metadata = ["master.address": "\(link?.url.description ?? "-")", "reason": "\(reason)"]
+        if let c = code { meta["ws.close_code"] = "\(c)" }
+        if wasUp {
+            logger.warning("master.disconnected", metadata: meta)
+        } else {
+            logger.info("master.connect_failed", metadata: meta)
+        }
+        link = nil
+        if let t = livenessTimer { loop.cancel(t) }
+        livenessTimer = nil
+        guard !shuttingDown else {
+            loop.stop()
+            return
+        }
+        scheduleReconnect()
+    }
+
+    /// Backoff with jitter: 0.25 s doubling to 5 s, each delay drawn from [d/2, d], so fifty
+    /// terminals do not reconnect in the same instant.
+    func scheduleReconnect() {
+        let exp = min(attempts, 5)
+        let cap: Int64 = min(5000, 250 << Int64(exp))
+        let delay = Int64.random(in: (cap / 2)...cap)
+        retryTimer = loop.schedule(after: delay) { [weak self] in
+            guard let self = self else { return }
+            self.retryTimer = nil
+            if self.configuration.masterURL == nil && self.chooseTarget() == nil {
+                if self.target == nil { return }
+            }
+            self.connect()
+        }
+    }
+
+    private func masterMessage(_ text: String) {
+        switch ServerMessage.decode(text) {
+        case .failure(let e):
+            logger.warning("master.message_invalid", metadata: ["reason": "\(e)"])
+        case .success(.applied(let op, let orders, let seq, let opId, _, let snapshot)):
+            do {
+                let step = try replica.apply(operation: op, orders: orders, seq: seq, snapshot: snapshot,
+                                             store: configuration.store)
+                switch step {
+                case .snapshotApplied(let count):
+                    logger.info("snapshot.received", metadata: ["orders": "\(count)", "seq": "\(replica.lastSeq)"])
+                case .gap(let expected, let got):
+                    logger.warning("sync.gap", metadata: ["expected": "\(expected)", "got": "\(got)", "action": "resync"])
+                    link?.close(code: .normal, reason: "resync")
+                    return
+                case .applied:
+                    logger.debug("op.applied", metadata: ["op.seq": "\(seq ?? 0)", "op.kind": "\(op)", "orders": "\(orders.count)"])
+                case .duplicate, .snapshotPartKept:
+                    break
+                }
+                if let id = opId, pendingWrites[id] != nil {
+                    pendingWrites[id]?.applied = orders
+                }
+            } catch {
+                logger.error("replica.write_failed", metadata: ["error": "\(error)"])
+                link?.abort(reason: "replica write failed")
+            }
+        case .success(.ready(let seq, let epoch, let store)):
+            if let s = store, configuration.store == nil, replica.joinedStore == nil || replica.joinedStore != s {
+                try? db.setMetadata("replica.store", s)
+            }
+            if let s = store { logger[metadataKey: "store"] = "\(s)" }
+            attempts = 0
+            setPhase(.live)
+            startLiveness()
+            logger.info("master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
+        case .success(.error(let e, let opId, _)):
+            if let id = opId, pendingWrites[id] != nil {
+                pendingWrites[id]?.errors.append(e)
+            } else {
+                logger.warning("master.rejected", metadata: ["code": "\(e.code.rawValue)", "reason": "\(e.message)"])
+            }
+        case .success(.result(let opId, let seq, _, _, _)):
+            completePendingWrite(opId: opId, seq: seq)
+        }
+    }
+
+    private func startLiveness() {
+        if let t = livenessTimer { loop.cancel(t) }
+        let interval = max(500, configuration.pingIntervalMillis / 2)
+        livenessTimer = loop.schedule(after: interval) { [weak self] in
+            guard let self = self, let l = self.link, let ws = l.link, !ws.isEnded else { return }
+            let silent = self.loop.now - ws.lastHeardMillis
+            if silent >= self.configuration.deadPeerMillis {
+                self.logger.warning("master.dead", metadata: ["silent_ms": "\(silent)"])
+                l.abort(reason: "master silent for \(silent) ms")
+                return
+            }
+            if silent >= self.configuration.pingIntervalMillis { ws.ping() }
+            self.startLiveness()
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Posix module

@@ -1,0 +1,92 @@
+import Glibc
+
+/// Client side of a Unix domain stream socket, for command-line tools that talk to a daemon.
+public enum UnixSocket {
+    /// Connects to the listener at `path`, waiting for the connection.
+    ///
+    /// The returned socket is nonblocking; use its ``Socket/writeAll(_:timeoutMilliseconds:)``,
+    /// ``Socket/readSome(maxBytes:timeoutMilliseconds:)`` and
+    /// ``Socket/readAll(timeoutMilliseconds:maxBytes:)`` helpers, which wait with `poll`.
+    /// Throws `ENOENT` when no socket file exists and `ECONNREFUSED` when nobody listens.
+    public static func connectBlocking(path: String) throws -> Socket {
+        let address = try SocketAddress(unixPath: path)
+        let socket = try Socket.make(family: AF_UNIX, blocking: true, remoteAddress: path)
+        let fd = socket.descriptor
+        _ = try address.withSockAddr { pointer, length in
+            try Syscall.call("connect") { Glibc.connect(fd, pointer, length) }
+        }
+        try socket.setNonBlocking(true)
+        return socket
+    }
+}
+
+extension Socket {
+    /// Waits with `poll` until the socket is ready for `events` or `deadline` (monotonic
+    /// milliseconds) passes; throws `ETIMEDOUT` then.
+    private func wait(for events: Int16, until deadline: Int64) throws {
+        var entry = pollfd(fd: descriptor, events: events, revents: 0)
+        while true {
+            let remaining = deadline - MonotonicClock.milliseconds()
+            if remaining <= 0 {
+                throw PosixError(call: "poll", errno: ETIMEDOUT)
+            }
+            let ready = try Syscall.call("poll") { poll(&entry, 1, Int32(clamping: remaining)) }
+            if ready > 0 {
+                return
+            }
+        }
+    }
+
+    /// Writes every byte, waiting up to `timeoutMilliseconds` in total; throws `ETIMEDOUT`
+    /// or the send error.
+    public func writeAll(_ bytes: [UInt8], timeoutMilliseconds: Int64) throws {
+        let deadline = MonotonicClock.milliseconds() + timeoutMilliseconds
+        var offset = 0
+        while offset < bytes.count {
+            let result = try bytes.withUnsafeBytes { raw in
+                try send(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+            }
+            switch result {
+            case .value(let count):
+                offset += count
+            case .wouldBlock:
+                try wait(for: Int16(POLLOUT), until: deadline)
+            }
+        }
+    }
+
+    /// Reads what is available, waiting up to `timeoutMilliseconds` for at least one byte;
+    /// an empty result means the peer closed its side.
+    public func readSome(maxBytes: Int = 65536, timeoutMilliseconds: Int64) throws -> [UInt8] {
+        let deadline = MonotonicClock.milliseconds() + timeoutMilliseconds
+        var buffer = [UInt8](repeating: 0, count: maxBytes)
+        while true {
+            let result = try buffer.withUnsafeMutableBytes { try receive(into: $0) }
+            switch result {
+            case .value(let count):
+                buffer.removeSubrange(count...)
+                return buffer
+            case .wouldBlock:
+                try wait(for: Int16(POLLIN), until: deadline)
+            }
+        }
+    }
+
+    /// Reads until the peer closes its side, waiting up to `timeoutMilliseconds` in total;
+    /// throws `EMSGSIZE` when more than `maxBytes` arrive.
+    public func readAll(timeoutMilliseconds: Int64, maxBytes: Int = 16 << 20) throws -> [UInt8] {
+        let deadline = MonotonicClock.milliseconds() + timeoutMilliseconds
+        var result: [UInt8] = []
+        while true {
+            let remaining = max(1, deadline - MonotonicClock.milliseconds())
+            let chunk = try readSome(timeoutMilliseconds: remaining)
+            if chunk.isEmpty {
+                return result
+            }
+            result += chunk
+            if result.count > maxBytes {
+                throw PosixError(call: "read", errno: EMSGSIZE, detail: "more than \(maxBytes) bytes")
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+/// An incremental RFC 6455 frame parser: append bytes as they arrive in any chunking, then call
+/// `next()` until it returns `nil`.
+///
+/// Besides the framing rules of section 5.2 it enforces the fragmentation rules of 5.4 and the
+/// configured limits, so every check that needs only the frame headers happens here, as soon as
+/// the header bytes that decide it have arrived and before any payload memory is reserved. The
+/// first violation is sticky: `next()` throws it again and further input is ignored.
+public struct FrameParser: Sendable {
+    // Stored properties used by the header parsing in FrameParser+Header.swift are internal.
+    let role: WebSocketRole
+    let configuration: WebSocketConfiguration
+
+    /// Received bytes not yet consumed, starting at `readIndex`.
+    var buffer: [UInt8] = []
+    var readIndex = 0
+
+    /// The frame whose payload is being collected, and its unmasked payload so far.
+    private var header: FrameHeader?
+    private var payload: [UInt8] = []
+
+    /// The opcode of the fragmented message in progress (RFC 6455 5.4), its length and frame
+    /// count so far.
+    var messageOpcode: Opcode?
+    var messageLength = 0
+    var messageFragments = 0
+
+    private var failure: WebSocketError?
+
+    /// Buffers larger than this are released rather than kept for reuse once drained.
+    private static let retainedCapacity = 64 * 1024
+    /// The most payload memory reserved for a frame before its bytes arrive.
+    private static let initialPayloadCapacity = 256 * 1024
+
+    /// Creates a parser for frames received by an endpoint of `role`.
+    public init(role: WebSocketRole, configuration: WebSocketConfiguration = WebSocketConfiguration()) {
+        self.role = role
+        self.configuration = configuration
+    }
+
+    /// The header of the frame whose payload is still arriving, if any.
+    public var pendingHeader: FrameHeader? {
+        header
+    }
+
+    /// The unmasked payload received so far of the frame described by `pendingHeader`.
+    public var pendingPayload: ArraySlice<UInt8> {
+        payload[...]
+    }
+
+    /// Whether a fragmented message has started and not yet received its final frame.
+    public var isInFragmentedMessage: Bool {
+        messageOpcode != nil
+    }
+
+    /// Adds received bytes.
+    public mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// Adds received bytes straight from a read buffer.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard failure == nil, !bytes.isEmpty else { return }
+        var rest = bytes
+        // A large payload arriving in many reads goes straight into the payload buffer instead
+        // of through `buffer`.
+        if header != nil && readIndex == buffer.count {
+            let taken = absorbPayload(rest)
+            rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
+        }
+        if !rest.isEmpty {
+            buffer.append(contentsOf: rest)
+        }
+    }
+
+    /// The next complete frame, `nil` if more bytes are needed.
+    ///
+    /// - Throws: `WebSocketError` for the first protocol violation or exceeded limit; every
+    ///   later call throws it again.
+    public mutating func next() throws -> Frame? {
+        if let failure {
+            throw failure
+        }
+        if header == nil {
+            do {
+                guard let parsed = try parseHeader() else {
+                    releaseConsumedBytes()
+                    return nil
+                }
+                header = parsed
+                // The length was checked against the limits in parseHeader(). Reserve at most
+                // `initialPayloadCapacity` up front so a peer announcing a large frame and then
+                // stalling pins little memory; the array grows as the payload really arrives.
+                payload = []
+                payload.reserveCapacity(min(parsed.payloadLength, Self.initialPayloadCapacity))
+            } catch let error as WebSocketError {
+                failure = error
+                buffer = []
+                readIndex = 0
+                throw error
+            }
+        }
+        let current = header!
+        if payload.count < current.payloadLength && readIndex < buffer.count {
+            let available = buffer.count - readIndex
+            let wanted = min(available, current.payloadLength - payload.count)
+            let start = readIndex
+            let taken = buffer.withUnsafeBytes { all in
+                absorbPayload(UnsafeRawBufferPointer(rebasing: all[start..<(start + wanted)]))
+            }
+            readIndex += taken
+        }
+        releaseConsumedBytes()
+        guard payload.count == current.payloadLength else {
+            return nil
+        }
+        let frame = Frame(fin: current.fin, opcode: current.opcode, payload: payload)
+        header = nil
+        payload = []
+        return frame
+    }
+
+    /// Copies payload bytes of the current frame from `source`, unmasking them; returns how
+    /// many were taken.
+    private mutating func absorbPayload(_ source: UnsafeRawBufferPointer) -> Int {
+        guard let current = header else { return 0 }
+        let count = min(source.count, current.payloadLength - payload.count)
+        guard count > 0 else { return 0 }
+        let start = payload.count
+        payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: source[0..<count]))
+        if let key = current.maskingKey {
+            payload.withUnsafeMutableBytes { all in
+                key.apply(to: UnsafeMutableRawBufferPointer(rebasing: all[start..<(start + count)]),
+                          payloadOffset: start)
+            }
+        }
+        return count
+    }
+
+    private mutating func releaseConsumedBytes() {
+        guard readIndex > 0 else { return }
+        if readIndex == buffer.count {
+            if buffer.capacity > Self.retainedCapacity {
+                buffer = []
+            } else {
+                buffer.removeAll(keepingCapacity: true)
+            }
+            readIndex = 0
+        } else if readIndex >= 4096 && readIndex * 2 >= buffer.count {
+            buffer.removeFirst(readIndex)
+            readIndex = 0
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import ArgumentParser
+import Foundation
+import OrderSyncNode
+import SyncCore
+
+/// `ordersync order ...`: create, update, remove, list and show orders through the local API.
+struct OrderCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "order",
+        abstract: "Create, change, remove and read orders on this terminal.",
+        subcommands: [Create.self, Update.self, Remove.self, List.self, Show.self])
+}
+
+/// Prints an order either as one JSON object or as a readable line.
+func printOrder(_ order: JSONObject, json: Bool, verb: String? = nil) {
+    if json {
+        print(JSONValue.object(order).serialized())
+        return
+    }
+    let uuid = order["uuid"]?.stringValue ?? "?"
+    var parts = ["customer=\(OrderText.quote(order["customerName"]?.stringValue ?? ""))",
+                 "created=\(order["created"]?.stringValue ?? "")"]
+    if let s = order["shippingMethod"]?.stringValue { parts.append("shipping=\(OrderText.quote(s))") }
+    if let t = order["tableName"]?.stringValue { parts.append("table=\(OrderText.quote(t))") }
+    if let n = order["tableSize"]?.intValue { parts.append("table-size=\(n)") }
+    if let v = order["version"]?.intValue { parts.append("version=\(v)") }
+    print("\(verb.map { "\($0) " } ?? "")\(uuid) \(parts.joined(separator: " "))")
+}
+
+/// Sends a request to the daemon of `dir` and turns API errors into a clear message and exit 1.
+func callDaemon(_ dir: String, _ method: String, _ path: String, body: JSONValue? = nil) throws -> JSONValue {
+    do {
+        let response = try LocalAPIClient(dataDirectory: dir).send(method: method, path: path, body: body)
+        if (200..<300).contains(response.status) { return response.body }
+        let err = response.body.objectValue?["error"]?.objectValue
+        let code = err?["code"]?.stringValue ?? "http_\(response.status)"
+        let message = err?["message"]?.stringValue ?? "request failed with HTTP \(response.status)"
+        var line = "ordersync: \(message) [\(code)]"
+        if let u = err?["uuid"]?.stringValue { line += " (order \(u))" }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+        throw ExitCode(1)
+    } catch let e as LocalAPIClientError {
+        FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+/// Fields shared by create and update.
+struct OrderFieldOptions: ParsableArguments {
+    @Option(name: .long, help: "Shipping method (StorePOS shippingMethod).")
+    var shipping: String?
+
+    @Option(name: .long, help: "Table name.")
+    var table: String?
+
+    @Option(name: .long, help: ArgumentHelp("Table size (-1 means no table, as in StorePOS).", valueName: "n"))
+    var tableSize: Int?
+
+    func apply(to o: inout JSONObject) {
+        if let s = shipping { o["shippingMethod"] = .string(s) }
+        if let t = table { o["tableName"] = .string(t) }
+        if let n = tableSize { o["tableSize"] = .int(Int64(n)) }
+    }
+}
+
+extension OrderCommand {
+    /// `ordersync order create`.
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create an order; prints it (with its uuid).")
+        @OptionGroup var data: DataDirOption
+        @Option(name: .long, help: "Customer name.") var customer: String
+        @OptionGroup var fields: OrderFieldOptions
+        @Option(name: .long, help: "Use this UUID instead of a new one (a retry with the same UUID and fields is harmless).")
+        var uuid: String?
+        @Option(name: .long, help: "Creation time (2016-01-12T21:35:16+0800 or RFC 3339). Default: now.")
+        var created: String?
+        @Flag(name: .long, help: "Print the order as one JSON object.") var json = false
+
+        func validate() throws {
+            if let u = uuid, !Order.isValidUUID(u) { throw ValidationError("--uuid '\(u)' is not a UUID.") }
+            if let c = created, OrderTimestamp(parsing: c) == nil {
+                throw ValidationError("--created '\(c)' is not a date-time like 2016-01-12T21:35:16+0800.")
+            }
+        }
+
+        func run() throws {
+            let dir = try data.resolved()
+            var o = JSONObject()
+            o["uuid"] = .string(uuid ?? UUID().uuidString)
+            o["customerName"] = .string(customer)
+            if let c = created { o["created"] = .string(c) }
+            fields.apply(to: &o)
+            let reply = try callDaemon(dir, "POST", "/v1/orders", body: .object(o))
+            printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : "created")
+        }
+    }
+
+    /// `ordersync order update`.
+    struct Update: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change fields of an order; fields not given are kept.")
+        @OptionGroup var data: DataDirOption
+        @Argument(help: "The order's UUID.") var uuid: String
+        @Option(name: .long, help: "Customer name.") var customer: String?
+        @OptionGroup var fields: OrderFieldOptions
+        @Flag(name: .long, help: "Print the order as one JSON object.") var json = false
+
+        func validate() throws {
+            guard Order.isValidUUID(uuid) else { throw ValidationError("'\(uuid)' is not a UUID.") }
+            if customer == nil && fields.shipping == nil && fields.table == nil && fields.tableSize == nil {
+                throw ValidationError("Nothing to change: give at least one of --customer, --shipping, --table, --table-size.")
+            }
+        }
+
+        func run() throws {
+            let dir = try data.resolved()
+            var o = JSONObject()
+            if let c = customer { o["customerName"] = .string(c) }
+            fields.apply(to: &o)
+            let reply = try callDaemon(dir, "PATCH", "/v1/orders/\(uuid)", body: .object(o))
+            printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : "updated")
+        }
+    }
+
+    /// `ordersync order remove`.
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an order.")
+        @OptionGroup var data: DataDirOption
+        @Argument(help: "The order's UUID.") var uuid: String
+        @Flag(name: .long, help: "Print the removed order as one JSON object.") var json = false
+
+        func validate() throws {
+            guard Order.isValidUUID(uuid) else { throw ValidationError("'\(uuid)' is not a UUID.") }
+        }
+
+        func run() throws {
+            let dir = try data.resolved()
+            let reply = try callDaemon(dir, "DELETE", "/v1/orders/\(uuid)")
+            printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : "removed")
+        }
+    }
+
+    /// `ordersync order list`.
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List orders, oldest first (by created, then uuid). Works read-only when no daemon runs.")
+        @OptionGroup var data: DataDirOption
+        @Option(name: .long, help: "Page number, from 1.") var page: Int = 1
+        @Option(name: .long, help: "Orders per page (1-1000).") var per: Int = 50
+        @Flag(name: .long, help: "Print {\"page\",\"per\",\"total\",\"orders\"} as JSON.") var json = false
+
+        func validate() throws {
+            guard page >= 1 else { throw ValidationError("--page starts at 1.") }
+            guard (1...1000).contains(per) else { throw ValidationError("--per must be 1-1000.") }
+        }
+
+        func run() throws {
+            let dir = try data.resolved()
+            let result: JSONValue
+            do {
+                result = try OrderReader.list(dataDirectory: dir, page: page, per: per)
+            } catch let e as LocalAPIClientError {
+                FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
+                throw ExitCode(1)
+            }
+            if json {
+                print(result.serialized())
+                return
+            }
+            let o = result.objectValue ?? JSONObject()
+            let orders = o["orders"]?.arrayValue ?? []
+            for order in orders { printOrder(order.objectValue ?? JSONObject(), json: false) }
+            print("page \(page), \(orders.count) of \(o["total"]?.intValue ?? 0) orders")
+        }
+    }
+
+    /// `ordersync order show`.
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one order. Works read-only when no daemon runs.")
+        @OptionGroup var data: DataDirOption
+        @Argument(help: "The order's UUID.") var uuid: String
+        @Flag(name: .long, help: "Print the order as one JSON object.") var json = false
+
+        func validate() throws {
+            guard Order.isValidUUID(uuid) else { throw ValidationError("'\(uuid)' is not a UUID.") }
+        }
+
+        func run() throws {
+            let dir = try data.resolved()
+            let order: JSONObject?
+            do {
+                order = try OrderReader.show(dataDirectory: dir, uuid: uuid)
+            } catch let e as LocalAPIClientError {
+                FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
+                throw ExitCode(1)
+            }
+            guard let o = order else {
+                FileHandle.standardError.write(Data("ordersync: no order \(uuid) in \(dir) [not_found]\n".utf8))
+                throw ExitCode(1)
+            }
+            printOrder(o, json: json)
+        }
+    }
+}
+
+/// `ordersync status`.
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show what the node of a data directory is doing.")
+    @OptionGroup var data: DataDirOption
+    @Flag(name: .long, help: "Print the status as JSON.") var json = false
+
+    func run() throws {
+        let dir = try data.resolved()
+        let reply = try callDaemon(dir, "GET", "/v1/status")
+        if json {
+            print(reply.serialized())
+            return
+        }
+        print(StatusText.render(reply))
+    }
+}

@@ -1,0 +1,160 @@
+import ArgumentParser
+import Foundation
+import Logging
+import OrderSyncNode
+
+/// `ordersync`: the root command.
+@main
+struct OrderSyncCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ordersync",
+        abstract: "Keep the orders of every POS terminal in a shop in sync over the LAN.",
+        discussion: """
+        One terminal runs `ordersync master`, the others `ordersync slave`. Slaves find the master \
+        through DNS-SD (Avahi) and sync over WebSocket; every node keeps its orders in SQLite in its \
+        data directory. POS apps use the local API (Unix socket in the data directory); the `order` \
+        and `status` commands are clients of it.
+        """,
+        version: NodeVersion.string,
+        subcommands: [MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self]
+    )
+}
+
+/// `--data-dir`, shared by every command (also read from ORDERSYNC_DATA_DIR).
+struct DataDirOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The node's data directory (SQLite file and local API socket). Default: $ORDERSYNC_DATA_DIR.",
+                                            valueName: "dir"))
+    var dataDir: String?
+
+    /// The data directory, from the option or the environment.
+    func resolved() throws -> String {
+        if let d = dataDir, !d.isEmpty { return d }
+        if let d = ProcessInfo.processInfo.environment["ORDERSYNC_DATA_DIR"], !d.isEmpty { return d }
+        throw ValidationError("Missing --data-dir (or set ORDERSYNC_DATA_DIR).")
+    }
+}
+
+/// Logging options of the daemons.
+struct LoggingOptions: ParsableArguments {
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    @Option(name: .long, help: "Log format: text (logfmt) or json (one JSON object per line).")
+    var logFormat: String = "text"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("Unknown --log-level '\(logLevel)'. Use one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        guard LogFormat(rawValue: logFormat) != nil else {
+            throw ValidationError("Unknown --log-format '\(logFormat)'. Use text or json.")
+        }
+    }
+
+    /// Installs the stderr log backend and returns the root logger.
+    func bootstrap(label: String) -> Logger {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let format = LogFormat(rawValue: logFormat) ?? .text
+        LoggingSystem.bootstrap { label in EventLogHandler(logLevel: level, format: format, label: label) }
+        var logger = Logger(label: label)
+        logger.logLevel = level
+        return logger
+    }
+}
+
+/// Options shared by master and slave.
+struct NodeOptions: ParsableArguments {
+    @OptionGroup var data: DataDirOption
+
+    @Option(name: .long, help: "Store id. A master without it makes one once and keeps it; a slave without it joins the only store it sees.")
+    var store: String?
+
+    @Option(name: .long, help: "Terminal name (master: the DNS-SD instance name). Default: the host name.")
+    var name: String?
+
+    @Option(name: .long, help: "DNS-SD service type.")
+    var serviceType: String = NodeDefaults.serviceType
+
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        if let s = store {
+            guard NodeConfiguration.isValidStoreId(s) else {
+                throw ValidationError("--store must be 1-64 characters of letters, digits, '-', '_' or '.'.")
+            }
+        }
+        guard NodeConfiguration.isValidServiceType(serviceType) else {
+            throw ValidationError("--service-type must look like _name._tcp (got '\(serviceType)').")
+        }
+        if let n = name, n.isEmpty || n.utf8.count > 63 {
+            throw ValidationError("--name must be 1-63 bytes (a DNS-SD instance name).")
+        }
+    }
+}
+
+/// Runs a node until SIGINT/SIGTERM and maps failures to a clear message and exit code 1.
+func runNode(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let e as NodeStartupError {
+        FileHandle.standardError.write(Data("ordersync: \(e.message)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+/// `ordersync master`.
+struct MasterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "master",
+        abstract: "Run the store's master: publish it on the LAN, accept terminals, apply and broadcast orders.")
+
+    @OptionGroup var node: NodeOptions
+
+    @Option(name: .long, help: ArgumentHelp("TCP port for terminals; 0 picks any free port.", valueName: "n"))
+    var port: Int = Int(NodeDefaults.port)
+
+    @Option(name: .long, help: ArgumentHelp("Address to listen on.", valueName: "address"))
+    var listen: String = "0.0.0.0"
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535.") }
+    }
+
+    func run() throws {
+        let dir = try node.data.resolved()
+        let logger = node.logging.bootstrap(label: "ordersync.master")
+        let config = NodeConfiguration(role: .master, dataDirectory: dir, store: node.store, name: node.name,
+                                       serviceType: node.serviceType, port: UInt16(port), listenAddress: listen,
+                                       masterURL: nil)
+        try runNode { try MasterNode(configuration: config, logger: logger).run() }
+    }
+}
+
+/// `ordersync slave`.
+struct SlaveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "slave",
+        abstract: "Run a terminal's replica: find the master on the LAN, keep a synced copy, forward local changes.")
+
+    @OptionGroup var node: NodeOptions
+
+    @Option(name: .long, help: ArgumentHelp("Connect to this master (ws://HOST:PORT/) instead of discovering one.", valueName: "url"))
+    var master: String?
+
+    func validate() throws {
+        if let m = master {
+            guard MasterURL(parsing: m) != nil else {
+                throw ValidationError("--master must look like ws://HOST:PORT/ (got '\(m)').")
+            }
+        }
+    }
+
+    func run() throws {
+        let dir = try node.data.resolved()
+        let logger = node.logging.bootstrap(label: "ordersync.slave")
+        let config = NodeConfiguration(role: .slave, dataDirectory: dir, store: node.store, name: node.name,
+                                       serviceType: node.serviceType, port: 0, listenAddress: "0.0.0.0",
+                                       masterURL: master.flatMap { MasterURL(parsing: $0) })
+        try runNode { try SlaveNode(configuration: config, logger: logger).run() }
+    }
+}

@@ -1,0 +1,214 @@
+"""Runs real `ordersync` processes on the hosts of a simulated LAN (see lanharness.py).
+
+Used by the scenario tests and by the demo (Scripts/demo.py)::
+
+    with Lan(3) as lan:
+        master = OrderSyncNode.master(lan.hosts[0], store="shop1", name="front")
+        slave = OrderSyncNode.slave(lan.hosts[1])
+        slave.wait_live()
+        order = slave.create(customer="Kevin", table="T4")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid as uuidlib
+
+from lanharness import Host, LanError, wait_until
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def ordersync_binary() -> str:
+    """The `ordersync` executable: $ORDERSYNC_BIN, else the debug build in .build."""
+    path = os.environ.get("ORDERSYNC_BIN") or os.path.join(REPO, ".build", "debug", "ordersync")
+    if not os.access(path, os.X_OK):
+        raise LanError(f"ordersync binary not found at {path}; run `swift build` (or set ORDERSYNC_BIN)")
+    return path
+
+
+class CommandError(RuntimeError):
+    """An `ordersync` command exited non-zero."""
+
+    def __init__(self, argv, result: subprocess.CompletedProcess):
+        super().__init__(f"{' '.join(argv)} exited {result.returncode}: {result.stderr.strip()}")
+        self.result = result
+        self.stderr = result.stderr
+
+
+class OrderSyncNode:
+    """One `ordersync master` or `ordersync slave` process on a host, with its data dir and log."""
+
+    def __init__(self, host: Host, role: str, args: list[str], data_dir: str | None = None,
+                 log_format: str = "json"):
+        self.host = host
+        self.role = role
+        self.data_dir = data_dir or os.path.join(host.dir, f"{role}-data")
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.log_path = os.path.join(host.dir, f"{role}-{int(time.time() * 1000)}.log")
+        self.args = args
+        self.log_format = log_format
+        self.process: subprocess.Popen | None = None
+        self.start()
+
+    @classmethod
+    def master(cls, host: Host, store: str | None = "shop1", name: str | None = None,
+               port: int = 0, extra: list[str] | None = None, data_dir: str | None = None) -> "OrderSyncNode":
+        args = ["--port", str(port)]
+        if store:
+            args += ["--store", store]
+        if name:
+            args += ["--name", name]
+        return cls(host, "master", args + (extra or []), data_dir=data_dir)
+
+    @classmethod
+    def slave(cls, host: Host, store: str | None = None, master_url: str | None = None,
+              extra: list[str] | None = None, data_dir: str | None = None) -> "OrderSyncNode":
+        args = []
+        if store:
+            args += ["--store", store]
+        if master_url:
+            args += ["--master", master_url]
+        return cls(host, "slave", args + (extra or []), data_dir=data_dir)
+
+    # Process ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        argv = [ordersync_binary(), self.role, "--data-dir", self.data_dir, "--log-format", self.log_format,
+                "--log-level", "debug", *self.args]
+        self.log_file = open(self.log_path, "ab")
+        self.process = self.host.popen(argv, stdout=self.log_file, stderr=self.log_file)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+        """Sends `sig` and waits for the exit; returns the exit code."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            code = self.process.wait(timeout=timeout)
+        finally:
+            self.log_file.close()
+        self.process = None
+        return code
+
+    def kill(self) -> None:
+        """kill -9."""
+        self.stop(signal.SIGKILL)
+
+    def restart(self, args: list[str] | None = None) -> None:
+        self.stop()
+        if args is not None:
+            self.args = args
+        self.start()
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    # Logs ------------------------------------------------------------------------------------
+
+    def log_lines(self) -> list[str]:
+        with open(self.log_path, "r", errors="replace") as f:
+            return f.read().splitlines()
+
+    def events(self, name: str | None = None) -> list[dict]:
+        """Parsed JSON log lines, optionally only those with event == name."""
+        out = []
+        for line in self.log_lines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if name is None or event.get("event") == name:
+                out.append(event)
+        return out
+
+    def wait_event(self, name: str, timeout: float = 20, where=None, count: int = 1) -> dict:
+        """Waits until the log has `count` events called `name` (matching `where`); returns the last."""
+        def found():
+            if not self.alive():
+                raise LanError(f"{self.role} on {self.host.name} exited: " + "\n".join(self.log_lines()[-20:]))
+            matches = [e for e in self.events(name) if where is None or where(e)]
+            return matches[count - 1] if len(matches) >= count else None
+        return wait_until(found, timeout, interval=0.05, what=f"event {name} from {self.role} on {self.host.name}")
+
+    # CLI ------------------------------------------------------------------------------------
+
+    def cli(self, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
+        argv = [ordersync_binary(), *args[:2], "--data-dir", self.data_dir, *args[2:]] if args[0] == "order" else \
+               [ordersync_binary(), args[0], "--data-dir", self.data_dir, *args[1:]]
+        result = self.host.run(argv, timeout=timeout, check=False)
+        if check and result.returncode != 0:
+            raise CommandError(argv, result)
+        return result
+
+    def status(self) -> dict:
+        return json.loads(self.cli("status", "--json").stdout)
+
+    def wait_live(self, timeout: float = 30) -> dict:
+        """Slave: waits until its link to the master is live; returns the status."""
+        def live():
+            if not self.alive():
+                raise LanError(f"{self.role} on {self.host.name} exited: " + "\n".join(self.log_lines()[-20:]))
+            try:
+                s = self.status()
+            except CommandError:
+                return None
+            return s if s.get("master", {}).get("state") == "live" else None
+        return wait_until(live, timeout, interval=0.1, what=f"slave on {self.host.name} to be live")
+
+    def create(self, customer: str, uuid: str | None = None, **fields) -> dict:
+        args = ["order", "create", "--customer", customer, "--json", "--uuid", uuid or str(uuidlib.uuid4()).upper()]
+        for key, flag in (("shipping", "--shipping"), ("table", "--table"), ("table_size", "--table-size"),
+                          ("created", "--created")):
+            if key in fields:
+                args += [flag, str(fields[key])]
+        return json.loads(self.cli(*args).stdout)
+
+    def update(self, uuid: str, **fields) -> dict:
+        args = ["order", "update", uuid, "--json"]
+        for key, flag in (("customer", "--customer"), ("shipping", "--shipping"), ("table", "--table"),
+                          ("table_size", "--table-size")):
+            if key in fields:
+                args += [flag, str(fields[key])]
+        return json.loads(self.cli(*args).stdout)
+
+    def remove(self, uuid: str) -> dict:
+        return json.loads(self.cli("order", "remove", uuid, "--json").stdout)
+
+    def orders(self) -> list[dict]:
+        """Every order (all pages) as this node's local API (or its file, when stopped) has them."""
+        out, page = [], 1
+        while True:
+            data = json.loads(self.cli("order", "list", "--json", "--per", "1000", "--page", str(page)).stdout)
+            out += data["orders"]
+            if len(out) >= data["total"] or not data["orders"]:
+                return out
+            page += 1
+
+
+def canonical(orders: list[dict]) -> list[tuple]:
+    """Orders reduced to comparable tuples, sorted by uuid."""
+    return sorted((o["uuid"].lower(), o.get("customerName"), o.get("created"), o.get("shippingMethod"),
+                   o.get("tableName"), o.get("tableSize"), o.get("version")) for o in orders)
+
+
+def wait_converged(nodes: list[OrderSyncNode], timeout: float = 30, expect: int | None = None) -> list[dict]:
+    """Waits until every node lists the same orders (and `expect` of them); returns them."""
+    state = {}
+
+    def same():
+        views = [canonical(n.orders()) for n in nodes]
+        state["views"] = views
+        if all(v == views[0] for v in views) and (expect is None or len(views[0]) == expect):
+            return nodes[0].orders()
+        return None
+    try:
+        return wait_until(same, timeout, interval=0.2, what="all nodes to hold the same orders")
+    except LanError:
+        counts = [len(v) for v in state.get("views", [])]
+        raise LanError(f"nodes did not converge within {timeout}s; order counts {counts}") from None
