@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "ordersync", targets: ["ordersync"]),
+        .executable(name: "ordersync-wsecho", targets: ["WebSocketEcho"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -38,11 +39,16 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Test peer: an echo server and an Autobahn client built from the project's own
+        // WebSocket and Posix modules (conformance runs with kosoku).
+        .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "Posix"]),
+
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "SyncCore"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "SyncCore"]),
     ],
     swiftLanguageModes: [.v5]
 )

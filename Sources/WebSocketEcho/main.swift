@@ -1,0 +1,1 @@
+print("ordersync-wsecho: not built yet")

@@ -1,0 +1,102 @@
+import Foundation
+import XCTest
+@testable import OrderSyncNode
+import OrderStore
+import SyncCore
+
+/// The master's write path and a slave's replica on real SQLite files.
+final class LedgerReplicaTests: XCTestCase {
+    var dir: String!
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "ordersync-node-tests-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    func order(_ uuid: String, _ name: String) -> JSONValue {
+        .object(JSONObject([("uuid", .string(uuid)), ("customerName", .string(name)),
+                            ("created", .string("2016-01-12T21:35:16+0800"))]))
+    }
+
+    func testLedgerNumbersJournalsAndAnswersRepeatsFromTheJournal() throws {
+        let db = try OrderDatabase(path: dir + "/m.sqlite")
+        let ledger = try MasterLedger(db: db, store: "s", epoch: "e")
+        let a = UUID().uuidString, b = UUID().uuidString
+        let first = ledger.apply(OperationMessage(operation: .create, orders: [order(a, "A"), order(b, "B")], opId: "op-1"), origin: "t1")
+        XCTAssertEqual(first.seq, 1)
+        XCTAssertEqual(first.applied.count, 2)
+        XCTAssertFalse(first.isRepeat)
+        let repeatOutcome = ledger.apply(OperationMessage(operation: .create, orders: [order(a, "A"), order(b, "B")], opId: "op-1"), origin: "t1")
+        XCTAssertTrue(repeatOutcome.isRepeat)
+        XCTAssertEqual(repeatOutcome.seq, 1)
+        XCTAssertEqual(repeatOutcome.broadcast, first.broadcast)
+        XCTAssertEqual(try db.lastJournalSeq(), 1, "a repeated opId is not applied again")
+
+        let bad = ledger.apply(OperationMessage(operation: .update, orders: [
+            .object(JSONObject([("uuid", .string(a)), ("tableSize", .int(5))])),
+            .object(JSONObject([("uuid", .string(UUID().uuidString))])),
+        ]), origin: "t2")
+        XCTAssertEqual(bad.seq, 2)
+        XCTAssertEqual(bad.errors.map(\.code), [.notFound])
+        XCTAssertEqual(try db.order(uuid: a)?.tableSize, 5)
+        XCTAssertEqual(try db.order(uuid: a)?.version, 2)
+
+        let nothing = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string("x"))]))]), origin: "t2")
+        XCTAssertNil(nothing.seq)
+        XCTAssertNil(nothing.broadcast)
+        XCTAssertEqual(try db.lastJournalSeq(), 2)
+        let journal = try db.journal(since: 0, orderUUID: nil, limit: 10)
+        XCTAssertEqual(journal.map(\.seq), [1, 2])
+        XCTAssertEqual(journal.map(\.origin), ["t1", "t2"])
+
+        // A new ledger on the same file continues the numbering.
+        let again = try MasterLedger(db: db, store: "s", epoch: "e")
+        XCTAssertEqual(again.lastSeq, 2)
+    }
+
+    func testSnapshotPartsThenLiveOperationsInOrder() throws {
+        let mdb = try OrderDatabase(path: dir + "/m.sqlite")
+        let ledger = try MasterLedger(db: mdb, store: "s", epoch: "e")
+        var uuids: [String] = []
+        for i in 0..<5 {
+            let u = UUID().uuidString
+            uuids.append(u)
+            _ = ledger.apply(OperationMessage(operation: .create, orders: [order(u, "c\(i)")]), origin: "m")
+        }
+        let snap = try ledger.snapshotMessages(chunk: 2)
+        XCTAssertEqual(snap.messages.count, 3)
+        XCTAssertEqual(snap.count, 5)
+
+        let sdb = try OrderDatabase(path: dir + "/s.sqlite")
+        let stale = Order(uuid: UUID().uuidString, customerName: "stale", created: OrderTimestamp(epochMillis: 0))
+        try sdb.insertOrder(stale)
+        let replica = try SlaveReplica(db: sdb)
+        var steps: [SlaveReplica.Step] = []
+        for m in snap.messages {
+            guard case .success(.applied(let op, let orders, let seq, _, _, let part)) = ServerMessage.decode(m) else {
+                return XCTFail("snapshot message not decoded")
+            }
+            steps.append(try replica.apply(operation: op, orders: orders, seq: seq, snapshot: part, store: "s"))
+        }
+        XCTAssertEqual(steps, [.snapshotPartKept, .snapshotPartKept, .snapshotApplied(count: 5)])
+        XCTAssertNil(try sdb.order(uuid: stale.uuid), "a snapshot replaces the replica")
+        XCTAssertEqual(replica.lastSeq, 5)
+        XCTAssertEqual(replica.joinedStore, "s")
+
+        let live = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(uuids[0]))]))]), origin: "m")
+        guard case .success(.applied(let op, let orders, let seq, _, _, nil)) = ServerMessage.decode(live.broadcast!) else {
+            return XCTFail()
+        }
+        XCTAssertEqual(try replica.apply(operation: op, orders: orders, seq: seq, snapshot: nil, store: nil), .applied)
+        XCTAssertEqual(try replica.apply(operation: op, orders: orders, seq: seq, snapshot: nil, store: nil), .duplicate)
+        XCTAssertEqual(try replica.apply(operation: op, orders: orders, seq: 9, snapshot: nil, store: nil), .gap(expected: 7, got: 9))
+        XCTAssertEqual(try sdb.orderCount(), 4)
+        XCTAssertEqual(try sdb.allOrders().map(\.uuid), try mdb.allOrders().map(\.uuid))
+        // The replica's position survives a restart.
+        XCTAssertEqual(try SlaveReplica(db: sdb).lastSeq, 6)
+    }
+}
