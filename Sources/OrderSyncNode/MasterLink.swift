@@ -26,6 +26,8 @@ final class MasterLink {
     private var timer: TimerHandle?
     private(set) var link: WebSocketLink?
     private var ended = false
+    /// How long a started frame from the master may take.
+    var frameDeadlineMillis = NodeDefaults.frameDeadlineMillis
 
     /// The handshake succeeded; `subprotocol` is what the master chose.
     var onOpen: (_ subprotocol: String?) -> Void = { _ in }
@@ -83,6 +85,7 @@ final class MasterLink {
             let rest = Array(pending[consumed...])
             pending = []
             let l = WebSocketLink(channel: ch, loop: loop, role: .client, configuration: configuration)
+            l.frameDeadlineMillis = frameDeadlineMillis
             link = l
             l.onText = { [weak self] text in self?.onText(text) }
             l.onEnd = { [weak self] ending in self?.finish(code: ending.code, reason: ending.reason) }

@@ -17,6 +17,14 @@ extension MasterNode {
             a.socket.close()
             return
         }
+        guard sessions.count < configuration.maxConnections else {
+            // Full: refuse at once rather than let a flood of idle sockets starve the loop.
+            // A legitimate slave retries with backoff.
+            logger.warning("peer.refused", metadata: ["peer.address": "\(a.peerAddress)", "reason": "connection limit",
+                                                      "limit": "\(configuration.maxConnections)"])
+            a.socket.close()
+            return
+        }
         do {
             let channel = try StreamChannel(socket: a.socket, loop: loop)
             channel.maxPendingBytes = NodeDefaults.maxPendingSendBytes
@@ -32,12 +40,12 @@ extension MasterNode {
                 guard let self = self, let s = session else { return }
                 self.endSession(s, code: nil, reason: "\(reason)")
             }
-            // Slowloris: the upgrade request must arrive within 5 s.
-            session.handshakeTimer = loop.schedule(after: 5000) { [weak self, weak session] in
+            // Slowloris: the upgrade request must arrive within the handshake deadline.
+            session.handshakeTimer = loop.schedule(after: configuration.handshakeDeadlineMillis) { [weak self, weak session] in
                 guard let self = self, let s = session, s.phase == .handshaking else { return }
                 self.logger.warning("peer.handshake_timeout", metadata: ["peer.address": "\(s.address)"])
                 s.channel.close()
-                self.endSession(s, code: nil, reason: "no WebSocket handshake within 5 s")
+                self.endSession(s, code: nil, reason: "no WebSocket handshake within \(self.configuration.handshakeDeadlineMillis) ms")
             }
         } catch {
             logger.warning("peer.accept_failed", metadata: ["error": "\(error)"])
@@ -64,6 +72,7 @@ extension MasterNode {
             s.speaksOrderSync = request.requestedSubprotocols.contains(orderSyncSubprotocol)
             s.channel.write(ServerHandshake.response(for: request, subprotocol: s.speaksOrderSync ? orderSyncSubprotocol : nil))
             let link = WebSocketLink(channel: s.channel, loop: loop, role: .server, configuration: webSocketConfiguration)
+            link.frameDeadlineMillis = configuration.frameDeadlineMillis
             s.link = link
             link.onText = { [weak self, weak s] text in
                 guard let self = self, let s = s else { return }

@@ -79,6 +79,7 @@ public final class MasterNode {
                                    + (configuration.port != 0 ? " (another program uses the port? try --port 0)" : ""))
         }
         boundPort = l.localPort
+        let openFiles = ResourceLimits.raiseOpenFilesLimit()
         let acceptor = try Acceptor(listener: l, loop: loop) { [weak self] a in self?.terminalConnected(a) }
         // Out of descriptors (EMFILE/ENFILE): the connection stays queued; the acceptor pauses
         // instead of spinning on a readable listener.
@@ -99,6 +100,7 @@ public final class MasterNode {
             "name": "\(terminalName)", "port": "\(boundPort)", "listen": "\(configuration.listenAddress)",
             "service_type": "\(configuration.serviceType)", "epoch": "\(epoch)", "seq": "\(ledger.lastSeq)",
             "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
+            "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
         ])
 
         startDiscovery(epoch: epoch)

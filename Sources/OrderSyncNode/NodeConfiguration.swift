@@ -28,6 +28,12 @@ public enum NodeDefaults {
     public static let pingIntervalMillis: Int64 = 10_000
     /// Silence after which a peer is declared dead, milliseconds.
     public static let deadPeerMillis: Int64 = 30_000
+    /// How long a started WebSocket frame may take to complete, milliseconds.
+    public static let frameDeadlineMillis: Int64 = 15_000
+    /// How long the opening handshake may take after the TCP connection, milliseconds.
+    public static let handshakeDeadlineMillis: Int64 = 5_000
+    /// Most terminals (TCP connections) the master serves at once.
+    public static let maxConnections = 1024
     /// How long a slave's local API waits for the master's answer, milliseconds.
     public static let forwardTimeoutMillis: Int64 = 10_000
     /// Per-connection limit of bytes queued for a slow reader before it is disconnected.
@@ -119,6 +125,12 @@ public struct NodeConfiguration: Sendable {
     public var pingIntervalMillis = NodeDefaults.pingIntervalMillis
     /// Silence after which a peer is dead, milliseconds.
     public var deadPeerMillis = NodeDefaults.deadPeerMillis
+    /// Time allowed for the opening handshake, milliseconds.
+    public var handshakeDeadlineMillis = NodeDefaults.handshakeDeadlineMillis
+    /// Time allowed for a started frame to complete, milliseconds.
+    public var frameDeadlineMillis = NodeDefaults.frameDeadlineMillis
+    /// Master: most connections at once.
+    public var maxConnections = NodeDefaults.maxConnections
 
     /// A configuration from its parts.
     public init(role: NodeRole, dataDirectory: String, store: String?, name: String?, serviceType: String,

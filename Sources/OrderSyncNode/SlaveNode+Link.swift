@@ -107,6 +107,7 @@ extension SlaveNode {
         }
         guard let url = target else { return }
         let l = MasterLink(url: url, loop: loop, configuration: webSocketConfiguration)
+        l.frameDeadlineMillis = configuration.frameDeadlineMillis
         link = l
         setPhase(.connecting)
         attempts += 1
@@ -128,7 +129,7 @@ extension SlaveNode {
             guard let self = self, let l = l, self.link === l else { return }
             self.linkEnded(code: code, reason: reason)
         }
-        l.start()
+        l.start(timeoutMillis: configuration.handshakeDeadlineMillis)
     }
 
     func setPhase(_ p: MasterLink.Phase) {

@@ -19,6 +19,9 @@ final class WebSocketLink {
     private(set) var isClosing = false
     private var ended = false
     private var closeTimer: TimerHandle?
+    private var frameTimer: TimerHandle?
+    /// How long a frame (or fragmented message) may take from its first byte to its last.
+    var frameDeadlineMillis: Int64 = NodeDefaults.frameDeadlineMillis
     private let loop: EventLoop
 
     /// A text message arrived.
@@ -66,6 +69,27 @@ final class WebSocketLink {
                 finish(Ending(code: error.closeCode.rawValue, reason: "\(error)"))
                 return
             }
+        }
+        watchFrameDeadline()
+    }
+
+    /// A peer that starts a frame and then stalls (slowloris) is dropped: the frame must be
+    /// complete within `frameDeadlineMillis` of its first byte, however slowly bytes trickle in.
+    private func watchFrameDeadline() {
+        guard !ended else { return }
+        if !connection.isAwaitingRestOfFrame {
+            if let t = frameTimer { loop.cancel(t) }
+            frameTimer = nil
+            return
+        }
+        guard frameTimer == nil else { return }
+        let limit = frameDeadlineMillis
+        frameTimer = loop.schedule(after: limit) { [weak self] in
+            guard let self = self, !self.ended else { return }
+            self.frameTimer = nil
+            self.write(self.connection.close(code: .policyViolation, reason: "frame not completed within \(limit / 1000) s"))
+            self.channel.closeAfterFlush()
+            self.finish(Ending(code: CloseCode.policyViolation.rawValue, reason: "frame not completed within \(limit) ms"))
         }
     }
 
@@ -120,6 +144,8 @@ final class WebSocketLink {
         ended = true
         if let t = closeTimer { loop.cancel(t) }
         closeTimer = nil
+        if let t = frameTimer { loop.cancel(t) }
+        frameTimer = nil
         onEnd(ending)
     }
 }

@@ -47,6 +47,12 @@ public struct FrameParser: Sendable {
         payload[...]
     }
 
+    /// Whether bytes of a frame not yet complete have arrived (a header still arriving, or a
+    /// payload still arriving). A peer that starts a frame and stalls is detected with this.
+    public var isInsideFrame: Bool {
+        header != nil || readIndex < buffer.count
+    }
+
     /// Whether a fragmented message has started and not yet received its final frame.
     public var isInFragmentedMessage: Bool {
         messageOpcode != nil

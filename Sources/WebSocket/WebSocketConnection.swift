@@ -68,6 +68,12 @@ public struct WebSocketConnection: Sendable {
 
     // MARK: - Receiving
 
+    /// Whether the peer started a frame (or a fragmented message) that has not completed yet.
+    /// The socket shell uses it to bound how long a started frame may take.
+    public var isAwaitingRestOfFrame: Bool {
+        state != .closed && (parser.isInsideFrame || parser.isInFragmentedMessage)
+    }
+
     /// Adds bytes read from the socket (any chunking); pull what they mean with `nextEvent()`.
     ///
     /// Bytes arriving after the connection closed (after the peer's Close frame, or after a

@@ -77,7 +77,41 @@ struct NodeOptions: ParsableArguments {
 
     @OptionGroup var logging: LoggingOptions
 
+    @Option(name: .long, help: ArgumentHelp("Ping a WebSocket link idle for this long.", valueName: "seconds"))
+    var pingInterval: Double = Double(NodeDefaults.pingIntervalMillis) / 1000
+
+    @Option(name: .long, help: ArgumentHelp("Drop a peer silent for this long (frozen or vanished).", valueName: "seconds"))
+    var peerTimeout: Double = Double(NodeDefaults.deadPeerMillis) / 1000
+
+    @Option(name: .long, help: ArgumentHelp("Time allowed for the WebSocket opening handshake.", valueName: "seconds"))
+    var handshakeTimeout: Double = Double(NodeDefaults.handshakeDeadlineMillis) / 1000
+
+    @Option(name: .long, help: ArgumentHelp("Time allowed for a started WebSocket frame to complete.", valueName: "seconds"))
+    var frameTimeout: Double = Double(NodeDefaults.frameDeadlineMillis) / 1000
+
+    @Option(name: .long, help: ArgumentHelp("Largest accepted WebSocket message.", valueName: "bytes"))
+    var maxMessageSize: Int = NodeDefaults.maxMessageBytes
+
+    /// Applies the link options to a configuration.
+    func apply(to c: inout NodeConfiguration) {
+        c.pingIntervalMillis = Int64(pingInterval * 1000)
+        c.deadPeerMillis = Int64(peerTimeout * 1000)
+        c.handshakeDeadlineMillis = Int64(handshakeTimeout * 1000)
+        c.frameDeadlineMillis = Int64(frameTimeout * 1000)
+        c.maxMessageBytes = maxMessageSize
+    }
+
     func validate() throws {
+        for (name, v) in [("--ping-interval", pingInterval), ("--peer-timeout", peerTimeout),
+                          ("--handshake-timeout", handshakeTimeout), ("--frame-timeout", frameTimeout)] {
+            guard v >= 0.1, v <= 3600 else { throw ValidationError("\(name) must be between 0.1 and 3600 seconds.") }
+        }
+        guard peerTimeout > pingInterval else {
+            throw ValidationError("--peer-timeout must be longer than --ping-interval.")
+        }
+        guard (1024...(64 << 20)).contains(maxMessageSize) else {
+            throw ValidationError("--max-message-size must be 1024...67108864 bytes.")
+        }
         if let s = store {
             guard NodeConfiguration.isValidStoreId(s) else {
                 throw ValidationError("--store must be 1-64 characters of letters, digits, '-', '_' or '.'.")
@@ -116,16 +150,22 @@ struct MasterCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Address to listen on.", valueName: "address"))
     var listen: String = "0.0.0.0"
 
+    @Option(name: .long, help: ArgumentHelp("Most terminal connections at once.", valueName: "n"))
+    var maxConnections: Int = NodeDefaults.maxConnections
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535.") }
+        guard (1...100_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1-100000.") }
     }
 
     func run() throws {
         let dir = try node.data.resolved()
         let logger = node.logging.bootstrap(label: "ordersync.master")
-        let config = NodeConfiguration(role: .master, dataDirectory: dir, store: node.store, name: node.name,
+        var config = NodeConfiguration(role: .master, dataDirectory: dir, store: node.store, name: node.name,
                                        serviceType: node.serviceType, port: UInt16(port), listenAddress: listen,
                                        masterURL: nil)
+        node.apply(to: &config)
+        config.maxConnections = maxConnections
         try runNode { try MasterNode(configuration: config, logger: logger).run() }
     }
 }
@@ -152,9 +192,10 @@ struct SlaveCommand: ParsableCommand {
     func run() throws {
         let dir = try node.data.resolved()
         let logger = node.logging.bootstrap(label: "ordersync.slave")
-        let config = NodeConfiguration(role: .slave, dataDirectory: dir, store: node.store, name: node.name,
+        var config = NodeConfiguration(role: .slave, dataDirectory: dir, store: node.store, name: node.name,
                                        serviceType: node.serviceType, port: 0, listenAddress: "0.0.0.0",
                                        masterURL: master.flatMap { MasterURL(parsing: $0) })
+        node.apply(to: &config)
         try runNode { try SlaveNode(configuration: config, logger: logger).run() }
     }
 }
