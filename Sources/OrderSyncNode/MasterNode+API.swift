@@ -6,23 +6,8 @@ extension MasterNode {
         switch route {
         case .status:
             respond(200, status())
-        case .list(let page, let per):
-            do {
-                let r = try db.orders(page: page, per: per)
-                respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders))
-            } catch {
-                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
-            }
-        case .show(let uuid):
-            do {
-                if let o = try db.order(uuid: uuid) {
-                    respond(200, .object(o.json))
-                } else {
-                    respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no order with this uuid", uuid: uuid))
-                }
-            } catch {
-                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
-            }
+        case .list, .show:
+            _ = NodeStartup.answerRead(route, db: db, respond: respond)
         case .write(var message, let single):
             if message.opId == nil { message.opId = UUID().uuidString.lowercased() }
             let origin = "\(terminalName) (local API)"

@@ -5,12 +5,6 @@ import SyncCore
 import WebSocket
 
 extension MasterNode {
-    var webSocketConfiguration: WebSocketConfiguration {
-        var c = WebSocketConfiguration()
-        c.maxMessageSize = configuration.maxMessageBytes
-        return c
-    }
-
     /// A terminal connected at TCP level: wait for its WebSocket upgrade.
     func terminalConnected(_ a: AcceptedSocket) {
         guard !shuttingDown else {
@@ -29,7 +23,7 @@ extension MasterNode {
             let channel = try StreamChannel(socket: a.socket, loop: loop)
             channel.maxPendingBytes = NodeDefaults.maxPendingSendBytes
             let session = TerminalSession(id: nextSessionId, channel: channel, address: a.peerAddress, now: loop.now,
-                                          configuration: webSocketConfiguration)
+                                          configuration: configuration.webSocketConfiguration)
             nextSessionId += 1
             sessions[session.id] = session
             channel.onRead = { [weak self, weak session] bytes in
@@ -71,7 +65,7 @@ extension MasterNode {
             s.pending = []
             s.speaksOrderSync = request.requestedSubprotocols.contains(orderSyncSubprotocol)
             s.channel.write(ServerHandshake.response(for: request, subprotocol: s.speaksOrderSync ? orderSyncSubprotocol : nil))
-            let link = WebSocketLink(channel: s.channel, loop: loop, role: .server, configuration: webSocketConfiguration)
+            let link = WebSocketLink(channel: s.channel, loop: loop, role: .server, configuration: configuration.webSocketConfiguration)
             link.frameDeadlineMillis = configuration.frameDeadlineMillis
             s.link = link
             link.onText = { [weak self, weak s] text in

@@ -35,9 +35,7 @@ public final class MasterNode {
     public init(configuration: NodeConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        Signals.ignoreBrokenPipe()
-        try Signals.block([SIGINT, SIGTERM, SIGHUP])
-        self.loop = try EventLoop()
+        self.loop = try NodeStartup.prepareProcess()
         self.dataDirectory = DataDirectory(path: configuration.dataDirectory)
     }
 
@@ -49,16 +47,7 @@ public final class MasterNode {
     }
 
     private func start() throws {
-        try dataDirectory.claim(lockPath: configuration.lockPath)
-        do {
-            db = try OrderDatabase(path: configuration.databasePath)
-        } catch {
-            throw NodeStartupError("cannot open the order store \(configuration.databasePath): \(error)")
-        }
-        if let role = try db.metadata("node.role"), role != "master" {
-            throw NodeStartupError("\(configuration.dataDirectory) holds a \(role)'s replica; use another --data-dir for the master")
-        }
-        try db.setMetadata("node.role", "master")
+        db = try NodeStartup.openStore(configuration, directory: dataDirectory)
         let savedStore = try db.metadata("store.id")
         if let wanted = configuration.store, let saved = savedStore, wanted != saved {
             throw NodeStartupError("\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store")
@@ -89,10 +78,8 @@ public final class MasterNode {
         }
         self.acceptor = acceptor
 
-        api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
-        api.handler = { [weak self] route, respond in self?.handleAPI(route, respond) }
-        do { try api.start() } catch {
-            throw NodeStartupError("cannot open the local API socket \(configuration.socketPath): \(error)")
+        api = try NodeStartup.startAPI(configuration, loop: loop, logger: logger) { [weak self] route, respond in
+            self?.handleAPI(route, respond)
         }
 
         logger.info("node.started", metadata: [

@@ -6,12 +6,6 @@ import SyncCore
 import WebSocket
 
 extension SlaveNode {
-    var webSocketConfiguration: WebSocketConfiguration {
-        var c = WebSocketConfiguration()
-        c.maxMessageSize = configuration.maxMessageBytes
-        return c
-    }
-
     // MARK: Discovery
 
     func handleDiscovery(_ event: DiscoveryEvent) {
@@ -106,7 +100,7 @@ extension SlaveNode {
             targetService = name
         }
         guard let url = target else { return }
-        let l = MasterLink(url: url, loop: loop, configuration: webSocketConfiguration)
+        let l = MasterLink(url: url, loop: loop, configuration: configuration.webSocketConfiguration)
         l.frameDeadlineMillis = configuration.frameDeadlineMillis
         link = l
         setPhase(.connecting)

@@ -44,9 +44,7 @@ public final class SlaveNode {
     public init(configuration: NodeConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        Signals.ignoreBrokenPipe()
-        try Signals.block([SIGINT, SIGTERM, SIGHUP])
-        self.loop = try EventLoop()
+        self.loop = try NodeStartup.prepareProcess()
         self.dataDirectory = DataDirectory(path: configuration.dataDirectory)
     }
 
@@ -58,16 +56,7 @@ public final class SlaveNode {
     }
 
     private func start() throws {
-        try dataDirectory.claim(lockPath: configuration.lockPath)
-        do {
-            db = try OrderDatabase(path: configuration.databasePath)
-        } catch {
-            throw NodeStartupError("cannot open the order store \(configuration.databasePath): \(error)")
-        }
-        if let role = try db.metadata("node.role"), role != "slave" {
-            throw NodeStartupError("\(configuration.dataDirectory) holds the \(role)'s store; use another --data-dir for a slave")
-        }
-        try db.setMetadata("node.role", "slave")
+        db = try NodeStartup.openStore(configuration, directory: dataDirectory)
         terminalId = try DataDirectory.identity(db, key: "terminal.id") { UUID().uuidString.lowercased() }
         terminalName = configuration.name ?? DataDirectory.hostName()
         replica = try SlaveReplica(db: db)
@@ -76,10 +65,8 @@ public final class SlaveNode {
         }
         if let s = configuration.store ?? replica.joinedStore { logger[metadataKey: "store"] = "\(s)" }
 
-        api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
-        api.handler = { [weak self] route, respond in self?.handleAPI(route, respond) }
-        do { try api.start() } catch {
-            throw NodeStartupError("cannot open the local API socket \(configuration.socketPath): \(error)")
+        api = try NodeStartup.startAPI(configuration, loop: loop, logger: logger) { [weak self] route, respond in
+            self?.handleAPI(route, respond)
         }
         logger.info("node.started", metadata: [
             "role": "slave", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",

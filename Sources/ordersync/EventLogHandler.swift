@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SyncCore
 
 /// How log lines are written: logfmt (`key=value` pairs) or one JSON object per line.
 enum LogFormat: String, CaseIterable {
@@ -94,26 +95,7 @@ struct EventLogHandler: LogHandler {
     }
 
     static func json(level: Logger.Level, event: String, metadata: Logger.Metadata) -> String {
-        func q(_ s: String) -> String {
-            var out = "\""
-            for u in s.unicodeScalars {
-                switch u {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                default:
-                    if u.value < 0x20 {
-                        let h = String(u.value, radix: 16)
-                        out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
-                    } else {
-                        out.unicodeScalars.append(u)
-                    }
-                }
-            }
-            return out + "\""
-        }
+        func q(_ s: String) -> String { JSONValue.string(s).serialized() }
         var line = "{\"ts\":\(q(timestamp())),\"level\":\(q(level.rawValue)),\"event\":\(q(event))"
         for (k, v) in flatten(metadata) where k != "ts" && k != "level" && k != "event" {
             line += ",\(q(k)):\(q(v))"

@@ -1,0 +1,29 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// libFuzzer targets for the parsers that read bytes from the network. This is a package of its
+// own because a fuzz executable has no `main` of its own (libFuzzer provides it), so it only
+// links when built with `--sanitize=fuzzer`; keeping it here leaves the main package's plain
+// `swift build` untouched. `Sources/WebSocket` and `Sources/SyncCore` are symbolic links to the
+// main package's modules, so the code fuzzed is exactly the code shipped.
+//
+// Build and run with Scripts/fuzz.sh, or by hand:
+//
+//     swift build -c debug --product FuzzFrameParser \
+//         --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address
+//     ./.build/debug/FuzzFrameParser -max_total_time=60 corpus/FuzzFrameParser
+let package = Package(
+    name: "OrderSyncFuzz",
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0"),
+    ],
+    targets: [
+        .target(name: "WebSocket", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "SyncCore"),
+
+        .executableTarget(name: "FuzzFrameParser", dependencies: ["WebSocket"]),
+        .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket"]),
+        .executableTarget(name: "FuzzSyncMessage", dependencies: ["SyncCore"]),
+    ],
+    swiftLanguageModes: [.v5]
+)
