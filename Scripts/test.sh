@@ -16,5 +16,8 @@ echo "test: unit tests"
 # from the LAN tests below (Tests/lan/test_discovery_swift.py), not here.
 swift test --skip-build --skip DiscoveryTests
 
+echo "test: unit tests under ThreadSanitizer and AddressSanitizer"
+Scripts/sanitizers.sh all
+
 echo "test: LAN scenarios"
 ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/lan

@@ -72,7 +72,14 @@ final class LocalAPIServer {
             do {
                 request = try client.parser.nextRequest()
             } catch let e as HTTPError {
-                let body = LocalAPIRoute.errorBody(code: "bad_request", message: e.message)
+                let code: String
+                switch e.status {
+                case 413, 431: code = "too_large"
+                case 501: code = "not_implemented"
+                case 505: code = "http_version_not_supported"
+                default: code = "bad_request"
+                }
+                let body = LocalAPIRoute.errorBody(code: code, message: e.message)
                 client.channel.write(HTTPResponse(status: e.status, headers: HTTPHeaders([("Content-Type", "application/json"), ("Connection", "close")]),
                                                   body: body.serializedBytes()).serialize())
                 client.channel.closeAfterFlush()

@@ -142,6 +142,8 @@ public final class MasterNode {
         logger.info("node.stopping", metadata: ["signal": "\(signal == SIGINT ? "SIGINT" : "SIGTERM")", "peers": "\(sessions.count)"])
         acceptor?.close()
         acceptor = nil
+        // Withdraw the service first, so no slave picks a master that no longer accepts.
+        discovery?.unpublish()
         api.stop()
         for s in sessions.values { s.close(code: .goingAway, reason: "master shutting down") }
         if sessions.isEmpty {

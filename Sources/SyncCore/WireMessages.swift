@@ -94,7 +94,8 @@ public enum ClientMessage: Equatable, Sendable {
             return .failure(WireError(.invalidMessage, "message has no \"operation\""))
         }
         guard let n = op.intValue, case .int = op else {
-            return .failure(WireError(.unknownOperation, "\"operation\" must be 0 (Create), 1 (Update) or 2 (Remove), got \(op.serialized())"))
+            let got = op.typeName == "number" ? "a number that is not an integer" : op.typeName == "string" ? "the string \(op.serialized())" : op.typeName
+            return .failure(WireError(.unknownOperation, "\"operation\" must be the integer 0 (Create), 1 (Update) or 2 (Remove), got \(got)"))
         }
         guard let kind = OperationKind(rawValue: Int(truncatingIfNeeded: n)), n >= 0, n <= 2 else {
             return .failure(WireError(.unknownOperation, "unknown operation \(n): expected 0 (Create), 1 (Update) or 2 (Remove)"))

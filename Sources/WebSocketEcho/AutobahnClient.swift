@@ -12,8 +12,10 @@ final class AutobahnClient {
         var caseCount = 0
         /// Cases whose connection or opening handshake failed, with the reason.
         var unreachableCases: [(Int, String)] = []
-        /// Whether the final `/updateReports` connection succeeded.
+        /// Whether the final `/updateReports` connection was accepted and ended normally.
         var reportsUpdated = false
+        /// How the `/updateReports` connection ended.
+        var updateOutcome = ""
     }
 
     let loop: EventLoop
@@ -73,14 +75,22 @@ final class AutobahnClient {
         })
     }
 
+    /// Reports are written once the server saw the handshake; kosoku then drops the TCP
+    /// connection without a closing handshake, the original fuzzing server answers our Close.
     private func updateReports() {
         var session: EchoSession?
+        var opened = false
         session = open(path: "/updateReports?agent=\(agent)", echoes: false, onOpen: {
+            opened = true
             session?.close()
         }, onFinish: { [self] outcome in
             session = nil
-            if case .closed = outcome {
-                summary.reportsUpdated = true
+            summary.updateOutcome = describe(outcome)
+            switch outcome {
+            case .closed, .dropped(.endOfFile):
+                summary.reportsUpdated = opened
+            case .failed, .rejected, .handshakeFailed, .handshakeTimedOut, .dropped:
+                summary.reportsUpdated = false
             }
             finish(.success(summary))
         })

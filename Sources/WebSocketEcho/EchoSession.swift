@@ -34,8 +34,9 @@ final class EchoSession {
         case client(ClientHandshake)
     }
 
-    /// How long the opening handshake may take, from the TCP connection on.
-    static let handshakeTimeoutMilliseconds: Int64 = 10_000
+    /// How long the opening handshake may take, from the TCP connection on; a client that
+    /// trickles its request (slowloris) is dropped after this.
+    static let handshakeTimeoutMilliseconds: Int64 = 5_000
     /// How long a client waits for the server to close TCP after the closing handshake.
     /// RFC 6455 7.1.1: "the client SHOULD wait for the server to close the connection but MAY
     /// close the connection at any time after sending and receiving a Close message, e.g., if

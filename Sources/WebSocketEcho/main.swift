@@ -32,7 +32,7 @@ func run(_ command: EchoCommand) throws -> Int32 {
         client.start { result in
             switch result {
             case .success(let summary):
-                print("ran \(summary.caseCount) cases; reports \(summary.reportsUpdated ? "updated" : "NOT updated")")
+                print("ran \(summary.caseCount) cases; /updateReports \(summary.reportsUpdated ? "done" : "FAILED"): \(summary.updateOutcome)")
                 for (number, reason) in summary.unreachableCases {
                     printError("case \(number) did not start: \(reason)")
                 }

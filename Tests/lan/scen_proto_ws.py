@@ -8,12 +8,15 @@ Commands (one JSON object per line, each with a connection ``id``):
     {"cmd":"send","id":"a","text":"{...}"}
     {"cmd":"send_binary","id":"a","hex":"0102"}
     {"cmd":"send_big","id":"a","bytes":2097152}      # one text message of that many bytes
+    {"cmd":"send_fragments","id":"a","parts":["{\"opera","tion\":0,..."]}   # one message, one frame each
+    {"cmd":"ping","id":"a"}                           # waits for the pong
     {"cmd":"close","id":"a"}
     {"cmd":"tcp_idle","id":"t","host":"10.231.7.1","port":7420}   # connect, send nothing
     {"cmd":"http","id":"h","host":"10.231.7.1","port":7420,"request":"GET / HTTP/1.1\\r\\n..."}
     {"cmd":"quit"}
 
-Events: ``connected`` / ``connect_failed``, ``message`` (``text``), ``closed`` (``code``,
+Events: ``connected`` / ``connect_failed``, ``message`` (``text``), ``pong`` (``elapsed``),
+``closed`` (``code``,
 ``reason``, ``by``), ``tcp_closed`` (``elapsed`` seconds after connecting), ``http_answer``
 (``text``, ``elapsed``, ``eof``), ``error``.
 """
@@ -88,6 +91,15 @@ class Driver:
         except Exception as error:  # noqa: BLE001
             emit(ev="send_failed", id=cid, error=repr(error))
 
+    async def ping(self, cid: str) -> None:
+        started = time.monotonic()
+        try:
+            waiter = await self.connections[cid].ping()
+            await asyncio.wait_for(waiter, timeout=10)
+            emit(ev="pong", id=cid, elapsed=time.monotonic() - started)
+        except Exception as error:  # noqa: BLE001
+            emit(ev="ping_failed", id=cid, error=repr(error))
+
     async def tcp_idle(self, cid: str, host: str, port: int) -> None:
         reader, writer = await asyncio.open_connection(host, port)
         started = time.monotonic()
@@ -137,6 +149,10 @@ class Driver:
         elif cmd == "send_big":
             size = int(command["bytes"])
             self.spawn(self.send(cid, '{"operation":0,"orders":[],"pad":"' + "x" * (size - 40) + '"}'))
+        elif cmd == "send_fragments":
+            self.spawn(self.send(cid, list(command["parts"])))
+        elif cmd == "ping":
+            self.spawn(self.ping(cid))
         elif cmd == "close":
             ws = self.connections.get(cid)
             if ws is not None:

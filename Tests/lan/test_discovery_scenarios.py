@@ -188,8 +188,7 @@ def test_slaves_discover_master_and_every_terminal_converges(lan3):
     # The SQLite files themselves agree, with each other and with what the API listed.
     files = {node.host.name: sqlite_orders(node.data_dir) for node in terminals}
     assert files["h1"] == files["h2"] == files["h3"], files
-    api_view = [(u, c, t, s, n, z, v) for (u, c, t, s, n, z, v) in canonical(final)]
-    assert [row[:2] + row[3:] for row in files["h1"]] == [row[:2] + row[3:] for row in api_view]
+    assert files["h1"] == canonical(final), (files["h1"], canonical(final))
     # `order list` still works read-only on the stopped nodes and reads the same files.
     for node in terminals:
         assert canonical(node.orders()) == canonical(final)
@@ -226,6 +225,30 @@ def test_slaves_follow_master_restarted_on_another_port(lan3):
     final = wait_converged([master, s2, s3], timeout=15, expect=2)
     assert {o["uuid"].lower() for o in final} == {before["uuid"].lower(), after["uuid"].lower()}
     stop_all(master, s2, s3)
+
+
+def test_slave_follows_master_moved_to_another_host(lan3):
+    """The master's data dir is taken to another terminal (another address, another port)."""
+    h1, h2, h3 = lan3.hosts
+    master = OrderSyncNode.master(h1, store="shop2b", name="Till", port=17441)
+    slave = OrderSyncNode.slave(h2)
+    assert slave.wait_live(timeout=30)["master"]["url"] == f"ws://{h1.address}:17441/"
+    before = slave.create(customer="served by h1")
+    master.update(before["uuid"], table="T9")
+    wait_converged([master, slave], timeout=15, expect=1)
+    assert master.stop() == 0
+
+    moved = OrderSyncNode.master(h3, store="shop2b", name="Till", port=17442, data_dir=master.data_dir)
+    assert published_name(moved) == "Till"
+    status = wait_status(
+        slave, lambda s: s["master"]["state"] == "live" and h3.address in (s["master"]["url"] or ""),
+        "the slave to be live with the master on h3", timeout=30)
+    assert status["master"]["url"] == f"ws://{h3.address}:17442/", status
+    after = slave.create(customer="served by h3")
+    final = wait_converged([moved, slave], timeout=15, expect=2)
+    assert {o["uuid"] for o in final} == {before["uuid"], after["uuid"]}
+    assert next(o for o in final if o["uuid"] == before["uuid"])["tableName"] == "T9"
+    stop_all(moved, slave)
 
 
 # 3. The service as independent mDNS stacks see it ---------------------------------------------
@@ -301,7 +324,10 @@ def test_name_collision_takes_alternative_name_and_slave_still_finds_master(lan3
 # 5. avahi-daemon restart on the master's host -----------------------------------------------------
 
 
-def test_avahi_restart_on_master_host_republishes_and_keeps_links(lan3):
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_avahi_restart_on_master_host_republishes_and_keeps_links(lan3, how):
+    """`stop`: avahi-daemon exits cleanly (goodbye packets withdraw the service on h2 and h3);
+    `kill`: SIGKILL, no goodbyes, the master only loses its D-Bus peer."""
     h1, h2, h3 = lan3.hosts
     master = OrderSyncNode.master(h1, store="shop5", name="Kitchen", port=17435)
     published_name(master)
@@ -309,7 +335,10 @@ def test_avahi_restart_on_master_host_republishes_and_keeps_links(lan3):
     s2.wait_live(timeout=30)
     first = s2.create(customer="before avahi restart")
 
-    h1.stop_avahi()
+    if how == "stop":
+        h1.stop_avahi()
+    else:
+        h1.kill_avahi()
     down = master.wait_event("avahi.down", timeout=20)
     assert down.get("level") in ("warning", "warn"), down
     wait_status(master, lambda s: s["avahi"] != "up", "the master's status to show Avahi is not up", timeout=10)
@@ -378,40 +407,95 @@ def test_without_avahi_master_serves_and_slave_waits_until_avahi_starts(lan3):
     stop_all(master, direct, waiting)
 
 
+class NoBusNode(OrderSyncNode):
+    """A node whose D-Bus system bus address leads nowhere: no avahi-daemon can be reached."""
+
+    def start(self) -> None:
+        argv = [ordersync_binary(), self.role, "--data-dir", self.data_dir, "--log-format", self.log_format,
+                "--log-level", "debug", *self.args]
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/system_bus_socket")
+        self.log_file = open(self.log_path, "ab")
+        self.process = self.host.popen(argv, env=env, stdout=self.log_file, stderr=self.log_file)
+
+
+def test_without_system_bus_master_serves_and_slave_waits(lan2):
+    h1, h2 = lan2.hosts
+    master = NoBusNode(h1, "master", ["--port", "17440", "--store", "shop6b", "--name", "Nobus"])
+    warning = wait_any_event(master, ("avahi.down", "avahi.unavailable"))
+    assert warning.get("level") in ("warning", "warn"), warning
+    assert "17440" in warning.get("hint", ""), warning
+
+    direct = OrderSyncNode.slave(h2, master_url=f"ws://{h1.address}:17440/")
+    assert direct.wait_live(timeout=20)["avahi"] == "not used (--master)"
+    made = master.create(customer="no bus")
+    assert [o["uuid"] for o in wait_converged([master, direct], timeout=10, expect=1)] == [made["uuid"]]
+
+    waiting = NoBusNode(h2, "slave", [], data_dir=os.path.join(h2.dir, "nobus-slave"))
+    why = wait_any_event(waiting, ("avahi.down", "avahi.unavailable"))
+    assert why.get("level") in ("warning", "warn"), why
+    # Still running, not connected to anything, and saying so in its status.
+    status = wait_status(waiting, lambda s: s["avahi"] in ("down", "unavailable"), "the slave to report Avahi down")
+    assert status["master"]["state"] == "idle", status
+    assert status["master"]["url"] is None, status
+    write_fails_clearly(waiting, "no bus")
+    stop_all(master, direct, waiting)
+
+
 # 7. Masters of two stores on one LAN --------------------------------------------------------------
 
 
-def test_two_stores_slave_without_store_waits_and_with_store_joins_it(lan3):
+def start_two_stores(lan3) -> tuple[OrderSyncNode, OrderSyncNode]:
+    """Masters of store A on h1 and store B on h2 (same port), both already resolvable on h3."""
     h1, h2, h3 = lan3.hosts
     store_a = OrderSyncNode.master(h1, store="storeA", name="Shop A", port=17437)
     store_b = OrderSyncNode.master(h2, store="storeB", name="Shop B", port=17437)
-    published_name(store_a)
-    published_name(store_b)
-    # Both services are on h3's daemon before any slave looks.
+    assert published_name(store_a) == "Shop A"
+    assert published_name(store_b) == "Shop B"
     avahi_cli.browse_until(h3, lambda found: {"Shop A", "Shop B"} <= {s.name for s in found}, timeout=20)
+    return store_a, store_b
 
-    undecided = OrderSyncNode.slave(h3, data_dir=os.path.join(h3.dir, "undecided-data"))
+
+@pytest.mark.xfail(strict=True, reason=(
+    "product bug: a slave without --store connects to the first store's master it resolves; "
+    "seeing the second store logs slave.several_stores but does not stop that connection, so "
+    "the slave goes live with (and records) whichever store resolved first"))
+def test_two_stores_slave_without_store_connects_to_neither(lan3):
+    h1, h2, h3 = lan3.hosts
+    store_a, store_b = start_two_stores(lan3)
+
+    undecided = OrderSyncNode.slave(h3)
     several = undecided.wait_event("slave.several_stores", timeout=20)
     assert set(several["stores"].split(",")) == {"storeA", "storeB"}, several
-
-    chosen = OrderSyncNode.slave(h3, store="storeB", data_dir=os.path.join(h3.dir, "store-b-data"))
-    status = chosen.wait_live(timeout=30)
-    assert status["master"]["url"] == f"ws://{h2.address}:17437/", status
-    assert status["store"] == "storeB"
-    made = chosen.create(customer="store B only")
-    wait_converged([store_b, chosen], timeout=15, expect=1)
-    assert store_a.orders() == []
-
-    # All this time, the slave without --store connected to neither master.
+    assert several.get("level") in ("warning", "warn"), several
+    # Nothing announces "decided not to connect": give a connection, were one made, the time
+    # it takes on this LAN (well under a second) several times over, then look.
+    with pytest.raises(LanError):
+        undecided.wait_event("master.connected", timeout=3)
     status = undecided.status()
     assert status["master"]["state"] != "live", status
-    assert not undecided.events("master.connected"), undecided.events("master.connected")
     assert status["store"] is None, status
-    assert undecided.orders() == []
+    assert store_a.status()["peers"] == [] and store_b.status()["peers"] == []
+    stop_all(store_a, store_b, undecided)
+
+
+def test_two_stores_slave_with_store_joins_that_store(lan3):
+    h1, h2, h3 = lan3.hosts
+    store_a, store_b = start_two_stores(lan3)
+
+    chosen = OrderSyncNode.slave(h3, store="storeB")
+    status = chosen.wait_live(timeout=30)
+    assert status["master"]["url"] == f"ws://{h2.address}:17437/", status
+    assert status["master"]["serviceName"] == "Shop B"
+    assert status["store"] == "storeB"
+    assert {m["store"] for m in status["mastersSeen"]} == {"storeA", "storeB"}, status["mastersSeen"]
+    # Never tried store A's master on the way.
+    assert [e["master.address"] for e in chosen.events("master.connected")] == [f"ws://{h2.address}:17437/"]
+    made = chosen.create(customer="store B only")
+    assert [o["uuid"] for o in wait_converged([store_b, chosen], timeout=15, expect=1)] == [made["uuid"]]
+    assert store_a.orders() == []
     assert store_a.status()["peers"] == []
     assert [p["address"].split(":")[0] for p in store_b.status()["peers"]] == [h3.address]
-    assert made["uuid"] in {o["uuid"] for o in store_b.orders()}
-    stop_all(store_a, store_b, undecided, chosen)
+    stop_all(store_a, store_b, chosen)
 
 
 # 8. Master killed while a slave is live ----------------------------------------------------------

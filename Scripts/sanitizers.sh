@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs the Swift unit tests under ThreadSanitizer and under AddressSanitizer, each in its own
+# build folder. Exits non-zero on any failure or sanitizer report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which=${1:-all}
+
+run() {
+    local name=$1; shift
+    echo "sanitizers: $name build"
+    swift build --build-tests --scratch-path ".build-$name" "$@" 2>&1 | tail -n 2
+    echo "sanitizers: $name tests"
+    # DiscoveryTests need an avahi-daemon; they run on the simulated LAN instead.
+    swift test --skip-build --scratch-path ".build-$name" "$@" --skip DiscoveryTests 2>&1 | tee ".build-$name/test.log" | tail -n 4
+    if grep -qE "WARNING: ThreadSanitizer|ERROR: AddressSanitizer" ".build-$name/test.log"; then
+        echo "sanitizers: $name reported a problem (see .build-$name/test.log)" >&2
+        return 1
+    fi
+}
+
+if [ "$which" = all ] || [ "$which" = thread ]; then
+    run tsan --sanitize=thread
+fi
+if [ "$which" = all ] || [ "$which" = address ]; then
+    # XCTest itself leaks; leaks are not what this run is for.
+    ASAN_OPTIONS=detect_leaks=0 run asan --sanitize=address
+fi
