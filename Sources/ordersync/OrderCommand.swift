@@ -53,7 +53,8 @@ struct OrderFieldOptions: ParsableArguments {
     @Option(name: .long, help: "Table name.")
     var table: String?
 
-    @Option(name: .long, help: ArgumentHelp("Table size (-1 means no table, as in StorePOS).", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional,
+            help: ArgumentHelp("Table size (-1 means no table, as in StorePOS).", valueName: "n"))
     var tableSize: Int?
 
     func apply(to o: inout JSONObject) {
