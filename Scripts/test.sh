@@ -9,7 +9,9 @@ Scripts/setup.sh --no-build
 export ORDERSYNC_PYTHON="$PWD/.venv/bin/python"
 echo "test: building (debug, with tests)"
 swift build --build-tests 2>&1 | tail -n 3
-export ORDERSYNC_BIN="$(swift build --show-bin-path)/ordersync"
+BIN_DIR="$(swift build --show-bin-path)"
+export ORDERSYNC_BIN="$BIN_DIR/ordersync"
+export ORDERSYNC_WSECHO_BIN="$BIN_DIR/ordersync-wsecho"
 
 echo "test: unit tests"
 # DiscoveryTests need an avahi-daemon on a D-Bus system bus: they run inside a simulated host
@@ -19,5 +21,7 @@ swift test --skip-build --skip DiscoveryTests
 echo "test: unit tests under ThreadSanitizer and AddressSanitizer"
 Scripts/sanitizers.sh all
 
-echo "test: LAN scenarios"
-ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/lan
+echo "test: WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), LAN scenarios"
+# Autobahn results are written to a temporary folder; Docs/CONFORMANCE.md is regenerated only by
+# running Scripts/conformance.py by hand.
+ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/conformance Tests/lan

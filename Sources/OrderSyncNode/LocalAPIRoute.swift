@@ -96,6 +96,7 @@ enum LocalAPIRoute: Equatable {
         case .malformedJSON, .invalidMessage, .unknownOperation, .invalidUUID, .invalidField: return 400
         case .notFound: return 404
         case .alreadyExists: return 409
+        case .removed: return 410
         case .tooLarge: return 413
         case .wrongStore: return 409
         case .storageFailed: return 500

@@ -59,7 +59,8 @@ final class MasterLedger {
         }
         let plan: OperationPlan
         do {
-            plan = try OperationPlanner.plan(message, now: MasterLedger.now()) { try db.order(uuid: $0) }
+            plan = try OperationPlanner.plan(message, now: MasterLedger.now(), lookup: { try db.order(uuid: $0) },
+                                             wasRemoved: { try db.journal(since: 0, orderUUID: $0, limit: 1_000_000).last?.operation == .remove })
         } catch {
             outcome.errors = [WireError(.storageFailed, "could not read orders: \(error)")]
             return outcome
@@ -111,6 +112,23 @@ final class MasterLedger {
                                              snapshot: SnapshotPart(seq: lastSeq, part: p + 1, parts: parts, epoch: epoch)).encoded())
         }
         return (out, orders.count, lastSeq)
+    }
+
+    /// Most journal entries sent to catch a terminal up; further behind, a snapshot is cheaper.
+    static let maxCatchUpEntries = 10_000
+
+    /// The broadcasts a terminal that applied everything up to `lastSeq` of `epoch` has missed,
+    /// in order; nil when the journal cannot bring it up to date (another epoch, a sequence
+    /// from the future, entries compacted away, or too far behind): it needs a snapshot.
+    func catchUp(from lastSeq: Int64, epoch peerEpoch: String?) throws -> [String]? {
+        guard let e = peerEpoch, e == epoch, lastSeq >= 0, lastSeq <= self.lastSeq else { return nil }
+        if lastSeq == self.lastSeq { return [] }
+        guard self.lastSeq - lastSeq <= Int64(MasterLedger.maxCatchUpEntries),
+              let first = try db.firstJournalSeq(), first <= lastSeq + 1 else { return nil }
+        let entries = try db.journal(since: lastSeq, orderUUID: nil, limit: MasterLedger.maxCatchUpEntries)
+        // Gapless by construction (sequence numbers are assigned in the commit's transaction).
+        guard entries.first?.seq == lastSeq + 1, entries.last?.seq == self.lastSeq else { return nil }
+        return entries.map(\.message)
     }
 
     /// Wall-clock now, in UTC, for defaults of `created` and for the journal's timestamps.

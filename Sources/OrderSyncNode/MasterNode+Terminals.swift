@@ -142,7 +142,20 @@ extension MasterNode {
             s.terminalName = hello.terminalName
             logger.info("peer.hello", metadata: ["peer.address": "\(s.address)", "terminal": "\(hello.terminalName)",
                                                  "terminal.id": "\(hello.terminalId)", "peer.last_seq": "\(hello.lastSeq)"])
-            sendSnapshot(to: s)
+            do {
+                if let missed = try ledger.catchUp(from: hello.lastSeq, epoch: hello.epoch) {
+                    // Resumable catch-up: exactly the operations it missed, then "ready".
+                    for m in missed { s.link?.sendText(m) }
+                    s.link?.sendText(ServerMessage.ready(seq: ledger.lastSeq, epoch: ledger.epoch, store: storeId).encoded())
+                    logger.info("catchup.sent", metadata: ["peer.address": "\(s.address)", "from_seq": "\(hello.lastSeq)",
+                                                           "operations": "\(missed.count)", "seq": "\(ledger.lastSeq)"])
+                } else {
+                    sendSnapshot(to: s)
+                }
+            } catch {
+                logger.error("catchup.failed", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
+                sendSnapshot(to: s)
+            }
             s.phase = .live
         case .success(.operation(let message)):
             if s.phase == .awaitingHello {

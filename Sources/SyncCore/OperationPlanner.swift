@@ -37,9 +37,17 @@ public enum OperationPlanner {
     /// Most orders accepted in one message.
     public static let maxOrdersPerMessage = 1000
 
-    /// Plans `message`. `lookup` returns the stored order for a UUID (case-insensitive) or nil.
+    /// Plans `message` for a store without tombstones.
     public static func plan(_ message: OperationMessage, now: OrderTimestamp,
                             lookup: (String) throws -> Order?) rethrows -> OperationPlan {
+        try plan(message, now: now, lookup: lookup, wasRemoved: { _ in false })
+    }
+
+    /// Plans `message`. `lookup` returns the stored order for a UUID (case-insensitive) or nil;
+    /// `wasRemoved` tells whether a UUID with no stored order was removed before (a tombstone).
+    public static func plan(_ message: OperationMessage, now: OrderTimestamp,
+                            lookup: (String) throws -> Order?,
+                            wasRemoved: (String) throws -> Bool) rethrows -> OperationPlan {
         var plan = OperationPlan()
         if message.orders.count > maxOrdersPerMessage {
             plan.errors.append(WireError(.tooLarge, "message has \(message.orders.count) orders; at most \(maxOrdersPerMessage) are accepted in one message"))
@@ -78,6 +86,10 @@ public enum OperationPlanner {
                     } else {
                         plan.errors.append(WireError(.alreadyExists, "an order with this uuid already exists with different content; use Update (operation 1) to change it", uuid: uuid, index: index))
                     }
+                    continue
+                }
+                if overlay[order.key] == nil, try wasRemoved(uuid) {
+                    plan.errors.append(WireError(.removed, "this order was removed; a removed order cannot be created again (use a new uuid)", uuid: uuid, index: index))
                     continue
                 }
                 overlay[order.key] = .some(order)

@@ -14,6 +14,9 @@ public enum WireErrorCode: String, Sendable, CaseIterable {
     case notFound = "not_found"
     /// Create of a UUID that exists with different content.
     case alreadyExists = "already_exists"
+    /// Create of a UUID that was removed: a removed order never comes back (its tombstone is in
+    /// the master's journal), so a late or replayed Create cannot resurrect it.
+    case removed = "removed"
     /// The message or a field is larger than allowed.
     case tooLarge = "too_large"
     /// The master could not store the change (disk full, I/O error); nothing was applied.

@@ -100,3 +100,54 @@ final class LedgerReplicaTests: XCTestCase {
         XCTAssertEqual(try SlaveReplica(db: sdb).lastSeq, 6)
     }
 }
+
+/// Resumable catch-up from the journal, and tombstones.
+final class CatchUpTests: XCTestCase {
+    var dir: String!
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "ordersync-catchup-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    func create(_ u: String) -> OperationMessage {
+        OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("c"))]))])
+    }
+
+    func testCatchUpSendsExactlyTheMissedOperationsOrNilForASnapshot() throws {
+        let db = try OrderDatabase(path: dir + "/m.sqlite")
+        let ledger = try MasterLedger(db: db, store: "s", epoch: "e1")
+        for _ in 0..<5 { _ = ledger.apply(create(UUID().uuidString), origin: "t") }
+        let missed = try XCTUnwrap(ledger.catchUp(from: 2, epoch: "e1"))
+        XCTAssertEqual(missed.count, 3)
+        let seqs = missed.compactMap { text -> Int64? in
+            if case .success(.applied(_, _, let seq, _, _, _)) = ServerMessage.decode(text) { return seq }
+            return nil
+        }
+        XCTAssertEqual(seqs, [3, 4, 5])
+        XCTAssertEqual(try ledger.catchUp(from: 5, epoch: "e1"), [])
+        XCTAssertNil(try ledger.catchUp(from: 2, epoch: "other"), "another epoch needs a snapshot")
+        XCTAssertNil(try ledger.catchUp(from: 2, epoch: nil))
+        XCTAssertNil(try ledger.catchUp(from: 9, epoch: "e1"), "a sequence from the future needs a snapshot")
+        try db.deleteJournal(through: 3)
+        XCTAssertNil(try ledger.catchUp(from: 2, epoch: "e1"), "compacted entries need a snapshot")
+        XCTAssertEqual(try ledger.catchUp(from: 3, epoch: "e1")?.count, 2)
+    }
+
+    func testARemovedOrderIsNeverCreatedAgain() throws {
+        let db = try OrderDatabase(path: dir + "/m.sqlite")
+        let ledger = try MasterLedger(db: db, store: "s", epoch: "e1")
+        let u = UUID().uuidString
+        XCTAssertEqual(ledger.apply(create(u), origin: "t").applied.count, 1)
+        let removed = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(u))]))]), origin: "t")
+        XCTAssertEqual(removed.applied.count, 1)
+        let again = ledger.apply(create(u.lowercased()), origin: "late terminal")
+        XCTAssertEqual(again.errors.map(\.code), [.removed])
+        XCTAssertNil(try db.order(uuid: u))
+        XCTAssertEqual(LocalAPIRoute.httpStatus(for: .removed), 410)
+    }
+}

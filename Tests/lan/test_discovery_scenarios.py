@@ -227,8 +227,12 @@ def test_slaves_follow_master_restarted_on_another_port(lan3):
     stop_all(master, s2, s3)
 
 
-def test_slave_follows_master_moved_to_another_host(lan3):
-    """The master's data dir is taken to another terminal (another address, another port)."""
+def move_master(lan3, goodbye: bool) -> tuple[OrderSyncNode, OrderSyncNode, dict]:
+    """A master on h1 (port 17441) with a live slave on h2 and one order; the master stops and
+    its data dir is started on h3 (port 17442) under the same service name. With `goodbye`,
+    h1's avahi-daemon withdraws the service and the slave sees it go before the master comes
+    back; without, h1's avahi-daemon died first (SIGKILL), so h2 still caches h1's records
+    when h3 announces the service."""
     h1, h2, h3 = lan3.hosts
     master = OrderSyncNode.master(h1, store="shop2b", name="Till", port=17441)
     slave = OrderSyncNode.slave(h2)
@@ -236,19 +240,44 @@ def test_slave_follows_master_moved_to_another_host(lan3):
     before = slave.create(customer="served by h1")
     master.update(before["uuid"], table="T9")
     wait_converged([master, slave], timeout=15, expect=1)
+    if not goodbye:
+        h1.kill_avahi()
+        master.wait_event("avahi.down", timeout=20)
     assert master.stop() == 0
-
+    if goodbye:
+        slave.wait_event("master.lost", timeout=20)
     moved = OrderSyncNode.master(h3, store="shop2b", name="Till", port=17442, data_dir=master.data_dir)
     assert published_name(moved) == "Till"
+    return moved, slave, before
+
+
+def check_follows_moved_master(lan3, moved: OrderSyncNode, slave: OrderSyncNode, before: dict) -> None:
+    h3 = lan3.hosts[2]
     status = wait_status(
         slave, lambda s: s["master"]["state"] == "live" and h3.address in (s["master"]["url"] or ""),
-        "the slave to be live with the master on h3", timeout=30)
+        "the slave to be live with the master on h3", timeout=20)
     assert status["master"]["url"] == f"ws://{h3.address}:17442/", status
     after = slave.create(customer="served by h3")
     final = wait_converged([moved, slave], timeout=15, expect=2)
     assert {o["uuid"] for o in final} == {before["uuid"], after["uuid"]}
     assert next(o for o in final if o["uuid"] == before["uuid"])["tableName"] == "T9"
     stop_all(moved, slave)
+
+
+def test_slave_follows_master_moved_to_another_host(lan3):
+    """The master's data dir is taken to another terminal (another address, another port)."""
+    moved, slave, before = move_master(lan3, goodbye=True)
+    check_follows_moved_master(lan3, moved, slave, before)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "product bug: the Discovery module keeps one Avahi service resolver open per instance; "
+    "when the SRV record moves to another host without the browser reporting REMOVE, Avahi's "
+    "resolver reports the new host name and port with the OLD host's address (avahi-core "
+    "resolve-service.c keeps address_record), so the slave retries h1's address forever"))
+def test_slave_follows_master_moved_to_another_host_without_goodbye(lan3):
+    moved, slave, before = move_master(lan3, goodbye=False)
+    check_follows_moved_master(lan3, moved, slave, before)
 
 
 # 3. The service as independent mDNS stacks see it ---------------------------------------------
