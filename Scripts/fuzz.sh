@@ -24,6 +24,10 @@ scratch="${FUZZ_SCRATCH_PATH:-$PWD/Fuzz/.build}"
 build_flags=(-c debug --package-path Fuzz --scratch-path "$scratch"
              --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address)
 
+# Leave a trap to libFuzzer: Swift's own crash backtracer, running under AddressSanitizer,
+# reports itself as a stack-buffer-underflow instead of the real failure.
+export SWIFT_BACKTRACE=enable=no
+
 work="$(mktemp -d "${TMPDIR:-/tmp}/ordersync-fuzz.XXXXXX")"
 echo "fuzz: work directory $work"
 

@@ -31,24 +31,7 @@ extension AvahiDiscovery {
             let key = ServiceKey(interfaceIndex: interface, protocolFamily: family, name: name,
                                  type: type, domain: domain)
             services.appeared(key)
-            if let old = resolvers.removeValue(forKey: key) {
-                avahi_service_resolver_free(old)
-            }
-            // The resolver stays open while the service is present: Avahi reports it again
-            // when the SRV, TXT or address records change (a master restarted on another
-            // port), and it is freed on REMOVE, on failure, or with the client.
-            let resolver = name.withCString { cName in
-                type.withCString { cType in
-                    domain.withCString { cDomain in
-                        avahi_service_resolver_new(client, interface, family, cName, cType, cDomain,
-                                                   resolveProtocol(for: type), AvahiLookupFlags(0),
-                                                   serviceResolverCallback, userdata)
-                    }
-                }
-            }
-            if let resolver {
-                resolvers[key] = resolver
-            }
+            startResolver(for: key)
         case AVAHI_BROWSER_REMOVE:
             guard let name, let type, let domain else {
                 return
@@ -73,6 +56,32 @@ extension AvahiDiscovery {
         }
     }
 
+    /// (Re)starts the resolver of `key`, replacing an open one.
+    ///
+    /// The resolver stays open while the service is present: Avahi reports it again when the
+    /// SRV, TXT or address records change (a master restarted on another port), and it is
+    /// freed on REMOVE, on failure, or with the client.
+    func startResolver(for key: ServiceKey) {
+        guard let client else { return }
+        if let old = resolvers.removeValue(forKey: key) {
+            freshResolvers.remove(old)
+            avahi_service_resolver_free(old)
+        }
+        let resolver = key.name.withCString { cName in
+            key.type.withCString { cType in
+                key.domain.withCString { cDomain in
+                    avahi_service_resolver_new(client, key.interfaceIndex, key.protocolFamily, cName, cType, cDomain,
+                                               resolveProtocol(for: key.type), AvahiLookupFlags(0),
+                                               serviceResolverCallback, userdata)
+                }
+            }
+        }
+        if let resolver {
+            resolvers[key] = resolver
+            freshResolvers.insert(resolver)
+        }
+    }
+
     /// AvahiServiceResolverCallback, with the C data already copied out.
     func resolverEvent(_ resolver: OpaquePointer, event: AvahiResolverEvent, service: ResolvedService?) {
         guard let key = resolvers.first(where: { $0.value == resolver })?.key else {
@@ -83,6 +92,14 @@ extension AvahiDiscovery {
             guard let service else {
                 return
             }
+            let isFirstAnswer = freshResolvers.remove(resolver) != nil
+            if !isFirstAnswer, let previous = services.resolution(for: key), previous.hostName != service.hostName {
+                // The instance moved to another host. An open resolver follows the new SRV
+                // record but keeps the old host's address record, so it would pair the new port
+                // with the old address: resolve afresh instead of reporting that.
+                startResolver(for: key)
+                return
+            }
             if services.resolved(key, as: service) {
                 emit(.serviceFound(service))
             }
@@ -90,6 +107,7 @@ extension AvahiDiscovery {
             // AVAHI_RESOLVER_FAILURE: a timeout or an unreachable host. The browser still
             // lists the service; it is resolved again if it is announced again.
             resolvers[key] = nil
+            freshResolvers.remove(resolver)
             avahi_service_resolver_free(resolver)
         }
     }

@@ -112,6 +112,7 @@ extension AvahiDiscovery {
         entryGroup = nil
         browsers.removeAll()
         resolvers.removeAll()
+        freshResolvers.removeAll()
     }
 
     /// Arms the reconnect timer. Avahi timeouts take an absolute time of day.

@@ -77,6 +77,8 @@ public final class AvahiDiscovery: @unchecked Sendable {
     var browseTypes: [(type: String, family: AddressFamily)] = []
     var browsers: [String: OpaquePointer] = [:]
     var resolvers: [ServiceKey: OpaquePointer] = [:]
+    /// Resolvers that have not answered yet: their first answer is taken as it is.
+    var freshResolvers: Set<OpaquePointer> = []
     var services = DiscoveredServices()
 
     /// Creates a stopped discovery object; nothing happens until `start()`. `onEvent` is

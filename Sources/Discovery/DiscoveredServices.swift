@@ -33,6 +33,11 @@ struct DiscoveredServices {
     /// Number of browse results currently present.
     var count: Int { present.count }
 
+    /// The last resolution reported for `key`, if any.
+    func resolution(for key: ServiceKey) -> ResolvedService? {
+        resolutions[key]
+    }
+
     /// The browser reported `key` (AVAHI_BROWSER_NEW).
     mutating func appeared(_ key: ServiceKey) {
         present.insert(key)

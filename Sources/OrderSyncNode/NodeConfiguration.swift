@@ -34,6 +34,8 @@ public enum NodeDefaults {
     public static let handshakeDeadlineMillis: Int64 = 5_000
     /// Most terminals (TCP connections) the master serves at once.
     public static let maxConnections = 1024
+    /// How long a slave that knows no store watches the LAN before joining the only store.
+    public static let storeChoiceSettleMillis: Int64 = 1500
     /// How long a slave's local API waits for the master's answer, milliseconds.
     public static let forwardTimeoutMillis: Int64 = 10_000
     /// Per-connection limit of bytes queued for a slow reader before it is disconnected.

@@ -27,6 +27,18 @@ extension SlaveNode {
                 logger.info("master.found", metadata: ["service.name": "\(service.name)", "master.address": "\(service.address):\(service.port)",
                                                        "master.store": "\(service.txt["store"] ?? "?")"])
             }
+            if mustChooseStore && !storeChoiceSettled {
+                // mDNS answers from every host arrive within about a second of the query.
+                if settleTimer == nil {
+                    settleTimer = loop.schedule(after: NodeDefaults.storeChoiceSettleMillis) { [weak self] in
+                        guard let self = self else { return }
+                        self.settleTimer = nil
+                        self.storeChoiceSettled = true
+                        self.considerTargets()
+                    }
+                }
+                return
+            }
             considerTargets()
         case .serviceLost(let name, _, let domain):
             let gone = services.keys.filter { $0.hasPrefix("\(name)|\(domain)|") }
@@ -75,10 +87,23 @@ extension SlaveNode {
         logger.warning("\(event)", metadata: meta)
     }
 
+    /// True while this slave belongs to no store yet and must pick the only one on the LAN.
+    var mustChooseStore: Bool {
+        configuration.masterURL == nil && configuration.store == nil && replica.joinedStore == nil
+    }
+
     /// Connects now when idle, or moves to a newer master address when the current attempt is
     /// not live yet.
     func considerTargets() {
-        guard !shuttingDown, let (url, name) = chooseTarget() else { return }
+        guard !shuttingDown else { return }
+        guard let (url, name) = chooseTarget() else {
+            // A second store appeared while a slave without a store was joining one: do not
+            // guess, drop the attempt before it joins.
+            if mustChooseStore, let l = link, !l.isEnded, linkPhase != .live {
+                l.abort(reason: "several stores on the LAN; start with --store to choose one")
+            }
+            return
+        }
         if let l = link, !l.isEnded {
             if l.url == url || linkPhase == .live || linkPhase == .syncing { return }
             l.abort(reason: "a newer address for the master was announced")
@@ -165,7 +190,9 @@ extension SlaveNode {
             guard let self = self else { return }
             self.retryTimer = nil
             if self.configuration.masterURL == nil && self.chooseTarget() == nil {
-                if self.target == nil { return }
+                // No master to choose now: keep trying the last one of our store (its service may
+                // be unseen while avahi-daemon restarts), but never guess between stores.
+                if self.target == nil || self.mustChooseStore { return }
             }
             self.connect()
         }
@@ -199,6 +226,11 @@ extension SlaveNode {
                 link?.abort(reason: "replica write failed")
             }
         case .success(.ready(let seq, let epoch, let store)):
+            if mustChooseStore, chooseTarget() == nil {
+                // Several stores became visible while this one was syncing: do not join it.
+                link?.abort(reason: "several stores on the LAN; start with --store to choose one")
+                return
+            }
             if let s = store, configuration.store == nil, replica.joinedStore == nil || replica.joinedStore != s {
                 try? db.setMetadata("replica.store", s)
             }

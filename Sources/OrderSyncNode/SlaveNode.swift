@@ -27,6 +27,10 @@ public final class SlaveNode {
     var services: [String: (service: ResolvedService, seen: Int)] = [:]
     var seenCounter = 0
     var lastStoreChoiceLog = ""
+    /// A slave that knows no store waits this long after the first master it sees, so that it
+    /// sees every store on the LAN before it joins one.
+    var storeChoiceSettled = false
+    var settleTimer: TimerHandle?
 
     /// The link to the master.
     var link: MasterLink?
