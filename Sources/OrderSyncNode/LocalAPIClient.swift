@@ -14,6 +14,8 @@ public enum LocalAPIClientError: Error, CustomStringConvertible {
     case timeout(seconds: Int)
     /// No order store exists in the directory either.
     case noStore(dataDirectory: String)
+    /// The daemon or the store answered with an explained refusal.
+    case refused(String)
 
     public var description: String {
         switch self {
@@ -24,6 +26,8 @@ public enum LocalAPIClientError: Error, CustomStringConvertible {
             return "the daemon gave an unreadable answer: \(why)"
         case .timeout(let s):
             return "the daemon did not answer within \(s) s"
+        case .refused(let why):
+            return why
         case .noStore(let dir):
             return "no ordersync daemon is running for \(dir), and it holds no order store (\(NodeDefaults.databaseFile)). "
                 + "Check --data-dir, or start a node there."
@@ -127,6 +131,24 @@ public enum OrderReader {
             let db = try openReadOnly(dataDirectory)
             defer { db.close() }
             return try db.order(uuid: uuid)?.json
+        }
+    }
+
+    /// The journal (`{"entries":[...]}`): through the daemon, else from the file.
+    public static func journal(dataDirectory: String, since: Int64, order: String?, limit: Int) throws -> JSONValue {
+        var path = "/v1/journal?since=\(since)&limit=\(limit)"
+        if let o = order { path += "&order=\(o)" }
+        do {
+            let r = try LocalAPIClient(dataDirectory: dataDirectory).send(method: "GET", path: path)
+            if r.status == 200 { return r.body }
+            throw LocalAPIClientError.refused(r.body.objectValue?["error"]?.objectValue?["message"]?.stringValue ?? "HTTP \(r.status)")
+        } catch LocalAPIClientError.noDaemon {
+            let db = try openReadOnly(dataDirectory)
+            defer { db.close() }
+            if try db.metadata("node.role") == "slave" {
+                throw LocalAPIClientError.refused("\(dataDirectory) holds a slave's replica; the journal is kept by the master")
+            }
+            return LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit))
         }
     }
 

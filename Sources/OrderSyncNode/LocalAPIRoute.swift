@@ -8,6 +8,8 @@ import SyncCore
 /// `POST /v1/operations` (a StorePOS message, several orders at once).
 enum LocalAPIRoute: Equatable {
     case status
+    /// The master's journal: applied operations after `since`, optionally of one order.
+    case journal(since: Int64, order: String?, limit: Int)
     case list(page: Int, per: Int)
     case show(uuid: String)
     /// A write. `single` is the UUID of the one order a REST call is about.
@@ -50,6 +52,15 @@ enum LocalAPIRoute: Equatable {
         switch (method, Array(parts.dropFirst())) {
         case ("GET", ["status"]):
             return .success(.status)
+        case ("GET", ["journal"]):
+            var order: String?
+            if let o = query.last(where: { $0.0 == "order" })?.1 {
+                if let f = checkUUID(o) { return .failure(f) }
+                order = o
+            }
+            return queryInt("since", 0, 0...Int.max).flatMap { since in
+                queryInt("limit", 100, 1...10_000).map { .journal(since: Int64(since), order: order, limit: $0) }
+            }
         case ("GET", ["orders"]):
             return queryInt("page", 1, 1...1_000_000).flatMap { page in
                 queryInt("per", 50, 1...1000).map { .list(page: page, per: $0) }
@@ -83,7 +94,7 @@ enum LocalAPIRoute: Equatable {
             case .success(.hello): return .failure(Failure(status: 400, code: "invalid_message", message: "expected an operation message"))
             case .failure(let e): return .failure(Failure(status: 400, code: e.code.rawValue, message: e.message))
             }
-        case (_, let p) where ["status", "orders", "operations"].contains(p.first ?? ""):
+        case (_, let p) where ["status", "orders", "operations", "journal"].contains(p.first ?? ""):
             return .failure(Failure(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
         default:
             return .failure(Failure(status: 404, code: "no_route", message: "unknown path \(path)"))
@@ -138,6 +149,21 @@ enum LocalAPIRoute: Equatable {
             return .object(x)
         })
         return (200, .object(o))
+    }
+
+    /// `{"entries":[...]}` for the journal.
+    static func journalBody(_ entries: [JournalEntry]) -> JSONValue {
+        .object(JSONObject([("entries", .array(entries.map { e in
+            var o = JSONObject()
+            o["seq"] = .int(e.seq)
+            o["at"] = .string(OrderTimestamp(epochMillis: e.recordedAtMillis).storePOSText)
+            o["origin"] = .string(e.origin)
+            o["operation"] = .string(e.operation.description)
+            o["orders"] = .array(e.orderUUIDs.map { .string($0) })
+            o["opId"] = e.opId.map { .string($0) } ?? .null
+            o["result"] = .string("applied")
+            return .object(o)
+        }))]))
     }
 
     /// `{"page","per","total","orders"}`.

@@ -55,6 +55,8 @@ enum NodeStartup {
                 } else {
                     respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no order with this uuid", uuid: uuid))
                 }
+            case .journal(let since, let order, let limit):
+                respond(200, LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit)))
             case .status, .write:
                 return false
             }

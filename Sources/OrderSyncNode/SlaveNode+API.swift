@@ -17,6 +17,9 @@ extension SlaveNode {
         switch route {
         case .status:
             respond(200, status())
+        case .journal:
+            respond(404, LocalAPIRoute.errorBody(code: "no_journal",
+                message: "this node is a slave; the journal is kept by the master (run this on the master's data directory)"))
         case .list, .show:
             _ = NodeStartup.answerRead(route, db: db, respond: respond)
         case .write(var message, let single):

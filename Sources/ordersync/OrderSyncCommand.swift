@@ -16,7 +16,7 @@ struct OrderSyncCommand: ParsableCommand {
         and `status` commands are clients of it.
         """,
         version: NodeVersion.string,
-        subcommands: [MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self]
+        subcommands: [MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, JournalCommand.self]
     )
 }
 
