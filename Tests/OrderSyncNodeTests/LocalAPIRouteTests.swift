@@ -14,6 +14,9 @@ final class LocalAPIRouteTests: XCTestCase {
         XCTAssertEqual(try decode("GET", "/v1/orders").get(), .list(page: 1, per: 50))
         XCTAssertEqual(try decode("GET", "/v1/orders", query: [("page", "3"), ("per", "2")]).get(), .list(page: 3, per: 2))
         XCTAssertEqual(try decode("GET", "/v1/orders/\(u)").get(), .show(uuid: u))
+        XCTAssertEqual(try decode("GET", "/v1/journal").get(), .journal(since: 0, order: nil, limit: 100))
+        XCTAssertEqual(try decode("GET", "/v1/journal", query: [("since", "7"), ("order", u), ("limit", "5")]).get(),
+                       .journal(since: 7, order: u, limit: 5))
         guard case .write(let m, let single) = try decode("PATCH", "/v1/orders/\(u)", body: #"{"tableSize":6}"#).get() else {
             return XCTFail("not a write")
         }
@@ -40,6 +43,9 @@ final class LocalAPIRouteTests: XCTestCase {
         XCTAssertEqual(failure(decode("GET", "/v1/orders", query: [("per", "0")]))?.1, "invalid_query")
         XCTAssertEqual(failure(decode("GET", "/v1/orders", query: [("page", "x")]))?.0, 400)
         XCTAssertEqual(failure(decode("GET", "/v1/orders/not-a-uuid"))?.1, "invalid_uuid")
+        XCTAssertEqual(failure(decode("GET", "/v1/journal", query: [("order", "x")]))?.1, "invalid_uuid")
+        XCTAssertEqual(failure(decode("GET", "/v1/journal", query: [("limit", "0")]))?.1, "invalid_query")
+        XCTAssertEqual(failure(decode("POST", "/v1/journal"))?.0, 405)
         XCTAssertEqual(failure(decode("POST", "/v1/orders", body: "{nope"))?.1, "malformed_json")
         XCTAssertEqual(failure(decode("POST", "/v1/orders", body: "[1]"))?.1, "invalid_message")
         XCTAssertEqual(failure(decode("POST", "/v1/orders", body: #"{"customerName":"x"}"#))?.1, "invalid_uuid")

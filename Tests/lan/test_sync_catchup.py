@@ -1,0 +1,66 @@
+"""Catch-up after a reconnect: a slave that was away gets exactly the operations it missed from
+the master's journal (not a snapshot), a removed order never comes back, and the journal tells
+operators who did what."""
+
+import json
+import signal
+
+from ordersync_lab import OrderSyncNode, wait_converged
+
+
+def test_slave_catches_up_from_the_journal_after_being_away(lan2):
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1", name="front")
+    slave = OrderSyncNode.slave(h2)
+    slave.wait_live()
+    kept = slave.create(customer="before")
+    gone = slave.create(customer="to remove")
+    assert slave.stop() == 0
+
+    created = [master.create(customer=f"while away {i}") for i in range(5)]
+    master.update(kept["uuid"], table_size=8)
+    master.remove(gone["uuid"])
+    seq_before_return = master.status()["seq"]
+
+    slave.start()
+    slave.wait_live()
+    event = master.wait_event("catchup.sent", timeout=20)
+    assert int(event["operations"]) == 7, event
+    assert int(event["seq"]) == seq_before_return
+    assert not [e for e in master.events("snapshot.sent") if e["peer.address"] == event["peer.address"]], \
+        "a returning slave with a known epoch must not get a snapshot"
+    orders = wait_converged([master, slave], expect=6)
+    assert {o["uuid"] for o in orders} == {kept["uuid"], *[c["uuid"] for c in created]}
+    assert next(o for o in slave.orders() if o["uuid"] == kept["uuid"])["tableSize"] == 8
+
+    # A late Create of the removed order is refused: tombstones keep it removed.
+    late = slave.cli("order", "create", "--customer", "to remove", "--uuid", gone["uuid"], check=False)
+    assert late.returncode == 1 and "removed" in late.stderr, late.stderr
+    assert all(o["uuid"] != gone["uuid"] for o in master.orders())
+
+    history = json.loads(master.cli("journal", "--order", gone["uuid"], "--json").stdout)["entries"]
+    assert [e["operation"] for e in history] == ["create", "remove"]
+    assert history[0]["origin"].startswith("h2@"), history[0]
+    assert history[1]["origin"] == "front (local API)"
+    refused = slave.cli("journal", check=False)
+    assert refused.returncode == 1 and "master" in refused.stderr
+    assert slave.stop(signal.SIGTERM) == 0 and master.stop() == 0
+
+
+def test_replaced_master_database_makes_slaves_resnapshot(lan2):
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    slave = OrderSyncNode.slave(h2)
+    slave.wait_live()
+    slave.create(customer="old world")
+    epoch = master.status()["epoch"]
+    assert master.stop() == 0
+    # The master's terminal is replaced: a new, empty database (a new epoch) for the same store.
+    fresh = OrderSyncNode.master(h1, store="shop1", data_dir=master.data_dir + "-new")
+    fresh.wait_event("node.started")
+    fresh.create(customer="new world")
+    assert fresh.status()["epoch"] != epoch
+    slave.wait_event("snapshot.received", count=2, timeout=30)
+    orders = wait_converged([fresh, slave], expect=1)
+    assert orders[0]["customerName"] == "new world"
+    assert slave.stop() == 0 and fresh.stop() == 0
