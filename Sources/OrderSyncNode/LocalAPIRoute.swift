@@ -91,7 +91,7 @@ enum LocalAPIRoute: Equatable {
         case ("POST", ["operations"]):
             switch ClientMessage.decode(String(decoding: body, as: UTF8.self)) {
             case .success(.operation(let m)): return .success(.write(m, single: nil))
-            case .success(.hello): return .failure(Failure(status: 400, code: "invalid_message", message: "expected an operation message"))
+            case .success(.hello), .success(.ack): return .failure(Failure(status: 400, code: "invalid_message", message: "expected an operation message"))
             case .failure(let e): return .failure(Failure(status: 400, code: e.code.rawValue, message: e.message))
             }
         case (_, let p) where ["status", "orders", "operations", "journal"].contains(p.first ?? ""):

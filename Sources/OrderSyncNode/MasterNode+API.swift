@@ -43,6 +43,8 @@ extension MasterNode {
             p["terminalId"] = s.terminalId.map { .string($0) } ?? .null
             p["connectedSeconds"] = .int((now - s.connectedAt) / 1000)
             p["lastSeenMillisAgo"] = .int(now - (s.link?.lastHeardMillis ?? now))
+            p["ackedSeq"] = s.ackedSeq.map { .int($0) } ?? .null
+            p["lag"] = s.ackedSeq.map { .int(self.ledger.lastSeq - $0) } ?? .null
             p["messages"] = .int(Int64(s.messagesIn))
             p["rejected"] = .int(Int64(s.rejected))
             return .object(p)

@@ -140,6 +140,7 @@ extension MasterNode {
             }
             s.terminalId = hello.terminalId
             s.terminalName = hello.terminalName
+            if hello.epoch == ledger.epoch { s.ackedSeq = min(hello.lastSeq, ledger.lastSeq) }
             logger.info("peer.hello", metadata: ["peer.address": "\(s.address)", "terminal": "\(hello.terminalName)",
                                                  "terminal.id": "\(hello.terminalId)", "peer.last_seq": "\(hello.lastSeq)"])
             do {
@@ -157,6 +158,8 @@ extension MasterNode {
                 sendSnapshot(to: s)
             }
             s.phase = .live
+        case .success(.ack(let seq)):
+            s.ackedSeq = min(seq, ledger.lastSeq)
         case .success(.operation(let message)):
             if s.phase == .awaitingHello {
                 reject(WireError(.invalidMessage, "send hello first (subprotocol \(orderSyncSubprotocol))"), opId: message.opId,
@@ -232,7 +235,13 @@ extension MasterNode {
                 logger.warning("peer.dead", metadata: ["peer.address": "\(s.address)", "silent_ms": "\(silent)"])
                 link.abort(reason: "no answer for \(silent) ms")
             } else if silent >= configuration.pingIntervalMillis {
-                link.ping()
+                if s.speaksOrderSync && s.phase == .live {
+                    // The heartbeat tells the slave the latest sequence: it notices what it
+                    // missed, and its ack tells the master how far behind it is.
+                    link.sendText(ServerMessage.heartbeat(seq: ledger.lastSeq).encoded())
+                } else {
+                    link.ping()
+                }
             }
         }
     }

@@ -74,6 +74,8 @@ extension SlaveNode {
         o["name"] = .string(terminalName)
         o["terminalId"] = .string(terminalId)
         o["seq"] = .int(replica.lastSeq)
+        o["masterSeq"] = .int(max(masterSeq, replica.lastSeq))
+        o["lag"] = .int(max(0, masterSeq - replica.lastSeq))
         o["epoch"] = replica.epoch.map { .string($0) } ?? .null
         o["orders"] = .int(Int64((try? db.orderCount()) ?? 0))
         o["dataDir"] = .string(configuration.dataDirectory)

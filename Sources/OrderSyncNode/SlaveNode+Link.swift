@@ -215,6 +215,8 @@ extension SlaveNode {
                     return
                 case .applied:
                     logger.debug("op.applied", metadata: ["op.seq": "\(seq ?? 0)", "op.kind": "\(op)", "orders": "\(orders.count)"])
+                    if let s = seq { masterSeq = max(masterSeq, s) }
+                    scheduleAck()
                 case .duplicate, .snapshotPartKept:
                     break
                 }
@@ -236,7 +238,9 @@ extension SlaveNode {
             }
             if let s = store { logger[metadataKey: "store"] = "\(s)" }
             attempts = 0
+            masterSeq = seq
             setPhase(.live)
+            link?.send(ClientMessage.encodeAck(seq: replica.lastSeq))
             startLiveness()
             logger.info("master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
         case .success(.error(let e, let opId, _)):
@@ -247,6 +251,26 @@ extension SlaveNode {
             }
         case .success(.result(let opId, let seq, _, _, _)):
             completePendingWrite(opId: opId, seq: seq)
+        case .success(.heartbeat(let seq)):
+            masterSeq = max(masterSeq, seq)
+            if linkPhase == .live, seq > replica.lastSeq {
+                // Broadcasts arrive before the heartbeat on the same link: a higher sequence
+                // means something was missed. Reconnect and catch up.
+                logger.warning("sync.behind", metadata: ["seq": "\(replica.lastSeq)", "master.seq": "\(seq)", "action": "resync"])
+                link?.close(code: .normal, reason: "resync")
+                return
+            }
+            link?.send(ClientMessage.encodeAck(seq: replica.lastSeq))
+        }
+    }
+
+    /// Acks what was applied, at most every 200 ms on a busy link.
+    private func scheduleAck() {
+        guard ackTimer == nil else { return }
+        ackTimer = loop.schedule(after: 200) { [weak self] in
+            guard let self = self else { return }
+            self.ackTimer = nil
+            if self.linkPhase == .live { self.link?.send(ClientMessage.encodeAck(seq: self.replica.lastSeq)) }
         }
     }
 

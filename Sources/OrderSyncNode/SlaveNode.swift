@@ -43,6 +43,9 @@ public final class SlaveNode {
     var retryTimer: TimerHandle?
     var livenessTimer: TimerHandle?
     var pendingWrites: [String: PendingWrite] = [:]
+    /// The master's latest sequence as last heard (broadcasts, ready, heartbeats).
+    var masterSeq: Int64 = 0
+    var ackTimer: TimerHandle?
 
     /// A slave for `configuration`; nothing starts before `run()`.
     public init(configuration: NodeConfiguration, logger: Logger) throws {

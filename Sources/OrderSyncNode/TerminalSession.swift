@@ -29,6 +29,8 @@ final class TerminalSession {
     var terminalId: String?
     var terminalName: String?
     var handshakeTimer: TimerHandle?
+    /// The last sequence the slave said it applied (hello, then acks).
+    var ackedSeq: Int64?
     var messagesIn = 0
     var rejected = 0
 

@@ -70,6 +70,14 @@ public struct HelloMessage: Equatable, Sendable {
 public enum ClientMessage: Equatable, Sendable {
     case operation(OperationMessage)
     case hello(HelloMessage)
+    /// A slave has applied everything up to `seq` (sent after catching up, on heartbeats, and
+    /// shortly after applying broadcasts).
+    case ack(seq: Int64)
+
+    /// JSON text of an ack.
+    public static func encodeAck(seq: Int64) -> String {
+        JSONValue.object(JSONObject([("type", .string("ack")), ("seq", .int(seq))])).serialized()
+    }
 
     /// Decodes one text message. Never traps; every problem is a `WireError` naming it.
     public static func decode(_ text: String) -> Result<ClientMessage, WireError> {
@@ -85,10 +93,17 @@ public enum ClientMessage: Equatable, Sendable {
             return .failure(WireError(.invalidMessage, "message must be a JSON object, got \(value.typeName)"))
         }
         if let t = o["type"] {
-            guard t.stringValue == "hello" else {
+            switch t.stringValue {
+            case "hello":
+                return decodeHello(o)
+            case "ack":
+                guard let seq = o["seq"]?.intValue, seq >= 0 else {
+                    return .failure(WireError(.invalidMessage, "ack needs a \"seq\" of 0 or more"))
+                }
+                return .success(.ack(seq: seq))
+            default:
                 return .failure(WireError(.invalidMessage, "unknown message type \(t.serialized())"))
             }
-            return decodeHello(o)
         }
         guard let op = o["operation"] else {
             return .failure(WireError(.invalidMessage, "message has no \"operation\""))
@@ -155,6 +170,9 @@ public enum ServerMessage: Equatable, Sendable {
     case ready(seq: Int64, epoch: String?, store: String?)
     /// A rejection, for the sender only.
     case error(WireError, opId: String?, operation: OperationKind?)
+    /// Sent on an idle link to OrderSync slaves: the master's latest sequence number, so a
+    /// slave notices what it missed.
+    case heartbeat(seq: Int64)
     /// The outcome of an operation that carried an `opId`, for the sender only.
     case result(opId: String, seq: Int64?, applied: Int, unchanged: Int, failed: Int)
 
@@ -189,6 +207,9 @@ public enum ServerMessage: Equatable, Sendable {
             if let i = err.index { o["index"] = .int(Int64(i)) }
             if let id = opId { o["opId"] = .string(id) }
             if let op = operation { o["operation"] = .int(Int64(op.rawValue)) }
+        case let .heartbeat(seq):
+            o["type"] = .string("heartbeat")
+            o["seq"] = .int(seq)
         case let .result(opId, seq, applied, unchanged, failed):
             o["type"] = .string("result")
             o["opId"] = .string(opId)
@@ -219,6 +240,8 @@ public enum ServerMessage: Equatable, Sendable {
                                     index: o["index"]?.intValue.map { Int($0) })
                 let op = o["operation"]?.intValue.flatMap { OperationKind(rawValue: Int($0)) }
                 return .success(.error(err, opId: o["opId"]?.stringValue, operation: op))
+            case "heartbeat":
+                return .success(.heartbeat(seq: o["seq"]?.intValue ?? 0))
             case "result":
                 guard let id = o["opId"]?.stringValue else {
                     return .failure(WireError(.invalidMessage, "result without opId"))

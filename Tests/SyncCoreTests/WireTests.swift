@@ -122,6 +122,7 @@ final class WireTests: XCTestCase {
             .ready(seq: 9, epoch: "e", store: "s"),
             .error(WireError(.notFound, "nope", uuid: u1, index: 0), opId: "op-2", operation: .remove),
             .result(opId: "op-3", seq: 10, applied: 1, unchanged: 0, failed: 2),
+            .heartbeat(seq: 12),
         ]
         for m in msgs {
             XCTAssertEqual(try ServerMessage.decode(m.encoded()).get(), m)
@@ -131,5 +132,7 @@ final class WireTests: XCTestCase {
     func testHelloRoundTrip() {
         let h = HelloMessage(terminalId: "t", terminalName: "Bar", store: "s", lastSeq: 5, epoch: "e")
         XCTAssertEqual(try ClientMessage.decode(h.encoded()).get(), .hello(h))
+        XCTAssertEqual(try ClientMessage.decode(ClientMessage.encodeAck(seq: 9)).get(), .ack(seq: 9))
+        if case .success = ClientMessage.decode(#"{"type":"ack","seq":-1}"#) { XCTFail("negative ack accepted") }
     }
 }

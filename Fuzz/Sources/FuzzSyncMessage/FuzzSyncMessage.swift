@@ -118,6 +118,9 @@ private func checkClientMessage(_ text: String) {
         require(!hello.terminalId.isEmpty && hello.lastSeq >= 0, "accepted hello \(hello)")
         let again = ClientMessage.decode(hello.encoded())
         require(again == .success(.hello(hello)), "hello round-trip gave \(again)")
+    case .ack(let seq):
+        require(seq >= 0, "accepted ack of \(seq)")
+        require(ClientMessage.decode(ClientMessage.encodeAck(seq: seq)) == .success(.ack(seq: seq)), "ack round-trip")
     case .operation(let operation):
         if let id = operation.opId {
             require(!id.isEmpty && id.utf8.count <= 128, "accepted opId of \(id.utf8.count) bytes")
