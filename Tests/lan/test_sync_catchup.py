@@ -64,3 +64,32 @@ def test_replaced_master_database_makes_slaves_resnapshot(lan2):
     orders = wait_converged([fresh, slave], expect=1)
     assert orders[0]["customerName"] == "new world"
     assert slave.stop() == 0 and fresh.stop() == 0
+
+
+def test_status_shows_each_slaves_acknowledged_sequence_and_lag(lan2):
+    from lanharness import wait_until
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1", extra=["--ping-interval", "1", "--peer-timeout", "5"])
+    slave = OrderSyncNode.slave(h2, extra=["--ping-interval", "1", "--peer-timeout", "5"])
+    slave.wait_live()
+    for i in range(3):
+        master.create(customer=f"c{i}")
+    seq = master.status()["seq"]
+
+    def caught_up():
+        peers = master.status()["peers"]
+        return peers if peers and peers[0]["ackedSeq"] == seq and peers[0]["lag"] == 0 else None
+    peers = wait_until(caught_up, 10, what="the master to see the slave's ack")
+    assert peers[0]["terminal"] == "h2"
+    status = slave.status()
+    assert status["seq"] == seq and status["masterSeq"] == seq and status["lag"] == 0
+    # A frozen slave stops acking: its lag grows on the master while operations continue.
+    import os
+    os.kill(slave.process.pid, signal.SIGSTOP)
+    try:
+        master.create(customer="while frozen")
+        assert master.status()["peers"][0]["lag"] >= 1
+    finally:
+        os.kill(slave.process.pid, signal.SIGCONT)
+    wait_until(lambda: master.status()["peers"] and master.status()["peers"][0]["lag"] == 0,
+               10, what="the slave to catch up after thawing")
