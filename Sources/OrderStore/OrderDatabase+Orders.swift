@@ -11,7 +11,7 @@ extension OrderDatabase {
     /// The columns every order query selects, in the order `decodeOrder` reads them.
     private static let orderColumns = """
         uuid, customer_name, created_ms, created_offset_min, shipping_method, table_name, table_size, \
-        extra_json, version
+        extra_json, version, status, items_json, note
         """
 
     /// The order with this UUID (any case), or nil.
@@ -29,8 +29,8 @@ extension OrderDatabase {
         do {
             try connection.execute("""
                 INSERT INTO orders (uuid_key, uuid, customer_name, created_text, created_ms, created_offset_min,
-                                    shipping_method, table_name, table_size, extra_json, version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    shipping_method, table_name, table_size, extra_json, version, status, items_json, note)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, Self.values(of: order))
         } catch var error as StoreError where error.kind == .duplicate {
             error.message = "an order with uuid \(order.uuid) already exists (\(error.message))"
@@ -46,7 +46,8 @@ extension OrderDatabase {
         values.append(.text(order.key))
         let changed = try connection.execute("""
             UPDATE orders SET uuid = ?, customer_name = ?, created_text = ?, created_ms = ?, created_offset_min = ?,
-                              shipping_method = ?, table_name = ?, table_size = ?, extra_json = ?, version = ?
+                              shipping_method = ?, table_name = ?, table_size = ?, extra_json = ?, version = ?,
+                              status = ?, items_json = ?, note = ?
             WHERE uuid_key = ?
             """, values)
         if changed == 0 { throw StoreError.notFound(uuid: order.uuid, path: path) }
@@ -58,13 +59,14 @@ extension OrderDatabase {
         try requireWritable()
         try connection.execute("""
             INSERT INTO orders (uuid_key, uuid, customer_name, created_text, created_ms, created_offset_min,
-                                shipping_method, table_name, table_size, extra_json, version)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                shipping_method, table_name, table_size, extra_json, version, status, items_json, note)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (uuid_key) DO UPDATE SET
                 uuid = excluded.uuid, customer_name = excluded.customer_name, created_text = excluded.created_text,
                 created_ms = excluded.created_ms, created_offset_min = excluded.created_offset_min,
                 shipping_method = excluded.shipping_method, table_name = excluded.table_name,
-                table_size = excluded.table_size, extra_json = excluded.extra_json, version = excluded.version
+                table_size = excluded.table_size, extra_json = excluded.extra_json, version = excluded.version,
+                status = excluded.status, items_json = excluded.items_json, note = excluded.note
             """, Self.values(of: order))
     }
 
@@ -78,17 +80,32 @@ extension OrderDatabase {
     /// One page of orders, ordered by `created`, then UUID (lower case), with the total count.
     /// `page` starts at 1; both come from one snapshot of the database.
     public func orders(page: Int, per: Int) throws -> (total: Int, orders: [Order]) {
+        try orders(page: page, per: per, status: nil)
+    }
+
+    /// One page of the orders with `status` (all when nil), ordered like `orders(page:per:)`.
+    public func orders(page: Int, per: Int, status: OrderStatus?) throws -> (total: Int, orders: [Order]) {
         guard page >= 1, per >= 1 else {
             throw StoreError(kind: .invalidArgument,
                              message: "page and per must be at least 1 (got page \(page), per \(per))", path: path)
         }
         let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: per)
         return try reading {
-            let total = try orderCount()
+            let total: Int
+            if let s = status {
+                total = Int(try connection.withStatement("SELECT count(*) FROM orders WHERE status = ?", [.text(s.rawValue)]) {
+                    try $0.step() ? $0.int64(0) : 0
+                })
+            } else {
+                total = try orderCount()
+            }
             if overflow || offset >= total { return (total, []) }
+            let filter = status == nil ? "" : "WHERE status = ?"
+            var values: [SQLiteValue] = status.map { [.text($0.rawValue)] } ?? []
+            values += [.integer(Int64(per)), .integer(Int64(offset))]
             let orders = try connection.withStatement("""
-                SELECT \(Self.orderColumns) FROM orders ORDER BY created_ms, uuid_key LIMIT ? OFFSET ?
-                """, [.integer(Int64(per)), .integer(Int64(offset))]) { statement in
+                SELECT \(Self.orderColumns) FROM orders \(filter) ORDER BY created_ms, uuid_key LIMIT ? OFFSET ?
+                """, values) { statement in
                 try decodeOrders(statement)
             }
             return (total, orders)
@@ -133,6 +150,9 @@ extension OrderDatabase {
             .integer(order.tableSize),
             .text(JSONValue.object(order.extra).serialized()),
             .integer(order.version),
+            .text(order.status.rawValue),
+            .text(order.items.map { JSONValue.array($0.map { .object($0.json) }).serialized() }),
+            .text(order.note),
         ]
     }
 
@@ -160,6 +180,22 @@ extension OrderDatabase {
             throw StoreError(kind: .corruptRow, message: "extra_json of order \(uuid) is not JSON: \(error)",
                              path: path)
         }
+        guard let status = OrderStatus(rawValue: statement.text(9)) else {
+            throw StoreError(kind: .corruptRow, message: "order \(uuid) has an unknown status \(statement.text(9))", path: path)
+        }
+        var items: [LineItem]?
+        if let itemsText = statement.optionalText(10) {
+            guard let list = try? JSONParser.parse(itemsText).arrayValue else {
+                throw StoreError(kind: .corruptRow, message: "items_json of order \(uuid) is not a JSON array", path: path)
+            }
+            items = try list.map { v in
+                guard let o = v.objectValue, let name = o["name"]?.stringValue, let q = o["quantity"]?.intValue,
+                      let p = o["unitPrice"]?.intValue else {
+                    throw StoreError(kind: .corruptRow, message: "a line item of order \(uuid) is malformed", path: path)
+                }
+                return LineItem(sku: o["sku"]?.stringValue, name: name, quantity: q, unitPrice: p)
+            }
+        }
         return Order(
             uuid: uuid,
             customerName: statement.text(1),
@@ -168,6 +204,9 @@ extension OrderDatabase {
             tableName: statement.optionalText(5),
             tableSize: statement.optionalInt64(6),
             extra: extra,
-            version: statement.int64(8))
+            version: statement.int64(8),
+            status: status,
+            items: items,
+            note: statement.optionalText(11))
     }
 }

@@ -74,6 +74,12 @@ enum Schema {
                 lower(hex(randomblob(6))))
             """,
         ]),
+        Migration(version: 2, name: "order status, line items and note", statements: [
+            "ALTER TABLE orders ADD COLUMN status TEXT NOT NULL DEFAULT 'open'",
+            "ALTER TABLE orders ADD COLUMN items_json TEXT",
+            "ALTER TABLE orders ADD COLUMN note TEXT",
+            "CREATE INDEX orders_by_status ON orders (status, created_ms, uuid_key)",
+        ]),
     ]
 
     /// The schema version this build writes and reads.

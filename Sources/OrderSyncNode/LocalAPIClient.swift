@@ -107,15 +107,16 @@ public struct LocalAPIClient {
 /// SQLite file, read-only.
 public enum OrderReader {
     /// `{"page","per","total","orders"}`.
-    public static func list(dataDirectory: String, page: Int, per: Int) throws -> JSONValue {
+    public static func list(dataDirectory: String, page: Int, per: Int, status: OrderStatus? = nil) throws -> JSONValue {
         do {
-            let r = try LocalAPIClient(dataDirectory: dataDirectory).send(method: "GET", path: "/v1/orders?page=\(page)&per=\(per)")
+            let filter = status.map { "&status=\($0.rawValue)" } ?? ""
+            let r = try LocalAPIClient(dataDirectory: dataDirectory).send(method: "GET", path: "/v1/orders?page=\(page)&per=\(per)\(filter)")
             if r.status == 200 { return r.body }
             throw LocalAPIClientError.badResponse("HTTP \(r.status)")
         } catch LocalAPIClientError.noDaemon {
             let db = try openReadOnly(dataDirectory)
             defer { db.close() }
-            let r = try db.orders(page: page, per: per)
+            let r = try db.orders(page: page, per: per, status: status)
             return LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders)
         }
     }

@@ -10,7 +10,7 @@ enum LocalAPIRoute: Equatable {
     case status
     /// The master's journal: applied operations after `since`, optionally of one order.
     case journal(since: Int64, order: String?, limit: Int)
-    case list(page: Int, per: Int)
+    case list(page: Int, per: Int, status: OrderStatus?)
     case show(uuid: String)
     /// A write. `single` is the UUID of the one order a REST call is about.
     case write(OperationMessage, single: String?)
@@ -62,8 +62,15 @@ enum LocalAPIRoute: Equatable {
                 queryInt("limit", 100, 1...10_000).map { .journal(since: Int64(since), order: order, limit: $0) }
             }
         case ("GET", ["orders"]):
+            var status: OrderStatus?
+            if let raw = query.last(where: { $0.0 == "status" })?.1 {
+                guard let s = OrderStatus(rawValue: raw) else {
+                    return .failure(Failure(status: 400, code: "invalid_query", message: "'status' must be one of \(OrderStatus.names)"))
+                }
+                status = s
+            }
             return queryInt("page", 1, 1...1_000_000).flatMap { page in
-                queryInt("per", 50, 1...1000).map { .list(page: page, per: $0) }
+                queryInt("per", 50, 1...1000).map { .list(page: page, per: $0, status: status) }
             }
         case ("GET", let p) where p.count == 2 && p[0] == "orders":
             if let f = checkUUID(p[1]) { return .failure(f) }
@@ -106,7 +113,7 @@ enum LocalAPIRoute: Equatable {
         switch code {
         case .malformedJSON, .invalidMessage, .unknownOperation, .invalidUUID, .invalidField: return 400
         case .notFound: return 404
-        case .alreadyExists: return 409
+        case .alreadyExists, .invalidTransition, .conflict: return 409
         case .removed: return 410
         case .tooLarge: return 413
         case .wrongStore: return 409
@@ -115,11 +122,12 @@ enum LocalAPIRoute: Equatable {
     }
 
     /// `{"error":{"code":..,"message":..,"uuid":..}}`.
-    static func errorBody(code: String, message: String, uuid: String? = nil) -> JSONValue {
+    static func errorBody(code: String, message: String, uuid: String? = nil, current: Order? = nil) -> JSONValue {
         var e = JSONObject()
         e["code"] = .string(code)
         e["message"] = .string(message)
         if let u = uuid { e["uuid"] = .string(u) }
+        if let c = current { e["current"] = .object(c.json) }
         return .object(JSONObject([("error", .object(e))]))
     }
 
@@ -129,7 +137,7 @@ enum LocalAPIRoute: Equatable {
                             errors: [WireError], seq: Int64?) -> (status: Int, body: JSONValue) {
         if single != nil {
             if let e = errors.first {
-                return (httpStatus(for: e.code), errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid))
+                return (httpStatus(for: e.code), errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid, current: e.current))
             }
             if let o = applied.last ?? unchanged.last {
                 return (operation == .create && !applied.isEmpty ? 201 : 200, .object(o.json))
@@ -146,6 +154,7 @@ enum LocalAPIRoute: Equatable {
             x["message"] = .string(e.message)
             if let u = e.uuid { x["uuid"] = .string(u) }
             if let i = e.index { x["index"] = .int(Int64(i)) }
+            if let c = e.current { x["current"] = .object(c.json) }
             return .object(x)
         })
         return (200, .object(o))

@@ -46,8 +46,8 @@ enum NodeStartup {
     static func answerRead(_ route: LocalAPIRoute, db: OrderDatabase, respond: LocalAPIServer.Respond) -> Bool {
         do {
             switch route {
-            case .list(let page, let per):
-                let r = try db.orders(page: page, per: per)
+            case .list(let page, let per, let status):
+                let r = try db.orders(page: page, per: per, status: status)
                 respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders))
             case .show(let uuid):
                 if let o = try db.order(uuid: uuid) {

@@ -99,6 +99,13 @@ public enum OperationPlanner {
                     plan.errors.append(WireError(.notFound, "no order with this uuid to update", uuid: uuid, index: index))
                     continue
                 }
+                do {
+                    if let base = try OrderFields.baseVersion(of: obj, uuid: order.uuid, index: index), base != order.version {
+                        plan.errors.append(WireError(.conflict, "the order changed since version \(base); it is at version \(order.version) now",
+                                                     uuid: order.uuid, index: index, current: order))
+                        continue
+                    }
+                } catch let e as WireError { plan.errors.append(e); continue } catch { continue }
                 let before = order
                 do { try OrderFields.apply(obj, to: &order, uuid: order.uuid, index: index, isCreate: false) } catch let e as WireError {
                     plan.errors.append(e)
@@ -108,12 +115,28 @@ public enum OperationPlanner {
                     plan.unchanged.append(order)
                     continue
                 }
+                if before.status.isFinal {
+                    plan.errors.append(WireError(.invalidTransition, "the order is \(before.status.rawValue); a \(before.status.rawValue) order does not change any more",
+                                                 uuid: order.uuid, index: index))
+                    continue
+                }
                 order.version = before.version + 1
                 overlay[order.key] = .some(order)
                 plan.changes.append(.update(order))
             case .remove:
                 guard let order = existing else {
                     plan.errors.append(WireError(.notFound, "no order with this uuid to remove", uuid: uuid, index: index))
+                    continue
+                }
+                do {
+                    if let base = try OrderFields.baseVersion(of: obj, uuid: order.uuid, index: index), base != order.version {
+                        plan.errors.append(WireError(.conflict, "the order changed since version \(base); it is at version \(order.version) now",
+                                                     uuid: order.uuid, index: index, current: order))
+                        continue
+                    }
+                } catch let e as WireError { plan.errors.append(e); continue } catch { continue }
+                if order.status == .completed {
+                    plan.errors.append(WireError(.invalidTransition, "a completed order cannot be removed", uuid: order.uuid, index: index))
                     continue
                 }
                 overlay[order.key] = .some(nil)

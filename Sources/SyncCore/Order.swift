@@ -1,8 +1,8 @@
 /// One order, with the StorePOS fields plus what OrderSync adds.
 ///
 /// Wire names: `uuid`, `customerName`, `created`, `shippingMethod`, `tableName`, `tableSize`
-/// (StorePOS), `version` (OrderSync: 1 when created, +1 on every applied change). Members this
-/// node does not know are kept in `extra` and sent on unchanged.
+/// (StorePOS); `version` (OrderSync: 1 when created, +1 on every applied change), `status`,
+/// `items`, `note`. Members this node does not know are kept in `extra` and sent on unchanged.
 public struct Order: Equatable, Sendable {
     /// The order's UUID as its creator wrote it; compared case-insensitively.
     public var uuid: String
@@ -20,11 +20,17 @@ public struct Order: Equatable, Sendable {
     public var extra: JSONObject
     /// Version assigned by the master: 1 on create, +1 on every applied update.
     public var version: Int64
+    /// Where the order is in its life.
+    public var status: OrderStatus
+    /// Line items, if the POS sends them.
+    public var items: [LineItem]?
+    /// A free-text note ("no nuts"), if any.
+    public var note: String?
 
     /// An order from its fields.
     public init(uuid: String, customerName: String, created: OrderTimestamp, shippingMethod: String? = nil,
                 tableName: String? = nil, tableSize: Int64? = nil, extra: JSONObject = JSONObject(),
-                version: Int64 = 1) {
+                version: Int64 = 1, status: OrderStatus = .open, items: [LineItem]? = nil, note: String? = nil) {
         self.uuid = uuid
         self.customerName = customerName
         self.created = created
@@ -33,6 +39,9 @@ public struct Order: Equatable, Sendable {
         self.tableSize = tableSize
         self.extra = extra
         self.version = version
+        self.status = status
+        self.items = items
+        self.note = note
     }
 
     /// The key under which orders are compared and stored: the UUID in lower case.
@@ -58,6 +67,9 @@ public struct Order: Equatable, Sendable {
         if let v = tableName { o["tableName"] = .string(v) }
         if let v = tableSize { o["tableSize"] = .int(v) }
         o["version"] = .int(version)
+        o["status"] = .string(status.rawValue)
+        if let i = items { o["items"] = .array(i.map { .object($0.json) }) }
+        if let n = note { o["note"] = .string(n) }
         for m in extra.members where o[m.key] == nil { o[m.key] = m.value }
         return o
     }

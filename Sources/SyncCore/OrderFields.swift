@@ -5,7 +5,10 @@ public enum OrderFields {
     /// Member names with a meaning in this protocol; anything else is kept in `Order.extra`.
     public static let known: Set<String> = [
         "uuid", "customerName", "created", "shippingMethod", "tableName", "tableSize", "version",
+        "status", "items", "note",
     ]
+    /// Most line items in one order.
+    public static let maxItems = 500
 
     /// The `uuid` of an order object, validated.
     public static func uuid(of o: JSONObject, index: Int?) throws -> String {
@@ -69,10 +72,53 @@ public enum OrderFields {
                 }
                 guard n >= -1, n <= 100_000 else { throw fail("\"tableSize\" must be between -1 and 100000, got \(n)") }
                 order.tableSize = n
+            case "status":
+                guard let s = value.stringValue, let next = OrderStatus(rawValue: s) else {
+                    throw fail("\"status\" must be one of \(OrderStatus.names), got \(value.serialized())")
+                }
+                if !isCreate && !order.status.canMove(to: next) {
+                    throw WireError(.invalidTransition, "an order cannot go from \(order.status.rawValue) to \(next.rawValue)",
+                                    uuid: uuid, index: index)
+                }
+                order.status = next
+            case "note":
+                order.note = value == .null ? nil : try text(key, value)
+            case "items":
+                if value == .null { order.items = nil; continue }
+                guard let list = value.arrayValue else { throw fail("\"items\" must be an array, got \(value.typeName)") }
+                guard list.count <= maxItems else {
+                    throw WireError(.tooLarge, "\"items\" has \(list.count) lines; at most \(maxItems)", uuid: uuid, index: index)
+                }
+                order.items = try list.enumerated().map { i, v in try lineItem(v, at: i, fail: fail, text: text) }
             default:
                 if value == .null { order.extra[key] = nil } else { order.extra[key] = value }
             }
         }
+    }
+
+    static func lineItem(_ v: JSONValue, at i: Int, fail: (String) -> WireError,
+                         text: (String, JSONValue) throws -> String) throws -> LineItem {
+        guard let o = v.objectValue else { throw fail("items[\(i)] must be an object, got \(v.typeName)") }
+        guard let nameValue = o["name"] else { throw fail("items[\(i)] has no \"name\"") }
+        let name = try text("items[\(i)].name", nameValue)
+        var sku: String?
+        if let s = o["sku"], s != .null { sku = try text("items[\(i)].sku", s) }
+        guard let q = o["quantity"]?.intValue, case .int = o["quantity"]!, q >= 1, q <= 100_000 else {
+            throw fail("items[\(i)].quantity must be an integer from 1 to 100000")
+        }
+        guard let p = o["unitPrice"]?.intValue, case .int = o["unitPrice"]!, p >= 0, p <= 1_000_000_000_000 else {
+            throw fail("items[\(i)].unitPrice must be a non-negative integer in minor units (cents), not a decimal")
+        }
+        return LineItem(sku: sku, name: name, quantity: q, unitPrice: p)
+    }
+
+    /// The `version` an Update or Remove says it was based on, if it carries one.
+    public static func baseVersion(of o: JSONObject, uuid: String, index: Int?) throws -> Int64? {
+        guard let v = o["version"], v != .null else { return nil }
+        guard let n = v.intValue, case .int = v, n >= 1 else {
+            throw WireError(.invalidField, "\"version\" must be the positive integer version the change is based on", uuid: uuid, index: index)
+        }
+        return n
     }
 
     /// An order as the master sends it (full object with `version`), read by a slave.

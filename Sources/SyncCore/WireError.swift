@@ -17,6 +17,12 @@ public enum WireErrorCode: String, Sendable, CaseIterable {
     /// Create of a UUID that was removed: a removed order never comes back (its tombstone is in
     /// the master's journal), so a late or replayed Create cannot resurrect it.
     case removed = "removed"
+    /// A status change the lifecycle does not allow, a change to a completed or cancelled
+    /// order, or the removal of a completed order.
+    case invalidTransition = "invalid_transition"
+    /// An Update or Remove based on a `version` that is not the current one; the error carries
+    /// the current order.
+    case conflict = "conflict"
     /// The message or a field is larger than allowed.
     case tooLarge = "too_large"
     /// The master could not store the change (disk full, I/O error); nothing was applied.
@@ -35,13 +41,16 @@ public struct WireError: Error, Equatable, Sendable, CustomStringConvertible {
     public var uuid: String?
     /// Zero-based position of the order in the message's `orders` array, when relevant.
     public var index: Int?
+    /// For `conflict`: the order as the master has it now.
+    public var current: Order?
 
     /// An error from its fields.
-    public init(_ code: WireErrorCode, _ message: String, uuid: String? = nil, index: Int? = nil) {
+    public init(_ code: WireErrorCode, _ message: String, uuid: String? = nil, index: Int? = nil, current: Order? = nil) {
         self.code = code
         self.message = message
         self.uuid = uuid
         self.index = index
+        self.current = current
     }
 
     public var description: String {

@@ -205,6 +205,7 @@ public enum ServerMessage: Equatable, Sendable {
             o["message"] = .string(err.message)
             if let u = err.uuid { o["uuid"] = .string(u) }
             if let i = err.index { o["index"] = .int(Int64(i)) }
+            if let c = err.current { o["current"] = .object(c.json) }
             if let id = opId { o["opId"] = .string(id) }
             if let op = operation { o["operation"] = .int(Int64(op.rawValue)) }
         case let .heartbeat(seq):
@@ -236,8 +237,9 @@ public enum ServerMessage: Equatable, Sendable {
                 return .success(.ready(seq: o["seq"]?.intValue ?? 0, epoch: o["epoch"]?.stringValue, store: o["store"]?.stringValue))
             case "error":
                 let code = WireErrorCode(rawValue: o["code"]?.stringValue ?? "") ?? .invalidMessage
-                let err = WireError(code, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue,
+                var err = WireError(code, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue,
                                     index: o["index"]?.intValue.map { Int($0) })
+                if let c = o["current"]?.objectValue { err.current = try? OrderFields.storedOrder(from: c, index: nil) }
                 let op = o["operation"]?.intValue.flatMap { OperationKind(rawValue: Int($0)) }
                 return .success(.error(err, opId: o["opId"]?.stringValue, operation: op))
             case "heartbeat":

@@ -23,6 +23,9 @@ func printOrder(_ order: JSONObject, json: Bool, verb: String? = nil) {
     if let s = order["shippingMethod"]?.stringValue { parts.append("shipping=\(OrderText.quote(s))") }
     if let t = order["tableName"]?.stringValue { parts.append("table=\(OrderText.quote(t))") }
     if let n = order["tableSize"]?.intValue { parts.append("table-size=\(n)") }
+    if let s = order["status"]?.stringValue { parts.append("status=\(s)") }
+    if let items = order["items"]?.arrayValue { parts.append("items=\(items.count)") }
+    if let n = order["note"]?.stringValue { parts.append("note=\(OrderText.quote(n))") }
     if let v = order["version"]?.intValue { parts.append("version=\(v)") }
     print("\(verb.map { "\($0) " } ?? "")\(uuid) \(parts.joined(separator: " "))")
 }
@@ -37,6 +40,7 @@ func callDaemon(_ dir: String, _ method: String, _ path: String, body: JSONValue
         let message = err?["message"]?.stringValue ?? "request failed with HTTP \(response.status)"
         var line = "ordersync: \(message) [\(code)]"
         if let u = err?["uuid"]?.stringValue { line += " (order \(u))" }
+        if let v = err?["current"]?.objectValue?["version"]?.intValue { line += "; it is at version \(v) now" }
         FileHandle.standardError.write(Data((line + "\n").utf8))
         throw ExitCode(1)
     } catch let e as LocalAPIClientError {
@@ -57,10 +61,38 @@ struct OrderFieldOptions: ParsableArguments {
             help: ArgumentHelp("Table size (-1 means no table, as in StorePOS).", valueName: "n"))
     var tableSize: Int?
 
-    func apply(to o: inout JSONObject) {
+    @Option(name: .long, help: "A note (\"no nuts\").")
+    var note: String?
+
+    @Option(name: .long, help: ArgumentHelp("A line item, repeatable: NAME:QUANTITY:UNIT_PRICE_CENTS[:SKU]. Replaces the order's items.",
+                                            valueName: "item"))
+    var item: [String] = []
+
+    var isEmpty: Bool { shipping == nil && table == nil && tableSize == nil && note == nil && item.isEmpty }
+
+    func validate() throws {
+        _ = try lineItems()
+    }
+
+    func lineItems() throws -> [JSONValue] {
+        try item.map { text in
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            guard (3...4).contains(parts.count), !parts[0].isEmpty, let q = Int64(parts[1]), q >= 1,
+                  let p = Int64(parts[2]), p >= 0 else {
+                throw ValidationError("--item '\(text)' must be NAME:QUANTITY:UNIT_PRICE_CENTS[:SKU], e.g. Latte:2:350")
+            }
+            var o = JSONObject([("name", .string(parts[0])), ("quantity", .int(q)), ("unitPrice", .int(p))])
+            if parts.count == 4, !parts[3].isEmpty { o["sku"] = .string(parts[3]) }
+            return .object(o)
+        }
+    }
+
+    func apply(to o: inout JSONObject) throws {
         if let s = shipping { o["shippingMethod"] = .string(s) }
         if let t = table { o["tableName"] = .string(t) }
         if let n = tableSize { o["tableSize"] = .int(Int64(n)) }
+        if let n = note { o["note"] = .string(n) }
+        if !item.isEmpty { o["items"] = .array(try lineItems()) }
     }
 }
 
@@ -90,7 +122,7 @@ extension OrderCommand {
             o["uuid"] = .string(uuid ?? UUID().uuidString)
             o["customerName"] = .string(customer)
             if let c = created { o["created"] = .string(c) }
-            fields.apply(to: &o)
+            try fields.apply(to: &o)
             let reply = try callDaemon(dir, "POST", "/v1/orders", body: .object(o))
             printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : "created")
         }
@@ -102,13 +134,19 @@ extension OrderCommand {
         @OptionGroup var data: DataDirOption
         @Argument(help: "The order's UUID.") var uuid: String
         @Option(name: .long, help: "Customer name.") var customer: String?
+        @Option(name: .long, help: "New status: \(OrderStatus.names).") var status: String?
         @OptionGroup var fields: OrderFieldOptions
+        @Option(name: .long, help: ArgumentHelp("Only if the order is still at this version (else: conflict).", valueName: "n"))
+        var ifVersion: Int?
         @Flag(name: .long, help: "Print the order as one JSON object.") var json = false
 
         func validate() throws {
             guard Order.isValidUUID(uuid) else { throw ValidationError("'\(uuid)' is not a UUID.") }
-            if customer == nil && fields.shipping == nil && fields.table == nil && fields.tableSize == nil {
-                throw ValidationError("Nothing to change: give at least one of --customer, --shipping, --table, --table-size.")
+            if let s = status, OrderStatus(rawValue: s) == nil {
+                throw ValidationError("--status must be one of \(OrderStatus.names).")
+            }
+            if customer == nil && status == nil && fields.isEmpty {
+                throw ValidationError("Nothing to change: give at least one of --customer, --status, --shipping, --table, --table-size, --note, --item.")
             }
         }
 
@@ -116,7 +154,9 @@ extension OrderCommand {
             let dir = try data.resolved()
             var o = JSONObject()
             if let c = customer { o["customerName"] = .string(c) }
-            fields.apply(to: &o)
+            if let s = status { o["status"] = .string(s) }
+            if let v = ifVersion { o["version"] = .int(Int64(v)) }
+            try fields.apply(to: &o)
             let reply = try callDaemon(dir, "PATCH", "/v1/orders/\(uuid)", body: .object(o))
             printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : "updated")
         }
@@ -127,6 +167,8 @@ extension OrderCommand {
         static let configuration = CommandConfiguration(abstract: "Remove an order.")
         @OptionGroup var data: DataDirOption
         @Argument(help: "The order's UUID.") var uuid: String
+        @Option(name: .long, help: ArgumentHelp("Only if the order is still at this version (else: conflict).", valueName: "n"))
+        var ifVersion: Int?
         @Flag(name: .long, help: "Print the removed order as one JSON object.") var json = false
 
         func validate() throws {
@@ -135,7 +177,22 @@ extension OrderCommand {
 
         func run() throws {
             let dir = try data.resolved()
-            let reply = try callDaemon(dir, "DELETE", "/v1/orders/\(uuid)")
+            let reply: JSONValue
+            if let v = ifVersion {
+                let message = JSONObject([("operation", .int(2)), ("orders", .array([.object(JSONObject([
+                    ("uuid", .string(uuid)), ("version", .int(Int64(v)))]))]))])
+                reply = try callDaemon(dir, "POST", "/v1/operations", body: .object(message))
+                if let e = reply.objectValue?["errors"]?.arrayValue?.first?.objectValue {
+                    var line = "ordersync: \(e["message"]?.stringValue ?? "refused") [\(e["code"]?.stringValue ?? "error")]"
+                    if let cv = e["current"]?.objectValue?["version"]?.intValue { line += "; it is at version \(cv) now" }
+                    FileHandle.standardError.write(Data((line + "\n").utf8))
+                    throw ExitCode(1)
+                }
+                let removed = reply.objectValue?["applied"]?.arrayValue?.first?.objectValue ?? JSONObject()
+                printOrder(removed, json: json, verb: json ? nil : "removed")
+                return
+            }
+            reply = try callDaemon(dir, "DELETE", "/v1/orders/\(uuid)")
             printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : "removed")
         }
     }
@@ -147,18 +204,22 @@ extension OrderCommand {
         @OptionGroup var data: DataDirOption
         @Option(name: .long, help: "Page number, from 1.") var page: Int = 1
         @Option(name: .long, help: "Orders per page (1-1000).") var per: Int = 50
+        @Option(name: .long, help: "Only orders with this status: \(OrderStatus.names).") var status: String?
         @Flag(name: .long, help: "Print {\"page\",\"per\",\"total\",\"orders\"} as JSON.") var json = false
 
         func validate() throws {
             guard page >= 1 else { throw ValidationError("--page starts at 1.") }
             guard (1...1000).contains(per) else { throw ValidationError("--per must be 1-1000.") }
+            if let s = status, OrderStatus(rawValue: s) == nil {
+                throw ValidationError("--status must be one of \(OrderStatus.names).")
+            }
         }
 
         func run() throws {
             let dir = try data.resolved()
             let result: JSONValue
             do {
-                result = try OrderReader.list(dataDirectory: dir, page: page, per: per)
+                result = try OrderReader.list(dataDirectory: dir, page: page, per: per, status: status.flatMap(OrderStatus.init(rawValue:)))
             } catch let e as LocalAPIClientError {
                 FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
                 throw ExitCode(1)

@@ -18,7 +18,7 @@ final class SchemaTests: StoreTestCase {
             while try statement.step() { tables.append(statement.text(0)) }
         }
         XCTAssertEqual(tables, ["journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
-                                "orders_by_created"])
+                                "orders_by_created", "orders_by_status"])
 
         var orderColumns: [String] = []
         try db.connection.withStatement("SELECT name FROM pragma_table_info('orders') ORDER BY cid") { statement in
@@ -26,7 +26,7 @@ final class SchemaTests: StoreTestCase {
         }
         XCTAssertEqual(orderColumns, ["uuid_key", "uuid", "customer_name", "created_text", "created_ms",
                                       "created_offset_min", "shipping_method", "table_name", "table_size",
-                                      "extra_json", "version"])
+                                      "extra_json", "version", "status", "items_json", "note"])
     }
 
     func testTheDatabaseEpochIsAVersion4UUIDMadeOnce() throws {
@@ -103,5 +103,47 @@ final class SchemaTests: StoreTestCase {
         assertStoreError(.closed) { try db.orderCount() }
         assertStoreError(.closed) { try db.insertOrder(makeOrder()) }
         assertStoreError(.closed) { try db.transaction {} }
+    }
+}
+
+/// A file written by the first schema is brought up to date and keeps its orders.
+final class SchemaUpgradeTests: StoreTestCase {
+    func testAVersion1FileGainsStatusItemsAndNote() throws {
+        let path = directory + "/v1.sqlite"
+        let db = try OrderDatabase(path: path)
+        try db.connection.executeOnce("DROP INDEX orders_by_status")
+        try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN note")
+        try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN items_json")
+        try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN status")
+        try db.connection.executeOnce("""
+            INSERT INTO orders (uuid_key, uuid, customer_name, created_text, created_ms, created_offset_min, extra_json, version)
+            VALUES ('9437c8f5-d742-46cb-9847-737c5809392c', '9437C8F5-D742-46CB-9847-737C5809392C', 'Kevin',
+                    '2016-01-12T21:35:16+0800', 1452605716000, 480, '{}', 1)
+            """)
+        try db.connection.executeOnce("PRAGMA user_version = 1")
+        db.close()
+        let upgraded = try OrderDatabase(path: path)
+        XCTAssertEqual(upgraded.migrationsApplied, [2])
+        let order = try XCTUnwrap(upgraded.order(uuid: "9437C8F5-D742-46CB-9847-737C5809392C"))
+        XCTAssertEqual(order.status, .open)
+        XCTAssertNil(order.items)
+        XCTAssertEqual(order.customerName, "Kevin")
+    }
+
+    func testStatusItemsAndNoteRoundTripAndFilterPages() throws {
+        let db = try openDatabase()
+        let items = [LineItem(sku: "LAT", name: "Latte", quantity: 2, unitPrice: 350), LineItem(name: "Cake", quantity: 1, unitPrice: 420)]
+        for (i, status) in [OrderStatus.open, .inProgress, .completed, .inProgress].enumerated() {
+            try db.insertOrder(Order(uuid: UUID().uuidString, customerName: "c\(i)", created: OrderTimestamp(epochMillis: Int64(i) * 1000),
+                                     status: status, items: i == 0 ? items : nil, note: i == 1 ? "no nuts" : nil))
+        }
+        let all = try db.allOrders()
+        XCTAssertEqual(all[0].items, items)
+        XCTAssertEqual(all[1].note, "no nuts")
+        let busy = try db.orders(page: 1, per: 10, status: .inProgress)
+        XCTAssertEqual(busy.total, 2)
+        XCTAssertEqual(busy.orders.map(\.customerName), ["c1", "c3"])
+        XCTAssertEqual(try db.orders(page: 2, per: 1, status: .inProgress).orders.map(\.customerName), ["c3"])
+        XCTAssertEqual(try db.orders(page: 1, per: 10, status: .cancelled).total, 0)
     }
 }

@@ -11,8 +11,9 @@ final class LocalAPIRouteTests: XCTestCase {
 
     func testRoutes() throws {
         XCTAssertEqual(try decode("GET", "/v1/status").get(), .status)
-        XCTAssertEqual(try decode("GET", "/v1/orders").get(), .list(page: 1, per: 50))
-        XCTAssertEqual(try decode("GET", "/v1/orders", query: [("page", "3"), ("per", "2")]).get(), .list(page: 3, per: 2))
+        XCTAssertEqual(try decode("GET", "/v1/orders").get(), .list(page: 1, per: 50, status: nil))
+        XCTAssertEqual(try decode("GET", "/v1/orders", query: [("page", "3"), ("per", "2")]).get(), .list(page: 3, per: 2, status: nil))
+        XCTAssertEqual(try decode("GET", "/v1/orders", query: [("status", "in_progress")]).get(), .list(page: 1, per: 50, status: .inProgress))
         XCTAssertEqual(try decode("GET", "/v1/orders/\(u)").get(), .show(uuid: u))
         XCTAssertEqual(try decode("GET", "/v1/journal").get(), .journal(since: 0, order: nil, limit: 100))
         XCTAssertEqual(try decode("GET", "/v1/journal", query: [("since", "7"), ("order", u), ("limit", "5")]).get(),
@@ -42,6 +43,7 @@ final class LocalAPIRouteTests: XCTestCase {
         XCTAssertEqual(failure(decode("PUT", "/v1/orders"))?.0, 405)
         XCTAssertEqual(failure(decode("GET", "/v1/orders", query: [("per", "0")]))?.1, "invalid_query")
         XCTAssertEqual(failure(decode("GET", "/v1/orders", query: [("page", "x")]))?.0, 400)
+        XCTAssertEqual(failure(decode("GET", "/v1/orders", query: [("status", "done")]))?.1, "invalid_query")
         XCTAssertEqual(failure(decode("GET", "/v1/orders/not-a-uuid"))?.1, "invalid_uuid")
         XCTAssertEqual(failure(decode("GET", "/v1/journal", query: [("order", "x")]))?.1, "invalid_uuid")
         XCTAssertEqual(failure(decode("GET", "/v1/journal", query: [("limit", "0")]))?.1, "invalid_query")

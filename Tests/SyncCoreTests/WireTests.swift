@@ -59,7 +59,7 @@ final class WireTests: XCTestCase {
         let stored = Order(uuid: u1, customerName: "Kevin", created: now, shippingMethod: "DHL", tableName: "T4",
                            tableSize: 4, version: 3)
         let m = OperationMessage(operation: .update, orders: [
-            .object(JSONObject([("uuid", .string(u1.lowercased())), ("tableSize", .int(6)), ("note", .string("no nuts"))])),
+            .object(JSONObject([("uuid", .string(u1.lowercased())), ("tableSize", .int(6)), ("allergy", .string("nuts"))])),
         ])
         let plan = OperationPlanner.plan(m, now: now) { $0.lowercased() == stored.key ? stored : nil }
         guard case .update(let o) = try XCTUnwrap(plan.changes.first) else { return XCTFail() }
@@ -69,7 +69,7 @@ final class WireTests: XCTestCase {
         XCTAssertEqual(o.tableSize, 6)
         XCTAssertEqual(o.version, 4)
         XCTAssertEqual(o.uuid, u1, "the stored spelling of the uuid is kept")
-        XCTAssertEqual(o.extra["note"], .string("no nuts"))
+        XCTAssertEqual(o.extra["allergy"], .string("nuts"))
     }
 
     func testCreateRepeatAndConflict() {
@@ -114,7 +114,7 @@ final class WireTests: XCTestCase {
 
     func testServerMessagesRoundTrip() {
         let o = Order(uuid: u1, customerName: "K", created: now, shippingMethod: "DHL", tableSize: -1,
-                      extra: JSONObject([("note", .string("x"))]), version: 2)
+                      extra: JSONObject([("allergy", .string("x"))]), version: 2)
         let msgs: [ServerMessage] = [
             .applied(operation: .update, orders: [o], seq: 7, opId: "op-1", origin: "t1", snapshot: nil),
             .applied(operation: .create, orders: [o], seq: nil, opId: nil, origin: nil,
