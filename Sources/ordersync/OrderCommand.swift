@@ -40,7 +40,6 @@ func callDaemon(_ dir: String, _ method: String, _ path: String, body: JSONValue
         let message = err?["message"]?.stringValue ?? "request failed with HTTP \(response.status)"
         var line = "ordersync: \(message) [\(code)]"
         if let u = err?["uuid"]?.stringValue { line += " (order \(u))" }
-        if let v = err?["current"]?.objectValue?["version"]?.intValue { line += "; it is at version \(v) now" }
         FileHandle.standardError.write(Data((line + "\n").utf8))
         throw ExitCode(1)
     } catch let e as LocalAPIClientError {
