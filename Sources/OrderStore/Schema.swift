@@ -80,6 +80,22 @@ enum Schema {
             "ALTER TABLE orders ADD COLUMN note TEXT",
             "CREATE INDEX orders_by_status ON orders (status, created_ms, uuid_key)",
         ]),
+        Migration(version: 3, name: "rejections", statements: [
+            """
+            CREATE TABLE rejections (
+                id INTEGER PRIMARY KEY,
+                recorded_at_ms INTEGER NOT NULL,
+                origin TEXT NOT NULL,
+                op_id TEXT,
+                operation INTEGER,
+                order_uuid_key TEXT,
+                order_uuid TEXT,
+                code TEXT NOT NULL,
+                message TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX rejections_by_order ON rejections (order_uuid_key, id)",
+        ]),
     ]
 
     /// The schema version this build writes and reads.

@@ -136,8 +136,9 @@ public enum OrderReader {
     }
 
     /// The journal (`{"entries":[...]}`): through the daemon, else from the file.
-    public static func journal(dataDirectory: String, since: Int64, order: String?, limit: Int) throws -> JSONValue {
-        var path = "/v1/journal?since=\(since)&limit=\(limit)"
+    public static func journal(dataDirectory: String, since: Int64, order: String?, limit: Int,
+                               rejected: Bool = false) throws -> JSONValue {
+        var path = "/v1/\(rejected ? "rejections" : "journal")?since=\(since)&limit=\(limit)"
         if let o = order { path += "&order=\(o)" }
         do {
             let r = try LocalAPIClient(dataDirectory: dataDirectory).send(method: "GET", path: path)
@@ -148,6 +149,9 @@ public enum OrderReader {
             defer { db.close() }
             if try db.metadata("node.role") == "slave" {
                 throw LocalAPIClientError.refused("\(dataDirectory) holds a slave's replica; the journal is kept by the master")
+            }
+            if rejected {
+                return LocalAPIRoute.rejectionsBody(try db.rejections(since: since, orderUUID: order, limit: limit))
             }
             return LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit))
         }

@@ -10,6 +10,8 @@ enum LocalAPIRoute: Equatable {
     case status
     /// The master's journal: applied operations after `since`, optionally of one order.
     case journal(since: Int64, order: String?, limit: Int)
+    /// Refused operations recorded by the master.
+    case rejections(since: Int64, order: String?, limit: Int)
     case list(page: Int, per: Int, status: OrderStatus?)
     case show(uuid: String)
     /// A write. `single` is the UUID of the one order a REST call is about.
@@ -52,14 +54,18 @@ enum LocalAPIRoute: Equatable {
         switch (method, Array(parts.dropFirst())) {
         case ("GET", ["status"]):
             return .success(.status)
-        case ("GET", ["journal"]):
+        case ("GET", let p) where p == ["journal"] || p == ["rejections"]:
             var order: String?
             if let o = query.last(where: { $0.0 == "order" })?.1 {
                 if let f = checkUUID(o) { return .failure(f) }
                 order = o
             }
+            let rejected = p == ["rejections"]
             return queryInt("since", 0, 0...Int.max).flatMap { since in
-                queryInt("limit", 100, 1...10_000).map { .journal(since: Int64(since), order: order, limit: $0) }
+                queryInt("limit", 100, 1...10_000).map {
+                    rejected ? .rejections(since: Int64(since), order: order, limit: $0)
+                        : .journal(since: Int64(since), order: order, limit: $0)
+                }
             }
         case ("GET", ["orders"]):
             var status: OrderStatus?
@@ -101,7 +107,7 @@ enum LocalAPIRoute: Equatable {
             case .success(.hello), .success(.ack): return .failure(Failure(status: 400, code: "invalid_message", message: "expected an operation message"))
             case .failure(let e): return .failure(Failure(status: 400, code: e.code.rawValue, message: e.message))
             }
-        case (_, let p) where ["status", "orders", "operations", "journal"].contains(p.first ?? ""):
+        case (_, let p) where ["status", "orders", "operations", "journal", "rejections"].contains(p.first ?? ""):
             return .failure(Failure(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
         default:
             return .failure(Failure(status: 404, code: "no_route", message: "unknown path \(path)"))
@@ -171,6 +177,22 @@ enum LocalAPIRoute: Equatable {
             o["orders"] = .array(e.orderUUIDs.map { .string($0) })
             o["opId"] = e.opId.map { .string($0) } ?? .null
             o["result"] = .string("applied")
+            return .object(o)
+        }))]))
+    }
+
+    /// `{"rejections":[...]}`.
+    static func rejectionsBody(_ list: [Rejection]) -> JSONValue {
+        .object(JSONObject([("rejections", .array(list.map { r in
+            var o = JSONObject()
+            o["id"] = .int(r.id)
+            o["at"] = .string(OrderTimestamp(epochMillis: r.recordedAtMillis).storePOSText)
+            o["origin"] = .string(r.origin)
+            o["operation"] = r.operation.map { .string($0.description) } ?? .null
+            o["order"] = r.orderUUID.map { .string($0) } ?? .null
+            o["opId"] = r.opId.map { .string($0) } ?? .null
+            o["code"] = .string(r.code.rawValue)
+            o["message"] = .string(r.message)
             return .object(o)
         }))]))
     }

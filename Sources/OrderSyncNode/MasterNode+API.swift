@@ -6,7 +6,7 @@ extension MasterNode {
         switch route {
         case .status:
             respond(200, status())
-        case .list, .show, .journal:
+        case .list, .show, .journal, .rejections:
             _ = NodeStartup.answerRead(route, db: db, respond: respond)
         case .write(var message, let single):
             if message.opId == nil { message.opId = UUID().uuidString.lowercased() }

@@ -174,6 +174,8 @@ extension MasterNode {
 
     func reject(_ e: WireError, opId: String?, operation: OperationKind?, to s: TerminalSession) {
         s.rejected += 1
+        let origin = s.terminalName.map { "\($0)@\(s.address)" } ?? s.address
+        record(e, origin: origin, opId: opId, operation: operation)
         var meta: Logger.Metadata = ["peer.address": "\(s.address)", "code": "\(e.code.rawValue)", "reason": "\(e.message)"]
         if let u = e.uuid { meta["order.uuid"] = "\(u)" }
         if let id = opId { meta["op.id"] = "\(id)" }
@@ -203,7 +205,18 @@ extension MasterNode {
         } else {
             for e in outcome.errors {
                 logger.warning("message.rejected", metadata: ["origin": "\(origin)", "code": "\(e.code.rawValue)", "reason": "\(e.message)"])
+                record(e, origin: origin, opId: message.opId, operation: message.operation)
             }
+        }
+    }
+
+    /// Keeps a rejection where an operator can list it (`ordersync journal --rejected`).
+    func record(_ e: WireError, origin: String, opId: String?, operation: OperationKind?) {
+        do {
+            try db.appendRejection(Rejection(recordedAtMillis: MasterLedger.now().epochMillis, origin: origin, opId: opId,
+                                             operation: operation, orderUUID: e.uuid, code: e.code, message: e.message))
+        } catch {
+            logger.error("rejection.record_failed", metadata: ["error": "\(error)"])
         }
     }
 

@@ -57,6 +57,8 @@ enum NodeStartup {
                 }
             case .journal(let since, let order, let limit):
                 respond(200, LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit)))
+            case .rejections(let since, let order, let limit):
+                respond(200, LocalAPIRoute.rejectionsBody(try db.rejections(since: since, orderUUID: order, limit: limit)))
             case .status, .write:
                 return false
             }

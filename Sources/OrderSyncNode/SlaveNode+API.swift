@@ -17,7 +17,7 @@ extension SlaveNode {
         switch route {
         case .status:
             respond(200, status())
-        case .journal:
+        case .journal, .rejections:
             respond(404, LocalAPIRoute.errorBody(code: "no_journal",
                 message: "this node is a slave; the journal is kept by the master (run this on the master's data directory)"))
         case .list, .show:

@@ -14,7 +14,8 @@ struct JournalCommand: ParsableCommand {
     @Option(name: .long, help: "Only operations on this order.") var order: String?
     @Option(name: .long, help: "Only operations after this sequence number.") var since: Int64 = 0
     @Option(name: .long, help: "Most entries to show (1-10000).") var limit: Int = 100
-    @Flag(name: .long, help: "Print {\"entries\":[...]} as JSON.") var json = false
+    @Flag(name: .long, help: "Show refused operations (who sent what, and why) instead of applied ones.") var rejected = false
+    @Flag(name: .long, help: "Print {\"entries\":[...]} (or {\"rejections\":[...]}) as JSON.") var json = false
 
     func validate() throws {
         if let o = order, !Order.isValidUUID(o) { throw ValidationError("--order '\(o)' is not a UUID.") }
@@ -26,13 +27,24 @@ struct JournalCommand: ParsableCommand {
         let dir = try data.resolved()
         let result: JSONValue
         do {
-            result = try OrderReader.journal(dataDirectory: dir, since: since, order: order, limit: limit)
+            result = try OrderReader.journal(dataDirectory: dir, since: since, order: order, limit: limit, rejected: rejected)
         } catch let e as LocalAPIClientError {
             FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
             throw ExitCode(1)
         }
         if json {
             print(result.serialized())
+            return
+        }
+        if rejected {
+            let list = result.objectValue?["rejections"]?.arrayValue ?? []
+            for r in list {
+                let o = r.objectValue ?? JSONObject()
+                print("#\(o["id"]?.intValue ?? 0)  \(o["at"]?.stringValue ?? "")  \(o["operation"]?.stringValue ?? "-")  "
+                      + "by \(OrderText.quote(o["origin"]?.stringValue ?? ""))  \(o["code"]?.stringValue ?? "")  "
+                      + "\(o["order"]?.stringValue ?? "-")  \(OrderText.quote(o["message"]?.stringValue ?? ""))")
+            }
+            if list.isEmpty { print("no rejections after #\(since)") }
             return
         }
         let entries = result.objectValue?["entries"]?.arrayValue ?? []

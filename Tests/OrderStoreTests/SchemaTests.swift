@@ -18,7 +18,7 @@ final class SchemaTests: StoreTestCase {
             while try statement.step() { tables.append(statement.text(0)) }
         }
         XCTAssertEqual(tables, ["journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
-                                "orders_by_created", "orders_by_status"])
+                                "orders_by_created", "orders_by_status", "rejections", "rejections_by_order"])
 
         var orderColumns: [String] = []
         try db.connection.withStatement("SELECT name FROM pragma_table_info('orders') ORDER BY cid") { statement in
@@ -111,6 +111,7 @@ final class SchemaUpgradeTests: StoreTestCase {
     func testAVersion1FileGainsStatusItemsAndNote() throws {
         let path = directory + "/v1.sqlite"
         let db = try OrderDatabase(path: path)
+        try db.connection.executeOnce("DROP TABLE rejections")
         try db.connection.executeOnce("DROP INDEX orders_by_status")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN note")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN items_json")
@@ -123,7 +124,7 @@ final class SchemaUpgradeTests: StoreTestCase {
         try db.connection.executeOnce("PRAGMA user_version = 1")
         db.close()
         let upgraded = try OrderDatabase(path: path)
-        XCTAssertEqual(upgraded.migrationsApplied, [2])
+        XCTAssertEqual(upgraded.migrationsApplied, [2, 3])
         let order = try XCTUnwrap(upgraded.order(uuid: "9437C8F5-D742-46CB-9847-737C5809392C"))
         XCTAssertEqual(order.status, .open)
         XCTAssertNil(order.items)
@@ -145,5 +146,23 @@ final class SchemaUpgradeTests: StoreTestCase {
         XCTAssertEqual(busy.orders.map(\.customerName), ["c1", "c3"])
         XCTAssertEqual(try db.orders(page: 2, per: 1, status: .inProgress).orders.map(\.customerName), ["c3"])
         XCTAssertEqual(try db.orders(page: 1, per: 10, status: .cancelled).total, 0)
+    }
+}
+
+final class RejectionTests: StoreTestCase {
+    func testRejectionsAreKeptAndListedOldestFirst() throws {
+        let db = try openDatabase()
+        let u = UUID().uuidString
+        let a = try db.appendRejection(Rejection(recordedAtMillis: 1, origin: "bar@10.0.0.2:5000", opId: "op1", operation: .update,
+                                                 orderUUID: u, code: .notFound, message: "no order with this uuid to update"))
+        try db.appendRejection(Rejection(recordedAtMillis: 2, origin: "10.0.0.9:6000", opId: nil, operation: nil,
+                                         orderUUID: nil, code: .malformedJSON, message: "message is not valid JSON"))
+        XCTAssertGreaterThan(a.id, 0)
+        let all = try db.rejections(since: 0, orderUUID: nil, limit: 10)
+        XCTAssertEqual(all.map(\.code), [.notFound, .malformedJSON])
+        XCTAssertEqual(all[0].operation, .update)
+        XCTAssertEqual(all[0].opId, "op1")
+        XCTAssertEqual(try db.rejections(since: 0, orderUUID: u.lowercased(), limit: 10).map(\.id), [a.id])
+        XCTAssertEqual(try db.rejections(since: a.id, orderUUID: nil, limit: 10).count, 1)
     }
 }

@@ -38,6 +38,9 @@ def test_slave_catches_up_from_the_journal_after_being_away(lan2):
     assert late.returncode == 1 and "removed" in late.stderr, late.stderr
     assert all(o["uuid"] != gone["uuid"] for o in master.orders())
 
+    rejected = json.loads(master.cli("journal", "--rejected", "--order", gone["uuid"], "--json").stdout)["rejections"]
+    assert [r["code"] for r in rejected] == ["removed"], rejected
+    assert rejected[0]["origin"].startswith("h2@") and rejected[0]["operation"] == "create"
     history = json.loads(master.cli("journal", "--order", gone["uuid"], "--json").stdout)["entries"]
     assert [e["operation"] for e in history] == ["create", "remove"]
     assert history[0]["origin"].startswith("h2@"), history[0]

@@ -7,16 +7,22 @@ import WebSocket
 // - the events do not depend on how the bytes were chunked (RFC 6455 frames arrive over TCP
 //   "in any chunking"): the whole input at once, split at points derived from the input, and
 //   one byte at a time give the same events;
-// - every limit holds: no message larger than `maxMessageSize`, no control payload over 125
-//   bytes, no close reason over 123 bytes;
+// - every limit holds (the default ones, and small ones derived from the input so that every
+//   size meets a limit exactly for some input): no message larger than `maxMessageSize`, no
+//   control payload over 125 bytes, no close reason over 123 bytes;
 // - every `.send` is exactly one well-formed frame for the peer (a Pong echoing the Ping, or a
 //   Close whose code matches the failure), and nothing follows `.closed` or `.failed`;
 // - `FrameParser` on its own yields frames within the limits and in a legal order, its first
 //   error is sticky, and re-encoding its frames parses back to the same frames.
 
-/// The small limits, so that short inputs reach the 1009 paths too.
-private let smallLimits = WebSocketConfiguration(
-    maxMessageSize: 300, maxFrameSize: 128, maxFragments: 4, maxHandshakeHeaderBytes: 512)
+/// Small limits derived from the input's hash, so that short inputs reach the 1009 paths and
+/// every frame or message size is, for some input, exactly at or one past a limit.
+private func smallLimits(_ hash: UInt64) -> WebSocketConfiguration {
+    WebSocketConfiguration(
+        maxMessageSize: 1 + Int((hash >> 8) & 0xFF) + Int((hash >> 16) & 0x3F),
+        maxFrameSize: 1 + Int((hash >> 24) & 0xFF),
+        maxFragments: 1 + Int((hash >> 32) & 0x7))
+}
 
 /// The fixed masking key of the client under test, so runs are reproducible.
 private let maskingKey: UInt32 = 0x37FA_213D
@@ -25,9 +31,10 @@ private let maskingKey: UInt32 = 0x37FA_213D
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = Array(UnsafeBufferPointer(start: data, count: size))
-    let points = splitPoints(of: input)
+    let hash = fnv1a(input)
+    let points = splitPoints(of: input, hash: hash)
     for role in [WebSocketRole.server, .client] {
-        for configuration in [WebSocketConfiguration(), smallLimits] {
+        for configuration in [WebSocketConfiguration(), smallLimits(hash &* 0x9E37_79B9_7F4A_7C15)] {
             let whole = receive(input, chunks: [], role: role, configuration: configuration, closeFirst: false)
             checkEvents(whole, role: role, configuration: configuration, weClosed: false)
             let split = receive(input, chunks: points, role: role, configuration: configuration, closeFirst: false)
@@ -53,13 +60,18 @@ private func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosu
     }
 }
 
-/// Up to three cut points derived from the input's FNV-1a hash: the same input always splits
-/// the same way, and different inputs split differently.
-private func splitPoints(of input: [UInt8]) -> [Int] {
+/// The FNV-1a hash of the input: the same input always splits and limits the same way, and
+/// different inputs differently.
+private func fnv1a(_ input: [UInt8]) -> UInt64 {
     var hash: UInt64 = 0xCBF2_9CE4_8422_2325
     for byte in input {
         hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
     }
+    return hash
+}
+
+/// Up to three cut points derived from the input's hash.
+private func splitPoints(of input: [UInt8], hash: UInt64) -> [Int] {
     guard input.count > 1 else { return [] }
     var points: [Int] = []
     for shift in [0, 21, 42] as [UInt64] {

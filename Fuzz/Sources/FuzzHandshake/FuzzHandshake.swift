@@ -16,15 +16,19 @@ import WebSocket
 /// The RFC 6455 1.3 example key, so the example response in the corpus is accepted.
 private let exampleKey = "dGhlIHNhbXBsZSBub25jZQ=="
 
-/// Small limits, so that the 431 path is reachable with short inputs.
-private let smallLimits = WebSocketConfiguration(maxHandshakeHeaderBytes: 256)
+/// A small header limit derived from the input's hash, so that the 431 path is reachable with
+/// short inputs and every head length meets the limit exactly for some input.
+private func smallLimits(_ hash: UInt64) -> WebSocketConfiguration {
+    WebSocketConfiguration(maxHandshakeHeaderBytes: 1 + Int(((hash &* 0x9E37_79B9_7F4A_7C15) >> 32) % 600))
+}
 
 /// libFuzzer's entry point: the input as a client's request and as a server's response.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = Array(UnsafeBufferPointer(start: data, count: size))
-    let points = splitPoints(of: input)
-    for configuration in [WebSocketConfiguration(), smallLimits] {
+    let hash = fnv1a(input)
+    let points = splitPoints(of: input, hash: hash)
+    for configuration in [WebSocketConfiguration(), smallLimits(hash)] {
         checkServer(input, points: points, configuration: configuration)
         checkClient(input, points: points, configuration: configuration)
     }
@@ -38,12 +42,17 @@ private func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosu
     }
 }
 
-/// Up to three cut points derived from the input's FNV-1a hash.
-private func splitPoints(of input: [UInt8]) -> [Int] {
+/// The FNV-1a hash of the input: the same input always splits and limits the same way.
+private func fnv1a(_ input: [UInt8]) -> UInt64 {
     var hash: UInt64 = 0xCBF2_9CE4_8422_2325
     for byte in input {
         hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
     }
+    return hash
+}
+
+/// Up to three cut points derived from the input's hash.
+private func splitPoints(of input: [UInt8], hash: UInt64) -> [Int] {
     guard input.count > 1 else { return [] }
     var points: [Int] = []
     for shift in [0, 21, 42] as [UInt64] {
