@@ -11,7 +11,12 @@ run() {
     swift build --build-tests --scratch-path ".build-$name" "$@" 2>&1 | tail -n 2
     echo "sanitizers: $name tests"
     # DiscoveryTests need an avahi-daemon; they run on the simulated LAN instead.
-    swift test --skip-build --scratch-path ".build-$name" "$@" --skip DiscoveryTests 2>&1 | tee ".build-$name/test.log" | tail -n 4
+    if ! swift test --skip-build --scratch-path ".build-$name" "$@" --skip DiscoveryTests > ".build-$name/test.log" 2>&1; then
+        grep -E "error|Sanitizer" ".build-$name/test.log" | head -n 40
+        echo "sanitizers: $name tests failed (see .build-$name/test.log)" >&2
+        return 1
+    fi
+    grep -E "Executed [0-9]+ tests" ".build-$name/test.log" | tail -n 1
     if grep -qE "WARNING: ThreadSanitizer|ERROR: AddressSanitizer" ".build-$name/test.log"; then
         echo "sanitizers: $name reported a problem (see .build-$name/test.log)" >&2
         return 1
