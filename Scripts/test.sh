@@ -21,6 +21,9 @@ swift test --skip-build --skip DiscoveryTests
 echo "test: unit tests under ThreadSanitizer and AddressSanitizer"
 Scripts/sanitizers.sh all
 
+echo "test: fuzzing (libFuzzer + ASAN, 60 s per target)"
+Scripts/fuzz.sh 60
+
 echo "test: WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), LAN scenarios"
 # Autobahn results are written to a temporary folder; Docs/CONFORMANCE.md is regenerated only by
 # running Scripts/conformance.py by hand.

@@ -96,6 +96,18 @@ enum Schema {
             """,
             "CREATE INDEX rejections_by_order ON rejections (order_uuid_key, id)",
         ]),
+        Migration(version: 4, name: "slave outbox", statements: [
+            // A slave's local changes not yet answered by the master, in the order they were made.
+            """
+            CREATE TABLE outbox (
+                position INTEGER PRIMARY KEY AUTOINCREMENT,
+                op_id TEXT NOT NULL UNIQUE,
+                message TEXT NOT NULL,
+                order_keys TEXT NOT NULL,
+                created_ms INTEGER NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// The schema version this build writes and reads.

@@ -201,7 +201,8 @@ public enum StatusText {
             let m = o["master"]?.objectValue ?? JSONObject()
             lines.append("master:    \(s(m["state"])) \(s(m["url"])) \(s(m["serviceName"]))")
             if let e = m["lastError"], e != .null { lines.append("last error: \(s(e))") }
-            lines.append("pending:   \(s(o["pendingWrites"]))")
+            lines.append("lag:       \(s(o["lag"])) (master at \(s(o["masterSeq"])))")
+            lines.append("outbox:    \(s(o["outbox"])) local changes waiting for the master")
         }
         return lines.joined(separator: "\n")
     }

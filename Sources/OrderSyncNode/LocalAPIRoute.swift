@@ -199,7 +199,12 @@ enum LocalAPIRoute: Equatable {
 
     /// `{"page","per","total","orders"}`.
     static func listBody(page: Int, per: Int, total: Int, orders: [Order]) -> JSONValue {
+        listBody(page: page, per: per, total: total, orders: orders.map(\.json))
+    }
+
+    /// `{"page","per","total","orders"}` from order objects as they are shown.
+    static func listBody(page: Int, per: Int, total: Int, orders: [JSONObject]) -> JSONValue {
         .object(JSONObject([("page", .int(Int64(page))), ("per", .int(Int64(per))), ("total", .int(Int64(total))),
-                            ("orders", .array(orders.map { .object($0.json) }))]))
+                            ("orders", .array(orders.map { .object($0) }))]))
     }
 }

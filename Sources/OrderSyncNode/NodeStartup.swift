@@ -43,15 +43,16 @@ enum NodeStartup {
     }
 
     /// Handles the read-only routes every node answers from its own store; false for others.
-    static func answerRead(_ route: LocalAPIRoute, db: OrderDatabase, respond: LocalAPIServer.Respond) -> Bool {
+    static func answerRead(_ route: LocalAPIRoute, db: OrderDatabase, respond: LocalAPIServer.Respond,
+                           decorate: (Order) -> JSONObject = { $0.json }) -> Bool {
         do {
             switch route {
             case .list(let page, let per, let status):
                 let r = try db.orders(page: page, per: per, status: status)
-                respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders))
+                respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders.map(decorate)))
             case .show(let uuid):
                 if let o = try db.order(uuid: uuid) {
-                    respond(200, .object(o.json))
+                    respond(200, .object(decorate(o)))
                 } else {
                     respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no order with this uuid", uuid: uuid))
                 }

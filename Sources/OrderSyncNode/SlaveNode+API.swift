@@ -10,6 +10,9 @@ struct PendingWrite {
     var applied: [Order] = []
     var errors: [WireError] = []
     var timer: TimerHandle?
+    /// What the slave applied locally, and refused locally, when it queued the change.
+    var localChanges: [OrderChange] = []
+    var localErrors: [WireError] = []
 }
 
 extension SlaveNode {
@@ -21,24 +24,9 @@ extension SlaveNode {
             respond(404, LocalAPIRoute.errorBody(code: "no_journal",
                 message: "this node is a slave; the journal is kept by the master (run this on the master's data directory)"))
         case .list, .show:
-            _ = NodeStartup.answerRead(route, db: db, respond: respond)
-        case .write(var message, let single):
-            guard linkPhase == .live, let l = link else {
-                let why = lastLinkError.map { " (last error: \($0))" } ?? ""
-                respond(503, LocalAPIRoute.errorBody(code: "master_unavailable",
-                    message: "not connected to a master right now\(why); the change was not made. Check `ordersync status` and that the master runs."))
-                return
-            }
-            let opId = message.opId ?? UUID().uuidString.lowercased()
-            message.opId = opId
-            var pending = PendingWrite(message: message, single: single, respond: respond)
-            pending.timer = loop.schedule(after: NodeDefaults.forwardTimeoutMillis) { [weak self] in
-                guard let self = self, let p = self.pendingWrites.removeValue(forKey: opId) else { return }
-                p.respond(504, LocalAPIRoute.errorBody(code: "master_timeout",
-                    message: "the master did not answer within \(NodeDefaults.forwardTimeoutMillis / 1000) s; the change may or may not have been applied"))
-            }
-            pendingWrites[opId] = pending
-            l.send(message.encoded())
+            _ = NodeStartup.answerRead(route, db: db, respond: respond, decorate: { [unowned self] in self.decorated($0) })
+        case .write(let message, let single):
+            localWrite(message, single: single, respond: respond)
         }
     }
 
@@ -53,16 +41,19 @@ extension SlaveNode {
             }
         }
         let answer = LocalAPIRoute.writeAnswer(single: p.single, operation: p.message.operation, applied: p.applied,
-                                               unchanged: unchanged, errors: p.errors, seq: seq)
+                                               unchanged: unchanged, errors: p.localErrors + p.errors, seq: seq)
         p.respond(answer.status, answer.body)
     }
 
-    func failPendingWrites(code: String, message: String) {
+    /// The link is gone before the master answered: the changes are safe in the outbox and
+    /// will be sent again; answer `202 Accepted` (pending).
+    func answerPendingWritesAsQueued() {
         let all = pendingWrites
         pendingWrites.removeAll()
         for p in all.values {
             if let t = p.timer { loop.cancel(t) }
-            p.respond(503, LocalAPIRoute.errorBody(code: code, message: message))
+            respondPending(single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,
+                           respond: p.respond)
         }
     }
 
@@ -90,6 +81,7 @@ extension SlaveNode {
         m["lastError"] = lastLinkError.map { .string($0) } ?? .null
         o["master"] = .object(m)
         o["pendingWrites"] = .int(Int64(pendingWrites.count))
+        o["outbox"] = .int(Int64(outboxKeys.count))
         o["mastersSeen"] = .array(services.values.sorted { $0.seen < $1.seen }.map { entry in
             let s = entry.service
             return .object(JSONObject([("name", .string(s.name)), ("address", .string("\(s.address):\(s.port)")),

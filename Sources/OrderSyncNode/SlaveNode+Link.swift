@@ -141,7 +141,7 @@ extension SlaveNode {
             self.logger.info("master.connected", metadata: ["master.address": "\(url)", "service.name": "\(self.targetService ?? "-")"])
             l.send(HelloMessage(terminalId: self.terminalId, terminalName: self.terminalName,
                                 store: self.configuration.store ?? self.replica.joinedStore,
-                                lastSeq: self.replica.lastSeq, epoch: self.replica.epoch).encoded())
+                                lastSeq: self.replica.lastSeq, epoch: self.needsSnapshot ? nil : self.replica.epoch).encoded())
         }
         l.onText = { [weak self] text in self?.masterMessage(text) }
         l.onEnd = { [weak self, weak l] code, reason in
@@ -161,8 +161,9 @@ extension SlaveNode {
         lastLinkError = reason
         setPhase(.idle)
         replica.resetSnapshot()
-        failPendingWrites(code: "master_unavailable",
-                          message: "the connection to the master was lost before it answered (\(reason)); the change may or may not have been applied, a retry with the same uuid is safe")
+        inFlight.removeAll()
+        outboxErrors.removeAll()
+        answerPendingWritesAsQueued()
         var meta: Logger.Metadata = ["master.address": "\(link?.url.description ?? "-")", "reason": "\(reason)"]
         if let c = code { meta["ws.close_code"] = "\(c)" }
         if wasUp {
@@ -208,6 +209,7 @@ extension SlaveNode {
                                              store: configuration.store)
                 switch step {
                 case .snapshotApplied(let count):
+                    needsSnapshot = false
                     logger.info("snapshot.received", metadata: ["orders": "\(count)", "seq": "\(replica.lastSeq)"])
                 case .gap(let expected, let got):
                     logger.warning("sync.gap", metadata: ["expected": "\(expected)", "got": "\(got)", "action": "resync"])
@@ -241,16 +243,21 @@ extension SlaveNode {
             masterSeq = seq
             setPhase(.live)
             link?.send(ClientMessage.encodeAck(seq: replica.lastSeq))
+            // Local changes not yet answered go on top of the master's state, then to the master.
+            reapplyOutbox()
+            flushOutbox()
             startLiveness()
             logger.info("master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
         case .success(.error(let e, let opId, _)):
+            if let id = opId, outboxKeys[id] != nil { outboxErrors[id, default: []].append(e) }
             if let id = opId, pendingWrites[id] != nil {
                 pendingWrites[id]?.errors.append(e)
-            } else {
+            } else if opId == nil || outboxKeys[opId!] == nil {
                 logger.warning("master.rejected", metadata: ["code": "\(e.code.rawValue)", "reason": "\(e.message)"])
             }
         case .success(.result(let opId, let seq, _, _, _)):
             completePendingWrite(opId: opId, seq: seq)
+            outboxAnswered(opId: opId, errors: outboxErrors.removeValue(forKey: opId) ?? [])
         case .success(.heartbeat(let seq)):
             masterSeq = max(masterSeq, seq)
             if linkPhase == .live, seq > replica.lastSeq {

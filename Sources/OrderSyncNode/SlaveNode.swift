@@ -45,6 +45,18 @@ public final class SlaveNode {
     var pendingWrites: [String: PendingWrite] = [:]
     /// The master's latest sequence as last heard (broadcasts, ready, heartbeats).
     var masterSeq: Int64 = 0
+    /// Outbox entries by operation id, with the orders they touch (mirrors the outbox table).
+    var outboxKeys: [String: [String]] = [:]
+    /// Orders with changes waiting in the outbox, and how many.
+    var pendingKeys: [String: Int] = [:]
+    /// Operation ids sent on the current link and not answered yet.
+    var inFlight: Set<String> = []
+    /// The master's last refusal of a local change, by order.
+    var localRejections: [String: WireError] = [:]
+    /// Set when the replica may differ from the master's truth: the next hello asks for a snapshot.
+    var needsSnapshot = false
+    /// Refusals received for outbox entries whose result has not arrived yet.
+    var outboxErrors: [String: [WireError]] = [:]
     var ackTimer: TimerHandle?
 
     /// A slave for `configuration`; nothing starts before `run()`.
@@ -67,6 +79,7 @@ public final class SlaveNode {
         terminalId = try DataDirectory.identity(db, key: "terminal.id") { UUID().uuidString.lowercased() }
         terminalName = configuration.name ?? DataDirectory.hostName()
         replica = try SlaveReplica(db: db)
+        try loadOutbox()
         if let wanted = configuration.store, let joined = replica.joinedStore, wanted != joined {
             throw NodeStartupError("\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir")
         }
@@ -80,6 +93,7 @@ public final class SlaveNode {
             "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
             "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(replica.lastSeq)",
             "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
+            "outbox": "\(outboxKeys.count)",
         ])
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in self?.beginShutdown(signal: signo) }
         try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
@@ -115,7 +129,7 @@ public final class SlaveNode {
         logger.info("node.stopping", metadata: ["signal": "\(signal == SIGINT ? "SIGINT" : "SIGTERM")"])
         if let t = retryTimer { loop.cancel(t) }
         api.stop()
-        failPendingWrites(code: "shutting_down", message: "the slave is shutting down")
+        answerPendingWritesAsQueued()
         if let l = link, !l.isEnded {
             l.close(code: .goingAway, reason: "terminal shutting down")
             _ = loop.schedule(after: 2500) { [weak self] in self?.loop.stop() }

@@ -27,7 +27,14 @@ func printOrder(_ order: JSONObject, json: Bool, verb: String? = nil) {
     if let items = order["items"]?.arrayValue { parts.append("items=\(items.count)") }
     if let n = order["note"]?.stringValue { parts.append("note=\(OrderText.quote(n))") }
     if let v = order["version"]?.intValue { parts.append("version=\(v)") }
+    if let s = order["sync"]?.stringValue { parts.append("sync=\(s)") }
     print("\(verb.map { "\($0) " } ?? "")\(uuid) \(parts.joined(separator: " "))")
+}
+
+/// "created" etc., or "queued (…)" when a slave stored the change to send it later.
+func verb(_ done: String, _ reply: JSONValue) -> String {
+    reply.objectValue?["sync"]?.stringValue == "pending"
+        ? "\(done) locally, queued for the master (not reachable right now):" : done
 }
 
 /// Sends a request to the daemon of `dir` and turns API errors into a clear message and exit 1.
@@ -123,7 +130,7 @@ extension OrderCommand {
             if let c = created { o["created"] = .string(c) }
             try fields.apply(to: &o)
             let reply = try callDaemon(dir, "POST", "/v1/orders", body: .object(o))
-            printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : "created")
+            printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : verb("created", reply))
         }
     }
 
@@ -157,7 +164,7 @@ extension OrderCommand {
             if let v = ifVersion { o["version"] = .int(Int64(v)) }
             try fields.apply(to: &o)
             let reply = try callDaemon(dir, "PATCH", "/v1/orders/\(uuid)", body: .object(o))
-            printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : "updated")
+            printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : verb("updated", reply))
         }
     }
 
@@ -192,7 +199,7 @@ extension OrderCommand {
                 return
             }
             reply = try callDaemon(dir, "DELETE", "/v1/orders/\(uuid)")
-            printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : "removed")
+            printOrder(reply.objectValue ?? JSONObject(), json: json, verb: json ? nil : verb("removed", reply))
         }
     }
 

@@ -35,7 +35,7 @@ while time.time() < deadline:
         conn.close()
     except OSError:
         status = None
-    print(json.dumps({"uuid": u, "acked": status in (200, 201), "status": status}), flush=True)
+    print(json.dumps({"uuid": u, "acked": status in (200, 201, 202), "status": status}), flush=True)
     n += 1
-    if status not in (200, 201):
+    if status not in (200, 201, 202):
         time.sleep(0.05)  # the master is away: do not hammer the local API while it says 503

@@ -371,12 +371,12 @@ def test_update_keeps_other_fields_remove_needs_only_uuid_and_rfc3339_created(la
     u, v = new_uuid(), new_uuid()
     client.send(create_message(
         {"uuid": u, "customerName": "Kevin", "created": "2016-01-12T13:35:16Z", "shippingMethod": "DHL",
-         "tableName": "T4", "tableSize": 2, "note": {"allergy": "nuts"}},
+         "tableName": "T4", "tableSize": 2, "allergens": {"nuts": True}},
         {"uuid": v, "customerName": "Lisa", "created": "2016-01-12T21:35:16.250+08:00"}))
     created = client.recv()["orders"]
     assert [o["created"] for o in created] == ["2016-01-12T13:35:16+0000", STOREPOS_CREATED]
     first = created[0]
-    assert first["version"] == 1 and first["note"] == {"allergy": "nuts"}
+    assert first["version"] == 1 and first["allergens"] == {"nuts": True}
 
     client.send_json({"operation": 1, "orders": [{"uuid": u, "tableSize": 6}]})
     updated = client.recv()
