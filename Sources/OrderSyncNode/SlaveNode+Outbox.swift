@@ -165,7 +165,10 @@ extension SlaveNode {
             pendingKeys[k, default: 1] -= 1
             if pendingKeys[k] == 0 { pendingKeys[k] = nil }
         }
-        guard !errors.isEmpty else { return }
+        guard !errors.isEmpty else {
+            resyncIfSettled()
+            return
+        }
         for e in errors {
             if let u = e.uuid { localRejections[u.lowercased()] = e }
             _ = try? db.appendRejection(Rejection(recordedAtMillis: MasterLedger.now().epochMillis, origin: "master",
