@@ -9,6 +9,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "Tests", "lan"))
 
 from lanharness import Lan  # noqa: E402
+from lanharness import wait_until  # noqa: E402
 from ordersync_lab import OrderSyncNode, wait_converged  # noqa: E402
 
 
@@ -31,14 +32,15 @@ def main() -> int:
         h1, h2, h3 = lan.hosts
         for h in lan.hosts:
             say(f"  {h.name} at {h.address}")
-        master = OrderSyncNode.master(h1, store="demo-shop", name="Front counter")
+        fast = ["--ping-interval", "2", "--peer-timeout", "6"]
+        master = OrderSyncNode.master(h1, store="demo-shop", name="Front counter", extra=fast)
         published = master.wait_event("service.published")
         say(f"master on h1 published '{published['service.name']}' (_pos._tcp, port {published['port']})")
         browse = h2.run(["avahi-browse", "-rpt", "_pos._tcp"], timeout=20).stdout
         for line in browse.splitlines():
             if line.startswith("="):
                 say(f"avahi-browse on h2 sees: {line}")
-        slaves = [OrderSyncNode.slave(h2), OrderSyncNode.slave(h3)]
+        slaves = [OrderSyncNode.slave(h2, extra=fast), OrderSyncNode.slave(h3, extra=fast)]
         for s in slaves:
             st = s.wait_live()
             say(f"slave on {s.host.name} found the master through Avahi: {st['master']['url']} ({st['master']['serviceName']})")
@@ -54,11 +56,24 @@ def main() -> int:
         r = slaves[0].remove(c["uuid"])
         say(f"h2 removed order {r['uuid']}")
 
-        orders = wait_converged([master, *slaves], timeout=30, expect=2)
+        say("h3 loses the network (cable pulled) and keeps taking orders")
+        h3.link_down()
+        wait_until(lambda: slaves[1].status()["master"]["state"] != "live", 40, what="h3 to notice")
+        d = slaves[1].create(customer="Offline Olga", table="T9", table_size=3)
+        say(f"h3 created order {d['uuid']} while cut off: sync={d['sync']}, outbox={slaves[1].status()['outbox']}")
+        h3.link_up()
+        slaves[1].wait_live(timeout=40)
+        say("h3 is back: its outbox was delivered")
+
+        orders = wait_converged([master, *slaves], timeout=30, expect=3)
         say("every terminal holds the same orders:")
         for node in [master, *slaves]:
             say(f"{node.host.name} ({node.role}): {len(node.orders())} orders")
         print(table(orders), flush=True)
+        for p in master.status()["peers"]:
+            say(f"master sees terminal {p['terminal']} at {p['address']}: acked seq {p['ackedSeq']}, lag {p['lag']}")
+        say("the master's journal (who did what):")
+        print(master.cli("journal").stdout.rstrip(), flush=True)
 
         say("stopping: SIGTERM to every node (close 1001, unpublish, exit 0)")
         codes = [s.stop() for s in slaves] + [master.stop()]
