@@ -25,6 +25,11 @@ extension OrderDatabase {
         }
     }
 
+    /// The rejections recorded for operation `opId`, oldest first.
+    public func rejections(opId: String) throws -> [Rejection] {
+        try rejections(since: 0, orderUUID: nil, limit: Int(Self.maxRejections)).filter { $0.opId == opId }
+    }
+
     /// Rejections with an id above `since`, oldest first, optionally of one order.
     public func rejections(since: Int64, orderUUID: String?, limit: Int) throws -> [Rejection] {
         let filter = orderUUID == nil ? "" : "AND order_uuid_key = ?"

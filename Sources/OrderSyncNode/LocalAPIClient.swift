@@ -117,7 +117,8 @@ public enum OrderReader {
             let db = try openReadOnly(dataDirectory)
             defer { db.close() }
             let r = try db.orders(page: page, per: per, status: status)
-            return LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders)
+            let show = try offlineView(db)
+            return LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders.map(show))
         }
     }
 
@@ -131,7 +132,7 @@ public enum OrderReader {
         } catch LocalAPIClientError.noDaemon {
             let db = try openReadOnly(dataDirectory)
             defer { db.close() }
-            return try db.order(uuid: uuid)?.json
+            return try db.order(uuid: uuid).map(try offlineView(db))
         }
     }
 
@@ -147,13 +148,25 @@ public enum OrderReader {
         } catch LocalAPIClientError.noDaemon {
             let db = try openReadOnly(dataDirectory)
             defer { db.close() }
-            if try db.metadata("node.role") == "slave" {
+            if !rejected, try db.metadata("node.role") == "slave" {
                 throw LocalAPIClientError.refused("\(dataDirectory) holds a slave's replica; the journal is kept by the master")
             }
             if rejected {
                 return LocalAPIRoute.rejectionsBody(try db.rejections(since: since, orderUUID: order, limit: limit))
             }
             return LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit))
+        }
+    }
+
+    /// How a stopped node shows its orders: on a slave, with `sync` pending for what is still
+    /// in its outbox.
+    static func offlineView(_ db: OrderDatabase) throws -> (Order) -> JSONObject {
+        guard try db.metadata("node.role") == "slave" else { return { $0.json } }
+        let pending = Set(try db.outboxEntries().flatMap(\.orderKeys))
+        return { order in
+            var o = order.json
+            o["sync"] = .string(pending.contains(order.key) ? "pending" : "synced")
+            return o
         }
     }
 

@@ -140,20 +140,21 @@ enum LocalAPIRoute: Equatable {
     /// The answer to a write, once its outcome is known: one order for REST calls, a summary for
     /// `/v1/operations`.
     static func writeAnswer(single: String?, operation: OperationKind, applied: [Order], unchanged: [Order],
-                            errors: [WireError], seq: Int64?) -> (status: Int, body: JSONValue) {
+                            errors: [WireError], seq: Int64?,
+                            decorate: (Order) -> JSONObject = { $0.json }) -> (status: Int, body: JSONValue) {
         if single != nil {
             if let e = errors.first {
                 return (httpStatus(for: e.code), errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid, current: e.current))
             }
             if let o = applied.last ?? unchanged.last {
-                return (operation == .create && !applied.isEmpty ? 201 : 200, .object(o.json))
+                return (operation == .create && !applied.isEmpty ? 201 : 200, .object(decorate(o)))
             }
             return (500, errorBody(code: "internal", message: "no outcome for the operation"))
         }
         var o = JSONObject()
         o["seq"] = seq.map { .int($0) } ?? .null
-        o["applied"] = .array(applied.map { .object($0.json) })
-        o["unchanged"] = .array(unchanged.map { .object($0.json) })
+        o["applied"] = .array(applied.map { .object(decorate($0)) })
+        o["unchanged"] = .array(unchanged.map { .object(decorate($0)) })
         o["errors"] = .array(errors.map { e in
             var x = JSONObject()
             x["code"] = .string(e.code.rawValue)

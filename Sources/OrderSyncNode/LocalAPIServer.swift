@@ -57,12 +57,39 @@ final class LocalAPIServer {
             guard let self = self, let client = client else { return }
             self.receive(bytes, from: client)
         }
-        channel.onClose = { [weak self] _ in self?.clients[id] = nil }
+        channel.onClose = { [weak self, weak client] _ in
+            if let t = client?.deadline { self?.loop.cancel(t) }
+            self?.clients[id] = nil
+        }
     }
+
+    /// How long a request may take from its first byte to its last.
+    static let requestDeadlineMillis: Int64 = 10_000
 
     private func receive(_ bytes: [UInt8], from client: APIClientConnection) {
         client.parser.append(bytes)
         drain(client)
+        watchDeadline(client)
+    }
+
+    /// A client that starts a request and stalls is answered 408 and closed, so it cannot hold
+    /// a connection (and its buffer) for ever.
+    private func watchDeadline(_ client: APIClientConnection) {
+        if client.busy || client.parser.bufferedByteCount == 0 {
+            if let t = client.deadline { loop.cancel(t) }
+            client.deadline = nil
+            return
+        }
+        guard client.deadline == nil else { return }
+        client.deadline = loop.schedule(after: Self.requestDeadlineMillis) { [weak client] in
+            guard let client = client, !client.busy else { return }
+            client.deadline = nil
+            let body = LocalAPIRoute.errorBody(code: "request_timeout",
+                                               message: "the request did not arrive completely within \(Self.requestDeadlineMillis / 1000) s")
+            client.channel.write(HTTPResponse(status: 408, headers: HTTPHeaders([("Content-Type", "application/json"), ("Connection", "close")]),
+                                              body: body.serializedBytes()).serialize())
+            client.channel.closeAfterFlush()
+        }
     }
 
     /// Handles requests one at a time per connection, in order.
@@ -100,6 +127,7 @@ final class LocalAPIServer {
                 client.busy = false
                 if keepAlive {
                     self.drain(client)
+                    self.watchDeadline(client)
                 } else {
                     client.channel.closeAfterFlush()
                 }
@@ -119,6 +147,7 @@ final class APIClientConnection {
     let channel: StreamChannel
     var parser = HTTPRequestParser()
     var busy = false
+    var deadline: TimerHandle?
 
     init(channel: StreamChannel) {
         self.channel = channel

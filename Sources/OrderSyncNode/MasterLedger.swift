@@ -16,6 +16,8 @@ public struct ApplyOutcome: Sendable {
     public var errors: [WireError]
     /// True when `opId` had been applied before and this is the remembered answer.
     public var isRepeat: Bool
+    /// For a repeat: the refusals recorded the first time (already in the rejection log).
+    public var repeatedErrors: [WireError] = []
     /// The operation.
     public var operation: OperationKind
 }
@@ -40,7 +42,7 @@ final class MasterLedger {
     /// `storage_failed` error; nothing is half-applied.
     func apply(_ message: OperationMessage, origin: String) -> ApplyOutcome {
         var outcome = ApplyOutcome(seq: nil, broadcast: nil, applied: [], unchanged: [], errors: [], isRepeat: false,
-                                   operation: message.operation)
+                                   repeatedErrors: [], operation: message.operation)
         if let id = message.opId {
             do {
                 if let entry = try db.journalEntry(opId: id) {
@@ -49,6 +51,10 @@ final class MasterLedger {
                     outcome.isRepeat = true
                     if case .success(.applied(_, let orders, _, _, _, _)) = ServerMessage.decode(entry.message) {
                         outcome.applied = orders
+                    }
+                    // The orders refused the first time are refused again, with the same reasons.
+                    outcome.repeatedErrors = try db.rejections(opId: id).map {
+                        WireError($0.code, $0.message, uuid: $0.orderUUID)
                     }
                     return outcome
                 }

@@ -14,7 +14,8 @@ extension MasterNode {
             let outcome = ledger.apply(message, origin: origin)
             deliver(outcome, message: message, origin: origin, sender: nil)
             let answer = LocalAPIRoute.writeAnswer(single: single, operation: message.operation, applied: outcome.applied,
-                                                   unchanged: outcome.unchanged, errors: outcome.errors, seq: outcome.seq)
+                                                   unchanged: outcome.unchanged, errors: outcome.errors + outcome.repeatedErrors,
+                                                   seq: outcome.seq)
             respond(answer.status, answer.body)
         }
     }

@@ -133,6 +133,11 @@ extension MasterNode {
                 reject(WireError(.invalidMessage, "hello is only accepted once, as the first message"), opId: nil, operation: nil, to: s)
                 return
             }
+            if let proto = hello.proto, proto != orderSyncProtocolName {
+                reject(WireError(.invalidMessage, "this master speaks \(orderSyncProtocolName), not \(proto)"), opId: nil, operation: nil, to: s)
+                s.close(code: .policyViolation, reason: "unsupported protocol version")
+                return
+            }
             if let wanted = hello.store, wanted != storeId {
                 reject(WireError(.wrongStore, "this master serves store '\(storeId)', not '\(wanted)'"), opId: nil, operation: nil, to: s)
                 s.close(code: .policyViolation, reason: "wrong store")
@@ -198,7 +203,10 @@ extension MasterNode {
         }
         if let s = sender {
             for e in outcome.errors { reject(e, opId: message.opId, operation: message.operation, to: s) }
-            if let id = message.opId {
+            for e in outcome.repeatedErrors {
+                s.link?.sendText(ServerMessage.error(e, opId: message.opId, operation: message.operation).encoded())
+            }
+            if let id = message.opId, s.speaksOrderSync {
                 s.link?.sendText(ServerMessage.result(opId: id, seq: outcome.seq, applied: outcome.applied.count,
                                                       unchanged: outcome.unchanged.count, failed: outcome.errors.count).encoded())
             }

@@ -64,8 +64,9 @@ public final class MasterNode {
         do {
             l = try TCPListener.bind(host: configuration.listenAddress, port: configuration.port, backlog: 128)
         } catch {
+            let inUse = (error as? PosixError)?.errno == EADDRINUSE
             throw NodeStartupError("cannot listen on \(configuration.listenAddress):\(configuration.port): \(error)"
-                                   + (configuration.port != 0 ? " (another program uses the port? try --port 0)" : ""))
+                                   + (inUse ? " (another program uses the port? try --port 0)" : ""))
         }
         boundPort = l.localPort
         let openFiles = ResourceLimits.raiseOpenFilesLimit()

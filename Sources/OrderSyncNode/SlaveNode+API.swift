@@ -20,7 +20,9 @@ extension SlaveNode {
         switch route {
         case .status:
             respond(200, status())
-        case .journal, .rejections:
+        case .rejections:
+            _ = NodeStartup.answerRead(route, db: db, respond: respond)
+        case .journal:
             respond(404, LocalAPIRoute.errorBody(code: "no_journal",
                 message: "this node is a slave; the journal is kept by the master (run this on the master's data directory)"))
         case .list, .show:
@@ -41,7 +43,8 @@ extension SlaveNode {
             }
         }
         let answer = LocalAPIRoute.writeAnswer(single: p.single, operation: p.message.operation, applied: p.applied,
-                                               unchanged: unchanged, errors: p.localErrors + p.errors, seq: seq)
+                                               unchanged: unchanged, errors: p.localErrors + p.errors, seq: seq,
+                                               decorate: { [unowned self] in self.decorated($0) })
         p.respond(answer.status, answer.body)
     }
 

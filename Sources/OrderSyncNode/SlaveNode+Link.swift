@@ -75,6 +75,17 @@ extension SlaveNode {
                 return nil
             }
         }
+        // Two masters for one store (a second master started by mistake, or a device posing as
+        // one): keep to the master whose database this replica comes from, and say so.
+        let masters = Set(pool.map { "\($0.service.address):\($0.service.port)|\($0.service.txt["epoch"] ?? "")" })
+        if Set(pool.compactMap { $0.service.txt["epoch"] }).count > 1 {
+            logStoreChoice("slave.several_masters", ["store": "\(wanted ?? "-")", "masters": "\(masters.sorted().joined(separator: ","))",
+                "hint": "more than one master announces this store; keeping to the one this terminal synced from"])
+        }
+        if let known = replica.epoch {
+            let same = pool.filter { $0.service.txt["epoch"] == known }
+            if !same.isEmpty { pool = same }
+        }
         guard let best = pool.max(by: { $0.seen < $1.seen }) else { return nil }
         let path = best.service.txt["path"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
         return (MasterURL(host: best.service.address, port: best.service.port, path: path), best.service.name)
@@ -256,8 +267,9 @@ extension SlaveNode {
                 logger.warning("master.rejected", metadata: ["code": "\(e.code.rawValue)", "reason": "\(e.message)"])
             }
         case .success(.result(let opId, let seq, _, _, _)):
-            completePendingWrite(opId: opId, seq: seq)
             outboxAnswered(opId: opId, errors: outboxErrors.removeValue(forKey: opId) ?? [])
+            completePendingWrite(opId: opId, seq: seq)
+            resyncIfSettled()
         case .success(.heartbeat(let seq)):
             masterSeq = max(masterSeq, seq)
             if linkPhase == .live, seq > replica.lastSeq {

@@ -24,6 +24,18 @@ extension SlaveNode {
         var message = original
         let opId = message.opId ?? UUID().uuidString.lowercased()
         message.opId = opId
+        if message.operation == .create {
+            // The order was taken now, on this terminal: its `created` must not become the time
+            // the master receives it after an outage.
+            let now = MasterLedger.now().truncatedToSeconds.storePOSText
+            message.orders = message.orders.map { raw in
+                // (Not for a repeat of an order this terminal already has: that stays a harmless repeat.)
+                guard var o = raw.objectValue, o["created"] == nil,
+                      let u = o["uuid"]?.stringValue, (try? db.order(uuid: u)) == nil else { return raw }
+                o["created"] = .string(now)
+                return .object(o)
+            }
+        }
         if outboxKeys[opId] != nil {
             respond(409, LocalAPIRoute.errorBody(code: "already_exists", message: "operation \(opId) is already waiting in the outbox"))
             return
@@ -35,6 +47,13 @@ extension SlaveNode {
         } catch {
             respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
             return
+        }
+        for e in plan.errors {
+            // Refused here, before reaching the master: recorded on this terminal
+            // (`ordersync journal --rejected` on the slave's data directory).
+            _ = try? db.appendRejection(Rejection(recordedAtMillis: MasterLedger.now().epochMillis,
+                                                  origin: "\(terminalName) (local API)", opId: opId, operation: message.operation,
+                                                  orderUUID: e.uuid, code: e.code, message: e.message))
         }
         guard !plan.changes.isEmpty else {
             // Nothing to change here: invalid orders, or repeats of what the replica holds.
@@ -165,10 +184,7 @@ extension SlaveNode {
             pendingKeys[k, default: 1] -= 1
             if pendingKeys[k] == 0 { pendingKeys[k] = nil }
         }
-        guard !errors.isEmpty else {
-            resyncIfSettled()
-            return
-        }
+        guard !errors.isEmpty else { return }
         for e in errors {
             if let u = e.uuid { localRejections[u.lowercased()] = e }
             _ = try? db.appendRejection(Rejection(recordedAtMillis: MasterLedger.now().epochMillis, origin: "master",
@@ -177,9 +193,8 @@ extension SlaveNode {
                                                          "order.uuid": "\(e.uuid ?? "-")"])
         }
         // What this terminal showed for those orders was not the master's truth: take a fresh
-        // snapshot once nothing else is in flight.
+        // snapshot once nothing else is in flight (the caller checks after answering).
         needsSnapshot = true
-        resyncIfSettled()
     }
 
     func resyncIfSettled() {

@@ -42,6 +42,8 @@ public struct HelloMessage: Equatable, Sendable {
     public var lastSeq: Int64
     /// Epoch of `lastSeq`, if any.
     public var epoch: String?
+    /// The protocol the slave speaks (`ordersync/1`), as it said.
+    public var proto: String?
 
     /// A hello from its fields.
     public init(terminalId: String, terminalName: String, store: String?, lastSeq: Int64, epoch: String?) {
@@ -50,13 +52,14 @@ public struct HelloMessage: Equatable, Sendable {
         self.store = store
         self.lastSeq = lastSeq
         self.epoch = epoch
+        self.proto = orderSyncProtocolName
     }
 
     /// JSON text of this hello.
     public func encoded() -> String {
         var o = JSONObject()
         o["type"] = .string("hello")
-        o["proto"] = .string(orderSyncProtocolName)
+        if let p = proto { o["proto"] = .string(p) }
         o["terminal"] = .string(terminalId)
         o["name"] = .string(terminalName)
         if let s = store { o["store"] = .string(s) }
@@ -136,9 +139,10 @@ public enum ClientMessage: Equatable, Sendable {
             return .failure(WireError(.invalidMessage, "hello has no \"terminal\""))
         }
         let lastSeq = o["lastSeq"]?.intValue ?? 0
-        return .success(.hello(HelloMessage(
-            terminalId: terminal, terminalName: o["name"]?.stringValue ?? terminal,
-            store: o["store"]?.stringValue, lastSeq: max(0, lastSeq), epoch: o["epoch"]?.stringValue)))
+        var hello = HelloMessage(terminalId: terminal, terminalName: o["name"]?.stringValue ?? terminal,
+                                 store: o["store"]?.stringValue, lastSeq: max(0, lastSeq), epoch: o["epoch"]?.stringValue)
+        hello.proto = o["proto"]?.stringValue
+        return .success(.hello(hello))
     }
 }
 

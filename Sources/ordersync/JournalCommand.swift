@@ -8,7 +8,7 @@ struct JournalCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "journal",
         abstract: "Show applied operations (who, what, when) from the master's journal. Works read-only when no daemon runs.",
-        discussion: "Run it on the master's data directory; a slave keeps no journal.")
+        discussion: "Run it on the master's data directory; a slave keeps no journal. With --rejected it also works on a slave: the changes that terminal refused or that its master refused.")
 
     @OptionGroup var data: DataDirOption
     @Option(name: .long, help: "Only operations on this order.") var order: String?

@@ -1,0 +1,111 @@
+"""Behaviours found by trying the product as a user would: a second master announcing the same
+store, the creation time of orders taken offline, retries through the local API, StorePOS
+clients and `opId`, and half-sent local API requests."""
+
+import json
+import os
+import socket
+import subprocess
+import time
+from datetime import datetime
+
+from lanharness import PYTHON, HERE, wait_until
+from ordersync_lab import OrderSyncNode, wait_converged
+
+
+def test_a_second_master_of_the_same_store_does_not_take_over_a_synced_terminal(make_lan):
+    lan = make_lan(3)
+    h1, h2, h3 = lan.hosts
+    real = OrderSyncNode.master(h1, store="shop1", name="Counter", port=17700)
+    slave = OrderSyncNode.slave(h2)
+    slave.wait_live()
+    made = [slave.create(customer=f"c{i}") for i in range(3)]
+    impostor = OrderSyncNode.master(h3, store="shop1", name="Totally legit", port=17701)
+    impostor.wait_event("service.published")
+    slave.wait_event("slave.several_masters", timeout=20)
+    # The real master reboots: the terminal comes back to it, not to the newer announcement.
+    assert real.stop() == 0
+    real.start()
+    status = slave.wait_live(timeout=30)
+    assert status["master"]["url"] == f"ws://{h1.address}:17700/", status
+    assert {o["uuid"] for o in slave.orders()} == {o["uuid"] for o in made}
+    assert not impostor.status()["peers"]
+    for n in (slave, impostor, real):
+        assert n.stop() == 0
+
+
+def test_an_order_taken_offline_keeps_the_time_it_was_taken(lan2):
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1", port=17710)
+    master.wait_event("node.started")
+    assert master.stop() == 0
+    slave = OrderSyncNode.slave(h2, master_url=f"ws://{h1.address}:17710/")
+    slave.wait_event("node.started")
+    taken = slave.create(customer="offline")
+    assert taken["sync"] == "pending"
+    # The master receives the order in a later second than the one it was taken in.
+    taken_at = datetime.strptime(taken["created"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    wait_until(lambda: time.time() >= taken_at + 1.5, 5, what="the clock to pass the order's second")
+    master.start()
+    slave.wait_live(timeout=30)
+    orders = wait_converged([master, slave], expect=1)
+    assert orders[0]["created"] == taken["created"], (orders[0]["created"], taken["created"])
+    assert slave.stop() == 0 and master.stop() == 0
+
+
+def test_retrying_an_operation_through_the_api_gives_the_same_answer(lan2):
+    h1, _ = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    master.wait_event("node.started")
+    good = master.create(customer="x")
+    body = json.dumps({"operation": 1, "opId": "retry-1",
+                       "orders": [{"uuid": good["uuid"], "note": "via ops"}, {"uuid": "bad"}]})
+    sock = os.path.join(master.data_dir, "ordersync.sock")
+
+    def post():
+        out = h1.run(["curl", "-sS", "--unix-socket", sock, "-X", "POST", "--data-binary", "@-",
+                      "http://localhost/v1/operations"], input=body)
+        return json.loads(out.stdout)
+    first, second = post(), post()
+    assert [e["code"] for e in first["errors"]] == ["invalid_uuid"]
+    assert [e["code"] for e in second["errors"]] == ["invalid_uuid"], second
+    assert first["seq"] == second["seq"]
+    assert master.status()["seq"] == 2, "the retry was not applied again"
+    assert master.stop() == 0
+
+
+def test_a_storepos_client_gets_no_result_messages_and_a_stalled_api_request_is_closed(lan2):
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    port = int(master.wait_event("node.started")["port"])
+    script = (
+        "import asyncio, json, sys, websockets\n"
+        "async def main():\n"
+        f"    async with websockets.connect('ws://{h1.address}:{port}/', compression=None) as ws:\n"
+        "        await ws.recv()\n"
+        "        await ws.send(json.dumps({'operation': 0, 'opId': 'op-1', 'orders': [{'uuid': '11111111-1111-4111-8111-111111111111'}]}))\n"
+        "        seen = [json.loads(await ws.recv())]\n"
+        "        try:\n"
+        "            seen.append(json.loads(await asyncio.wait_for(ws.recv(), 1.5)))\n"
+        "        except asyncio.TimeoutError:\n"
+        "            pass\n"
+        "        print(json.dumps(seen))\n"
+        "asyncio.run(main())\n")
+    out = json.loads(h2.run([PYTHON, "-c", script], timeout=30).stdout)
+    assert out[0]["operation"] == 0 and out[0]["opId"] == "op-1"
+    assert all(m.get("type") != "result" for m in out), out
+
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(master.data_dir, "ordersync.sock"))
+    s.sendall(b"POST /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+    s.settimeout(20)
+    started = time.time()
+    answer = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+    assert time.time() - started < 15
+    assert master.stop() == 0
