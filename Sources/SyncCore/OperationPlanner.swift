@@ -37,6 +37,22 @@ public enum OperationPlanner {
     /// Most orders accepted in one message.
     public static let maxOrdersPerMessage = 1000
 
+    /// The refusal for an Update or Remove that carries a `version` other than the current one
+    /// (or a malformed one); nil when it may go ahead.
+    static func staleVersion(_ obj: JSONObject, _ order: Order, _ index: Int) -> WireError? {
+        do {
+            guard let base = try OrderFields.baseVersion(of: obj, uuid: order.uuid, index: index), base != order.version else {
+                return nil
+            }
+            return WireError(.conflict, "the order changed since version \(base); it is at version \(order.version) now",
+                             uuid: order.uuid, index: index, current: order)
+        } catch let e as WireError {
+            return e
+        } catch {
+            return WireError(.invalidField, "\"version\" is not readable", uuid: order.uuid, index: index)
+        }
+    }
+
     /// Plans `message` for a store without tombstones.
     public static func plan(_ message: OperationMessage, now: OrderTimestamp,
                             lookup: (String) throws -> Order?) rethrows -> OperationPlan {
@@ -99,13 +115,10 @@ public enum OperationPlanner {
                     plan.errors.append(WireError(.notFound, "no order with this uuid to update", uuid: uuid, index: index))
                     continue
                 }
-                do {
-                    if let base = try OrderFields.baseVersion(of: obj, uuid: order.uuid, index: index), base != order.version {
-                        plan.errors.append(WireError(.conflict, "the order changed since version \(base); it is at version \(order.version) now",
-                                                     uuid: order.uuid, index: index, current: order))
-                        continue
-                    }
-                } catch let e as WireError { plan.errors.append(e); continue } catch { continue }
+                if let e = staleVersion(obj, order, index) {
+                    plan.errors.append(e)
+                    continue
+                }
                 let before = order
                 do { try OrderFields.apply(obj, to: &order, uuid: order.uuid, index: index, isCreate: false) } catch let e as WireError {
                     plan.errors.append(e)
@@ -128,13 +141,10 @@ public enum OperationPlanner {
                     plan.errors.append(WireError(.notFound, "no order with this uuid to remove", uuid: uuid, index: index))
                     continue
                 }
-                do {
-                    if let base = try OrderFields.baseVersion(of: obj, uuid: order.uuid, index: index), base != order.version {
-                        plan.errors.append(WireError(.conflict, "the order changed since version \(base); it is at version \(order.version) now",
-                                                     uuid: order.uuid, index: index, current: order))
-                        continue
-                    }
-                } catch let e as WireError { plan.errors.append(e); continue } catch { continue }
+                if let e = staleVersion(obj, order, index) {
+                    plan.errors.append(e)
+                    continue
+                }
                 if order.status == .completed {
                     plan.errors.append(WireError(.invalidTransition, "a completed order cannot be removed", uuid: order.uuid, index: index))
                     continue
