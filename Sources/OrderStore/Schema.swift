@@ -108,6 +108,27 @@ enum Schema {
             )
             """,
         ]),
+        Migration(version: 5, name: "known terminals and tombstones", statements: [
+            // Every slave that ever said hello, with how far it got: the master's status lists
+            // them even while they are away, and tombstones are kept until all have passed them.
+            """
+            CREATE TABLE terminals (
+                terminal_id TEXT PRIMARY KEY NOT NULL,
+                name TEXT NOT NULL,
+                address TEXT NOT NULL,
+                acked_seq INTEGER NOT NULL,
+                last_seen_ms INTEGER NOT NULL
+            ) WITHOUT ROWID
+            """,
+            // Removed orders: a late or replayed Create of one is refused.
+            """
+            CREATE TABLE tombstones (
+                uuid_key TEXT PRIMARY KEY NOT NULL,
+                seq INTEGER NOT NULL
+            ) WITHOUT ROWID
+            """,
+            "INSERT OR IGNORE INTO tombstones (uuid_key, seq) SELECT o.uuid_key, max(o.seq) FROM journal_orders o JOIN journal j ON j.seq = o.seq WHERE j.operation = 2 GROUP BY o.uuid_key",
+        ]),
     ]
 
     /// The schema version this build writes and reads.

@@ -66,7 +66,7 @@ final class MasterLedger {
         let plan: OperationPlan
         do {
             plan = try OperationPlanner.plan(message, now: MasterLedger.now(), lookup: { try db.order(uuid: $0) },
-                                             wasRemoved: { try db.journal(since: 0, orderUUID: $0, limit: 1_000_000).last?.operation == .remove })
+                                             wasRemoved: { try db.hasTombstone(uuid: $0) })
         } catch {
             outcome.errors = [WireError(.storageFailed, "could not read orders: \(error)")]
             return outcome
@@ -86,7 +86,9 @@ final class MasterLedger {
                     switch change {
                     case .insert(let o): try db.insertOrder(o)
                     case .update(let o): try db.updateOrder(o)
-                    case .delete(let o): try db.deleteOrder(uuid: o.uuid)
+                    case .delete(let o):
+                        try db.deleteOrder(uuid: o.uuid)
+                        try db.addTombstone(uuid: o.uuid, seq: seq)
                     }
                 }
                 try db.appendJournal(entry)
@@ -135,6 +137,20 @@ final class MasterLedger {
         // Gapless by construction (sequence numbers are assigned in the commit's transaction).
         guard entries.first?.seq == lastSeq + 1, entries.last?.seq == self.lastSeq else { return nil }
         return entries.map(\.message)
+    }
+
+    /// Terminals not heard from for this long are forgotten (they get a snapshot if they come
+    /// back), so one lost terminal does not keep tombstones for ever.
+    static let terminalHorizonMillis: Int64 = 30 * 24 * 3600 * 1000
+
+    /// Drops the tombstones every known terminal has passed. A terminal that has not passed
+    /// one cannot bring the order back anyway (the master refuses such a Create); the rule only
+    /// keeps tombstones while a slave may still replay an old Create from its outbox.
+    @discardableResult
+    func compactTombstones() throws -> Int {
+        try db.forgetTerminals(lastSeenBefore: MasterLedger.now().epochMillis - MasterLedger.terminalHorizonMillis)
+        let passed = try db.knownTerminals().map(\.ackedSeq).min() ?? lastSeq
+        return try db.compactTombstones(through: min(passed, lastSeq))
     }
 
     /// Wall-clock now, in UTC, for defaults of `created` and for the journal's timestamps.

@@ -50,6 +50,20 @@ extension MasterNode {
             p["rejected"] = .int(Int64(s.rejected))
             return .object(p)
         })
+        let connectedIds = Set(sessions.values.compactMap(\.terminalId))
+        o["terminals"] = .array(((try? db.knownTerminals()) ?? []).map { t in
+            var k = JSONObject()
+            k["terminalId"] = .string(t.id)
+            k["name"] = .string(t.name)
+            k["address"] = .string(t.address)
+            k["connected"] = .bool(connectedIds.contains(t.id))
+            let acked = sessions.values.first { $0.terminalId == t.id }?.ackedSeq ?? t.ackedSeq
+            k["ackedSeq"] = .int(acked)
+            k["lag"] = .int(max(0, ledger.lastSeq - acked))
+            k["lastSeen"] = .string(OrderTimestamp(epochMillis: t.lastSeenMillis).storePOSText)
+            return .object(k)
+        })
+        o["tombstones"] = .int(Int64((try? db.tombstoneCount()) ?? 0))
         return .object(o)
     }
 }

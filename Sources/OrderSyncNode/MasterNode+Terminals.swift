@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OrderStore
 import Posix
 import SyncCore
 import WebSocket
@@ -95,6 +96,7 @@ extension MasterNode {
 
     func endSession(_ s: TerminalSession, code: UInt16?, reason: String) {
         guard s.phase != .ended else { return }
+        remember(s)
         let wasConnected = s.link != nil
         s.phase = .ended
         if let t = s.handshakeTimer { loop.cancel(t) }
@@ -146,6 +148,7 @@ extension MasterNode {
             s.terminalId = hello.terminalId
             s.terminalName = hello.terminalName
             if hello.epoch == ledger.epoch { s.ackedSeq = min(hello.lastSeq, ledger.lastSeq) }
+            remember(s)
             logger.info("peer.hello", metadata: ["peer.address": "\(s.address)", "terminal": "\(hello.terminalName)",
                                                  "terminal.id": "\(hello.terminalId)", "peer.last_seq": "\(hello.lastSeq)"])
             do {
@@ -247,8 +250,30 @@ extension MasterNode {
         }
     }
 
+    /// Persists what the master knows of a slave (on hello, on disconnect, and every liveness
+    /// tick for live ones; acks in between only update memory, off the hot path).
+    func remember(_ s: TerminalSession) {
+        guard let id = s.terminalId else { return }
+        do {
+            try db.saveTerminal(KnownTerminal(id: id, name: s.terminalName ?? id, address: s.address,
+                                              ackedSeq: s.ackedSeq ?? 0, lastSeenMillis: MasterLedger.now().epochMillis))
+        } catch {
+            logger.error("terminal.save_failed", metadata: ["error": "\(error)"])
+        }
+    }
+
     private func checkLiveness() {
         let now = loop.now
+        let live = sessions.values.filter { $0.terminalId != nil && $0.phase == .live }
+        if !live.isEmpty {
+            do {
+                try db.transaction { for s in live { remember(s) } }
+                let dropped = try ledger.compactTombstones()
+                if dropped > 0 { logger.debug("tombstones.compacted", metadata: ["count": "\(dropped)"]) }
+            } catch {
+                logger.error("terminal.save_failed", metadata: ["error": "\(error)"])
+            }
+        }
         for s in Array(sessions.values) {
             guard let link = s.link, !link.isEnded else { continue }
             let silent = now - link.lastHeardMillis

@@ -18,7 +18,8 @@ final class SchemaTests: StoreTestCase {
             while try statement.step() { tables.append(statement.text(0)) }
         }
         XCTAssertEqual(tables, ["journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
-                                "orders_by_created", "orders_by_status", "outbox", "rejections", "rejections_by_order"])
+                                "orders_by_created", "orders_by_status", "outbox", "rejections", "rejections_by_order",
+                                "terminals", "tombstones"])
 
         var orderColumns: [String] = []
         try db.connection.withStatement("SELECT name FROM pragma_table_info('orders') ORDER BY cid") { statement in
@@ -113,6 +114,8 @@ final class SchemaUpgradeTests: StoreTestCase {
         let db = try OrderDatabase(path: path)
         try db.connection.executeOnce("DROP TABLE rejections")
         try db.connection.executeOnce("DROP TABLE outbox")
+        try db.connection.executeOnce("DROP TABLE terminals")
+        try db.connection.executeOnce("DROP TABLE tombstones")
         try db.connection.executeOnce("DROP INDEX orders_by_status")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN note")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN items_json")
@@ -125,7 +128,7 @@ final class SchemaUpgradeTests: StoreTestCase {
         try db.connection.executeOnce("PRAGMA user_version = 1")
         db.close()
         let upgraded = try OrderDatabase(path: path)
-        XCTAssertEqual(upgraded.migrationsApplied, [2, 3, 4])
+        XCTAssertEqual(upgraded.migrationsApplied, [2, 3, 4, 5])
         let order = try XCTUnwrap(upgraded.order(uuid: "9437C8F5-D742-46CB-9847-737C5809392C"))
         XCTAssertEqual(order.status, .open)
         XCTAssertNil(order.items)

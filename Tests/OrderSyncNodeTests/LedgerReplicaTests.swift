@@ -151,3 +151,37 @@ final class CatchUpTests: XCTestCase {
         XCTAssertEqual(LocalAPIRoute.httpStatus(for: .removed), 410)
     }
 }
+
+/// Tombstones stay until every known terminal has passed them.
+final class TombstoneTests: XCTestCase {
+    func testTombstonesAreCompactedOnlyOnceEveryKnownTerminalPassedThem() throws {
+        let dir = NSTemporaryDirectory() + "ordersync-tomb-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let db = try OrderDatabase(path: dir + "/m.sqlite")
+        let ledger = try MasterLedger(db: db, store: "s", epoch: "e")
+        let u = UUID().uuidString
+        _ = ledger.apply(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u))]))]), origin: "t")
+        _ = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(u))]))]), origin: "t")
+        XCTAssertTrue(try db.hasTombstone(uuid: u))
+        let now = MasterLedger.now().epochMillis
+        try db.saveTerminal(KnownTerminal(id: "a", name: "bar", address: "x", ackedSeq: 1, lastSeenMillis: now))
+        try db.saveTerminal(KnownTerminal(id: "b", name: "patio", address: "y", ackedSeq: 2, lastSeenMillis: now))
+        XCTAssertEqual(try ledger.compactTombstones(), 0, "terminal a has not passed the remove (seq 2)")
+        XCTAssertTrue(try db.hasTombstone(uuid: u))
+        try db.saveTerminal(KnownTerminal(id: "a", name: "bar", address: "x", ackedSeq: 2, lastSeenMillis: now))
+        XCTAssertEqual(try ledger.compactTombstones(), 1)
+        XCTAssertFalse(try db.hasTombstone(uuid: u))
+
+        // A terminal gone past the horizon is forgotten and no longer holds tombstones back.
+        let v = UUID().uuidString
+        _ = ledger.apply(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(v))]))]), origin: "t")
+        _ = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(v))]))]), origin: "t")
+        try db.saveTerminal(KnownTerminal(id: "a", name: "bar", address: "x", ackedSeq: 4, lastSeenMillis: now))
+        try db.saveTerminal(KnownTerminal(id: "old", name: "lost", address: "z", ackedSeq: 0,
+                                          lastSeenMillis: now - MasterLedger.terminalHorizonMillis - 1000))
+        try db.saveTerminal(KnownTerminal(id: "b", name: "patio", address: "y", ackedSeq: 4, lastSeenMillis: now))
+        XCTAssertEqual(try ledger.compactTombstones(), 1)
+        XCTAssertEqual(try db.knownTerminals().map(\.id), ["a", "b"])
+    }
+}

@@ -96,3 +96,9 @@ def test_status_shows_each_slaves_acknowledged_sequence_and_lag(lan2):
         os.kill(slave.process.pid, signal.SIGCONT)
     wait_until(lambda: master.status()["peers"] and master.status()["peers"][0]["lag"] == 0,
                10, what="the slave to catch up after thawing")
+    # A slave that is away is still listed, with when it was last seen and how far behind it is.
+    assert slave.stop() == 0
+    master.create(customer="while away")
+    known = wait_until(lambda: [t for t in master.status()["terminals"] if t["name"] == "h2" and not t["connected"]],
+                       10, what="the master to list the stopped slave")
+    assert known[0]["lag"] >= 1 and known[0]["lastSeen"], known
