@@ -50,6 +50,7 @@ final class MasterLink {
     func start(timeoutMillis: Int64 = 5000) {
         do {
             let socket = try TCPSocket.connect(host: url.host, port: url.port)
+            try? socket.setNoDelay(true)
             let request = handshake.requestBytes
             let ch = try StreamChannel.connecting(socket, loop: loop) { channel in
                 channel.write(request)

@@ -21,6 +21,9 @@ extension MasterNode {
             return
         }
         do {
+            // Small JSON messages go out at once: Nagle's algorithm with delayed ACKs would hold
+            // each broadcast back for tens of milliseconds.
+            try? a.socket.setNoDelay(true)
             let channel = try StreamChannel(socket: a.socket, loop: loop)
             channel.maxPendingBytes = NodeDefaults.maxPendingSendBytes
             let session = TerminalSession(id: nextSessionId, channel: channel, address: a.peerAddress, now: loop.now,
