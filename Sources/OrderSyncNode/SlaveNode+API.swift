@@ -35,6 +35,12 @@ extension SlaveNode {
     func completePendingWrite(opId: String, seq: Int64?) {
         guard let p = pendingWrites.removeValue(forKey: opId) else { return }
         if let t = p.timer { loop.cancel(t) }
+        if p.errors.contains(where: { $0.code == .storageFailed }) {
+            // Still in the outbox, to be sent again: the change is pending, not refused.
+            respondPending(single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,
+                           respond: p.respond)
+            return
+        }
         var unchanged: [Order] = []
         if p.applied.isEmpty, p.errors.isEmpty {
             // Harmless repeats: answer with what the replica holds.

@@ -175,8 +175,21 @@ extension SlaveNode {
     /// The master answered for `opId` (its `result`): the entry leaves the outbox. Rejections
     /// are recorded, and the replica goes back to the master's truth with a fresh snapshot.
     func outboxAnswered(opId: String, errors: [WireError]) {
-        guard let keys = outboxKeys.removeValue(forKey: opId) else { return }
+        guard outboxKeys[opId] != nil else { return }
         inFlight.remove(opId)
+        if errors.contains(where: { $0.code == .storageFailed }) {
+            // The master could not commit (disk full, I/O error): nothing was applied there.
+            // The change stays in the outbox and is sent again shortly; it is never dropped.
+            logger.warning("outbox.retry", metadata: ["op.id": "\(opId)", "reason": "the master could not store it", "retry_ms": "5000"])
+            if retryFlushTimer == nil {
+                retryFlushTimer = loop.schedule(after: 5000) { [weak self] in
+                    self?.retryFlushTimer = nil
+                    self?.flushOutbox()
+                }
+            }
+            return
+        }
+        guard let keys = outboxKeys.removeValue(forKey: opId) else { return }
         do { try db.deleteOutbox(opId: opId) } catch {
             logger.error("outbox.delete_failed", metadata: ["op.id": "\(opId)", "error": "\(error)"])
         }

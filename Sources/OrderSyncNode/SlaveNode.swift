@@ -57,6 +57,7 @@ public final class SlaveNode {
     var needsSnapshot = false
     /// Refusals received for outbox entries whose result has not arrived yet.
     var outboxErrors: [String: [WireError]] = [:]
+    var retryFlushTimer: TimerHandle?
     var ackTimer: TimerHandle?
 
     /// A slave for `configuration`; nothing starts before `run()`.

@@ -1,0 +1,36 @@
+"""A master whose disk is full refuses to store a change (nothing is half-applied), and a
+slave keeps that change in its outbox and delivers it once there is room again: nothing lost."""
+
+import os
+import subprocess
+
+from lanharness import wait_until
+from ordersync_lab import OrderSyncNode, wait_converged
+
+
+def test_a_change_refused_for_a_full_disk_stays_queued_and_is_delivered_later(lan2, tmp_path):
+    h1, h2 = lan2.hosts
+    disk = tmp_path / "master-disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], check=True)
+    try:
+        master = OrderSyncNode.master(h1, store="shop1", data_dir=str(disk / "data"))
+        slave = OrderSyncNode.slave(h2)
+        slave.wait_live()
+        first = slave.create(customer="before")
+        filler = disk / "filler"
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=64k", "count=1000"], capture_output=True)
+        big = "x" * 3000
+        queued = slave.create(customer=big)
+        master.wait_event("message.rejected", where=lambda e: e.get("code") == "storage_failed", timeout=20)
+        assert queued["sync"] == "pending", queued
+        assert slave.status()["outbox"] == 1
+        assert {o["uuid"] for o in master.orders()} == {first["uuid"]}
+        slave.wait_event("outbox.retry", timeout=10)
+        os.remove(filler)
+        orders = wait_converged([master, slave], timeout=30, expect=2)
+        assert queued["uuid"] in {o["uuid"] for o in orders}
+        wait_until(lambda: slave.status()["outbox"] == 0, 10, what="the outbox to empty")
+        assert slave.stop() == 0 and master.stop() == 0
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
