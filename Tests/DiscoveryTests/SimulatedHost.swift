@@ -23,14 +23,14 @@ struct SimulatedHost {
         }
         func value(_ key: String) throws -> String {
             guard let value = environment[key], !value.isEmpty else {
-                throw XCTSkip("ORDERSYNC_AVAHI_TESTS=1 but \(key) is not set")
+                throw SimulatedHostError(message: "ORDERSYNC_AVAHI_TESTS=1 but \(key) is not set")
             }
             return value
         }
         func argv(_ key: String) throws -> [String] {
             let data = Data(try value(key).utf8)
             guard let list = try JSONSerialization.jsonObject(with: data) as? [String], !list.isEmpty else {
-                throw XCTSkip("\(key) must be a JSON array of strings")
+                throw SimulatedHostError(message: "\(key) must be a JSON array of strings")
             }
             return list
         }
@@ -226,4 +226,11 @@ struct LanTestError: Error, CustomStringConvertible {
     init(_ description: String) {
         self.description = description
     }
+}
+
+
+/// A misconfigured LAN run: a failure, never a skip.
+struct SimulatedHostError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
 }
