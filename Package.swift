@@ -47,6 +47,9 @@ let package = Package(
         .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "SyncCore"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
+        // The deterministic simulation of a whole store: master and slave engines over an
+        // in-memory network and store, with faults, many seeds.
+        .testTarget(name: "SyncSimulationTests", dependencies: ["SyncCore"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "SyncCore"]),
     ],

@@ -96,6 +96,17 @@ extension OrderDatabase {
         }
     }
 
+    /// Journal compaction: removes the oldest entries, up to `through`, but only the run of
+    /// entries recorded before `recordedBefore` (a wall clock set back cannot punch a hole in
+    /// the middle of the journal). Returns how many entries were removed.
+    @discardableResult
+    public func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int {
+        let young = try connection.scalarInt("SELECT min(seq) FROM journal WHERE recorded_at_ms >= ?", [.integer(millis)])
+        let limit = min(seq, (young ?? Int64.max) - 1)
+        guard limit > 0 else { return 0 }
+        return try deleteJournal(through: limit)
+    }
+
     private func decodeJournalEntries(_ statement: SQLiteStatement) throws -> [JournalEntry] {
         var entries: [JournalEntry] = []
         while try statement.step() {

@@ -1,28 +1,5 @@
 import SyncCore
 
-/// One local change of a slave waiting for its master's answer.
-public struct OutboxEntry: Equatable, Sendable {
-    /// Order of the change on this terminal (increasing).
-    public var position: Int64
-    /// The operation id sent with it; the master answers a repeat without applying it again.
-    public var opId: String
-    /// The operation message as it is sent (JSON text).
-    public var message: String
-    /// Lower-case UUIDs of the orders it touches.
-    public var orderKeys: [String]
-    /// When it was made (wall clock, milliseconds), for operators.
-    public var createdMillis: Int64
-
-    /// An entry from its fields.
-    public init(position: Int64 = 0, opId: String, message: String, orderKeys: [String], createdMillis: Int64) {
-        self.position = position
-        self.opId = opId
-        self.message = message
-        self.orderKeys = orderKeys
-        self.createdMillis = createdMillis
-    }
-}
-
 /// A slave's durable outbox: a local change and its outbox entry are written in one transaction
 /// (`synchronous=FULL`), and an entry leaves only when the master has answered for it.
 extension OrderDatabase {
@@ -61,5 +38,29 @@ extension OrderDatabase {
     /// Number of entries.
     public func outboxCount() throws -> Int {
         Int(try connection.scalarInt("SELECT count(*) FROM outbox") ?? 0)
+    }
+
+    /// Keeps (or, with nil, clears) the master's refusal of the last local change to an order.
+    public func setSyncError(orderKey: String, _ error: WireError?) throws {
+        try requireWritable()
+        if let e = error {
+            try connection.execute("INSERT OR REPLACE INTO sync_errors (uuid_key, code, message) VALUES (?, ?, ?)",
+                                   [.text(orderKey.lowercased()), .text(e.code.rawValue), .text(e.message)])
+        } else {
+            try connection.execute("DELETE FROM sync_errors WHERE uuid_key = ?", [.text(orderKey.lowercased())])
+        }
+    }
+
+    /// Every kept refusal, by order key.
+    public func syncErrors() throws -> [String: WireError] {
+        try connection.withStatement("SELECT uuid_key, code, message FROM sync_errors") { statement in
+            var out: [String: WireError] = [:]
+            while try statement.step() {
+                let key = statement.text(0)
+                let code = WireErrorCode(rawValue: statement.text(1)) ?? .invalidMessage
+                out[key] = WireError(code, statement.text(2), uuid: key)
+            }
+            return out
+        }
     }
 }

@@ -1,28 +1,5 @@
 import SyncCore
 
-/// A slave the master knows: its last acknowledged sequence and when it was last heard from.
-public struct KnownTerminal: Equatable, Sendable {
-    /// Stable id the slave keeps in its data directory.
-    public var id: String
-    /// Its display name.
-    public var name: String
-    /// Its last address (ip:port).
-    public var address: String
-    /// The last sequence it said it applied.
-    public var ackedSeq: Int64
-    /// Wall-clock time it was last heard from, milliseconds since 1970.
-    public var lastSeenMillis: Int64
-
-    /// A terminal from its fields.
-    public init(id: String, name: String, address: String, ackedSeq: Int64, lastSeenMillis: Int64) {
-        self.id = id
-        self.name = name
-        self.address = address
-        self.ackedSeq = ackedSeq
-        self.lastSeenMillis = lastSeenMillis
-    }
-}
-
 /// The master's record of its slaves, and the tombstones of removed orders.
 extension OrderDatabase {
     /// Records (or refreshes) a terminal.

@@ -129,6 +129,17 @@ enum Schema {
             """,
             "INSERT OR IGNORE INTO tombstones (uuid_key, seq) SELECT o.uuid_key, max(o.seq) FROM journal_orders o JOIN journal j ON j.seq = o.seq WHERE j.operation = 2 GROUP BY o.uuid_key",
         ]),
+        Migration(version: 6, name: "sync errors on a slave", statements: [
+            // The master's last refusal of a local change, per order, shown by the local API
+            // until the next local change to that order (it survives a restart).
+            """
+            CREATE TABLE sync_errors (
+                uuid_key TEXT PRIMARY KEY NOT NULL,
+                code TEXT NOT NULL,
+                message TEXT NOT NULL
+            ) WITHOUT ROWID
+            """,
+        ]),
     ]
 
     /// The schema version this build writes and reads.

@@ -16,7 +16,7 @@ public final class MasterNode {
     let loop: EventLoop
     let dataDirectory: DataDirectory
     var db: OrderDatabase!
-    var ledger: MasterLedger!
+    var engine: MasterEngine!
     var acceptor: Acceptor?
     var api: LocalAPIServer!
     var discovery: AvahiDiscovery?
@@ -57,7 +57,8 @@ public final class MasterNode {
         }
         let epoch = try db.databaseEpoch()
         terminalName = configuration.name ?? DataDirectory.hostName()
-        ledger = try MasterLedger(db: db, store: storeId, epoch: epoch)
+        engine = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: epoch)
+        engine.snapshotChunk = NodeDefaults.snapshotChunk
         logger[metadataKey: "store"] = "\(storeId)"
 
         let l: TCPListener
@@ -86,7 +87,7 @@ public final class MasterNode {
         logger.info("node.started", metadata: [
             "role": "master", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
             "name": "\(terminalName)", "port": "\(boundPort)", "listen": "\(configuration.listenAddress)",
-            "service_type": "\(configuration.serviceType)", "epoch": "\(epoch)", "seq": "\(ledger.lastSeq)",
+            "service_type": "\(configuration.serviceType)", "epoch": "\(epoch)", "seq": "\(engine.lastSeq)",
             "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
             "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
         ])
@@ -168,6 +169,6 @@ public final class MasterNode {
         discovery = nil
         db?.close()
         dataDirectory.release()
-        logger.info("node.stopped", metadata: ["seq": "\(ledger?.lastSeq ?? 0)"])
+        logger.info("node.stopped", metadata: ["seq": "\(engine?.lastSeq ?? 0)"])
     }
 }

@@ -7,8 +7,6 @@ struct PendingWrite {
     var message: OperationMessage
     var single: String?
     var respond: LocalAPIServer.Respond
-    var applied: [Order] = []
-    var errors: [WireError] = []
     var timer: TimerHandle?
     /// What the slave applied locally, and refused locally, when it queued the change.
     var localChanges: [OrderChange] = []
@@ -32,24 +30,24 @@ extension SlaveNode {
         }
     }
 
-    func completePendingWrite(opId: String, seq: Int64?) {
+    func completePendingWrite(opId: String, seq: Int64?, applied: [Order], errors: [WireError], pending: Bool) {
         guard let p = pendingWrites.removeValue(forKey: opId) else { return }
         if let t = p.timer { loop.cancel(t) }
-        if p.errors.contains(where: { $0.code == .storageFailed }) {
+        if pending {
             // Still in the outbox, to be sent again: the change is pending, not refused.
             respondPending(single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,
                            respond: p.respond)
             return
         }
         var unchanged: [Order] = []
-        if p.applied.isEmpty, p.errors.isEmpty {
+        if applied.isEmpty, errors.isEmpty {
             // Harmless repeats: answer with what the replica holds.
             for raw in p.message.orders {
                 if let u = raw.objectValue?["uuid"]?.stringValue, let o = try? db.order(uuid: u) { unchanged.append(o) }
             }
         }
-        let answer = LocalAPIRoute.writeAnswer(single: p.single, operation: p.message.operation, applied: p.applied,
-                                               unchanged: unchanged, errors: p.localErrors + p.errors, seq: seq,
+        let answer = LocalAPIRoute.writeAnswer(single: p.single, operation: p.message.operation, applied: applied,
+                                               unchanged: unchanged, errors: p.localErrors + errors, seq: seq,
                                                decorate: { [unowned self] in self.decorated($0) })
         p.respond(answer.status, answer.body)
     }
@@ -70,13 +68,13 @@ extension SlaveNode {
         var o = JSONObject()
         o["role"] = .string("slave")
         o["version"] = .string(NodeVersion.string)
-        o["store"] = (configuration.store ?? replica.joinedStore).map { .string($0) } ?? .null
+        o["store"] = (configuration.store ?? engine.joinedStore).map { .string($0) } ?? .null
         o["name"] = .string(terminalName)
         o["terminalId"] = .string(terminalId)
-        o["seq"] = .int(replica.lastSeq)
-        o["masterSeq"] = .int(max(masterSeq, replica.lastSeq))
-        o["lag"] = .int(max(0, masterSeq - replica.lastSeq))
-        o["epoch"] = replica.epoch.map { .string($0) } ?? .null
+        o["seq"] = .int(engine.lastSeq)
+        o["masterSeq"] = .int(max(engine.masterSeq, engine.lastSeq))
+        o["lag"] = .int(max(0, engine.masterSeq - engine.lastSeq))
+        o["epoch"] = engine.epoch.map { .string($0) } ?? .null
         o["orders"] = .int(Int64((try? db.orderCount()) ?? 0))
         o["dataDir"] = .string(configuration.dataDirectory)
         o["avahi"] = .string(configuration.masterURL == nil ? avahiState : "not used (--master)")
@@ -90,7 +88,7 @@ extension SlaveNode {
         m["lastError"] = lastLinkError.map { .string($0) } ?? .null
         o["master"] = .object(m)
         o["pendingWrites"] = .int(Int64(pendingWrites.count))
-        o["outbox"] = .int(Int64(outboxKeys.count))
+        o["outbox"] = .int(Int64(engine.outboxCount))
         o["mastersSeen"] = .array(services.values.sorted { $0.seen < $1.seen }.map { entry in
             let s = entry.service
             return .object(JSONObject([("name", .string(s.name)), ("address", .string("\(s.address):\(s.port)")),

@@ -59,7 +59,7 @@ extension SlaveNode {
     func chooseTarget() -> (MasterURL, String?)? {
         if let url = configuration.masterURL { return (url, nil) }
         let candidates = services.values.filter { $0.service.txt["proto"] == orderSyncProtocolName }
-        let wanted = configuration.store ?? replica.joinedStore
+        let wanted = configuration.store ?? engine.joinedStore
         var pool = candidates
         if let w = wanted {
             pool = candidates.filter { $0.service.txt["store"] == w }
@@ -82,7 +82,7 @@ extension SlaveNode {
             logStoreChoice("slave.several_masters", ["store": "\(wanted ?? "-")", "masters": "\(masters.sorted().joined(separator: ","))",
                 "hint": "more than one master announces this store; keeping to the one this terminal synced from"])
         }
-        if let known = replica.epoch {
+        if let known = engine.epoch {
             let same = pool.filter { $0.service.txt["epoch"] == known }
             if !same.isEmpty { pool = same }
         }
@@ -100,7 +100,7 @@ extension SlaveNode {
 
     /// True while this slave belongs to no store yet and must pick the only one on the LAN.
     var mustChooseStore: Bool {
-        configuration.masterURL == nil && configuration.store == nil && replica.joinedStore == nil
+        configuration.masterURL == nil && configuration.store == nil && engine.joinedStore == nil
     }
 
     /// Connects now when idle, or moves to a newer master address when the current attempt is
@@ -150,9 +150,7 @@ extension SlaveNode {
             }
             self.setPhase(.syncing)
             self.logger.info("master.connected", metadata: ["master.address": "\(url)", "service.name": "\(self.targetService ?? "-")"])
-            l.send(HelloMessage(terminalId: self.terminalId, terminalName: self.terminalName,
-                                store: self.configuration.store ?? self.replica.joinedStore,
-                                lastSeq: self.replica.lastSeq, epoch: self.needsSnapshot ? nil : self.replica.epoch).encoded())
+            self.perform(self.engine.linkOpened())
         }
         l.onText = { [weak self] text in self?.masterMessage(text) }
         l.onEnd = { [weak self, weak l] code, reason in
@@ -171,9 +169,7 @@ extension SlaveNode {
         let wasUp = linkPhase == .live || linkPhase == .syncing
         lastLinkError = reason
         setPhase(.idle)
-        replica.resetSnapshot()
-        inFlight.removeAll()
-        outboxErrors.removeAll()
+        engine.linkClosed()
         answerPendingWritesAsQueued()
         var meta: Logger.Metadata = ["master.address": "\(link?.url.description ?? "-")", "reason": "\(reason)"]
         if let c = code { meta["ws.close_code"] = "\(c)" }
@@ -211,85 +207,47 @@ extension SlaveNode {
     }
 
     private func masterMessage(_ text: String) {
-        switch ServerMessage.decode(text) {
-        case .failure(let e):
-            logger.warning("master.message_invalid", metadata: ["reason": "\(e)"])
-        case .success(.applied(let op, let orders, let seq, let opId, _, let snapshot)):
-            do {
-                let step = try replica.apply(operation: op, orders: orders, seq: seq, snapshot: snapshot,
-                                             store: configuration.store)
-                switch step {
-                case .snapshotApplied(let count):
-                    needsSnapshot = false
-                    logger.info("snapshot.received", metadata: ["orders": "\(count)", "seq": "\(replica.lastSeq)"])
-                case .gap(let expected, let got):
-                    logger.warning("sync.gap", metadata: ["expected": "\(expected)", "got": "\(got)", "action": "resync"])
-                    link?.close(code: .normal, reason: "resync")
-                    return
-                case .applied:
-                    logger.debug("op.applied", metadata: ["op.seq": "\(seq ?? 0)", "op.kind": "\(op)", "orders": "\(orders.count)"])
-                    if let s = seq { masterSeq = max(masterSeq, s) }
-                    scheduleAck()
-                case .duplicate, .snapshotPartKept:
-                    break
-                }
-                if let id = opId, pendingWrites[id] != nil {
-                    pendingWrites[id]?.applied = orders
-                }
-            } catch {
-                logger.error("replica.write_failed", metadata: ["error": "\(error)"])
-                link?.abort(reason: "replica write failed")
-            }
-        case .success(.ready(let seq, let epoch, let store)):
-            if mustChooseStore, chooseTarget() == nil {
-                // Several stores became visible while this one was syncing: do not join it.
-                link?.abort(reason: "several stores on the LAN; start with --store to choose one")
-                return
-            }
-            if let s = store, configuration.store == nil, replica.joinedStore == nil || replica.joinedStore != s {
-                try? db.setMetadata("replica.store", s)
-            }
-            if let s = store { logger[metadataKey: "store"] = "\(s)" }
-            attempts = 0
-            masterSeq = seq
-            setPhase(.live)
-            link?.send(ClientMessage.encodeAck(seq: replica.lastSeq))
-            // Local changes not yet answered go on top of the master's state, then to the master.
-            reapplyOutbox()
-            flushOutbox()
-            startLiveness()
-            logger.info("master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
-        case .success(.error(let e, let opId, _)):
-            if let id = opId, outboxKeys[id] != nil { outboxErrors[id, default: []].append(e) }
-            if let id = opId, pendingWrites[id] != nil {
-                pendingWrites[id]?.errors.append(e)
-            } else if opId == nil || outboxKeys[opId!] == nil {
-                logger.warning("master.rejected", metadata: ["code": "\(e.code.rawValue)", "reason": "\(e.message)"])
-            }
-        case .success(.result(let opId, let seq, _, _, _)):
-            outboxAnswered(opId: opId, errors: outboxErrors.removeValue(forKey: opId) ?? [])
-            completePendingWrite(opId: opId, seq: seq)
-            resyncIfSettled()
-        case .success(.heartbeat(let seq)):
-            masterSeq = max(masterSeq, seq)
-            if linkPhase == .live, seq > replica.lastSeq {
-                // Broadcasts arrive before the heartbeat on the same link: a higher sequence
-                // means something was missed. Reconnect and catch up.
-                logger.warning("sync.behind", metadata: ["seq": "\(replica.lastSeq)", "master.seq": "\(seq)", "action": "resync"])
-                link?.close(code: .normal, reason: "resync")
-                return
-            }
-            link?.send(ClientMessage.encodeAck(seq: replica.lastSeq))
-        }
+        // Several stores became visible while this one was syncing: do not join one by chance.
+        if mustChooseStore { engine.joinAllowed = chooseTarget() != nil }
+        perform(engine.received(text, now: WallClock.nowMillis()))
     }
 
-    /// Acks what was applied, at most every 200 ms on a busy link.
-    private func scheduleAck() {
-        guard ackTimer == nil else { return }
-        ackTimer = loop.schedule(after: 200) { [weak self] in
-            guard let self = self else { return }
-            self.ackTimer = nil
-            if self.linkPhase == .live { self.link?.send(ClientMessage.encodeAck(seq: self.replica.lastSeq)) }
+    /// Carries out what the engine asked for.
+    func perform(_ actions: [SlaveEngine.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let text):
+                link?.send(text)
+            case .resync(let reason):
+                link?.close(code: .normal, reason: reason)
+            case .abort(let reason):
+                link?.abort(reason: reason)
+            case .scheduleAck:
+                // Acks what was applied, at most every 200 ms on a busy link.
+                if let t = ackTimer { loop.cancel(t) }
+                ackTimer = loop.schedule(after: 200) { [weak self] in
+                    guard let self = self else { return }
+                    self.ackTimer = nil
+                    self.perform(self.engine.ackDue())
+                }
+            case .scheduleOutboxRetry(let millis):
+                if let t = retryFlushTimer { loop.cancel(t) }
+                retryFlushTimer = loop.schedule(after: millis) { [weak self] in
+                    guard let self = self else { return }
+                    self.retryFlushTimer = nil
+                    self.perform(self.engine.retryOutbox())
+                }
+            case .answered(let opId, let seq, let applied, let errors, let pending):
+                completePendingWrite(opId: opId, seq: seq, applied: applied, errors: errors, pending: pending)
+            case .synced(let seq, let epoch, let store):
+                if let s = store { logger[metadataKey: "store"] = "\(s)" }
+                attempts = 0
+                setPhase(.live)
+                startLiveness()
+                logger.info("master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
+            case .log(let record):
+                logger.log(record)
+            }
         }
     }
 

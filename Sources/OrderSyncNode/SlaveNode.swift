@@ -14,7 +14,7 @@ public final class SlaveNode {
     let loop: EventLoop
     let dataDirectory: DataDirectory
     var db: OrderDatabase!
-    var replica: SlaveReplica!
+    var engine: SlaveEngine!
     var api: LocalAPIServer!
     var discovery: AvahiDiscovery?
     var terminalId = ""
@@ -43,20 +43,6 @@ public final class SlaveNode {
     var retryTimer: TimerHandle?
     var livenessTimer: TimerHandle?
     var pendingWrites: [String: PendingWrite] = [:]
-    /// The master's latest sequence as last heard (broadcasts, ready, heartbeats).
-    var masterSeq: Int64 = 0
-    /// Outbox entries by operation id, with the orders they touch (mirrors the outbox table).
-    var outboxKeys: [String: [String]] = [:]
-    /// Orders with changes waiting in the outbox, and how many.
-    var pendingKeys: [String: Int] = [:]
-    /// Operation ids sent on the current link and not answered yet.
-    var inFlight: Set<String> = []
-    /// The master's last refusal of a local change, by order.
-    var localRejections: [String: WireError] = [:]
-    /// Set when the replica may differ from the master's truth: the next hello asks for a snapshot.
-    var needsSnapshot = false
-    /// Refusals received for outbox entries whose result has not arrived yet.
-    var outboxErrors: [String: [WireError]] = [:]
     var retryFlushTimer: TimerHandle?
     var ackTimer: TimerHandle?
 
@@ -79,12 +65,12 @@ public final class SlaveNode {
         db = try NodeStartup.openStore(configuration, directory: dataDirectory)
         terminalId = try DataDirectory.identity(db, key: "terminal.id") { UUID().uuidString.lowercased() }
         terminalName = configuration.name ?? DataDirectory.hostName()
-        replica = try SlaveReplica(db: db)
-        try loadOutbox()
-        if let wanted = configuration.store, let joined = replica.joinedStore, wanted != joined {
+        engine = try SlaveEngine(store: SQLiteSlaveStore(db: db), terminalId: terminalId, terminalName: terminalName,
+                                 configuredStore: configuration.store)
+        if let wanted = configuration.store, let joined = engine.joinedStore, wanted != joined {
             throw NodeStartupError("\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir")
         }
-        if let s = configuration.store ?? replica.joinedStore { logger[metadataKey: "store"] = "\(s)" }
+        if let s = configuration.store ?? engine.joinedStore { logger[metadataKey: "store"] = "\(s)" }
 
         api = try NodeStartup.startAPI(configuration, loop: loop, logger: logger) { [weak self] route, respond in
             self?.handleAPI(route, respond)
@@ -92,9 +78,9 @@ public final class SlaveNode {
         logger.info("node.started", metadata: [
             "role": "slave", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
             "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
-            "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(replica.lastSeq)",
+            "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
             "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
-            "outbox": "\(outboxKeys.count)",
+            "outbox": "\(engine.outboxCount)",
         ])
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in self?.beginShutdown(signal: signo) }
         try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
@@ -144,6 +130,6 @@ public final class SlaveNode {
         discovery = nil
         db?.close()
         dataDirectory.release()
-        logger.info("node.stopped", metadata: ["seq": "\(replica?.lastSeq ?? 0)"])
+        logger.info("node.stopped", metadata: ["seq": "\(engine?.lastSeq ?? 0)"])
     }
 }

@@ -8,10 +8,8 @@ final class TerminalSession {
     enum Phase: Equatable {
         /// Waiting for the HTTP upgrade request.
         case handshaking
-        /// An OrderSync slave: waiting for its `hello` before the snapshot.
-        case awaitingHello
-        /// Receives broadcasts.
-        case live
+        /// The WebSocket link is open (the sync state is the engine's).
+        case open
         /// Gone.
         case ended
     }
@@ -26,13 +24,7 @@ final class TerminalSession {
     var link: WebSocketLink?
     /// True when it asked for the `ordersync.v1` subprotocol; StorePOS terminals do not.
     var speaksOrderSync = false
-    var terminalId: String?
-    var terminalName: String?
     var handshakeTimer: TimerHandle?
-    /// The last sequence the slave said it applied (hello, then acks).
-    var ackedSeq: Int64?
-    var messagesIn = 0
-    var rejected = 0
 
     init(id: Int, channel: StreamChannel, address: String, now: Int64, configuration: WebSocketConfiguration) {
         self.id = id
@@ -41,9 +33,6 @@ final class TerminalSession {
         self.connectedAt = now
         self.handshake = ServerHandshakeParser(configuration: configuration)
     }
-
-    /// A short label for logs: the terminal name when known, else the address.
-    var label: String { terminalName ?? address }
 
     func close(code: CloseCode, reason: String) {
         if let l = link {

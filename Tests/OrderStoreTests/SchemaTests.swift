@@ -19,7 +19,7 @@ final class SchemaTests: StoreTestCase {
         }
         XCTAssertEqual(tables, ["journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
                                 "orders_by_created", "orders_by_status", "outbox", "rejections", "rejections_by_order",
-                                "terminals", "tombstones"])
+                                "sync_errors", "terminals", "tombstones"])
 
         var orderColumns: [String] = []
         try db.connection.withStatement("SELECT name FROM pragma_table_info('orders') ORDER BY cid") { statement in
@@ -116,6 +116,7 @@ final class SchemaUpgradeTests: StoreTestCase {
         try db.connection.executeOnce("DROP TABLE outbox")
         try db.connection.executeOnce("DROP TABLE terminals")
         try db.connection.executeOnce("DROP TABLE tombstones")
+        try db.connection.executeOnce("DROP TABLE sync_errors")
         try db.connection.executeOnce("DROP INDEX orders_by_status")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN note")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN items_json")
@@ -128,7 +129,7 @@ final class SchemaUpgradeTests: StoreTestCase {
         try db.connection.executeOnce("PRAGMA user_version = 1")
         db.close()
         let upgraded = try OrderDatabase(path: path)
-        XCTAssertEqual(upgraded.migrationsApplied, [2, 3, 4, 5])
+        XCTAssertEqual(upgraded.migrationsApplied, Array(2...OrderDatabase.schemaVersion))
         let order = try XCTUnwrap(upgraded.order(uuid: "9437C8F5-D742-46CB-9847-737C5809392C"))
         XCTAssertEqual(order.status, .open)
         XCTAssertNil(order.items)

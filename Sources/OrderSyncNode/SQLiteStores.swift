@@ -1,0 +1,100 @@
+import Foundation
+import OrderStore
+import SyncCore
+
+/// The master engine's store on SQLite: every change and its journal entry in one
+/// `synchronous=FULL` transaction.
+final class SQLiteMasterStore: MasterStore {
+    let db: OrderDatabase
+
+    init(db: OrderDatabase) {
+        self.db = db
+    }
+
+    func order(uuid: String) throws -> Order? { try db.order(uuid: uuid) }
+    func hasTombstone(uuid: String) throws -> Bool { try db.hasTombstone(uuid: uuid) }
+    func allOrders() throws -> [Order] { try db.allOrders() }
+    func lastJournalSeq() throws -> Int64 { try db.lastJournalSeq() }
+    func firstJournalSeq() throws -> Int64? { try db.firstJournalSeq() }
+    func journal(since seq: Int64, limit: Int) throws -> [JournalEntry] { try db.journal(since: seq, orderUUID: nil, limit: limit) }
+    func journalEntry(opId: String) throws -> JournalEntry? { try db.journalEntry(opId: opId) }
+    func rejections(opId: String) throws -> [Rejection] { try db.rejections(opId: opId) }
+
+    func commit(_ changes: [OrderChange], entry: JournalEntry) throws {
+        try db.transaction {
+            for change in changes {
+                switch change {
+                case .insert(let o): try db.insertOrder(o)
+                case .update(let o): try db.updateOrder(o)
+                case .delete(let o):
+                    try db.deleteOrder(uuid: o.uuid)
+                    try db.addTombstone(uuid: o.uuid, seq: entry.seq)
+                }
+            }
+            try db.appendJournal(entry)
+        }
+    }
+
+    func appendRejection(_ rejection: Rejection) throws { _ = try db.appendRejection(rejection) }
+
+    func saveTerminals(_ terminals: [KnownTerminal]) throws {
+        try db.transaction { for t in terminals { try db.saveTerminal(t) } }
+    }
+
+    func knownTerminals() throws -> [KnownTerminal] { try db.knownTerminals() }
+    func forgetTerminals(lastSeenBefore millis: Int64) throws -> Int { try db.forgetTerminals(lastSeenBefore: millis) }
+    func compactTombstones(through seq: Int64) throws -> Int { try db.compactTombstones(through: seq) }
+    func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int {
+        try db.compactJournal(through: seq, recordedBefore: millis)
+    }
+}
+
+/// The slave engine's store on SQLite: the replica, its position, the outbox and the sync
+/// errors, each `SlaveCommit` in one `synchronous=FULL` transaction.
+final class SQLiteSlaveStore: SlaveStore {
+    let db: OrderDatabase
+
+    init(db: OrderDatabase) {
+        self.db = db
+    }
+
+    func order(uuid: String) throws -> Order? { try db.order(uuid: uuid) }
+    func outboxEntries() throws -> [OutboxEntry] { try db.outboxEntries() }
+
+    func loadReplicaState() throws -> ReplicaState {
+        ReplicaState(lastSeq: Int64(try db.metadata("replica.last_seq") ?? "0") ?? 0, epoch: try db.metadata("replica.epoch"),
+                     store: try db.metadata("replica.store"), outbox: try db.outboxEntries(), syncErrors: try db.syncErrors())
+    }
+
+    func commit(_ c: SlaveCommit) throws {
+        try db.transaction {
+            if let all = c.replaceAll { try db.replaceAllOrders(with: all) }
+            for change in c.changes {
+                switch change {
+                case .insert(let o), .update(let o):
+                    try db.upsertOrder(o)
+                case .delete(let o):
+                    if try db.order(uuid: o.uuid) != nil { try db.deleteOrder(uuid: o.uuid) }
+                }
+            }
+            if let s = c.lastSeq { try db.setMetadata("replica.last_seq", String(s)) }
+            if let e = c.epoch { try db.setMetadata("replica.epoch", e) }
+            if let s = c.store { try db.setMetadata("replica.store", s) }
+            for e in c.appendOutbox { try db.appendOutbox(e) }
+            for id in c.deleteOutbox { try db.deleteOutbox(opId: id) }
+            for (key, error) in c.syncErrors.sorted(by: { $0.key < $1.key }) { try db.setSyncError(orderKey: key, error) }
+            for r in c.rejections { _ = try db.appendRejection(r) }
+        }
+    }
+}
+
+/// Wall-clock time for records and `created` defaults; never used to order operations.
+enum WallClock {
+    static func nowMillis() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    static func now() -> OrderTimestamp { OrderTimestamp(epochMillis: nowMillis()) }
+}

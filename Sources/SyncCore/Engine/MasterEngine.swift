@@ -1,0 +1,409 @@
+/// What applying one operation message produced.
+public struct ApplyOutcome: Sendable {
+    /// The journal sequence number of the applied change, if anything was applied.
+    public var seq: Int64?
+    /// The broadcast text for every terminal (nil when nothing was applied).
+    public var broadcast: String?
+    /// The orders as applied (after the change; removed orders as they were).
+    public var applied: [Order] = []
+    /// Harmless repeats (nothing applied).
+    public var unchanged: [Order] = []
+    /// Rejected orders with the reason.
+    public var errors: [WireError] = []
+    /// True when `opId` had been answered before and this is the remembered answer.
+    public var isRepeat = false
+    /// For a repeat: the refusals recorded the first time (already in the rejection log).
+    public var repeatedErrors: [WireError] = []
+    /// The operation.
+    public var operation: OperationKind
+
+    public init(operation: OperationKind) {
+        self.operation = operation
+    }
+}
+
+/// The master's sync logic, with no I/O: terminals' messages in, messages to send out. The
+/// node feeds it what its sockets and timers produce and carries out the actions; the
+/// simulation does the same with an in-memory network and store.
+///
+/// Per operation: plan it against the store, commit the changes and the journal entry in one
+/// transaction, answer the sender (refusals, then the broadcast, then `result`) and broadcast
+/// to every live terminal. On `hello`: exactly the missed journal entries, or a snapshot, then
+/// `ready`.
+public final class MasterEngine {
+    /// Close codes the engine asks for (RFC 6455 7.4.1).
+    public static let policyViolation: UInt16 = 1008
+    public static let internalError: UInt16 = 1011
+
+    public enum PeerPhase: Equatable, Sendable {
+        /// An OrderSync slave: waiting for its `hello`.
+        case awaitingHello
+        /// Receives broadcasts.
+        case live
+    }
+
+    /// One connected terminal as the engine knows it.
+    public struct Peer: Sendable {
+        public var id: Int
+        public var address: String
+        public var speaksOrderSync: Bool
+        public var phase: PeerPhase
+        public var terminalId: String?
+        public var terminalName: String?
+        /// The last sequence it said it applied (hello, then acks).
+        public var ackedSeq: Int64?
+        public var messagesIn = 0
+        public var rejected = 0
+
+        /// Who sent an operation, for the journal: "name@address", or the address.
+        public var origin: String { terminalName.map { "\($0)@\(address)" } ?? address }
+    }
+
+    public enum Action: Equatable, Sendable {
+        /// Send `text` to one terminal.
+        case send(peer: Int, text: String)
+        /// Send `text` to these terminals (the live ones), in this order.
+        case broadcast(text: String, peers: [Int])
+        /// Close the terminal's link with this code.
+        case close(peer: Int, code: UInt16, reason: String)
+        case log(EngineLog)
+    }
+
+    public let store: any MasterStore
+    public let storeId: String
+    public let epoch: String
+    public private(set) var lastSeq: Int64
+    public private(set) var peers: [Int: Peer] = [:]
+
+    /// Orders per snapshot message.
+    public var snapshotChunk = 500
+    /// Most journal entries sent to catch a terminal up; further behind, a snapshot is cheaper.
+    public var maxCatchUpEntries = 10_000
+    /// Terminals not heard from for this long are forgotten (they get a snapshot if they come
+    /// back), so one lost terminal does not keep tombstones and journal for ever.
+    public var terminalHorizonMillis: Int64 = 30 * 24 * 3600 * 1000
+    /// Journal entries younger than this are kept (operators' history), whatever else holds.
+    public var journalKeepMillis: Int64 = 30 * 24 * 3600 * 1000
+    /// The newest entries kept for catch-up and history, whatever their age.
+    public var journalKeepNewest: Int64 = 100_000
+
+    public init(store: any MasterStore, storeId: String, epoch: String) throws {
+        self.store = store
+        self.storeId = storeId
+        self.epoch = epoch
+        self.lastSeq = try store.lastJournalSeq()
+    }
+
+    /// The live terminals, in connection order.
+    public var livePeers: [Int] { peers.values.filter { $0.phase == .live }.map(\.id).sorted() }
+
+    // MARK: Events
+
+    /// A terminal finished its WebSocket handshake. A StorePOS terminal (no `ordersync.v1`
+    /// subprotocol) sends no hello: it gets the snapshot at once.
+    public func peerConnected(_ id: Int, address: String, speaksOrderSync: Bool) -> [Action] {
+        peers[id] = Peer(id: id, address: address, speaksOrderSync: speaksOrderSync,
+                         phase: speaksOrderSync ? .awaitingHello : .live)
+        guard !speaksOrderSync else { return [] }
+        var out: [Action] = []
+        sendSnapshot(to: id, &out)
+        return out
+    }
+
+    /// A terminal's link ended.
+    public func peerDisconnected(_ id: Int, now: Int64) -> [Action] {
+        guard let p = peers.removeValue(forKey: id) else { return [] }
+        var out: [Action] = []
+        remember([p], now: now, &out)
+        return out
+    }
+
+    /// A text message from a terminal. `now` is wall-clock milliseconds (journal timestamps and
+    /// the default `created`; never used to order anything).
+    public func received(_ text: String, from id: Int, now: Int64) -> [Action] {
+        guard var p = peers[id] else { return [] }
+        p.messagesIn += 1
+        peers[id] = p
+        var out: [Action] = []
+        switch ClientMessage.decode(text) {
+        case .failure(let e):
+            reject(e, opId: nil, operation: nil, to: id, now: now, &out)
+        case .success(.hello(let hello)):
+            self.hello(hello, from: id, now: now, &out)
+        case .success(.ack(let seq)):
+            peers[id]?.ackedSeq = min(max(0, seq), lastSeq)
+        case .success(.operation(let message)):
+            if p.phase == .awaitingHello {
+                reject(WireError(.invalidMessage, "send hello first (subprotocol \(orderSyncSubprotocol))"), opId: message.opId,
+                       operation: message.operation, to: id, now: now, &out)
+                break
+            }
+            let outcome = apply(message, origin: p.origin, now: now)
+            deliver(outcome, message: message, origin: p.origin, sender: id, now: now, &out)
+        }
+        return out
+    }
+
+    /// A write through the master's own local API.
+    public func localWrite(_ message: OperationMessage, origin: String, now: Int64) -> (ApplyOutcome, [Action]) {
+        var out: [Action] = []
+        let outcome = apply(message, origin: origin, now: now)
+        deliver(outcome, message: message, origin: origin, sender: nil, now: now, &out)
+        return (outcome, out)
+    }
+
+    /// The heartbeat for an idle OrderSync terminal: the latest sequence, so it notices what it
+    /// missed and acks. Nil for a terminal that gets a WebSocket ping instead.
+    public func heartbeat(for id: Int) -> String? {
+        guard let p = peers[id], p.speaksOrderSync, p.phase == .live else { return nil }
+        return ServerMessage.heartbeat(seq: lastSeq).encoded()
+    }
+
+    /// Periodic housekeeping: persists what is known of live terminals, forgets terminals past
+    /// the horizon, and compacts tombstones and the journal up to what every known terminal
+    /// has acknowledged.
+    public func maintenance(now: Int64) -> [Action] {
+        var out: [Action] = []
+        let live = peers.values.filter { $0.terminalId != nil && $0.phase == .live }.sorted { $0.id < $1.id }
+        remember(live, now: now, &out)
+        do {
+            try store.forgetTerminals(lastSeenBefore: now - terminalHorizonMillis)
+            let known = try store.knownTerminals()
+            // A connected terminal's ack in memory may be newer than the saved one, never older.
+            let passed = min(known.map(\.ackedSeq).min() ?? lastSeq, lastSeq)
+            let tombstones = try store.compactTombstones(through: passed)
+            if tombstones > 0 { out.append(.log(EngineLog(.debug, "tombstones.compacted", [("count", "\(tombstones)")]))) }
+            // A journal entry leaves only when every known terminal has applied it (then no
+            // outbox still holds its operation: a slave drops an outbox entry in the same
+            // transaction as applying the broadcast that carries its id), when it is older than
+            // the history horizon, and when it is not among the newest kept for catch-up.
+            let through = min(passed, lastSeq - journalKeepNewest)
+            if through > 0 {
+                let dropped = try store.compactJournal(through: through, recordedBefore: now - journalKeepMillis)
+                if dropped > 0 { out.append(.log(EngineLog(.info, "journal.compacted", [("count", "\(dropped)"), ("through", "\(through)")]))) }
+            }
+        } catch {
+            out.append(.log(EngineLog(.error, "maintenance.failed", [("error", "\(error)")])))
+        }
+        return out
+    }
+
+    // MARK: Hello and catch-up
+
+    private func hello(_ hello: HelloMessage, from id: Int, now: Int64, _ out: inout [Action]) {
+        guard peers[id]?.phase == .awaitingHello else {
+            reject(WireError(.invalidMessage, "hello is only accepted once, as the first message"), opId: nil, operation: nil,
+                   to: id, now: now, &out)
+            return
+        }
+        if let proto = hello.proto, proto != orderSyncProtocolName {
+            reject(WireError(.invalidMessage, "this master speaks \(orderSyncProtocolName), not \(proto)"), opId: nil,
+                   operation: nil, to: id, now: now, &out)
+            out.append(.close(peer: id, code: MasterEngine.policyViolation, reason: "unsupported protocol version"))
+            return
+        }
+        if let wanted = hello.store, wanted != storeId {
+            reject(WireError(.wrongStore, "this master serves store '\(storeId)', not '\(wanted)'"), opId: nil, operation: nil,
+                   to: id, now: now, &out)
+            out.append(.close(peer: id, code: MasterEngine.policyViolation, reason: "wrong store"))
+            return
+        }
+        peers[id]?.terminalId = hello.terminalId
+        peers[id]?.terminalName = hello.terminalName
+        if hello.epoch == epoch { peers[id]?.ackedSeq = min(max(0, hello.lastSeq), lastSeq) }
+        if let p = peers[id] { remember([p], now: now, &out) }
+        out.append(.log(EngineLog(.info, "peer.hello", [("peer.address", peers[id]?.address ?? "?"), ("terminal", hello.terminalName),
+                                                        ("terminal.id", hello.terminalId), ("peer.last_seq", "\(hello.lastSeq)")])))
+        do {
+            if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch) {
+                // Resumable catch-up: exactly the operations it missed, then "ready".
+                for m in missed { out.append(.send(peer: id, text: m)) }
+                out.append(.send(peer: id, text: ServerMessage.ready(seq: lastSeq, epoch: epoch, store: storeId).encoded()))
+                out.append(.log(EngineLog(.info, "catchup.sent", [("peer.address", peers[id]?.address ?? "?"),
+                    ("from_seq", "\(hello.lastSeq)"), ("operations", "\(missed.count)"), ("seq", "\(lastSeq)")])))
+                peers[id]?.phase = .live
+                return
+            }
+        } catch {
+            out.append(.log(EngineLog(.error, "catchup.failed", [("error", "\(error)")])))
+        }
+        sendSnapshot(to: id, &out)
+    }
+
+    /// The broadcasts a terminal that applied everything up to `from` of `peerEpoch` has
+    /// missed, in order; nil when the journal cannot bring it up to date (another epoch, a
+    /// sequence from the future, entries compacted away, or too far behind): it needs a snapshot.
+    public func catchUp(from seq: Int64, epoch peerEpoch: String?) throws -> [String]? {
+        guard let e = peerEpoch, e == epoch, seq >= 0, seq <= lastSeq else { return nil }
+        if seq == lastSeq { return [] }
+        guard lastSeq - seq <= Int64(maxCatchUpEntries), let first = try store.firstJournalSeq(), first <= seq + 1 else {
+            return nil
+        }
+        let entries = try store.journal(since: seq, limit: maxCatchUpEntries)
+        // Gapless by construction (sequence numbers are assigned in the commit's transaction).
+        guard entries.first?.seq == seq + 1, entries.last?.seq == lastSeq, entries.count == Int(lastSeq - seq) else { return nil }
+        return entries.map(\.message)
+    }
+
+    /// The snapshot messages (all orders, in parts) and the sequence they stand at.
+    public func snapshotMessages() throws -> (messages: [String], count: Int, seq: Int64) {
+        let orders = try store.allOrders()
+        let chunk = max(1, snapshotChunk)
+        let parts = max(1, (orders.count + chunk - 1) / chunk)
+        var messages: [String] = []
+        for p in 0..<parts {
+            let slice = Array(orders[min(orders.count, p * chunk)..<min(orders.count, (p + 1) * chunk)])
+            messages.append(ServerMessage.applied(operation: .create, orders: slice, seq: nil, opId: nil, origin: nil,
+                                                  snapshot: SnapshotPart(seq: lastSeq, part: p + 1, parts: parts, epoch: epoch)).encoded())
+        }
+        return (messages, orders.count, lastSeq)
+    }
+
+    private func sendSnapshot(to id: Int, _ out: inout [Action]) {
+        guard let p = peers[id] else { return }
+        do {
+            let snap = try snapshotMessages()
+            for m in snap.messages { out.append(.send(peer: id, text: m)) }
+            if p.speaksOrderSync {
+                out.append(.send(peer: id, text: ServerMessage.ready(seq: snap.seq, epoch: epoch, store: storeId).encoded()))
+            }
+            peers[id]?.phase = .live
+            out.append(.log(EngineLog(.info, "snapshot.sent", [("peer.address", p.address), ("orders", "\(snap.count)"),
+                                                               ("seq", "\(snap.seq)"), ("messages", "\(snap.messages.count)")])))
+        } catch {
+            out.append(.log(EngineLog(.error, "snapshot.failed", [("peer.address", p.address), ("error", "\(error)")])))
+            out.append(.close(peer: id, code: MasterEngine.internalError, reason: "could not read the store"))
+        }
+    }
+
+    // MARK: Applying operations
+
+    /// Applies `message` from `origin`. Storage failures turn every planned change into a
+    /// `storage_failed` error; nothing is half-applied.
+    public func apply(_ message: OperationMessage, origin: String, now: Int64) -> ApplyOutcome {
+        var outcome = ApplyOutcome(operation: message.operation)
+        if let id = message.opId {
+            do {
+                if let entry = try store.journalEntry(opId: id) {
+                    outcome.seq = entry.seq
+                    outcome.broadcast = entry.message
+                    outcome.isRepeat = true
+                    if case .success(.applied(_, let orders, _, _, _, _)) = ServerMessage.decode(entry.message) {
+                        outcome.applied = orders
+                    }
+                    // The orders refused the first time are refused again, with the same reasons.
+                    outcome.repeatedErrors = try store.rejections(opId: id).map { WireError($0.code, $0.message, uuid: $0.orderUUID) }
+                    return outcome
+                }
+                // Refused as a whole the first time (nothing journalled): the same answer again,
+                // unless the refusal was the master's own storage failure (then it is retried).
+                let refused = try store.rejections(opId: id)
+                if !refused.isEmpty, !refused.contains(where: { $0.code == .storageFailed || $0.code == .invalidMessage }) {
+                    outcome.isRepeat = true
+                    outcome.repeatedErrors = refused.map { WireError($0.code, $0.message, uuid: $0.orderUUID) }
+                    return outcome
+                }
+            } catch {
+                outcome.errors = [WireError(.storageFailed, "could not read the journal: \(error)")]
+                return outcome
+            }
+        }
+        let plan: OperationPlan
+        do {
+            plan = try OperationPlanner.plan(message, now: OrderTimestamp(epochMillis: now), lookup: { try store.order(uuid: $0) },
+                                             wasRemoved: { try store.hasTombstone(uuid: $0) })
+        } catch {
+            outcome.errors = [WireError(.storageFailed, "could not read orders: \(error)")]
+            return outcome
+        }
+        outcome.unchanged = plan.unchanged
+        outcome.errors = plan.errors
+        guard !plan.changes.isEmpty else { return outcome }
+        let seq = lastSeq + 1
+        let orders = plan.changes.map(\.order)
+        let text = ServerMessage.applied(operation: message.operation, orders: orders, seq: seq, opId: message.opId,
+                                         origin: origin, snapshot: nil).encoded()
+        let entry = JournalEntry(seq: seq, opId: message.opId, origin: origin, operation: message.operation,
+                                 orderUUIDs: orders.map(\.uuid), message: text, recordedAtMillis: now)
+        do {
+            try store.commit(plan.changes, entry: entry)
+        } catch {
+            // The transaction rolled back, or reached the disk although reported as failed:
+            // read the sequence again. A retry of the same operation id then finds the entry.
+            lastSeq = (try? store.lastJournalSeq()) ?? lastSeq
+            outcome.errors = orders.map { WireError(.storageFailed, "the master could not store the change: \(error)", uuid: $0.uuid) }
+            return outcome
+        }
+        lastSeq = seq
+        outcome.seq = seq
+        outcome.broadcast = text
+        outcome.applied = orders
+        return outcome
+    }
+
+    /// Answers the sender (refusals first, so they precede the broadcast carrying the
+    /// operation id; then `result`) and broadcasts an applied operation to every live terminal.
+    private func deliver(_ outcome: ApplyOutcome, message: OperationMessage, origin: String, sender: Int?, now: Int64,
+                         _ out: inout [Action]) {
+        if let s = sender {
+            for e in outcome.errors { reject(e, opId: message.opId, operation: message.operation, to: s, now: now, &out) }
+            for e in outcome.repeatedErrors {
+                out.append(.send(peer: s, text: ServerMessage.error(e, opId: message.opId, operation: message.operation).encoded()))
+            }
+        } else {
+            for e in outcome.errors {
+                out.append(.log(EngineLog(.warning, "message.rejected", [("origin", origin), ("code", e.code.rawValue), ("reason", e.message)])))
+                record(e, origin: origin, opId: message.opId, operation: message.operation, now: now, &out)
+            }
+        }
+        if let text = outcome.broadcast, !outcome.isRepeat {
+            out.append(.log(EngineLog(.debug, "op.applied", [("op.seq", "\(outcome.seq ?? 0)"), ("op.kind", "\(message.operation)"),
+                ("orders", "\(outcome.applied.count)"), ("origin", origin), ("op.id", message.opId ?? "")])))
+            out.append(.broadcast(text: text, peers: livePeers))
+        } else if outcome.isRepeat, let s = sender {
+            // A retry of an operation already answered: the original answer, to the sender only.
+            out.append(.log(EngineLog(.info, "op.repeat", [("op.id", message.opId ?? ""), ("op.seq", "\(outcome.seq ?? 0)"), ("origin", origin)])))
+            if let text = outcome.broadcast { out.append(.send(peer: s, text: text)) }
+        }
+        if let s = sender, let id = message.opId, peers[s]?.speaksOrderSync == true {
+            out.append(.send(peer: s, text: ServerMessage.result(opId: id, seq: outcome.seq, applied: outcome.applied.count,
+                                                                 unchanged: outcome.unchanged.count,
+                                                                 failed: outcome.errors.count + outcome.repeatedErrors.count).encoded()))
+        }
+    }
+
+    private func reject(_ e: WireError, opId: String?, operation: OperationKind?, to id: Int, now: Int64, _ out: inout [Action]) {
+        peers[id]?.rejected += 1
+        let address = peers[id]?.address ?? "?"
+        record(e, origin: peers[id]?.origin ?? address, opId: opId, operation: operation, now: now, &out)
+        var meta: [(String, String)] = [("peer.address", address), ("code", e.code.rawValue), ("reason", e.message)]
+        if let u = e.uuid { meta.append(("order.uuid", u)) }
+        if let op = opId { meta.append(("op.id", op)) }
+        out.append(.log(EngineLog(.warning, "message.rejected", meta)))
+        out.append(.send(peer: id, text: ServerMessage.error(e, opId: opId, operation: operation).encoded()))
+    }
+
+    /// Keeps a rejection where an operator can list it (`ordersync journal --rejected`).
+    private func record(_ e: WireError, origin: String, opId: String?, operation: OperationKind?, now: Int64, _ out: inout [Action]) {
+        do {
+            try store.appendRejection(Rejection(recordedAtMillis: now, origin: origin, opId: opId, operation: operation,
+                                                orderUUID: e.uuid, code: e.code, message: e.message))
+        } catch {
+            out.append(.log(EngineLog(.error, "rejection.record_failed", [("error", "\(error)")])))
+        }
+    }
+
+    /// Persists what the master knows of these terminals.
+    private func remember(_ list: [Peer], now: Int64, _ out: inout [Action]) {
+        let terminals = list.compactMap { p in
+            p.terminalId.map { KnownTerminal(id: $0, name: p.terminalName ?? $0, address: p.address, ackedSeq: p.ackedSeq ?? 0,
+                                             lastSeenMillis: now) }
+        }
+        guard !terminals.isEmpty else { return }
+        do {
+            try store.saveTerminals(terminals)
+        } catch {
+            out.append(.log(EngineLog(.error, "terminal.save_failed", [("error", "\(error)")])))
+        }
+    }
+}

@@ -1,0 +1,493 @@
+/// The slave's sync logic, with no I/O: the master's messages and local writes in, messages and
+/// answers out. The node carries out the actions on its WebSocket link and timers; the
+/// simulation does the same with an in-memory network and store.
+///
+/// The replica applies the master's numbered operations strictly in order and stores the last
+/// sequence in the same transaction. A local change is applied to the replica and appended to
+/// the outbox in one transaction before it is answered; outbox entries are sent in order while
+/// the link is live and leave the outbox when the master has answered for them (its broadcast
+/// carrying the operation id, applied in the same transaction, or its `result`). Whatever the
+/// master sends is applied with the outbox's pending changes re-applied on top, so the terminal
+/// keeps reading its own writes until the master has answered for them.
+public final class SlaveEngine {
+    public enum LinkState: String, Sendable {
+        case offline
+        /// Hello sent; catch-up or snapshot arriving.
+        case syncing
+        case live
+    }
+
+    /// An order's sync state as the local API shows it.
+    public enum SyncState: Equatable, Sendable {
+        case synced
+        case pending
+        case rejected(WireError)
+    }
+
+    public enum Action: Equatable, Sendable {
+        /// Send `text` to the master.
+        case send(String)
+        /// Close the link normally and connect again: the hello brings the replica up to date.
+        case resync(reason: String)
+        /// Drop the link at once.
+        case abort(reason: String)
+        /// Call `ackDue()` after a short delay (acks are batched on a busy link).
+        case scheduleAck
+        /// Call `retryOutbox()` after `millis`.
+        case scheduleOutboxRetry(millis: Int64)
+        /// The master answered the operation sent from the outbox. `pending`: it could not store
+        /// it, the change stays in the outbox and is sent again.
+        case answered(opId: String, seq: Int64?, applied: [Order], errors: [WireError], pending: Bool)
+        /// The replica is up to date with the master (after its `ready`).
+        case synced(seq: Int64, epoch: String?, store: String?)
+        case log(EngineLog)
+    }
+
+    /// What a local write did.
+    public struct LocalWrite: Sendable {
+        public enum Failure: Equatable, Sendable {
+            /// An outbox entry with this operation id is already waiting.
+            case duplicateOperation
+            /// The replica could not store it; nothing was changed.
+            case storage(String)
+        }
+
+        public var opId: String
+        public var operation: OperationKind
+        /// Changes applied to the replica and queued for the master.
+        public var changes: [OrderChange] = []
+        /// Harmless repeats (nothing queued).
+        public var unchanged: [Order] = []
+        /// Orders refused here (not sent).
+        public var errors: [WireError] = []
+        public var failure: Failure?
+        /// True when it went out on a live link at once.
+        public var sent = false
+    }
+
+    /// How long to wait before sending again an operation the master could not store.
+    public static let outboxRetryMillis: Int64 = 5000
+
+    public let store: any SlaveStore
+    public let terminalId: String
+    public let terminalName: String
+    /// The store given on the command line, if any.
+    public let configuredStore: String?
+
+    public private(set) var lastSeq: Int64
+    public private(set) var epoch: String?
+    public private(set) var joinedStore: String?
+    /// The master's latest sequence as last heard (broadcasts, ready, heartbeats).
+    public private(set) var masterSeq: Int64 = 0
+    public private(set) var link: LinkState = .offline
+    /// Set when the replica may differ from the master's truth: the next hello asks for a snapshot.
+    public private(set) var needsSnapshot = false
+    /// False while the shell sees several stores and this slave has joined none: `ready` is
+    /// then refused instead of joining one by chance.
+    public var joinAllowed = true
+
+    /// The outbox, oldest first (mirrors the outbox table).
+    public private(set) var outbox: [OutboxEntry]
+    private var outboxKeys: [String: [String]] = [:]
+    /// Orders with changes waiting in the outbox, and how many.
+    private var pendingKeys: [String: Int] = [:]
+    /// Operation ids sent on the current link and not answered yet, with what was heard of them.
+    private var inFlight: [String: (applied: [Order], errors: [WireError])] = [:]
+    private var syncErrors: [String: WireError]
+    private var snapshotParts: [Int: [Order]] = [:]
+    private var snapshotInfo: SnapshotPart?
+    private var ackScheduled = false
+    private var retryScheduled = false
+    private var now: Int64 = 0
+
+    public init(store: any SlaveStore, terminalId: String, terminalName: String, configuredStore: String?) throws {
+        self.store = store
+        self.terminalId = terminalId
+        self.terminalName = terminalName
+        self.configuredStore = configuredStore
+        let state = try store.loadReplicaState()
+        lastSeq = state.lastSeq
+        epoch = state.epoch
+        joinedStore = state.store
+        outbox = state.outbox
+        syncErrors = state.syncErrors
+        for e in outbox { track(e) }
+    }
+
+    /// Outbox depth.
+    public var outboxCount: Int { outbox.count }
+    /// Operations sent on this link and not answered yet.
+    public var inFlightCount: Int { inFlight.count }
+
+    /// The sync state of the order with this key (lower-case UUID).
+    public func syncState(of key: String) -> SyncState {
+        if pendingKeys[key] != nil { return .pending }
+        if let e = syncErrors[key] { return .rejected(e) }
+        return .synced
+    }
+
+    // MARK: Link events
+
+    /// The WebSocket link to the master is open: say where this replica is.
+    public func linkOpened() -> [Action] {
+        link = .syncing
+        resetLink()
+        let hello = HelloMessage(terminalId: terminalId, terminalName: terminalName, store: configuredStore ?? joinedStore,
+                                 lastSeq: lastSeq, epoch: needsSnapshot ? nil : epoch)
+        return [.send(hello.encoded())]
+    }
+
+    /// The link ended: what was in flight stays in the outbox and is sent again on the next link.
+    public func linkClosed() {
+        link = .offline
+        resetLink()
+    }
+
+    private func resetLink() {
+        snapshotParts = [:]
+        snapshotInfo = nil
+        inFlight.removeAll()
+    }
+
+    /// The ack delay passed.
+    public func ackDue() -> [Action] {
+        ackScheduled = false
+        guard link == .live else { return [] }
+        return [.send(ClientMessage.encodeAck(seq: lastSeq))]
+    }
+
+    /// The retry delay for operations the master could not store passed.
+    public func retryOutbox() -> [Action] {
+        retryScheduled = false
+        var out: [Action] = []
+        flushOutbox(&out)
+        return out
+    }
+
+    /// A text message from the master. `now` is wall-clock milliseconds, for the records of
+    /// refusals only.
+    public func received(_ text: String, now: Int64) -> [Action] {
+        self.now = now
+        var out: [Action] = []
+        switch ServerMessage.decode(text) {
+        case .failure(let e):
+            out.append(.log(EngineLog(.warning, "master.message_invalid", [("reason", "\(e)")])))
+        case .success(.applied(let op, let orders, let seq, let opId, _, let snapshot)):
+            if let snap = snapshot {
+                snapshotPart(snap, orders, &out)
+            } else {
+                applied(op, orders, seq: seq, opId: opId, &out)
+            }
+        case .success(.ready(let seq, let masterEpoch, let masterStore)):
+            guard joinAllowed else {
+                out.append(.abort(reason: "several stores on the LAN; start with --store to choose one"))
+                return out
+            }
+            if let s = masterStore, configuredStore == nil, joinedStore != s {
+                var c = SlaveCommit()
+                c.store = s
+                do {
+                    try store.commit(c)
+                    joinedStore = s
+                } catch {
+                    out.append(.log(EngineLog(.error, "replica.write_failed", [("error", "\(error)")])))
+                }
+            }
+            masterSeq = max(seq, lastSeq)
+            link = .live
+            out.append(.send(ClientMessage.encodeAck(seq: lastSeq)))
+            out.append(.synced(seq: seq, epoch: masterEpoch, store: masterStore))
+            flushOutbox(&out)
+            resyncIfSettled(&out)
+        case .success(.error(let e, let opId, _)):
+            if let id = opId, inFlight[id] != nil {
+                inFlight[id]?.errors.append(e)
+            } else if let id = opId, outboxKeys[id] != nil {
+                // For an entry not sent on this link (an answer from before a reconnect): it is
+                // sent again and answered again.
+            } else {
+                out.append(.log(EngineLog(.warning, "master.rejected", [("code", e.code.rawValue), ("reason", e.message)])))
+            }
+        case .success(.result(let opId, let seq, _, _, _)):
+            answered(opId: opId, seq: seq, &out)
+            resyncIfSettled(&out)
+        case .success(.heartbeat(let seq)):
+            masterSeq = max(masterSeq, seq)
+            if link == .live, seq > lastSeq {
+                // Broadcasts arrive before the heartbeat on the same link: a higher sequence
+                // means something was missed. Reconnect and catch up.
+                out.append(.log(EngineLog(.warning, "sync.behind", [("seq", "\(lastSeq)"), ("master.seq", "\(seq)"), ("action", "resync")])))
+                out.append(.resync(reason: "resync"))
+                return out
+            }
+            if link == .live { out.append(.send(ClientMessage.encodeAck(seq: lastSeq))) }
+        }
+        return out
+    }
+
+    // MARK: Applying the master's messages
+
+    private func snapshotPart(_ snap: SnapshotPart, _ orders: [Order], _ out: inout [Action]) {
+        if snapshotInfo == nil || snapshotInfo?.seq != snap.seq || snap.part == 1 {
+            snapshotParts = [:]
+            snapshotInfo = snap
+        }
+        snapshotParts[snap.part] = orders
+        guard snapshotParts.count >= snap.parts else { return }
+        let all = (1...max(1, snap.parts)).flatMap { snapshotParts[$0] ?? [] }
+        snapshotParts = [:]
+        snapshotInfo = nil
+        var overlay: [String: Order?] = [:]
+        for o in all { overlay[o.key] = o }
+        do {
+            // Pending local changes go on top of the master's state in the same transaction.
+            try rebase(&overlay, keys: nil, fallBackToStore: false)
+            var c = SlaveCommit()
+            c.replaceAll = overlay.values.compactMap { $0 }.sorted { $0.key < $1.key }
+            c.lastSeq = snap.seq
+            c.epoch = snap.epoch
+            if let s = configuredStore { c.store = s }
+            try store.commit(c)
+            lastSeq = snap.seq
+            epoch = snap.epoch
+            if let s = configuredStore { joinedStore = s }
+            needsSnapshot = false
+            masterSeq = max(masterSeq, snap.seq)
+            out.append(.log(EngineLog(.info, "snapshot.received", [("orders", "\(all.count)"), ("seq", "\(snap.seq)")])))
+        } catch {
+            out.append(.log(EngineLog(.error, "replica.write_failed", [("error", "\(error)")])))
+            out.append(.abort(reason: "replica write failed"))
+        }
+    }
+
+    private func applied(_ op: OperationKind, _ orders: [Order], seq: Int64?, opId: String?, _ out: inout [Action]) {
+        if let s = seq {
+            if s <= lastSeq { return }  // already applied
+            if s != lastSeq + 1 {
+                out.append(.log(EngineLog(.warning, "sync.gap", [("expected", "\(lastSeq + 1)"), ("got", "\(s)"), ("action", "resync")])))
+                out.append(.resync(reason: "resync"))
+                return
+            }
+        }
+        var overlay: [String: Order?] = [:]
+        for o in orders { overlay[o.key] = op == .remove ? .some(nil) : .some(o) }
+        var c = SlaveCommit()
+        var settled: (opId: String, keys: [String], errors: [WireError])?
+        do {
+            // The master's answer to one of this terminal's own operations: it leaves the outbox
+            // in the same transaction (so an acknowledged sequence implies an emptied entry).
+            if let id = opId, let keys = outboxKeys[id] {
+                let errors = inFlight[id]?.errors ?? []
+                let appliedKeys = Set(orders.map(\.key))
+                // Orders of the entry the broadcast does not carry were refused (or harmless
+                // repeats); when the refusals were not heard (sent before a reconnect), the
+                // replica goes back to the master's truth.
+                if !errors.isEmpty || keys.contains(where: { !appliedKeys.contains($0) }) {
+                    needsSnapshot = true
+                }
+                settle(id, keys: keys, errors: errors, into: &c)
+                settled = (id, keys, errors)
+                inFlight[id]?.applied = orders
+            }
+            try rebase(&overlay, keys: Set(overlay.keys), fallBackToStore: true, skipping: settled?.opId)
+            c.changes = overlay.sorted { $0.key < $1.key }.map { key, value in
+                if let o = value { return .update(o) }
+                return .delete(orders.first { $0.key == key } ?? Order(uuid: key, customerName: "", created: OrderTimestamp(epochMillis: 0)))
+            }
+            if let s = seq { c.lastSeq = s }
+            try store.commit(c)
+        } catch {
+            out.append(.log(EngineLog(.error, "replica.write_failed", [("error", "\(error)")])))
+            out.append(.abort(reason: "replica write failed"))
+            return
+        }
+        if let s = seq {
+            lastSeq = s
+            masterSeq = max(masterSeq, s)
+            if !ackScheduled {
+                ackScheduled = true
+                out.append(.scheduleAck)
+            }
+        }
+        if let st = settled { forget(st.opId, keys: st.keys, errors: st.errors, &out) }
+        out.append(.log(EngineLog(.debug, "op.applied", [("op.seq", "\(seq ?? 0)"), ("op.kind", "\(op)"), ("orders", "\(orders.count)")])))
+    }
+
+    /// Re-plans the outbox entries touching `keys` (all entries when nil) on top of `overlay`,
+    /// in outbox order, updating `overlay`. Lookups not in the overlay read the store unless
+    /// `fallBackToStore` is false (a snapshot replaces everything).
+    private func rebase(_ overlay: inout [String: Order?], keys: Set<String>?, fallBackToStore: Bool, skipping: String? = nil) throws {
+        var touched = keys
+        for e in outbox where e.opId != skipping {
+            if let t = touched, !e.orderKeys.contains(where: { t.contains($0) }) { continue }
+            guard case .success(.operation(let m)) = ClientMessage.decode(e.message) else { continue }
+            let current = overlay
+            let plan = try OperationPlanner.plan(m, now: OrderTimestamp(epochMillis: 0), lookup: { uuid in
+                let k = uuid.lowercased()
+                if let v = current[k] { return v }
+                return fallBackToStore ? try self.store.order(uuid: uuid) : nil
+            }, wasRemoved: { _ in false })
+            for change in plan.changes {
+                switch change {
+                case .insert(let o), .update(let o): overlay[o.key] = .some(o)
+                case .delete(let o): overlay[o.key] = .some(nil)
+                }
+                // A later entry touching an order changed here must be re-planned too.
+                touched?.insert(change.order.key)
+            }
+        }
+    }
+
+    // MARK: The outbox
+
+    /// Handles a write from the local API. `opId` is the operation id (the caller's, or one
+    /// made for it); `now` is wall-clock milliseconds (the default `created` of a new order).
+    public func localWrite(_ original: OperationMessage, opId: String, now: Int64) -> (LocalWrite, [Action]) {
+        var message = original
+        message.opId = opId
+        var result = LocalWrite(opId: opId, operation: message.operation)
+        var out: [Action] = []
+        if outboxKeys[opId] != nil {
+            result.failure = .duplicateOperation
+            return (result, out)
+        }
+        if message.operation == .create {
+            // The order was taken now, on this terminal: its `created` must not become the time
+            // the master receives it after an outage (not for a repeat of an order it has).
+            let stamp = OrderTimestamp(epochMillis: now).truncatedToSeconds.storePOSText
+            message.orders = message.orders.map { raw in
+                guard var o = raw.objectValue, o["created"] == nil, let u = o["uuid"]?.stringValue,
+                      (try? store.order(uuid: u)) == nil else { return raw }
+                o["created"] = .string(stamp)
+                return .object(o)
+            }
+        }
+        let plan: OperationPlan
+        do {
+            plan = try OperationPlanner.plan(message, now: OrderTimestamp(epochMillis: now), lookup: { try self.store.order(uuid: $0) },
+                                             wasRemoved: { _ in false })
+        } catch {
+            result.failure = .storage("\(error)")
+            return (result, out)
+        }
+        result.unchanged = plan.unchanged
+        result.errors = plan.errors
+        var c = SlaveCommit()
+        // Refused here, before reaching the master: recorded on this terminal.
+        c.rejections = plan.errors.map {
+            Rejection(recordedAtMillis: now, origin: "\(terminalName) (local API)", opId: opId, operation: message.operation,
+                      orderUUID: $0.uuid, code: $0.code, message: $0.message)
+        }
+        guard !plan.changes.isEmpty else {
+            if !c.isEmpty { try? store.commit(c) }
+            return (result, out)
+        }
+        let refused = Set(plan.errors.compactMap(\.index))
+        message.orders = message.orders.enumerated().filter { !refused.contains($0.offset) }.map(\.element)
+        let keys = plan.changes.map(\.order.key)
+        let entry = OutboxEntry(opId: opId, message: message.encoded(), orderKeys: keys, createdMillis: now)
+        c.changes = plan.changes
+        c.appendOutbox = [entry]
+        for k in keys where syncErrors[k] != nil { c.syncErrors[k] = .some(nil) }
+        do {
+            try store.commit(c)
+        } catch {
+            result.failure = .storage("could not store the change: \(error)")
+            return (result, out)
+        }
+        result.changes = plan.changes
+        outbox.append(entry)
+        track(entry)
+        for k in keys { syncErrors[k] = nil }
+        out.append(.log(EngineLog(.debug, "outbox.queued", [("op.id", opId), ("op.kind", "\(message.operation)"),
+                                                            ("orders", "\(keys.count)"), ("outbox", "\(outbox.count)")])))
+        if link == .live {
+            inFlight[opId] = ([], [])
+            out.append(.send(entry.message))
+            result.sent = true
+        }
+        return (result, out)
+    }
+
+    private func track(_ e: OutboxEntry) {
+        outboxKeys[e.opId] = e.orderKeys
+        for k in e.orderKeys { pendingKeys[k, default: 0] += 1 }
+    }
+
+    /// Sends every outbox entry not yet sent on this link, in order.
+    private func flushOutbox(_ out: inout [Action]) {
+        guard link == .live else { return }
+        var sent = 0
+        for e in outbox where inFlight[e.opId] == nil {
+            inFlight[e.opId] = ([], [])
+            out.append(.send(e.message))
+            sent += 1
+        }
+        if sent > 0 { out.append(.log(EngineLog(.info, "outbox.sent", [("operations", "\(sent)")]))) }
+    }
+
+    /// The master's `result` for `opId`.
+    private func answered(opId: String, seq: Int64?, _ out: inout [Action]) {
+        guard let heard = inFlight.removeValue(forKey: opId) else { return }
+        let errors = heard.errors
+        if errors.contains(where: { $0.code == .storageFailed }) {
+            // The master could not commit (disk full, I/O error): nothing was applied there.
+            // The change stays in the outbox and is sent again shortly; it is never dropped.
+            out.append(.log(EngineLog(.warning, "outbox.retry", [("op.id", opId), ("reason", "the master could not store it"),
+                                                                 ("retry_ms", "\(SlaveEngine.outboxRetryMillis)")])))
+            if !retryScheduled {
+                retryScheduled = true
+                out.append(.scheduleOutboxRetry(millis: SlaveEngine.outboxRetryMillis))
+            }
+            out.append(.answered(opId: opId, seq: nil, applied: [], errors: errors, pending: true))
+            return
+        }
+        if let keys = outboxKeys[opId] {
+            // Still in the outbox: no fresh broadcast carried it on this link. Either nothing was
+            // applied (refused, or harmless repeats), or it is a repeat of an operation applied
+            // before; then the replica's copy was made locally, and goes back to the master's truth.
+            if seq != nil || !errors.isEmpty { needsSnapshot = true }
+            var c = SlaveCommit()
+            settle(opId, keys: keys, errors: errors, into: &c)
+            do {
+                try store.commit(c)
+                forget(opId, keys: keys, errors: errors, &out)
+            } catch {
+                out.append(.log(EngineLog(.error, "outbox.delete_failed", [("op.id", opId), ("error", "\(error)")])))
+            }
+        }
+        out.append(.answered(opId: opId, seq: seq, applied: heard.applied, errors: errors, pending: false))
+    }
+
+    /// Adds to `c` what answering the outbox entry `opId` writes: its deletion, the master's
+    /// refusals (recorded, and shown on the orders).
+    private func settle(_ opId: String, keys: [String], errors: [WireError], into c: inout SlaveCommit) {
+        c.deleteOutbox.append(opId)
+        for e in errors {
+            if let u = e.uuid { c.syncErrors[u.lowercased()] = .some(e) }
+            c.rejections.append(Rejection(recordedAtMillis: now, origin: "master", opId: opId, operation: nil, orderUUID: e.uuid,
+                                          code: e.code, message: e.message))
+        }
+    }
+
+    /// Updates memory once a settled entry is committed.
+    private func forget(_ opId: String, keys: [String], errors: [WireError], _ out: inout [Action]) {
+        outboxKeys[opId] = nil
+        outbox.removeAll { $0.opId == opId }
+        for k in keys {
+            pendingKeys[k, default: 1] -= 1
+            if pendingKeys[k] == 0 { pendingKeys[k] = nil }
+        }
+        for e in errors {
+            if let u = e.uuid { syncErrors[u.lowercased()] = e }
+            out.append(.log(EngineLog(.warning, "outbox.rejected", [("op.id", opId), ("code", e.code.rawValue), ("reason", e.message),
+                                                                    ("order.uuid", e.uuid ?? "-")])))
+        }
+    }
+
+    private func resyncIfSettled(_ out: inout [Action]) {
+        guard needsSnapshot, inFlight.isEmpty, link == .live else { return }
+        out.append(.log(EngineLog(.info, "sync.resnapshot", [("reason", "a local change was refused or answered from before")])))
+        out.append(.resync(reason: "resync"))
+    }
+}

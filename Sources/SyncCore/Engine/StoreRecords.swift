@@ -1,0 +1,45 @@
+/// One local change of a slave waiting for its master's answer.
+public struct OutboxEntry: Equatable, Sendable {
+    /// Order of the change on this terminal (increasing).
+    public var position: Int64
+    /// The operation id sent with it; the master answers a repeat without applying it again.
+    public var opId: String
+    /// The operation message as it is sent (JSON text).
+    public var message: String
+    /// Lower-case UUIDs of the orders it touches.
+    public var orderKeys: [String]
+    /// When it was made (wall clock, milliseconds), for operators.
+    public var createdMillis: Int64
+
+    /// An entry from its fields.
+    public init(position: Int64 = 0, opId: String, message: String, orderKeys: [String], createdMillis: Int64) {
+        self.position = position
+        self.opId = opId
+        self.message = message
+        self.orderKeys = orderKeys
+        self.createdMillis = createdMillis
+    }
+}
+
+/// A slave the master knows: its last acknowledged sequence and when it was last heard from.
+public struct KnownTerminal: Equatable, Sendable {
+    /// Stable id the slave keeps in its data directory.
+    public var id: String
+    /// Its display name.
+    public var name: String
+    /// Its last address (ip:port).
+    public var address: String
+    /// The last sequence it said it applied.
+    public var ackedSeq: Int64
+    /// Wall-clock time it was last heard from, milliseconds since 1970.
+    public var lastSeenMillis: Int64
+
+    /// A terminal from its fields.
+    public init(id: String, name: String, address: String, ackedSeq: Int64, lastSeenMillis: Int64) {
+        self.id = id
+        self.name = name
+        self.address = address
+        self.ackedSeq = ackedSeq
+        self.lastSeenMillis = lastSeenMillis
+    }
+}

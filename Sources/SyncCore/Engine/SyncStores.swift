@@ -1,0 +1,98 @@
+/// What the master engine needs from durable storage. The node implements it on SQLite; the
+/// simulation implements it in memory. Every `commit`-like call is atomic and durable when it
+/// returns: after a crash either all of it or none of it is there. A call may throw after its
+/// change reached the disk (a commit reported as failed); the engine must stay correct then too.
+public protocol MasterStore: AnyObject {
+    func order(uuid: String) throws -> Order?
+    func hasTombstone(uuid: String) throws -> Bool
+    func allOrders() throws -> [Order]
+    func lastJournalSeq() throws -> Int64
+    func firstJournalSeq() throws -> Int64?
+    /// Entries with `seq > since`, oldest first, at most `limit`.
+    func journal(since seq: Int64, limit: Int) throws -> [JournalEntry]
+    func journalEntry(opId: String) throws -> JournalEntry?
+    func rejections(opId: String) throws -> [Rejection]
+    /// In one transaction: the order changes, a tombstone at `entry.seq` for each delete, and
+    /// the journal entry.
+    func commit(_ changes: [OrderChange], entry: JournalEntry) throws
+    func appendRejection(_ rejection: Rejection) throws
+    /// Records (or refreshes) terminals, in one transaction.
+    func saveTerminals(_ terminals: [KnownTerminal]) throws
+    func knownTerminals() throws -> [KnownTerminal]
+    @discardableResult func forgetTerminals(lastSeenBefore millis: Int64) throws -> Int
+    @discardableResult func compactTombstones(through seq: Int64) throws -> Int
+    /// Deletes journal entries with `seq <= through` and `recordedAtMillis < before`.
+    @discardableResult func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int
+}
+
+/// A slave's persisted sync state, read once at start.
+public struct ReplicaState: Equatable, Sendable {
+    public var lastSeq: Int64
+    public var epoch: String?
+    public var store: String?
+    public var outbox: [OutboxEntry]
+    /// The master's last refusal of a local change, by order key, kept until the next local
+    /// change to that order.
+    public var syncErrors: [String: WireError]
+
+    public init(lastSeq: Int64 = 0, epoch: String? = nil, store: String? = nil, outbox: [OutboxEntry] = [],
+                syncErrors: [String: WireError] = [:]) {
+        self.lastSeq = lastSeq
+        self.epoch = epoch
+        self.store = store
+        self.outbox = outbox
+        self.syncErrors = syncErrors
+    }
+}
+
+/// One atomic write to a slave's replica, applied in this order: `replaceAll`, `changes`, the
+/// replica position, the outbox, the sync errors, the rejections.
+public struct SlaveCommit: Equatable, Sendable {
+    /// A snapshot: every order, replacing what the replica holds.
+    public var replaceAll: [Order]?
+    /// Inserts and updates are upserts; a delete of an absent order does nothing.
+    public var changes: [OrderChange] = []
+    public var lastSeq: Int64?
+    public var epoch: String?
+    public var store: String?
+    public var appendOutbox: [OutboxEntry] = []
+    public var deleteOutbox: [String] = []
+    /// Per order key: a refusal to keep, or nil to clear it.
+    public var syncErrors: [String: WireError?] = [:]
+    public var rejections: [Rejection] = []
+
+    public init() {}
+
+    /// True when there is nothing to write.
+    public var isEmpty: Bool {
+        replaceAll == nil && changes.isEmpty && lastSeq == nil && epoch == nil && store == nil && appendOutbox.isEmpty
+            && deleteOutbox.isEmpty && syncErrors.isEmpty && rejections.isEmpty
+    }
+}
+
+/// What the slave engine needs from durable storage (SQLite in the node, memory in the
+/// simulation). `commit` is atomic and durable when it returns.
+public protocol SlaveStore: AnyObject {
+    func order(uuid: String) throws -> Order?
+    func loadReplicaState() throws -> ReplicaState
+    func outboxEntries() throws -> [OutboxEntry]
+    func commit(_ commit: SlaveCommit) throws
+}
+
+/// A log record an engine asks its shell to write (the engines have no logger of their own).
+public struct EngineLog: Equatable, Sendable {
+    public enum Level: Sendable { case debug, info, warning, error }
+    public var level: Level
+    public var event: String
+    public var metadata: [(String, String)]
+
+    public init(_ level: Level, _ event: String, _ metadata: [(String, String)] = []) {
+        self.level = level
+        self.event = event
+        self.metadata = metadata
+    }
+
+    public static func == (a: EngineLog, b: EngineLog) -> Bool {
+        a.level == b.level && a.event == b.event && a.metadata.map { $0.0 + "=" + $0.1 } == b.metadata.map { $0.0 + "=" + $0.1 }
+    }
+}
