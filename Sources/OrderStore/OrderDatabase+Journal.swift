@@ -101,7 +101,9 @@ extension OrderDatabase {
     /// the middle of the journal). Returns how many entries were removed.
     @discardableResult
     public func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int {
-        let young = try connection.scalarInt("SELECT min(seq) FROM journal WHERE recorded_at_ms >= ?", [.integer(millis)])
+        // A range scan of the primary key from the oldest entry, stopping at the first young one.
+        let young = try connection.scalarInt("SELECT seq FROM journal WHERE seq <= ? AND recorded_at_ms >= ? ORDER BY seq LIMIT 1",
+                                             [.integer(seq), .integer(millis)])
         let limit = min(seq, (young ?? Int64.max) - 1)
         guard limit > 0 else { return 0 }
         return try deleteJournal(through: limit)

@@ -168,6 +168,94 @@ final class EnginesOnSQLiteTests: XCTestCase {
     }
 }
 
+/// Answers that must not change with retries, and pending writes that stay visible.
+final class EngineAnswerTests: XCTestCase {
+    var dir: String!
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "ordersync-answers-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    func update(_ uuid: String, _ fields: [(String, JSONValue)]) -> JSONValue {
+        .object(JSONObject([("uuid", .string(uuid))] + fields))
+    }
+
+    func texts(_ actions: [MasterEngine.Action], to peer: Int) -> [String] {
+        actions.compactMap { a -> String? in
+            switch a {
+            case .send(peer, let t): return t
+            case .broadcast(let t, let peers) where peers.contains(peer): return t
+            default: return nil
+            }
+        }
+    }
+
+    func testARefusedOperationIsAnsweredTheSameWayWhenRetriedEvenIfItWouldNowSucceed() throws {
+        let db = try OrderDatabase(path: dir + "/m.sqlite")
+        let master = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e")
+        _ = master.peerConnected(1, address: "a", speaksOrderSync: true)
+        _ = master.received(HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
+        let u = UUID().uuidString.lowercased()
+        let op = OperationMessage(operation: .update, orders: [update(u, [("note", .string("late"))])], opId: "op-1").encoded()
+        let first = texts(master.received(op, from: 1, now: 2), to: 1)
+        XCTAssertEqual(first.count, 2, "an error, then the result")
+        XCTAssertTrue(first[0].contains("not_found"))
+        XCTAssertTrue(first[1].contains("\"failed\":1"))
+        // The order appears; the same operation id sent again is not applied now.
+        _ = master.apply(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("A"))]))]),
+                         origin: "m", now: 3)
+        let again = texts(master.received(op, from: 1, now: 4), to: 1)
+        // The same answer (the recorded refusal does not keep the order's index in the message).
+        XCTAssertEqual(again, first.map { $0.replacingOccurrences(of: "\"index\":0,", with: "") })
+        XCTAssertNil(try db.order(uuid: u)?.note)
+        XCTAssertEqual(master.lastSeq, 1)
+    }
+
+    func testErrorsReachTheSenderBeforeTheBroadcastAndTheResultLast() throws {
+        let db = try OrderDatabase(path: dir + "/m.sqlite")
+        let master = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e")
+        _ = master.peerConnected(1, address: "a", speaksOrderSync: true)
+        _ = master.received(HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
+        let good = UUID().uuidString.lowercased()
+        let op = OperationMessage(operation: .create, orders: [
+            .object(JSONObject([("uuid", .string(good)), ("customerName", .string("A"))])),
+            .object(JSONObject([("uuid", .string("nope"))])),
+        ], opId: "op-2").encoded()
+        let out = texts(master.received(op, from: 1, now: 2), to: 1)
+        XCTAssertEqual(out.count, 3)
+        XCTAssertTrue(out[0].hasPrefix("{\"type\":\"error\""), out[0])
+        XCTAssertTrue(out[1].contains("\"seq\":1"), out[1])
+        XCTAssertTrue(out[2].contains("\"type\":\"result\""), out[2])
+    }
+
+    func testAPendingChangeStaysVisibleOverAnotherTerminalsBroadcast() throws {
+        let mdb = try OrderDatabase(path: dir + "/m.sqlite")
+        let master = try MasterEngine(store: SQLiteMasterStore(db: mdb), storeId: "s", epoch: "e")
+        let sdb = try OrderDatabase(path: dir + "/s.sqlite")
+        let slave = try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: "s")
+        let u = UUID().uuidString.lowercased()
+        let created = master.apply(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("A"))]))]),
+                                   origin: "m", now: 1)
+        _ = slave.linkOpened()
+        _ = slave.received(try XCTUnwrap(created.broadcast), now: 1)
+        // Offline, this terminal renames the order; meanwhile another terminal sets the table.
+        let (w, _) = slave.localWrite(OperationMessage(operation: .update, orders: [update(u, [("customerName", .string("Mine"))])]), opId: "op-m", now: 2)
+        XCTAssertNil(w.failure)
+        let other = master.apply(OperationMessage(operation: .update, orders: [update(u, [("tableName", .string("T4"))])]), origin: "m", now: 3)
+        _ = slave.received(try XCTUnwrap(other.broadcast), now: 3)
+        let shown = try XCTUnwrap(sdb.order(uuid: u))
+        XCTAssertEqual(shown.customerName, "Mine", "the terminal still reads its own write")
+        XCTAssertEqual(shown.tableName, "T4", "and sees the other terminal's change")
+        XCTAssertEqual(slave.lastSeq, 2)
+        XCTAssertEqual(slave.syncState(of: u), .pending)
+    }
+}
+
 /// Resumable catch-up from the journal, and tombstones.
 final class CatchUpTests: XCTestCase {
     var dir: String!
