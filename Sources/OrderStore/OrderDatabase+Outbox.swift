@@ -8,8 +8,8 @@ extension OrderDatabase {
     public func appendOutbox(_ entry: OutboxEntry) throws -> OutboxEntry {
         try requireWritable()
         let keys = JSONValue.array(entry.orderKeys.map { .string($0) }).serialized()
-        try connection.execute("INSERT INTO outbox (op_id, message, order_keys, created_ms) VALUES (?, ?, ?, ?)",
-                               [.text(entry.opId), .text(entry.message), .text(keys), .integer(entry.createdMillis)])
+        try connection.execute("INSERT INTO outbox (op_id, message, order_keys, created_ms, base_seq) VALUES (?, ?, ?, ?, ?)",
+                               [.text(entry.opId), .text(entry.message), .text(keys), .integer(entry.createdMillis), .integer(entry.baseSeq)])
         var stored = entry
         stored.position = try connection.scalarInt("SELECT last_insert_rowid()") ?? 0
         return stored
@@ -17,12 +17,12 @@ extension OrderDatabase {
 
     /// Every entry, oldest first.
     public func outboxEntries() throws -> [OutboxEntry] {
-        try connection.withStatement("SELECT position, op_id, message, order_keys, created_ms FROM outbox ORDER BY position") { statement in
+        try connection.withStatement("SELECT position, op_id, message, order_keys, created_ms, base_seq FROM outbox ORDER BY position") { statement in
             var out: [OutboxEntry] = []
             while try statement.step() {
                 let keys = (try? JSONParser.parse(statement.text(3)).arrayValue?.compactMap(\.stringValue)) ?? nil
                 out.append(OutboxEntry(position: statement.int64(0), opId: statement.text(1), message: statement.text(2),
-                                       orderKeys: keys ?? [], createdMillis: statement.int64(4)))
+                                       orderKeys: keys ?? [], createdMillis: statement.int64(4), baseSeq: statement.int64(5)))
             }
             return out
         }

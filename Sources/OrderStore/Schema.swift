@@ -129,7 +129,7 @@ enum Schema {
             """,
             "INSERT OR IGNORE INTO tombstones (uuid_key, seq) SELECT o.uuid_key, max(o.seq) FROM journal_orders o JOIN journal j ON j.seq = o.seq WHERE j.operation = 2 GROUP BY o.uuid_key",
         ]),
-        Migration(version: 6, name: "sync errors on a slave", statements: [
+        Migration(version: 6, name: "sync errors and outbox base sequence on a slave", statements: [
             // The master's last refusal of a local change, per order, shown by the local API
             // until the next local change to that order (it survives a restart).
             """
@@ -139,6 +139,9 @@ enum Schema {
                 message TEXT NOT NULL
             ) WITHOUT ROWID
             """,
+            // The replica's sequence when an outbox entry was made: acks stay at or below it
+            // while the entry waits (0 for entries made before: the most cautious value).
+            "ALTER TABLE outbox ADD COLUMN base_seq INTEGER NOT NULL DEFAULT 0",
         ]),
     ]
 

@@ -253,6 +253,11 @@ final class EngineAnswerTests: XCTestCase {
         XCTAssertEqual(shown.tableName, "T4", "and sees the other terminal's change")
         XCTAssertEqual(slave.lastSeq, 2)
         XCTAssertEqual(slave.syncState(of: u), .pending)
+        XCTAssertEqual(slave.ackSeq, 1, "while the change waits, the slave acknowledges no more than where it was made")
+        // Across a restart too.
+        let restarted = try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: "s")
+        XCTAssertEqual(restarted.ackSeq, 1)
+        XCTAssertEqual(restarted.lastSeq, 2)
     }
 }
 

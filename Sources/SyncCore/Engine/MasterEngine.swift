@@ -210,7 +210,12 @@ public final class MasterEngine {
         }
         peers[id]?.terminalId = hello.terminalId
         peers[id]?.terminalName = hello.terminalName
-        if hello.epoch == epoch { peers[id]?.ackedSeq = min(max(0, hello.lastSeq), lastSeq) }
+        // Its ack follows the catch-up; the position in the hello is not an ack (the slave may
+        // still hold operations the master applied, see `SlaveEngine.ackSeq`). Until then it
+        // stands where it was last acknowledged.
+        if let saved = try? store.knownTerminals().first(where: { $0.id == hello.terminalId }) {
+            peers[id]?.ackedSeq = min(saved.ackedSeq, lastSeq)
+        }
         if let p = peers[id] { remember([p], now: now, &out) }
         out.append(.log(EngineLog(.info, "peer.hello", [("peer.address", peers[id]?.address ?? "?"), ("terminal", hello.terminalName),
                                                         ("terminal.id", hello.terminalId), ("peer.last_seq", "\(hello.lastSeq)")])))

@@ -114,6 +114,15 @@ public final class SlaveEngine {
         for e in outbox { track(e) }
     }
 
+    /// The sequence this slave acknowledges: the last applied, but no more than the base of
+    /// the oldest outbox entry. An entry may have been applied by the master without this slave
+    /// knowing (a snapshot carries no operation ids); the master keeps the journal entries and
+    /// tombstones above every terminal's ack, so a repeat of the entry is still recognised.
+    public var ackSeq: Int64 {
+        guard let oldest = outbox.map(\.baseSeq).min() else { return lastSeq }
+        return min(lastSeq, oldest)
+    }
+
     /// Outbox depth.
     public var outboxCount: Int { outbox.count }
     /// Operations sent on this link and not answered yet.
@@ -153,7 +162,7 @@ public final class SlaveEngine {
     public func ackDue() -> [Action] {
         ackScheduled = false
         guard link == .live else { return [] }
-        return [.send(ClientMessage.encodeAck(seq: lastSeq))]
+        return [.send(ClientMessage.encodeAck(seq: ackSeq))]
     }
 
     /// The retry delay for operations the master could not store passed.
@@ -195,7 +204,7 @@ public final class SlaveEngine {
             }
             masterSeq = max(seq, lastSeq)
             link = .live
-            out.append(.send(ClientMessage.encodeAck(seq: lastSeq)))
+            out.append(.send(ClientMessage.encodeAck(seq: ackSeq)))
             out.append(.synced(seq: seq, epoch: masterEpoch, store: masterStore))
             flushOutbox(&out)
             resyncIfSettled(&out)
@@ -220,7 +229,7 @@ public final class SlaveEngine {
                 out.append(.resync(reason: "resync"))
                 return out
             }
-            if link == .live { out.append(.send(ClientMessage.encodeAck(seq: lastSeq))) }
+            if link == .live { out.append(.send(ClientMessage.encodeAck(seq: ackSeq))) }
         }
         return out
     }
@@ -385,7 +394,7 @@ public final class SlaveEngine {
         let refused = Set(plan.errors.compactMap(\.index))
         message.orders = message.orders.enumerated().filter { !refused.contains($0.offset) }.map(\.element)
         let keys = plan.changes.map(\.order.key)
-        let entry = OutboxEntry(opId: opId, message: message.encoded(), orderKeys: keys, createdMillis: now)
+        let entry = OutboxEntry(opId: opId, message: message.encoded(), orderKeys: keys, createdMillis: now, baseSeq: lastSeq)
         c.changes = plan.changes
         c.appendOutbox = [entry]
         for k in keys where syncErrors[k] != nil { c.syncErrors[k] = .some(nil) }

@@ -10,14 +10,19 @@ public struct OutboxEntry: Equatable, Sendable {
     public var orderKeys: [String]
     /// When it was made (wall clock, milliseconds), for operators.
     public var createdMillis: Int64
+    /// The replica's last applied sequence when it was made. The master numbers the operation
+    /// above it, so while the entry waits the slave acknowledges no more than this: the master
+    /// keeps the journal entry (and tombstones) that let it recognise a repeat.
+    public var baseSeq: Int64
 
     /// An entry from its fields.
-    public init(position: Int64 = 0, opId: String, message: String, orderKeys: [String], createdMillis: Int64) {
+    public init(position: Int64 = 0, opId: String, message: String, orderKeys: [String], createdMillis: Int64, baseSeq: Int64 = 0) {
         self.position = position
         self.opId = opId
         self.message = message
         self.orderKeys = orderKeys
         self.createdMillis = createdMillis
+        self.baseSeq = baseSeq
     }
 }
 
