@@ -27,7 +27,7 @@ extension OrderDatabase {
 
     /// The rejections recorded for operation `opId`, oldest first.
     public func rejections(opId: String) throws -> [Rejection] {
-        try rejections(since: 0, orderUUID: nil, limit: Int(Self.maxRejections)).filter { $0.opId == opId }
+        try queryRejections("WHERE op_id = ? ORDER BY id", [.text(opId)])
     }
 
     /// Rejections with an id above `since`, oldest first, optionally of one order.
@@ -36,10 +36,13 @@ extension OrderDatabase {
         var values: [SQLiteValue] = [.integer(since)]
         if let u = orderUUID { values.append(.text(u.lowercased())) }
         values.append(.integer(Int64(limit)))
-        return try connection.withStatement("""
-            SELECT id, recorded_at_ms, origin, op_id, operation, order_uuid, code, message FROM rejections
-            WHERE id > ? \(filter) ORDER BY id LIMIT ?
-            """, values) { statement in
+        return try queryRejections("WHERE id > ? \(filter) ORDER BY id LIMIT ?", values)
+    }
+
+    private func queryRejections(_ clauses: String, _ values: [SQLiteValue]) throws -> [Rejection] {
+        try connection.withStatement(
+            "SELECT id, recorded_at_ms, origin, op_id, operation, order_uuid, code, message FROM rejections \(clauses)", values
+        ) { statement in
             var out: [Rejection] = []
             while try statement.step() {
                 out.append(Rejection(

@@ -142,6 +142,8 @@ enum Schema {
             // The replica's sequence when an outbox entry was made: acks stay at or below it
             // while the entry waits (0 for entries made before: the most cautious value).
             "ALTER TABLE outbox ADD COLUMN base_seq INTEGER NOT NULL DEFAULT 0",
+            // The master looks up the refusals of an operation id for every operation it applies.
+            "CREATE INDEX rejections_by_op ON rejections (op_id)",
         ]),
     ]
 

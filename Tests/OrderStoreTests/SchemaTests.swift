@@ -18,7 +18,7 @@ final class SchemaTests: StoreTestCase {
             while try statement.step() { tables.append(statement.text(0)) }
         }
         XCTAssertEqual(tables, ["journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
-                                "orders_by_created", "orders_by_status", "outbox", "rejections", "rejections_by_order",
+                                "orders_by_created", "orders_by_status", "outbox", "rejections", "rejections_by_op", "rejections_by_order",
                                 "sync_errors", "terminals", "tombstones"])
 
         var orderColumns: [String] = []
