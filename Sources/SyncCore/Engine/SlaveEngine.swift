@@ -411,8 +411,8 @@ public final class SlaveEngine {
         out.append(.log(EngineLog(.debug, "outbox.queued", [("op.id", opId), ("op.kind", "\(message.operation)"),
                                                             ("orders", "\(keys.count)"), ("outbox", "\(outbox.count)")])))
         if link == .live {
-            inFlight[opId] = ([], [])
-            out.append(.send(entry.message))
+            // In outbox order: an older entry waiting to be sent again goes first.
+            flushOutbox(&out)
             result.sent = true
         }
         return (result, out)
