@@ -412,7 +412,7 @@ public final class SlaveEngine {
                                                             ("orders", "\(keys.count)"), ("outbox", "\(outbox.count)")])))
         if link == .live {
             // In outbox order: an older entry waiting to be sent again goes first.
-            flushOutbox(&out)
+            flushOutbox(&out, quiet: true)
             result.sent = true
         }
         return (result, out)
@@ -424,7 +424,7 @@ public final class SlaveEngine {
     }
 
     /// Sends every outbox entry not yet sent on this link, in order.
-    private func flushOutbox(_ out: inout [Action]) {
+    private func flushOutbox(_ out: inout [Action], quiet: Bool = false) {
         guard link == .live else { return }
         var sent = 0
         for e in outbox where inFlight[e.opId] == nil {
@@ -432,7 +432,7 @@ public final class SlaveEngine {
             out.append(.send(e.message))
             sent += 1
         }
-        if sent > 0 { out.append(.log(EngineLog(.info, "outbox.sent", [("operations", "\(sent)")]))) }
+        if sent > 0, !quiet || sent > 1 { out.append(.log(EngineLog(.info, "outbox.sent", [("operations", "\(sent)")]))) }
     }
 
     /// The master's `result` for `opId`.
