@@ -48,8 +48,35 @@ final class MasterLink {
 
     /// Starts connecting; the whole handshake must finish within `timeoutMillis`.
     func start(timeoutMillis: Int64 = 5000) {
+        timer = loop.schedule(after: timeoutMillis) { [weak self] in
+            guard let self = self, self.link == nil else { return }
+            self.channel?.close()
+            self.finish(code: nil, reason: "no WebSocket connection within \(timeoutMillis) ms")
+        }
+        guard HostResolver.isNumeric(url.host) else {
+            // A host name is looked up on a thread of its own: a slow DNS server must not stall
+            // the event loop (the local API, the replica, everything).
+            HostResolver.resolve(host: url.host, port: url.port, on: loop) { [weak self] result in
+                guard let self = self, !self.ended else { return }
+                switch result {
+                case .success(let addresses):
+                    guard let first = addresses.first else {
+                        self.finish(code: nil, reason: "no address for \(self.url.host)")
+                        return
+                    }
+                    self.connect(to: first)
+                case .failure(let error):
+                    self.finish(code: nil, reason: "\(error)")
+                }
+            }
+            return
+        }
+        connect(to: url.host)
+    }
+
+    private func connect(to host: String) {
         do {
-            let socket = try TCPSocket.connect(host: url.host, port: url.port)
+            let socket = try TCPSocket.connect(host: host, port: url.port)
             try? socket.setNoDelay(true)
             let request = handshake.requestBytes
             let ch = try StreamChannel.connecting(socket, loop: loop) { channel in
@@ -62,12 +89,6 @@ final class MasterLink {
         } catch {
             // Report on the next loop turn so the caller's bookkeeping is done first.
             loop.execute { [weak self] in self?.finish(code: nil, reason: "\(error)") }
-            return
-        }
-        timer = loop.schedule(after: timeoutMillis) { [weak self] in
-            guard let self = self, self.link == nil else { return }
-            self.channel?.close()
-            self.finish(code: nil, reason: "no WebSocket connection within \(timeoutMillis) ms")
         }
     }
 

@@ -1,0 +1,45 @@
+import Foundation
+import Glibc
+@testable import Posix
+import XCTest
+
+final class HostResolverTests: XCTestCase {
+    func testNumericHostsNeedNoLookup() {
+        XCTAssertTrue(HostResolver.isNumeric("127.0.0.1"))
+        XCTAssertTrue(HostResolver.isNumeric("::1"))
+        XCTAssertTrue(HostResolver.isNumeric("fe80::1"))
+        XCTAssertFalse(HostResolver.isNumeric("localhost"))
+        XCTAssertFalse(HostResolver.isNumeric("master.local"))
+        XCTAssertFalse(HostResolver.isNumeric("127.0.0.1:7420"))
+    }
+
+    func testANameIsResolvedOffTheLoopAndAnsweredOnIt() throws {
+        let loop = try EventLoop()
+        var answer: Result<[String], PosixError>?
+        let loopThread = pthread_self()
+        var answeredOnLoopThread = false
+        HostResolver.resolve(host: "localhost", port: 7420, on: loop) { result in
+            answeredOnLoopThread = pthread_equal(pthread_self(), loopThread) != 0
+            answer = result
+            loop.stop()
+        }
+        runLoop(loop)
+        XCTAssertTrue(answeredOnLoopThread)
+        let addresses = try XCTUnwrap(answer).get()
+        XCTAssertFalse(addresses.isEmpty)
+        XCTAssertTrue(addresses.allSatisfy(HostResolver.isNumeric), "\(addresses)")
+        XCTAssertTrue(addresses.contains("127.0.0.1") || addresses.contains("::1"), "\(addresses)")
+    }
+
+    func testAnUnknownNameIsAnError() throws {
+        let loop = try EventLoop()
+        var answer: Result<[String], PosixError>?
+        HostResolver.resolve(host: "no-such-host.invalid", port: 1, on: loop) { result in
+            answer = result
+            loop.stop()
+        }
+        runLoop(loop)
+        guard case .failure(let error)? = answer else { return XCTFail("resolved \(String(describing: answer))") }
+        XCTAssertTrue("\(error)".contains("no-such-host.invalid") || "\(error)".contains("getaddrinfo"), "\(error)")
+    }
+}
