@@ -109,3 +109,29 @@ def test_a_storepos_client_gets_no_result_messages_and_a_stalled_api_request_is_
     assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
     assert time.time() - started < 15
     assert master.stop() == 0
+
+
+def test_a_master_given_by_host_name_is_looked_up_without_stalling_the_terminal(lan2):
+    h1, _ = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1", port=17720)
+    master.wait_event("node.started")
+    # A name that resolves: the terminal connects to it.
+    named = OrderSyncNode.slave(h1, master_url="ws://localhost:17720/")
+    status = named.wait_live(timeout=30)
+    assert status["master"]["url"] == "ws://localhost:17720/"
+    order = named.create(customer="by name")
+    wait_converged([master, named], expect=1)
+    # A name that does not: the local API keeps answering and says why there is no master.
+    lost = OrderSyncNode.slave(h1, master_url="ws://no-such-master.invalid:17720/",
+                               data_dir=os.path.join(os.path.dirname(named.data_dir), "lost-slave-data"))
+    lost.wait_event("node.started")
+    failed = lost.wait_event("master.connect_failed", timeout=20)
+    assert "no-such-master.invalid" in failed["reason"], failed
+    started = time.monotonic()
+    taken = lost.create(customer="offline")
+    assert taken["sync"] == "pending"
+    assert lost.status()["master"]["lastError"]
+    assert time.monotonic() - started < 5
+    assert master.orders()[0]["uuid"] == order["uuid"]
+    for n in (lost, named, master):
+        assert n.stop() == 0
