@@ -64,3 +64,51 @@ extension OrderDatabase {
         }
     }
 }
+
+/// A slave's memory of the master's answers to its own operations (the newest `keep`).
+extension OrderDatabase {
+    /// Keeps `answer` (replacing an older one for the same id) and forgets all but the newest
+    /// `keep` answers.
+    public func recordAnswered(_ answer: AnsweredOperation, keep: Int) throws {
+        try requireWritable()
+        let applied = JSONValue.array(answer.applied.map { .object($0.json) }).serialized()
+        let errors = JSONValue.array(answer.errors.map { e in
+            var o = JSONObject()
+            o["code"] = .string(e.code.rawValue)
+            o["message"] = .string(e.message)
+            if let u = e.uuid { o["uuid"] = .string(u) }
+            return .object(o)
+        }).serialized()
+        try connection.execute("DELETE FROM answered_ops WHERE op_id = ?", [.text(answer.opId)])
+        try connection.execute("INSERT INTO answered_ops (op_id, seq, applied_json, errors_json, answered_ms) VALUES (?, ?, ?, ?, ?)",
+                               [.text(answer.opId), answer.seq.map { .integer($0) } ?? .null, .text(applied), .text(errors),
+                                .integer(answer.answeredMillis)])
+        try connection.execute("DELETE FROM answered_ops WHERE position <= (SELECT max(position) FROM answered_ops) - ?",
+                               [.integer(Int64(keep))])
+    }
+
+    /// The kept answer to `opId`, if any.
+    public func answeredOperation(opId: String) throws -> AnsweredOperation? {
+        let row: (Int64?, String, String, Int64)? = try connection.withStatement(
+            "SELECT seq, applied_json, errors_json, answered_ms FROM answered_ops WHERE op_id = ?", [.text(opId)]) { statement in
+            guard try statement.step() else { return nil }
+            return (statement.isNull(0) ? nil : statement.int64(0), statement.text(1), statement.text(2), statement.int64(3))
+        }
+        guard let (seq, appliedText, errorsText, at) = row else { return nil }
+        do {
+            let applied = try (JSONParser.parse(appliedText).arrayValue ?? []).map { v -> Order in
+                guard let o = v.objectValue else { throw StoreError(kind: .corruptRow, message: "answered_ops.applied_json of \(opId) holds a non-object", path: path) }
+                return try OrderFields.storedOrder(from: o, index: nil)
+            }
+            let errors = (try JSONParser.parse(errorsText).arrayValue ?? []).compactMap { v -> WireError? in
+                guard let o = v.objectValue, let c = o["code"]?.stringValue else { return nil }
+                return WireError(WireErrorCode(rawValue: c) ?? .invalidMessage, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue)
+            }
+            return AnsweredOperation(opId: opId, seq: seq, applied: applied, errors: errors, answeredMillis: at)
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw StoreError(kind: .corruptRow, message: "answered_ops row of \(opId) is not readable: \(error)", path: path)
+        }
+    }
+}

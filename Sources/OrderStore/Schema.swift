@@ -145,6 +145,20 @@ enum Schema {
             // The master looks up the refusals of an operation id for every operation it applies.
             "CREATE INDEX rejections_by_op ON rejections (op_id)",
         ]),
+        Migration(version: 7, name: "answered operations on a slave", statements: [
+            // The master's answer to each of this terminal's own operations (the newest ones): a
+            // retry of an operation id through the local API gets it again, nothing is re-applied.
+            """
+            CREATE TABLE answered_ops (
+                position INTEGER PRIMARY KEY AUTOINCREMENT,
+                op_id TEXT NOT NULL UNIQUE,
+                seq INTEGER,
+                applied_json TEXT NOT NULL,
+                errors_json TEXT NOT NULL,
+                answered_ms INTEGER NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// The schema version this build writes and reads.

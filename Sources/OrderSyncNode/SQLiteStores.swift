@@ -63,8 +63,11 @@ final class SQLiteSlaveStore: SlaveStore {
 
     func loadReplicaState() throws -> ReplicaState {
         ReplicaState(lastSeq: Int64(try db.metadata("replica.last_seq") ?? "0") ?? 0, epoch: try db.metadata("replica.epoch"),
-                     store: try db.metadata("replica.store"), outbox: try db.outboxEntries(), syncErrors: try db.syncErrors())
+                     store: try db.metadata("replica.store"), outbox: try db.outboxEntries(), syncErrors: try db.syncErrors(),
+                     needsSnapshot: try db.metadata("replica.needs_snapshot") == "1")
     }
+
+    func answeredOperation(opId: String) throws -> AnsweredOperation? { try db.answeredOperation(opId: opId) }
 
     func commit(_ c: SlaveCommit) throws {
         try db.transaction {
@@ -84,6 +87,8 @@ final class SQLiteSlaveStore: SlaveStore {
             for id in c.deleteOutbox { try db.deleteOutbox(opId: id) }
             for (key, error) in c.syncErrors.sorted(by: { $0.key < $1.key }) { try db.setSyncError(orderKey: key, error) }
             for r in c.rejections { _ = try db.appendRejection(r) }
+            if let n = c.needsSnapshot { try db.setMetadata("replica.needs_snapshot", n ? "1" : "0") }
+            for a in c.answered { try db.recordAnswered(a, keep: SlaveCommit.answeredKept) }
         }
     }
 }

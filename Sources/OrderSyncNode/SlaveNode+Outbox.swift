@@ -20,6 +20,12 @@ extension SlaveNode {
         case .duplicateOperation?:
             respond(409, LocalAPIRoute.errorBody(code: "already_exists", message: "operation \(opId) is already waiting in the outbox"))
             return
+        case .answered(let first)?:
+            // A retry of an operation the master answered before: that answer, nothing applied.
+            let answer = LocalAPIRoute.writeAnswer(single: single, operation: message.operation, applied: first.applied,
+                                                   unchanged: [], errors: first.errors, seq: first.seq)
+            respond(answer.status, answer.body)
+            return
         case .storage(let reason)?:
             respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: reason))
             return

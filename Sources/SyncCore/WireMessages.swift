@@ -44,6 +44,12 @@ public struct HelloMessage: Equatable, Sendable {
     public var epoch: String?
     /// The protocol the slave speaks (`ordersync/1`), as it said.
     public var proto: String?
+    /// Operation ids still in its outbox, oldest first (at most `HelloMessage.maxPending`): a
+    /// snapshot says which of them it already holds.
+    public var pending: [String] = []
+
+    /// Most operation ids a hello lists.
+    public static let maxPending = 5000
 
     /// A hello from its fields.
     public init(terminalId: String, terminalName: String, store: String?, lastSeq: Int64, epoch: String?) {
@@ -65,6 +71,7 @@ public struct HelloMessage: Equatable, Sendable {
         if let s = store { o["store"] = .string(s) }
         o["lastSeq"] = .int(lastSeq)
         if let e = epoch { o["epoch"] = .string(e) }
+        if !pending.isEmpty { o["pending"] = .array(pending.prefix(HelloMessage.maxPending).map { .string($0) }) }
         return JSONValue.object(o).serialized()
     }
 }
@@ -142,6 +149,15 @@ public enum ClientMessage: Equatable, Sendable {
         var hello = HelloMessage(terminalId: terminal, terminalName: o["name"]?.stringValue ?? terminal,
                                  store: o["store"]?.stringValue, lastSeq: max(0, lastSeq), epoch: o["epoch"]?.stringValue)
         hello.proto = o["proto"]?.stringValue
+        if let p = o["pending"] {
+            let ids = p.arrayValue?.compactMap(\.stringValue) ?? []
+            guard let list = p.arrayValue, list.count <= HelloMessage.maxPending, ids.count == list.count,
+                  ids.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 128 }) else {
+                return .failure(WireError(.invalidMessage,
+                    "hello \"pending\" must be an array of at most \(HelloMessage.maxPending) operation ids (strings of 1 to 128 bytes)"))
+            }
+            hello.pending = ids
+        }
         return .success(.hello(hello))
     }
 }
@@ -156,13 +172,17 @@ public struct SnapshotPart: Equatable, Sendable {
     public var parts: Int
     /// Database epoch of the master.
     public var epoch: String?
+    /// In the last part: the operation ids of the terminal's hello `pending` that the snapshot
+    /// already holds, with their sequence numbers.
+    public var applied: [String: Int64]
 
     /// A snapshot part from its fields.
-    public init(seq: Int64, part: Int, parts: Int, epoch: String?) {
+    public init(seq: Int64, part: Int, parts: Int, epoch: String?, applied: [String: Int64] = [:]) {
         self.seq = seq
         self.part = part
         self.parts = parts
         self.epoch = epoch
+        self.applied = applied
     }
 }
 
@@ -196,6 +216,9 @@ public enum ServerMessage: Equatable, Sendable {
                 s["part"] = .int(Int64(snap.part))
                 s["parts"] = .int(Int64(snap.parts))
                 if let e = snap.epoch { s["epoch"] = .string(e) }
+                if !snap.applied.isEmpty {
+                    s["applied"] = .object(JSONObject(snap.applied.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) }))
+                }
                 o["snapshot"] = .object(s)
             }
         case let .ready(seq, epoch, store):
@@ -282,8 +305,10 @@ public enum ServerMessage: Equatable, Sendable {
         }
         var snapshot: SnapshotPart?
         if let s = o["snapshot"]?.objectValue {
+            var applied: [String: Int64] = [:]
+            for m in s["applied"]?.objectValue?.members ?? [] { if let q = m.value.intValue { applied[m.key] = q } }
             snapshot = SnapshotPart(seq: s["seq"]?.intValue ?? 0, part: Int(s["part"]?.intValue ?? 1),
-                                    parts: Int(s["parts"]?.intValue ?? 1), epoch: s["epoch"]?.stringValue)
+                                    parts: Int(s["parts"]?.intValue ?? 1), epoch: s["epoch"]?.stringValue, applied: applied)
         }
         return .success(.applied(operation: kind, orders: orders, seq: o["seq"]?.intValue, opId: o["opId"]?.stringValue,
                                  origin: o["origin"]?.stringValue, snapshot: snapshot))

@@ -17,7 +17,7 @@ final class SchemaTests: StoreTestCase {
         ) { statement in
             while try statement.step() { tables.append(statement.text(0)) }
         }
-        XCTAssertEqual(tables, ["journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
+        XCTAssertEqual(tables, ["answered_ops", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
                                 "orders_by_created", "orders_by_status", "outbox", "rejections", "rejections_by_op", "rejections_by_order",
                                 "sync_errors", "terminals", "tombstones"])
 
@@ -117,6 +117,7 @@ final class SchemaUpgradeTests: StoreTestCase {
         try db.connection.executeOnce("DROP TABLE terminals")
         try db.connection.executeOnce("DROP TABLE tombstones")
         try db.connection.executeOnce("DROP TABLE sync_errors")
+        try db.connection.executeOnce("DROP TABLE answered_ops")
         try db.connection.executeOnce("DROP INDEX orders_by_status")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN note")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN items_json")

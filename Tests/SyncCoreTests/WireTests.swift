@@ -135,4 +135,24 @@ final class WireTests: XCTestCase {
         XCTAssertEqual(try ClientMessage.decode(ClientMessage.encodeAck(seq: 9)).get(), .ack(seq: 9))
         if case .success = ClientMessage.decode(#"{"type":"ack","seq":-1}"#) { XCTFail("negative ack accepted") }
     }
+
+    func testHelloListsPendingOperationIdsAndTheSnapshotSaysWhichItHolds() {
+        var h = HelloMessage(terminalId: "t", terminalName: "Bar", store: "s", lastSeq: 5, epoch: "e")
+        h.pending = ["op-1", "op-2"]
+        XCTAssertTrue(h.encoded().contains(#""pending":["op-1","op-2"]"#), h.encoded())
+        XCTAssertEqual(try ClientMessage.decode(h.encoded()).get(), .hello(h))
+        for bad in [#"{"type":"hello","terminal":"t","pending":"op-1"}"#, #"{"type":"hello","terminal":"t","pending":[1]}"#,
+                    #"{"type":"hello","terminal":"t","pending":[""]}"#] {
+            guard case .failure(let e) = ClientMessage.decode(bad) else { return XCTFail("accepted \(bad)") }
+            XCTAssertEqual(e.code, .invalidMessage)
+            XCTAssertTrue(e.message.contains("pending"), e.message)
+        }
+        var o = JSONObject([("type", .string("hello")), ("terminal", .string("t"))])
+        o["pending"] = .array((0...HelloMessage.maxPending).map { .string("op-\($0)") })
+        if case .success = ClientMessage.decode(JSONValue.object(o).serialized()) { XCTFail("a hello with more pending ids than the limit was accepted") }
+        let part = ServerMessage.applied(operation: .create, orders: [], seq: nil, opId: nil, origin: nil,
+                                         snapshot: SnapshotPart(seq: 9, part: 1, parts: 1, epoch: "e", applied: ["op-2": 7]))
+        XCTAssertTrue(part.encoded().contains(#""applied":{"op-2":7}"#), part.encoded())
+        XCTAssertEqual(try ServerMessage.decode(part.encoded()).get(), part)
+    }
 }

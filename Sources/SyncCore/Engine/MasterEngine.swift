@@ -40,6 +40,8 @@ public final class MasterEngine {
         case awaitingHello
         /// Receives broadcasts.
         case live
+        /// Its link is being closed; nothing more is read from it or sent to it.
+        case closing
     }
 
     /// One connected terminal as the engine knows it.
@@ -121,7 +123,7 @@ public final class MasterEngine {
     /// A text message from a terminal. `now` is wall-clock milliseconds (journal timestamps and
     /// the default `created`; never used to order anything).
     public func received(_ text: String, from id: Int, now: Int64) -> [Action] {
-        guard var p = peers[id] else { return [] }
+        guard var p = peers[id], p.phase != .closing else { return [] }
         p.messagesIn += 1
         peers[id] = p
         var out: [Action] = []
@@ -232,7 +234,13 @@ public final class MasterEngine {
         } catch {
             out.append(.log(EngineLog(.error, "catchup.failed", [("error", "\(error)")])))
         }
-        sendSnapshot(to: id, &out)
+        // Which of its waiting operations the snapshot already holds: it must not apply them
+        // again on top (a snapshot carries no operation ids).
+        var applied: [String: Int64] = [:]
+        for opId in hello.pending {
+            if let entry = try? store.journalEntry(opId: opId), entry.seq <= lastSeq { applied[opId] = entry.seq }
+        }
+        sendSnapshot(to: id, applied: applied, &out)
     }
 
     /// The broadcasts a terminal that applied everything up to `from` of `peerEpoch` has
@@ -251,7 +259,9 @@ public final class MasterEngine {
     }
 
     /// The snapshot messages (all orders, in parts) and the sequence they stand at.
-    public func snapshotMessages() throws -> (messages: [String], count: Int, seq: Int64) {
+    /// `applied` (operation ids the terminal still holds that the snapshot already contains)
+    /// goes with the last part.
+    public func snapshotMessages(applied: [String: Int64] = [:]) throws -> (messages: [String], count: Int, seq: Int64) {
         let orders = try store.allOrders()
         let chunk = max(1, snapshotChunk)
         let parts = max(1, (orders.count + chunk - 1) / chunk)
@@ -259,15 +269,16 @@ public final class MasterEngine {
         for p in 0..<parts {
             let slice = Array(orders[min(orders.count, p * chunk)..<min(orders.count, (p + 1) * chunk)])
             messages.append(ServerMessage.applied(operation: .create, orders: slice, seq: nil, opId: nil, origin: nil,
-                                                  snapshot: SnapshotPart(seq: lastSeq, part: p + 1, parts: parts, epoch: epoch)).encoded())
+                                                  snapshot: SnapshotPart(seq: lastSeq, part: p + 1, parts: parts, epoch: epoch,
+                                                                         applied: p + 1 == parts ? applied : [:])).encoded())
         }
         return (messages, orders.count, lastSeq)
     }
 
-    private func sendSnapshot(to id: Int, _ out: inout [Action]) {
+    private func sendSnapshot(to id: Int, applied: [String: Int64] = [:], _ out: inout [Action]) {
         guard let p = peers[id] else { return }
         do {
-            let snap = try snapshotMessages()
+            let snap = try snapshotMessages(applied: applied)
             for m in snap.messages { out.append(.send(peer: id, text: m)) }
             if p.speaksOrderSync {
                 out.append(.send(peer: id, text: ServerMessage.ready(seq: snap.seq, epoch: epoch, store: storeId).encoded()))
@@ -296,8 +307,11 @@ public final class MasterEngine {
                     if case .success(.applied(_, let orders, _, _, _, _)) = ServerMessage.decode(entry.message) {
                         outcome.applied = orders
                     }
-                    // The orders refused the first time are refused again, with the same reasons.
-                    outcome.repeatedErrors = try store.rejections(opId: id).map { WireError($0.code, $0.message, uuid: $0.orderUUID) }
+                    // The orders refused the first time are refused again, with the same reasons
+                    // (not a storage failure of an earlier try: the operation is applied now).
+                    outcome.repeatedErrors = try store.rejections(opId: id)
+                        .filter { $0.code != .storageFailed && $0.code != .invalidMessage }
+                        .map { WireError($0.code, $0.message, uuid: $0.orderUUID) }
                     return outcome
                 }
                 // Refused as a whole the first time (nothing journalled): the same answer again,
@@ -336,7 +350,7 @@ public final class MasterEngine {
             // The transaction rolled back, or reached the disk although reported as failed:
             // read the sequence again. A retry of the same operation id then finds the entry.
             lastSeq = (try? store.lastJournalSeq()) ?? lastSeq
-            outcome.errors = orders.map { WireError(.storageFailed, "the master could not store the change: \(error)", uuid: $0.uuid) }
+            outcome.errors = plan.errors + orders.map { WireError(.storageFailed, "the master could not store the change: \(error)", uuid: $0.uuid) }
             return outcome
         }
         lastSeq = seq
@@ -374,6 +388,12 @@ public final class MasterEngine {
             out.append(.send(peer: s, text: ServerMessage.result(opId: id, seq: outcome.seq, applied: outcome.applied.count,
                                                                  unchanged: outcome.unchanged.count,
                                                                  failed: outcome.errors.count + outcome.repeatedErrors.count).encoded()))
+        }
+        if let s = sender, peers[s]?.speaksOrderSync == true, outcome.errors.contains(where: { $0.code == .storageFailed }) {
+            // Operations after this one on the link may depend on it: none may overtake it. The
+            // link ends here; the slave sends its outbox again, in order, when it reconnects.
+            peers[s]?.phase = .closing
+            out.append(.close(peer: s, code: MasterEngine.internalError, reason: "the master could not store an operation"))
         }
     }
 

@@ -50,6 +50,9 @@ public final class SlaveEngine {
             case duplicateOperation
             /// The replica could not store it; nothing was changed.
             case storage(String)
+            /// The master answered this operation id before: this is its answer (nothing is
+            /// applied again).
+            case answered(AnsweredOperation)
         }
 
         public var opId: String
@@ -96,6 +99,8 @@ public final class SlaveEngine {
     private var syncErrors: [String: WireError]
     private var snapshotParts: [Int: [Order]] = [:]
     private var snapshotInfo: SnapshotPart?
+    /// Outbox entries the snapshot being received already holds, with their sequence numbers.
+    private var snapshotApplied: [String: Int64] = [:]
     private var ackScheduled = false
     private var retryScheduled = false
     private var now: Int64 = 0
@@ -111,6 +116,7 @@ public final class SlaveEngine {
         joinedStore = state.store
         outbox = state.outbox
         syncErrors = state.syncErrors
+        needsSnapshot = state.needsSnapshot
         for e in outbox { track(e) }
     }
 
@@ -141,8 +147,9 @@ public final class SlaveEngine {
     public func linkOpened() -> [Action] {
         link = .syncing
         resetLink()
-        let hello = HelloMessage(terminalId: terminalId, terminalName: terminalName, store: configuredStore ?? joinedStore,
+        var hello = HelloMessage(terminalId: terminalId, terminalName: terminalName, store: configuredStore ?? joinedStore,
                                  lastSeq: lastSeq, epoch: needsSnapshot ? nil : epoch)
+        hello.pending = outbox.prefix(HelloMessage.maxPending).map(\.opId)
         return [.send(hello.encoded())]
     }
 
@@ -154,6 +161,7 @@ public final class SlaveEngine {
 
     private func resetLink() {
         snapshotParts = [:]
+        snapshotApplied = [:]
         snapshotInfo = nil
         inFlight.removeAll()
     }
@@ -217,8 +225,8 @@ public final class SlaveEngine {
             } else {
                 out.append(.log(EngineLog(.warning, "master.rejected", [("code", e.code.rawValue), ("reason", e.message)])))
             }
-        case .success(.result(let opId, let seq, _, _, _)):
-            answered(opId: opId, seq: seq, &out)
+        case .success(.result(let opId, let seq, _, _, let failed)):
+            answered(opId: opId, seq: seq, failed: failed, &out)
             resyncIfSettled(&out)
         case .success(.heartbeat(let seq)):
             masterSeq = max(masterSeq, seq)
@@ -239,22 +247,34 @@ public final class SlaveEngine {
     private func snapshotPart(_ snap: SnapshotPart, _ orders: [Order], _ out: inout [Action]) {
         if snapshotInfo == nil || snapshotInfo?.seq != snap.seq || snap.part == 1 {
             snapshotParts = [:]
+            snapshotApplied = [:]
             snapshotInfo = snap
         }
         snapshotParts[snap.part] = orders
+        snapshotApplied.merge(snap.applied) { a, _ in a }
         guard snapshotParts.count >= snap.parts else { return }
         let all = (1...max(1, snap.parts)).flatMap { snapshotParts[$0] ?? [] }
+        let held = snapshotApplied.filter { outboxKeys[$0.key] != nil && $0.value <= snap.seq }
         snapshotParts = [:]
+        snapshotApplied = [:]
         snapshotInfo = nil
         var overlay: [String: Order?] = [:]
         for o in all { overlay[o.key] = o }
         do {
-            // Pending local changes go on top of the master's state in the same transaction.
-            try rebase(&overlay, keys: nil, fallBackToStore: false)
             var c = SlaveCommit()
+            // Outbox entries the master already applied are in the snapshot: answered, they
+            // leave the outbox in this transaction and are not applied again on top.
+            var settledHere: [(opId: String, keys: [String])] = []
+            for e in outbox where held[e.opId] != nil {
+                settle(e.opId, keys: e.orderKeys, seq: held[e.opId], applied: [], errors: [], into: &c)
+                settledHere.append((e.opId, e.orderKeys))
+            }
+            // Pending local changes go on top of the master's state in the same transaction.
+            try rebase(&overlay, keys: nil, fallBackToStore: false, skipping: Set(held.keys))
             c.replaceAll = overlay.values.compactMap { $0 }.sorted { $0.key < $1.key }
             c.lastSeq = snap.seq
             c.epoch = snap.epoch
+            c.needsSnapshot = false
             if let s = configuredStore { c.store = s }
             try store.commit(c)
             lastSeq = snap.seq
@@ -262,6 +282,7 @@ public final class SlaveEngine {
             if let s = configuredStore { joinedStore = s }
             needsSnapshot = false
             masterSeq = max(masterSeq, snap.seq)
+            for st in settledHere { forget(st.opId, keys: st.keys, errors: [], &out) }
             out.append(.log(EngineLog(.info, "snapshot.received", [("orders", "\(all.count)"), ("seq", "\(snap.seq)")])))
         } catch {
             out.append(.log(EngineLog(.error, "replica.write_failed", [("error", "\(error)")])))
@@ -282,6 +303,7 @@ public final class SlaveEngine {
         for o in orders { overlay[o.key] = op == .remove ? .some(nil) : .some(o) }
         var c = SlaveCommit()
         var settled: (opId: String, keys: [String], errors: [WireError])?
+        var flagged = false
         do {
             // The master's answer to one of this terminal's own operations: it leaves the outbox
             // in the same transaction (so an acknowledged sequence implies an emptied entry).
@@ -292,13 +314,14 @@ public final class SlaveEngine {
                 // repeats); when the refusals were not heard (sent before a reconnect), the
                 // replica goes back to the master's truth.
                 if !errors.isEmpty || keys.contains(where: { !appliedKeys.contains($0) }) {
-                    needsSnapshot = true
+                    flagged = true
+                    c.needsSnapshot = true
                 }
-                settle(id, keys: keys, errors: errors, into: &c)
+                settle(id, keys: keys, seq: seq, applied: orders, errors: errors, into: &c)
                 settled = (id, keys, errors)
                 inFlight[id]?.applied = orders
             }
-            try rebase(&overlay, keys: Set(overlay.keys), fallBackToStore: true, skipping: settled?.opId)
+            try rebase(&overlay, keys: Set(overlay.keys), fallBackToStore: true, skipping: Set([settled?.opId].compactMap { $0 }))
             c.changes = overlay.sorted { $0.key < $1.key }.map { key, value in
                 if let o = value { return .update(o) }
                 return .delete(orders.first { $0.key == key } ?? Order(uuid: key, customerName: "", created: OrderTimestamp(epochMillis: 0)))
@@ -310,6 +333,7 @@ public final class SlaveEngine {
             out.append(.abort(reason: "replica write failed"))
             return
         }
+        if flagged { needsSnapshot = true }
         if let s = seq {
             lastSeq = s
             masterSeq = max(masterSeq, s)
@@ -325,10 +349,9 @@ public final class SlaveEngine {
     /// Re-plans the outbox entries touching `keys` (all entries when nil) on top of `overlay`,
     /// in outbox order, updating `overlay`. Lookups not in the overlay read the store unless
     /// `fallBackToStore` is false (a snapshot replaces everything).
-    private func rebase(_ overlay: inout [String: Order?], keys: Set<String>?, fallBackToStore: Bool, skipping: String? = nil) throws {
-        var touched = keys
-        for e in outbox where e.opId != skipping {
-            if let t = touched, !e.orderKeys.contains(where: { t.contains($0) }) { continue }
+    private func rebase(_ overlay: inout [String: Order?], keys: Set<String>?, fallBackToStore: Bool, skipping: Set<String> = []) throws {
+        for e in outbox where !skipping.contains(e.opId) {
+            if let t = keys, !e.orderKeys.contains(where: { t.contains($0) }) { continue }
             guard case .success(.operation(let m)) = ClientMessage.decode(e.message) else { continue }
             let current = overlay
             let plan = try OperationPlanner.plan(m, now: OrderTimestamp(epochMillis: 0), lookup: { uuid in
@@ -337,12 +360,13 @@ public final class SlaveEngine {
                 return fallBackToStore ? try self.store.order(uuid: uuid) : nil
             }, wasRemoved: { _ in false })
             for change in plan.changes {
+                // Only the orders the master's message changes are re-planned: the replica's
+                // copy of any other order already holds this entry's change.
+                if let t = keys, !t.contains(change.order.key) { continue }
                 switch change {
                 case .insert(let o), .update(let o): overlay[o.key] = .some(o)
                 case .delete(let o): overlay[o.key] = .some(nil)
                 }
-                // A later entry touching an order changed here must be re-planned too.
-                touched?.insert(change.order.key)
             }
         }
     }
@@ -358,6 +382,15 @@ public final class SlaveEngine {
         var out: [Action] = []
         if outboxKeys[opId] != nil {
             result.failure = .duplicateOperation
+            return (result, out)
+        }
+        do {
+            if let answer = try store.answeredOperation(opId: opId) {
+                result.failure = .answered(answer)
+                return (result, out)
+            }
+        } catch {
+            result.failure = .storage("\(error)")
             return (result, out)
         }
         if message.operation == .create {
@@ -436,13 +469,17 @@ public final class SlaveEngine {
     }
 
     /// The master's `result` for `opId`.
-    private func answered(opId: String, seq: Int64?, _ out: inout [Action]) {
+    private func answered(opId: String, seq: Int64?, failed: Int, _ out: inout [Action]) {
         guard let heard = inFlight.removeValue(forKey: opId) else { return }
         let errors = heard.errors
-        if errors.contains(where: { $0.code == .storageFailed }) {
+        let unheard = seq == nil && failed > errors.count && outboxKeys[opId] != nil
+        if seq == nil && errors.contains(where: { $0.code == .storageFailed }) || unheard {
             // The master could not commit (disk full, I/O error): nothing was applied there.
-            // The change stays in the outbox and is sent again shortly; it is never dropped.
-            out.append(.log(EngineLog(.warning, "outbox.retry", [("op.id", opId), ("reason", "the master could not store it"),
+            // Or it refused orders whose refusals did not arrive on this link (an answer from
+            // before). The change stays in the outbox and is sent again shortly; it is never
+            // dropped unanswered.
+            let reason = unheard ? "refusals not received" : "the master could not store it"
+            out.append(.log(EngineLog(.warning, "outbox.retry", [("op.id", opId), ("reason", reason),
                                                                  ("retry_ms", "\(SlaveEngine.outboxRetryMillis)")])))
             if !retryScheduled {
                 retryScheduled = true
@@ -455,23 +492,31 @@ public final class SlaveEngine {
             // Still in the outbox: no fresh broadcast carried it on this link. Either nothing was
             // applied (refused, or harmless repeats), or it is a repeat of an operation applied
             // before; then the replica's copy was made locally, and goes back to the master's truth.
-            if seq != nil || !errors.isEmpty { needsSnapshot = true }
+            let flag = seq != nil || !errors.isEmpty
             var c = SlaveCommit()
-            settle(opId, keys: keys, errors: errors, into: &c)
+            if flag { c.needsSnapshot = true }
+            settle(opId, keys: keys, seq: seq, applied: heard.applied, errors: errors, into: &c)
             do {
                 try store.commit(c)
+                if flag { needsSnapshot = true }
                 forget(opId, keys: keys, errors: errors, &out)
             } catch {
+                // The entry stays and is sent again on the next link (the master answers the
+                // repeat the same way).
                 out.append(.log(EngineLog(.error, "outbox.delete_failed", [("op.id", opId), ("error", "\(error)")])))
+                out.append(.abort(reason: "replica write failed"))
+                out.append(.answered(opId: opId, seq: nil, applied: [], errors: errors, pending: true))
+                return
             }
         }
         out.append(.answered(opId: opId, seq: seq, applied: heard.applied, errors: errors, pending: false))
     }
 
     /// Adds to `c` what answering the outbox entry `opId` writes: its deletion, the master's
-    /// refusals (recorded, and shown on the orders).
-    private func settle(_ opId: String, keys: [String], errors: [WireError], into c: inout SlaveCommit) {
+    /// refusals (recorded, and shown on the orders), and the answer, kept for a retry.
+    private func settle(_ opId: String, keys: [String], seq: Int64?, applied: [Order], errors: [WireError], into c: inout SlaveCommit) {
         c.deleteOutbox.append(opId)
+        c.answered.append(AnsweredOperation(opId: opId, seq: seq, applied: applied, errors: errors, answeredMillis: now))
         for e in errors {
             if let u = e.uuid { c.syncErrors[u.lowercased()] = .some(e) }
             c.rejections.append(Rejection(recordedAtMillis: now, origin: "master", opId: opId, operation: nil, orderUUID: e.uuid,

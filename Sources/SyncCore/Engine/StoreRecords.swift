@@ -48,3 +48,26 @@ public struct KnownTerminal: Equatable, Sendable {
         self.lastSeenMillis = lastSeenMillis
     }
 }
+
+/// The master's answer to one of a slave's own operations, kept after its outbox entry left so
+/// a retry of the same operation id through the local API gets that answer again instead of
+/// being applied a second time.
+public struct AnsweredOperation: Equatable, Sendable {
+    public var opId: String
+    /// The journal sequence it was applied at (nil when nothing was applied).
+    public var seq: Int64?
+    /// The orders as the master applied them.
+    public var applied: [Order]
+    /// The master's refusals.
+    public var errors: [WireError]
+    /// When the answer arrived (wall clock, milliseconds), for operators.
+    public var answeredMillis: Int64
+
+    public init(opId: String, seq: Int64?, applied: [Order], errors: [WireError], answeredMillis: Int64) {
+        self.opId = opId
+        self.seq = seq
+        self.applied = applied
+        self.errors = errors
+        self.answeredMillis = answeredMillis
+    }
+}

@@ -34,19 +34,24 @@ public struct ReplicaState: Equatable, Sendable {
     /// The master's last refusal of a local change, by order key, kept until the next local
     /// change to that order.
     public var syncErrors: [String: WireError]
+    /// The replica may differ from the master's truth (a local change was refused or answered
+    /// from before): the next hello asks for a snapshot.
+    public var needsSnapshot: Bool
 
     public init(lastSeq: Int64 = 0, epoch: String? = nil, store: String? = nil, outbox: [OutboxEntry] = [],
-                syncErrors: [String: WireError] = [:]) {
+                syncErrors: [String: WireError] = [:], needsSnapshot: Bool = false) {
         self.lastSeq = lastSeq
         self.epoch = epoch
         self.store = store
         self.outbox = outbox
         self.syncErrors = syncErrors
+        self.needsSnapshot = needsSnapshot
     }
 }
 
 /// One atomic write to a slave's replica, applied in this order: `replaceAll`, `changes`, the
-/// replica position, the outbox, the sync errors, the rejections.
+/// replica position, the outbox, the sync errors, the rejections, the snapshot flag, the
+/// answered operations.
 public struct SlaveCommit: Equatable, Sendable {
     /// A snapshot: every order, replacing what the replica holds.
     public var replaceAll: [Order]?
@@ -60,13 +65,21 @@ public struct SlaveCommit: Equatable, Sendable {
     /// Per order key: a refusal to keep, or nil to clear it.
     public var syncErrors: [String: WireError?] = [:]
     public var rejections: [Rejection] = []
+    /// Sets (or clears) the replica's need of a snapshot.
+    public var needsSnapshot: Bool?
+    /// Answers to this slave's own operations, kept (the oldest beyond
+    /// `SlaveCommit.answeredKept` go).
+    public var answered: [AnsweredOperation] = []
+
+    /// How many answered operation ids a slave remembers.
+    public static let answeredKept = 10_000
 
     public init() {}
 
     /// True when there is nothing to write.
     public var isEmpty: Bool {
         replaceAll == nil && changes.isEmpty && lastSeq == nil && epoch == nil && store == nil && appendOutbox.isEmpty
-            && deleteOutbox.isEmpty && syncErrors.isEmpty && rejections.isEmpty
+            && deleteOutbox.isEmpty && syncErrors.isEmpty && rejections.isEmpty && needsSnapshot == nil && answered.isEmpty
     }
 }
 
@@ -76,6 +89,8 @@ public protocol SlaveStore: AnyObject {
     func order(uuid: String) throws -> Order?
     func loadReplicaState() throws -> ReplicaState
     func outboxEntries() throws -> [OutboxEntry]
+    /// The kept answer to this slave's operation `opId`, if any.
+    func answeredOperation(opId: String) throws -> AnsweredOperation?
     func commit(_ commit: SlaveCommit) throws
 }
 
