@@ -74,6 +74,37 @@ def test_retrying_an_operation_through_the_api_gives_the_same_answer(lan2):
     assert master.stop() == 0
 
 
+def test_a_pos_retry_on_a_slave_after_the_answer_gets_that_answer_and_brings_nothing_back(lan2):
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    slave = OrderSyncNode.slave(h2)
+    slave.wait_live()
+    uuid = "5D5E7A1C-0B7E-4C1A-9D7B-2D4F0C9A1E11"
+    body = json.dumps({"operation": 0, "opId": "till-retry-1", "orders": [{"uuid": uuid, "customerName": "Nia"}]})
+    sock = os.path.join(slave.data_dir, "ordersync.sock")
+
+    def post():
+        out = h2.run(["curl", "-sS", "-w", "\n%{http_code}", "--unix-socket", sock, "-X", "POST", "--data-binary", "@-",
+                      "http://localhost/v1/operations"], input=body)
+        text, code = out.stdout.rsplit("\n", 1)
+        return int(code), json.loads(text)
+    code, first = post()
+    assert code == 200 and [o["uuid"] for o in first["applied"]] == [uuid], (code, first)
+    # The kitchen removes the order; the till, which lost the answer, sends the same operation.
+    master.remove(uuid)
+    wait_until(lambda: slave.orders() == [], 20, what="the removal to reach the till")
+    seq = master.status()["seq"]
+    slave.restart()
+    slave.wait_live()
+    code, again = post()
+    assert code == 200, again
+    assert again["seq"] == first["seq"] and [o["uuid"] for o in again["applied"]] == [uuid], again
+    assert slave.orders() == [] and slave.status()["outbox"] == 0, "the removed order came back on the till"
+    assert master.status()["seq"] == seq and master.orders() == [], "the retry reached the master"
+    print(f"retry of an answered operation on a slave: first answer (seq {first['seq']}) again, nothing applied")
+    assert slave.stop() == 0 and master.stop() == 0
+
+
 def test_a_storepos_client_gets_no_result_messages_and_a_stalled_api_request_is_closed(lan2):
     h1, h2 = lan2.hosts
     master = OrderSyncNode.master(h1, store="shop1")
