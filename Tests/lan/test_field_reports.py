@@ -1,6 +1,7 @@
 """Behaviours found by trying the product as a user would: a second master announcing the same
-store, the creation time of orders taken offline, retries through the local API, StorePOS
-clients and `opId`, and half-sent local API requests."""
+store, the creation time of orders taken offline, retries through the local API (on a master
+and on a slave), a snapshot naming the pending operations it holds (to an independent slave),
+StorePOS clients and `opId`, and half-sent local API requests."""
 
 import json
 import os
@@ -103,6 +104,46 @@ def test_a_pos_retry_on_a_slave_after_the_answer_gets_that_answer_and_brings_not
     assert master.status()["seq"] == seq and master.orders() == [], "the retry reached the master"
     print(f"retry of an answered operation on a slave: first answer (seq {first['seq']}) again, nothing applied")
     assert slave.stop() == 0 and master.stop() == 0
+
+
+def run_peer(host, url: str, steps: list) -> dict:
+    """An independent OrderSync slave (Python `websockets`, `ordersync_peer.py`) on `host`."""
+    out = host.run([PYTHON, os.path.join(HERE, "ordersync_peer.py"), url, json.dumps(steps)], timeout=60)
+    return json.loads(out.stdout)
+
+
+def test_a_snapshot_names_the_pending_operations_it_already_holds_to_an_independent_slave(lan2):
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    url = f"ws://{h1.address}:{int(master.wait_event('node.started')['port'])}/"
+    uuid = "0F1E2D3C-4B5A-4978-8695-A4B3C2D1E0F9"
+    hello = {"type": "hello", "proto": "ordersync/1", "terminal": "py-till", "name": "py-till", "lastSeq": 0}
+    first = run_peer(h2, url, [
+        {"send": hello}, {"until": {"type": "ready"}},
+        {"send": {"operation": 0, "opId": "py-op-1", "orders": [{"uuid": uuid, "customerName": "Ola"}]}},
+        {"until": {"type": "result", "opId": "py-op-1"}},
+        {"send": {"operation": 1, "opId": "py-op-2", "orders": [{"uuid": uuid, "tableName": "T3"}]}},
+        {"until": {"type": "result", "opId": "py-op-2"}},
+    ])
+    results = [m for m in first["received"] if m.get("type") == "result"]
+    assert [(r["opId"], r["seq"]) for r in results] == [("py-op-1", 1), ("py-op-2", 2)], first
+    # The link dropped before the till heard the answers: it comes back without an epoch (a
+    # snapshot) and lists its outbox.
+    again = run_peer(h2, url, [
+        {"send": dict(hello, pending=["py-op-1", "py-op-2", "py-op-never-sent"])}, {"until": {"type": "ready"}},
+    ])
+    parts = [m for m in again["received"] if "snapshot" in m]
+    assert parts and parts[-1]["snapshot"]["part"] == parts[-1]["snapshot"]["parts"], again
+    assert parts[-1]["snapshot"]["applied"] == {"py-op-1": 1, "py-op-2": 2}, parts[-1]["snapshot"]
+    assert all("applied" not in p["snapshot"] for p in parts[:-1])
+    [order] = [o for p in parts for o in p["orders"]]
+    assert order["tableName"] == "T3" and order["version"] == 2, order
+    # A malformed list is refused with a clear error.
+    bad = run_peer(h2, url, [{"send": dict(hello, pending=[7])}, {"until": {"type": "error"}}])
+    assert bad["received"][-1]["code"] == "invalid_message" and "pending" in bad["received"][-1]["message"], bad
+    assert master.status()["seq"] == 2
+    print("independent slave: snapshot named 2 of 3 pending operations as applied; malformed list refused")
+    assert master.stop() == 0
 
 
 def test_a_storepos_client_gets_no_result_messages_and_a_stalled_api_request_is_closed(lan2):
