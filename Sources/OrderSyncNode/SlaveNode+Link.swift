@@ -185,13 +185,15 @@ extension SlaveNode {
             loop.stop()
             return
         }
-        scheduleReconnect()
+        // 1011: the master could not store or read (disk full, I/O error). Coming back at once
+        // would only fail again: wait the longest backoff.
+        scheduleReconnect(longest: code == MasterEngine.internalError)
     }
 
     /// Backoff with jitter: 0.25 s doubling to 5 s, each delay drawn from [d/2, d], so fifty
     /// terminals do not reconnect in the same instant.
-    func scheduleReconnect() {
-        let exp = min(attempts, 5)
+    func scheduleReconnect(longest: Bool = false) {
+        let exp = longest ? 5 : min(attempts, 5)
         let cap: Int64 = min(5000, 250 << Int64(exp))
         let delay = Int64.random(in: (cap / 2)...cap)
         retryTimer = loop.schedule(after: delay) { [weak self] in

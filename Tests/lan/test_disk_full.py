@@ -3,6 +3,7 @@ slave keeps that change in its outbox and delivers it once there is room again: 
 
 import os
 import subprocess
+from datetime import datetime
 
 from lanharness import wait_until
 from ordersync_lab import OrderSyncNode, wait_converged
@@ -27,6 +28,14 @@ def test_a_change_refused_for_a_full_disk_stays_queued_and_is_delivered_later(la
         assert slave.status()["outbox"] == 1
         assert {o["uuid"] for o in master.orders()} == {first["uuid"]}
         slave.wait_event("outbox.retry", timeout=10)
+        # The master ends the link after each failure; the slave comes back no sooner than the
+        # longest backoff (2.5-5 s), not in a tight loop while the disk stays full.
+        failures = lambda e: e.get("code") == "storage_failed"
+        master.wait_event("message.rejected", where=failures, count=3, timeout=30)
+        stamps = [datetime.fromisoformat(e["ts"].replace("Z", "+00:00")) for e in master.events("message.rejected") if failures(e)]
+        spacing = (stamps[2] - stamps[0]).total_seconds()
+        assert spacing >= 4.5, f"three tries within {spacing:.1f}s"
+        print(f"disk full: tries spaced {spacing / 2:.1f}s apart on average")
         os.remove(filler)
         orders = wait_converged([master, slave], timeout=30, expect=2)
         assert queued["uuid"] in {o["uuid"] for o in orders}
