@@ -47,12 +47,14 @@ final class EventLoopTests: XCTestCase {
             handles.append(loop.schedule(after: Int64(1000 + index)) { XCTFail("cancelled timer ran") })
         }
         var order: [Int] = []
+        // Deadlines 20 ms apart: the clock moving on between two `schedule` calls (a slow,
+        // sanitized build) cannot make two of them fall due in the same millisecond.
         for index in 0..<5 {
-            loop.schedule(after: Int64(5 - index)) { order.append(index) }
+            loop.schedule(after: Int64(20 * (5 - index))) { order.append(index) }
         }
         for handle in handles { loop.cancel(handle) }
         XCTAssertEqual(loop.scheduledTimerCount, 5)
-        loop.schedule(after: 10) { loop.stop() }
+        loop.schedule(after: 120) { loop.stop() }
         runLoop(loop)
         XCTAssertEqual(order, [4, 3, 2, 1, 0])
     }
