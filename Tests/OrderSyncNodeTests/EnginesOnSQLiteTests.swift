@@ -301,6 +301,7 @@ final class EngineAnswerTests: XCTestCase {
         XCTAssertEqual(master.lastSeq, 3, "nothing applied twice")
         XCTAssertEqual(slave.syncState(of: u), .synced)
         XCTAssertEqual(try sdb.answeredOperation(opId: "op-2")?.seq, 3)
+        XCTAssertEqual(try sdb.answeredOperation(opId: "op-2")?.applied.map(\.customerName), ["Table party"])
     }
 
     func testARetryOfAnAnsweredOperationGetsTheFirstAnswerAndChangesNothingEvenAfterARestart() throws {

@@ -266,7 +266,9 @@ public final class SlaveEngine {
             // leave the outbox in this transaction and are not applied again on top.
             var settledHere: [(opId: String, keys: [String])] = []
             for e in outbox where held[e.opId] != nil {
-                settle(e.opId, keys: e.orderKeys, seq: held[e.opId], applied: [], errors: [], into: &c)
+                // Its orders as the snapshot holds them (the answer a retry of it gets).
+                let orders = e.orderKeys.compactMap { overlay[$0] ?? nil }
+                settle(e.opId, keys: e.orderKeys, seq: held[e.opId], applied: orders, errors: [], into: &c)
                 settledHere.append((e.opId, e.orderKeys))
             }
             // Pending local changes go on top of the master's state in the same transaction.
