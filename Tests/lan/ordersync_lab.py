@@ -205,10 +205,11 @@ def wait_converged(nodes: list[OrderSyncNode], timeout: float = 30, expect: int 
         views = [canonical(n.orders()) for n in nodes]
         state["views"] = views
         if all(v == views[0] for v in views) and (expect is None or len(views[0]) == expect):
-            return nodes[0].orders()
+            # In a tuple: an empty list of orders (expect=0) is a result, not "not yet".
+            return (nodes[0].orders(),)
         return None
     try:
-        return wait_until(same, timeout, interval=0.2, what="all nodes to hold the same orders")
+        return wait_until(same, timeout, interval=0.2, what="all nodes to hold the same orders")[0]
     except LanError:
         counts = [len(v) for v in state.get("views", [])]
         raise LanError(f"nodes did not converge within {timeout}s; order counts {counts}") from None

@@ -93,7 +93,7 @@ def test_a_pos_retry_on_a_slave_after_the_answer_gets_that_answer_and_brings_not
     assert code == 200 and [o["uuid"] for o in first["applied"]] == [uuid], (code, first)
     # The kitchen removes the order; the till, which lost the answer, sends the same operation.
     master.remove(uuid)
-    wait_until(lambda: slave.orders() == [], 20, what="the removal to reach the till")
+    assert wait_converged([master, slave], timeout=20, expect=0) == [], "the removal did not reach the till"
     seq = master.status()["seq"]
     slave.restart()
     slave.wait_live()
