@@ -211,10 +211,22 @@ final class EngineAnswerTests: XCTestCase {
         _ = master.apply(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("A"))]))]),
                          origin: "m", now: 3)
         let again = texts(master.received(op, from: 1, now: 4), to: 1)
-        // The same answer (the recorded refusal does not keep the order's index in the message).
-        XCTAssertEqual(again, first.map { $0.replacingOccurrences(of: "\"index\":0,", with: "") })
+        // The same answer, word for word: the order's place in the message is found again.
+        XCTAssertEqual(again, first)
         XCTAssertNil(try db.order(uuid: u)?.note)
         XCTAssertEqual(master.lastSeq, 1)
+
+        // Partly applied: the refused second order keeps its index when the operation is repeated.
+        let unknown = UUID().uuidString.lowercased()
+        let partly = OperationMessage(operation: .update, orders: [update(u, [("note", .string("now"))]),
+                                                                   update(unknown.uppercased(), [("note", .string("x"))])],
+                                      opId: "op-2").encoded()
+        let firstPartly = texts(master.received(partly, from: 1, now: 5), to: 1)
+        XCTAssertTrue(firstPartly[0].contains("\"index\":1"), firstPartly[0])
+        let error = try XCTUnwrap(firstPartly.first { $0.contains("not_found") })
+        let repeated = texts(master.received(partly, from: 1, now: 6), to: 1)
+        XCTAssertEqual(repeated.filter { $0.contains("not_found") }, [error])
+        XCTAssertEqual(master.lastSeq, 2, "the repeat is not applied again")
     }
 
     func testErrorsReachTheSenderBeforeTheBroadcastAndTheResultLast() throws {

@@ -294,6 +294,13 @@ public final class MasterEngine {
 
     // MARK: Applying operations
 
+    /// Where the order with `uuid` stands in a repeated message, for the errors answered again
+    /// (the rejection log keeps the order's UUID, not its place in the message).
+    private static func index(of uuid: String?, in message: OperationMessage) -> Int? {
+        guard let uuid = uuid?.lowercased() else { return nil }
+        return message.orders.firstIndex { $0.objectValue?["uuid"]?.stringValue?.lowercased() == uuid }
+    }
+
     /// Applies `message` from `origin`. Storage failures turn every planned change into a
     /// `storage_failed` error; nothing is half-applied.
     public func apply(_ message: OperationMessage, origin: String, now: Int64) -> ApplyOutcome {
@@ -311,7 +318,7 @@ public final class MasterEngine {
                     // (not a storage failure of an earlier try: the operation is applied now).
                     outcome.repeatedErrors = try store.rejections(opId: id)
                         .filter { $0.code != .storageFailed && $0.code != .invalidMessage }
-                        .map { WireError($0.code, $0.message, uuid: $0.orderUUID) }
+                        .map { WireError($0.code, $0.message, uuid: $0.orderUUID, index: Self.index(of: $0.orderUUID, in: message)) }
                     return outcome
                 }
                 // Refused as a whole the first time (nothing journalled): the same answer again,
@@ -319,7 +326,9 @@ public final class MasterEngine {
                 let refused = try store.rejections(opId: id)
                 if !refused.isEmpty, !refused.contains(where: { $0.code == .storageFailed || $0.code == .invalidMessage }) {
                     outcome.isRepeat = true
-                    outcome.repeatedErrors = refused.map { WireError($0.code, $0.message, uuid: $0.orderUUID) }
+                    outcome.repeatedErrors = refused.map {
+                        WireError($0.code, $0.message, uuid: $0.orderUUID, index: Self.index(of: $0.orderUUID, in: message))
+                    }
                     return outcome
                 }
             } catch {
