@@ -5,6 +5,7 @@ operators who did what."""
 import json
 import signal
 
+import avahi_cli
 from ordersync_lab import OrderSyncNode, wait_converged
 
 
@@ -62,7 +63,13 @@ def test_replaced_master_database_makes_slaves_resnapshot(lan2):
     fresh = OrderSyncNode.master(h1, store="shop1", data_dir=master.data_dir + "-new")
     fresh.wait_event("node.started")
     fresh.create(customer="new world")
-    assert fresh.status()["epoch"] != epoch
+    new_epoch = fresh.status()["epoch"]
+    assert new_epoch != epoch
+    # The TXT record carries the new epoch, as an independent DNS-SD browser on the slave's host sees it.
+    name = fresh.wait_event("service.published", timeout=20)["service.name"]
+    services = avahi_cli.browse_until(h2, lambda found: [s for s in found if s.name == name and s.txt.get("epoch") == new_epoch],
+                                      timeout=20)
+    assert all(s.txt.get("epoch") == new_epoch for s in services if s.name == name), [s.txt for s in services]
     slave.wait_event("snapshot.received", count=2, timeout=30)
     orders = wait_converged([fresh, slave], expect=1)
     assert orders[0]["customerName"] == "new world"
