@@ -204,12 +204,8 @@ public enum StatusText {
         if o["role"]?.stringValue == "master" {
             lines.append("port:      \(s(o["port"]))")
             lines.append("service:   \(s(o["serviceName"])) (\(s(o["serviceType"])))")
-            let peers = o["peers"]?.arrayValue ?? []
-            lines.append("terminals: \(peers.count)")
-            for p in peers {
-                let po = p.objectValue ?? JSONObject()
-                lines.append("  \(s(po["address"]))  \(s(po["terminal"]))  \(s(po["protocol"]))  connected \(s(po["connectedSeconds"]))s  last seen \(s(po["lastSeenMillisAgo"]))ms ago")
-            }
+            lines += terminalLines(o, s)
+            if let t = o["tombstones"] { lines.append("tombstones: \(s(t))") }
         } else {
             let m = o["master"]?.objectValue ?? JSONObject()
             lines.append("master:    \(s(m["state"])) \(s(m["url"])) \(s(m["serviceName"]))")
@@ -218,5 +214,30 @@ public enum StatusText {
             lines.append("outbox:    \(s(o["outbox"])) local changes waiting for the master")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The master's terminals: every open link (with the slave's acknowledged sequence and lag
+    /// when it speaks OrderSync), then every known slave that is not connected, with when it
+    /// was last seen and how far behind it stayed.
+    static func terminalLines(_ o: JSONObject, _ s: (JSONValue?) -> String) -> [String] {
+        let peers = (o["peers"]?.arrayValue ?? []).compactMap(\.objectValue)
+        let known = (o["terminals"]?.arrayValue ?? []).compactMap(\.objectValue)
+        let away = known.filter { $0["connected"] != .bool(true) }
+        var lines = ["terminals: \(peers.count) connected, \(known.count) known slave\(known.count == 1 ? "" : "s"), \(away.count) away"]
+        for p in peers {
+            let heard = p["lastSeenMillisAgo"]?.intValue.map { String(format: "%.1f s", Double($0) / 1000) } ?? "-"
+            var line = "  connected  \(s(p["terminal"]))  \(s(p["address"]))  \(s(p["protocol"]))  up \(s(p["connectedSeconds"])) s  last heard \(heard) ago"
+            let row = known.first { $0["terminalId"] != nil && $0["terminalId"] != .null && $0["terminalId"] == p["terminalId"] }
+            if let acked = p["ackedSeq"], acked != .null {
+                line += "  acked \(s(acked))  lag \(s(p["lag"]))"
+            } else if let row {
+                line += "  acked \(s(row["ackedSeq"]))  lag \(s(row["lag"]))"
+            }
+            lines.append(line)
+        }
+        for t in away {
+            lines.append("  away       \(s(t["name"]))  \(s(t["address"]))  last seen \(s(t["lastSeen"]))  acked \(s(t["ackedSeq"]))  lag \(s(t["lag"]))")
+        }
+        return lines
     }
 }
