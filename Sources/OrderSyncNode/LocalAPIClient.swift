@@ -227,12 +227,10 @@ public enum StatusText {
         for p in peers {
             let heard = p["lastSeenMillisAgo"]?.intValue.map { String(format: "%.1f s", Double($0) / 1000) } ?? "-"
             var line = "  connected  \(s(p["terminal"]))  \(s(p["address"]))  \(s(p["protocol"]))  up \(s(p["connectedSeconds"])) s  last heard \(heard) ago"
-            let row = known.first { $0["terminalId"] != nil && $0["terminalId"] != .null && $0["terminalId"] == p["terminalId"] }
-            if let acked = p["ackedSeq"], acked != .null {
-                line += "  acked \(s(acked))  lag \(s(p["lag"]))"
-            } else if let row {
-                line += "  acked \(s(row["ackedSeq"]))  lag \(s(row["lag"]))"
-            }
+            // Until a slave acks on this link, what the master recorded of it stands.
+            let id = p["terminalId"] ?? .null
+            let acks = (p["ackedSeq"] ?? .null) != .null ? p : known.first { id != .null && $0["terminalId"] == id }
+            if let acks { line += "  acked \(s(acks["ackedSeq"]))  lag \(s(acks["lag"]))" }
             lines.append(line)
         }
         for t in away {
