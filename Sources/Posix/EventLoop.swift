@@ -152,6 +152,12 @@ public final class EventLoop: @unchecked Sendable {
         timers.schedule(deadline: now + max(0, milliseconds), body)
     }
 
+    /// Runs `body` on the loop thread after `delay` (zero or less = on the next loop turn).
+    @discardableResult
+    public func schedule(after delay: Duration, _ body: @escaping () -> Void) -> TimerHandle {
+        schedule(after: delay.wholeMilliseconds, body)
+    }
+
     /// Cancels a timer; returns `false` when it already ran or was cancelled.
     @discardableResult
     public func cancel(_ handle: TimerHandle) -> Bool {
