@@ -11,14 +11,18 @@ Used by the scenario tests and by the demo (Scripts/demo.py)::
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
+import socket
+import sqlite3
 import subprocess
 import time
 import uuid as uuidlib
 
-from lanharness import Host, LanError, wait_until
+from lanharness import HERE, PYTHON, Host, LanError, wait_until
+from sync_checks import CheckFailed, check_converged
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,6 +42,19 @@ class CommandError(RuntimeError):
         super().__init__(f"{' '.join(argv)} exited {result.returncode}: {result.stderr.strip()}")
         self.result = result
         self.stderr = result.stderr
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP/1.1 to a node's local API on its Unix socket."""
+
+    def __init__(self, path: str):
+        super().__init__("localhost", timeout=30)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(30)
+        self.sock.connect(self.unix_path)
 
 
 class OrderSyncNode:
@@ -180,6 +197,18 @@ class OrderSyncNode:
     def remove(self, uuid: str) -> dict:
         return json.loads(self.cli("order", "remove", uuid, "--json").stdout)
 
+    def operation(self, operation: int, order: dict, op_id: str) -> tuple[int, dict]:
+        """Sends one operation message with its operation id to the local API (`POST
+        /v1/operations` on the node's Unix socket); returns the HTTP status and the answer."""
+        conn = UnixHTTPConnection(os.path.join(self.data_dir, "ordersync.sock"))
+        try:
+            conn.request("POST", "/v1/operations", headers={"Content-Type": "application/json"},
+                         body=json.dumps({"operation": operation, "orders": [order], "opId": op_id}))
+            response = conn.getresponse()
+            return response.status, json.loads(response.read())
+        finally:
+            conn.close()
+
     def orders(self) -> list[dict]:
         """Every order (all pages) as this node's local API (or its file, when stopped) has them."""
         out, page = [], 1
@@ -197,19 +226,72 @@ def canonical(orders: list[dict]) -> list[tuple]:
                    o.get("tableName"), o.get("tableSize"), o.get("version")) for o in orders)
 
 
+def read_sqlite(data_dir: str, query: str) -> list[dict]:
+    """Rows of `query` on a node's SQLite file (opened read-only; the node may be running), each
+    a dict of its columns."""
+    path = os.path.join(data_dir, "ordersync.sqlite")
+    if not os.path.exists(path):
+        raise LanError(f"no SQLite file at {path}")
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    try:
+        connection.row_factory = sqlite3.Row
+        return [dict(row) for row in connection.execute(query)]
+    finally:
+        connection.close()
+
+
+def stored_orders(data_dir: str) -> list[dict]:
+    """Every column of every row of a node's orders table: the orders as the node stores them."""
+    return read_sqlite(data_dir, "SELECT * FROM orders ORDER BY uuid_key")
+
+
+def journal_entries(data_dir: str) -> list[dict]:
+    """A master's journal from its SQLite file: `seq`, `opId`, `operation`, `orders` (uuids)."""
+    rows = read_sqlite(data_dir, "SELECT seq, op_id, operation, order_uuids FROM journal ORDER BY seq")
+    return [{"seq": r["seq"], "opId": r["op_id"], "operation": r["operation"], "orders": json.loads(r["order_uuids"])}
+            for r in rows]
+
+
 def wait_converged(nodes: list[OrderSyncNode], timeout: float = 30, expect: int | None = None) -> list[dict]:
-    """Waits until every node lists the same orders (and `expect` of them); returns them."""
+    """Waits until every node holds the same orders (and `expect` of them); returns them as the
+    first node lists them. Orders are compared whole: every member its local API shows (unknown
+    members included, the slave's own `sync` state left out) and every column of its SQLite
+    orders table (see `sync_checks.check_converged`)."""
     state = {}
+    names = [f"{node.role} on {node.host.name} (#{i})" for i, node in enumerate(nodes)]
 
     def same():
-        views = [canonical(n.orders()) for n in nodes]
-        state["views"] = views
-        if all(v == views[0] for v in views) and (expect is None or len(views[0]) == expect):
-            # In a tuple: an empty list of orders (expect=0) is a result, not "not yet".
-            return (nodes[0].orders(),)
-        return None
+        views = {name: node.orders() for name, node in zip(names, nodes)}
+        state["counts"] = [len(v) for v in views.values()]
+        try:
+            check_converged(views)
+            check_converged(views, {name: stored_orders(node.data_dir) for name, node in zip(names, nodes)})
+        except CheckFailed as difference:
+            state["difference"] = str(difference)
+            return None
+        state.pop("difference", None)
+        orders = views[names[0]]
+        if expect is not None and len(orders) != expect:
+            return None
+        # In a tuple: an empty list of orders (expect=0) is a result, not "not yet".
+        return (orders,)
     try:
         return wait_until(same, timeout, interval=0.2, what="all nodes to hold the same orders")[0]
     except LanError:
-        counts = [len(v) for v in state.get("views", [])]
-        raise LanError(f"nodes did not converge within {timeout}s; order counts {counts}") from None
+        raise LanError(f"nodes did not converge within {timeout}s; order counts {state.get('counts')}, expected "
+                       f"{expect}; {state.get('difference', 'no difference at the last look')}") from None
+
+
+def run_workload(node: OrderSyncNode, prefix: str, seconds: float | None = None, count: int | None = None) -> subprocess.Popen:
+    """Starts `order_workload.py` on the node's host against its local API; `workload_results`
+    collects what it printed."""
+    argv = [PYTHON, os.path.join(HERE, "order_workload.py"), os.path.join(node.data_dir, "ordersync.sock"), prefix,
+            *(["--seconds", str(seconds)] if seconds is not None else ["--count", str(count)])]
+    return node.host.popen(argv, stdout=subprocess.PIPE, text=True)
+
+
+def workload_results(process: subprocess.Popen, timeout: float = 300) -> list[dict]:
+    """The operations a `run_workload` process sent (one dict per operation), once it has ended."""
+    out, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, f"order_workload.py exited {process.returncode}"
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
