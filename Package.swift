@@ -32,12 +32,12 @@ let package = Package(
         .target(name: "OrderSyncNode", dependencies: [
             "WebSocket", "HTTP1", "SyncCore", "Posix", "OrderStore", "Discovery",
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "ordersync", dependencies: [
             "OrderSyncNode",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // Test peer: an echo server and an Autobahn client built from the project's own
         // WebSocket and Posix modules (conformance runs with kosoku).
@@ -51,7 +51,8 @@ let package = Package(
         // in-memory network and store, with faults, many seeds.
         .testTarget(name: "SyncSimulationTests", dependencies: ["SyncCore"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
-        .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "SyncCore"]),
+        .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "SyncCore", "Posix", "OrderStore"],
+                    swiftSettings: [.swiftLanguageMode(.v6)]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -16,7 +16,7 @@ extension AvahiDiscovery {
         let created = avahi_client_new(pollAPI, AVAHI_CLIENT_NO_FAIL, clientStateCallback, userdata, &error)
         guard let created else {
             dropClientObjects()
-            let delay = backoff.next()
+            let delay = backoff.next().avahiTimerMilliseconds
             reportUnavailable("cannot connect to avahi-daemon: \(avahiErrorText(error)); "
                 + "retrying in \(Double(delay) / 1000) s")
             schedule(afterMilliseconds: delay)
@@ -69,7 +69,7 @@ extension AvahiDiscovery {
             // the application frees it and creates a new one.
             let disconnected = error == Int32(AVAHI_ERR_DISCONNECTED)
             clientFailed(reason: disconnected ? "avahi-daemon disconnected" : avahiErrorText(error),
-                         retryAfter: disconnected ? 0 : backoff.next())
+                         retryAfter: disconnected ? 0 : backoff.next().avahiTimerMilliseconds)
         default:
             break
         }

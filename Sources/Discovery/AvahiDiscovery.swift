@@ -61,7 +61,7 @@ public final class AvahiDiscovery: @unchecked Sendable {
     var pollAPI: UnsafePointer<AvahiPoll>?
     /// Timer that (re)creates the client.
     var reconnectTimer: OpaquePointer?
-    var backoff = ReconnectBackoff()
+    var backoff = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(30))
     /// The current client; after a failure it stays here until the reconnect timer frees it.
     var client: OpaquePointer?
     var clientPhase = ClientPhase.none

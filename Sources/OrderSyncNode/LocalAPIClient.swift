@@ -54,8 +54,34 @@ public struct LocalAPIClient {
 
     var socketPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.socketFile) }
 
+    /// How long the client waits for the daemon.
+    static let timeout: Duration = .seconds(30)
+
     /// Sends one request and waits (at most 30 s) for the answer.
     public func send(method: String, path: String, body: JSONValue? = nil) throws -> LocalAPIResponse {
+        let (status, bytes) = try exchange(method: method, path: path, body: body)
+        let json: JSONValue
+        if bytes.isEmpty { json = .null } else {
+            do { json = try JSONParser.parse(bytes) } catch {
+                throw LocalAPIClientError.badResponse("body is not JSON: \(error)")
+            }
+        }
+        return LocalAPIResponse(status: status, body: json)
+    }
+
+    /// `GET /v1/status`, decoded into the typed value the node encoded.
+    public func status() throws -> NodeStatus {
+        let (status, bytes) = try exchange(method: "GET", path: "/v1/status", body: nil)
+        guard status == 200 else { throw LocalAPIClientError.badResponse("status answered HTTP \(status)") }
+        do {
+            return try JSONDecoder().decode(NodeStatus.self, from: Data(bytes))
+        } catch {
+            throw LocalAPIClientError.badResponse("status is not a node status: \(error)")
+        }
+    }
+
+    /// Sends one request; the answer's HTTP status and raw body.
+    private func exchange(method: String, path: String, body: JSONValue?) throws -> (status: Int, body: [UInt8]) {
         let socket: Socket
         do {
             socket = try UnixSocket.connectBlocking(path: socketPath)
@@ -67,8 +93,9 @@ public struct LocalAPIClient {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: \(payload.count)\r\n"
         if !payload.isEmpty { head += "Content-Type: application/json\r\n" }
         head += "\r\n"
+        let timeout = Self.timeout.wholeMilliseconds
         do {
-            try socket.writeAll(Array(head.utf8) + payload, timeoutMilliseconds: 30_000)
+            try socket.writeAll(Array(head.utf8) + payload, timeoutMilliseconds: timeout)
         } catch {
             throw LocalAPIClientError.noDaemon(dataDirectory: dataDirectory)
         }
@@ -76,25 +103,17 @@ public struct LocalAPIClient {
         while true {
             let chunk: [UInt8]
             do {
-                chunk = try socket.readSome(maxBytes: 65_536, timeoutMilliseconds: 30_000)
+                chunk = try socket.readSome(maxBytes: 65_536, timeoutMilliseconds: timeout)
             } catch let e as PosixError where e.errno == ETIMEDOUT {
-                throw LocalAPIClientError.timeout(seconds: 30)
+                throw LocalAPIClientError.timeout(seconds: Int(Self.timeout.seconds))
             } catch {
                 throw LocalAPIClientError.badResponse("\(error)")
             }
             parser.append(chunk)
             do {
                 if let r = try (chunk.isEmpty ? parser.finish() : parser.nextResponse()) {
-                    let json: JSONValue
-                    if r.body.isEmpty { json = .null } else {
-                        do { json = try JSONParser.parse(r.body) } catch {
-                            throw LocalAPIClientError.badResponse("body is not JSON: \(error)")
-                        }
-                    }
-                    return LocalAPIResponse(status: r.status, body: json)
+                    return (r.status, r.body)
                 }
-            } catch let e as LocalAPIClientError {
-                throw e
             } catch {
                 throw LocalAPIClientError.badResponse("\(error)")
             }
@@ -183,59 +202,5 @@ public enum OrderText {
     public static func quote(_ s: String) -> String {
         if !s.isEmpty, !s.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) { return s }
         return JSONValue.string(s).serialized()
-    }
-}
-
-/// Renders `GET /v1/status` for people.
-public enum StatusText {
-    /// Multi-line text of a status object.
-    public static func render(_ status: JSONValue) -> String {
-        let o = status.objectValue ?? JSONObject()
-        func s(_ v: JSONValue?) -> String {
-            switch v {
-            case .string(let x)?: return x
-            case .int(let x)?: return String(x)
-            case .null?, nil: return "-"
-            case let other?: return other.serialized()
-            }
-        }
-        var lines = ["role:      \(s(o["role"]))", "store:     \(s(o["store"]))", "name:      \(s(o["name"]))",
-                     "orders:    \(s(o["orders"]))", "seq:       \(s(o["seq"]))", "avahi:     \(s(o["avahi"]))"]
-        if o["role"]?.stringValue == "master" {
-            lines.append("port:      \(s(o["port"]))")
-            lines.append("service:   \(s(o["serviceName"])) (\(s(o["serviceType"])))")
-            lines += terminalLines(o, s)
-            if let t = o["tombstones"] { lines.append("tombstones: \(s(t))") }
-        } else {
-            let m = o["master"]?.objectValue ?? JSONObject()
-            lines.append("master:    \(s(m["state"])) \(s(m["url"])) \(s(m["serviceName"]))")
-            if let e = m["lastError"], e != .null { lines.append("last error: \(s(e))") }
-            lines.append("lag:       \(s(o["lag"])) (master at \(s(o["masterSeq"])))")
-            lines.append("outbox:    \(s(o["outbox"])) local changes waiting for the master")
-        }
-        return lines.joined(separator: "\n")
-    }
-
-    /// The master's terminals: every open link (with the slave's acknowledged sequence and lag
-    /// when it speaks OrderSync), then every known slave that is not connected, with when it
-    /// was last seen and how far behind it stayed.
-    static func terminalLines(_ o: JSONObject, _ s: (JSONValue?) -> String) -> [String] {
-        let peers = (o["peers"]?.arrayValue ?? []).compactMap(\.objectValue)
-        let known = (o["terminals"]?.arrayValue ?? []).compactMap(\.objectValue)
-        let away = known.filter { $0["connected"] != .bool(true) }
-        var lines = ["terminals: \(peers.count) connected, \(known.count) known slave\(known.count == 1 ? "" : "s"), \(away.count) away"]
-        for p in peers {
-            let heard = p["lastSeenMillisAgo"]?.intValue.map { String(format: "%.1f s", Double($0) / 1000) } ?? "-"
-            var line = "  connected  \(s(p["terminal"]))  \(s(p["address"]))  \(s(p["protocol"]))  up \(s(p["connectedSeconds"])) s  last heard \(heard) ago"
-            // Until a slave acks on this link, what the master recorded of it stands.
-            let id = p["terminalId"] ?? .null
-            let acks = (p["ackedSeq"] ?? .null) != .null ? p : known.first { id != .null && $0["terminalId"] == id }
-            if let acks { line += "  acked \(s(acks["ackedSeq"]))  lag \(s(acks["lag"]))" }
-            lines.append(line)
-        }
-        for t in away {
-            lines.append("  away       \(s(t["name"]))  \(s(t["address"]))  last seen \(s(t["lastSeen"]))  acked \(s(t["ackedSeq"]))  lag \(s(t["lag"]))")
-        }
-        return lines
     }
 }

@@ -8,8 +8,8 @@ import SyncCore
 /// is decoded into a `LocalAPIRoute` and handed to the node; the node answers through the
 /// `respond` closure, possibly later (a slave waits for its master).
 final class LocalAPIServer {
-    typealias Respond = (_ status: Int, _ body: JSONValue) -> Void
-    typealias Handler = (LocalAPIRoute, @escaping Respond) -> Void
+    typealias Respond = LocalAPIResponder
+    typealias Handler = (LocalAPIRoute, Respond) -> Void
 
     private let loop: EventLoop
     private let logger: Logger
@@ -64,7 +64,7 @@ final class LocalAPIServer {
     }
 
     /// How long a request may take from its first byte to its last.
-    static let requestDeadlineMillis: Int64 = 10_000
+    static let requestTimeout: Duration = .seconds(10)
 
     private func receive(_ bytes: [UInt8], from client: APIClientConnection) {
         client.parser.append(bytes)
@@ -81,11 +81,11 @@ final class LocalAPIServer {
             return
         }
         guard client.deadline == nil else { return }
-        client.deadline = loop.schedule(after: Self.requestDeadlineMillis) { [weak client] in
+        client.deadline = loop.schedule(after: Self.requestTimeout) { [weak client] in
             guard let client = client, !client.busy else { return }
             client.deadline = nil
             let body = LocalAPIRoute.errorBody(code: "request_timeout",
-                                               message: "the request did not arrive completely within \(Self.requestDeadlineMillis / 1000) s")
+                                               message: "the request did not arrive completely within \(Int(Self.requestTimeout.seconds)) s")
             client.channel.write(HTTPResponse(status: 408, headers: HTTPHeaders([("Content-Type", "application/json"), ("Connection", "close")]),
                                               body: body.serializedBytes()).serialize())
             client.channel.closeAfterFlush()
@@ -119,11 +119,11 @@ final class LocalAPIServer {
             client.busy = true
             let keepAlive = req.keepAlive
             let route = LocalAPIRoute.decode(method: req.method, path: req.path, query: req.query, body: req.body)
-            let respond: Respond = { [weak self, weak client] status, body in
+            let respond = LocalAPIResponder { [weak self, weak client] status, body in
                 guard let self = self, let client = client, client.busy else { return }
                 var headers = [("Content-Type", "application/json")]
                 if !keepAlive { headers.append(("Connection", "close")) }
-                client.channel.write(HTTPResponse(status: status, headers: HTTPHeaders(headers), body: body.serializedBytes() + [0x0A]).serialize())
+                client.channel.write(HTTPResponse(status: status, headers: HTTPHeaders(headers), body: body + [0x0A]).serialize())
                 client.busy = false
                 if keepAlive {
                     self.drain(client)
@@ -151,5 +151,27 @@ final class APIClientConnection {
 
     init(channel: StreamChannel) {
         self.channel = channel
+    }
+}
+
+/// Answers one local API request, once: a JSON value, or a typed value encoded as JSON.
+struct LocalAPIResponder {
+    /// Writes the HTTP response with this status and JSON body.
+    let send: (_ status: Int, _ body: [UInt8]) -> Void
+
+    /// Answers with a JSON value.
+    func callAsFunction(_ status: Int, _ body: JSONValue) {
+        send(status, body.serializedBytes())
+    }
+
+    /// Answers with a typed value (a node's status) encoded as JSON.
+    func encoded(_ status: Int, _ value: some Encodable) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        do {
+            send(status, Array(try encoder.encode(value)))
+        } catch {
+            self(500, LocalAPIRoute.errorBody(code: "encoding_failed", message: "\(error)"))
+        }
     }
 }

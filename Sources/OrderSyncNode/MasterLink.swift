@@ -27,7 +27,7 @@ final class MasterLink {
     private(set) var link: WebSocketLink?
     private var ended = false
     /// How long a started frame from the master may take.
-    var frameDeadlineMillis = NodeDefaults.frameDeadlineMillis
+    var frameDeadlineMillis = NodeDefaults.frameTimeout.wholeMilliseconds
 
     /// The handshake succeeded; `subprotocol` is what the master chose.
     var onOpen: (_ subprotocol: String?) -> Void = { _ in }

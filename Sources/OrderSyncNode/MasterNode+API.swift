@@ -2,10 +2,10 @@ import Foundation
 import SyncCore
 
 extension MasterNode {
-    func handleAPI(_ route: LocalAPIRoute, _ respond: @escaping LocalAPIServer.Respond) {
+    func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
         switch route {
         case .status:
-            respond(200, status())
+            respond.encoded(200, NodeStatus.master(status()))
         case .list, .show, .journal, .rejections:
             _ = NodeStartup.answerRead(route, db: db, respond: respond)
         case .write(var message, let single):
@@ -20,53 +20,32 @@ extension MasterNode {
         }
     }
 
-    func status() -> JSONValue {
-        var o = JSONObject()
-        o["role"] = .string("master")
-        o["version"] = .string(NodeVersion.string)
-        o["store"] = .string(storeId)
-        o["name"] = .string(terminalName)
-        o["epoch"] = .string(engine.epoch)
-        o["seq"] = .int(engine.lastSeq)
-        o["orders"] = .int(Int64((try? db.orderCount()) ?? 0))
-        o["port"] = .int(Int64(boundPort))
-        o["dataDir"] = .string(configuration.dataDirectory)
-        o["serviceType"] = .string(configuration.serviceType)
-        o["serviceName"] = publishedName.map { .string($0) } ?? .null
-        o["avahi"] = .string(avahiState)
-        o["uptimeSeconds"] = .int(Int64(Date().timeIntervalSince(startedAt)))
+    /// What the master is doing, for `GET /v1/status`.
+    func status() -> MasterStatus {
         let now = loop.now
         let lastSeq = engine.lastSeq
         let known = engine.peers
-        o["peers"] = .array(sessions.values.sorted { $0.id < $1.id }.filter { $0.link != nil }.map { s in
+        let peers = sessions.values.sorted { $0.id < $1.id }.compactMap { s -> MasterStatus.Peer? in
+            guard let link = s.link else { return nil }
             let e = known[s.id]
-            var p = JSONObject()
-            p["address"] = .string(s.address)
-            p["protocol"] = .string(s.speaksOrderSync ? "ordersync" : "storepos")
-            p["terminal"] = e?.terminalName.map { .string($0) } ?? .null
-            p["terminalId"] = e?.terminalId.map { .string($0) } ?? .null
-            p["connectedSeconds"] = .int((now - s.connectedAt) / 1000)
-            p["lastSeenMillisAgo"] = .int(now - (s.link?.lastHeardMillis ?? now))
-            p["ackedSeq"] = e?.ackedSeq.map { .int($0) } ?? .null
-            p["lag"] = e?.ackedSeq.map { .int(lastSeq - $0) } ?? .null
-            p["messages"] = .int(Int64(e?.messagesIn ?? 0))
-            p["rejected"] = .int(Int64(e?.rejected ?? 0))
-            return .object(p)
-        })
+            return MasterStatus.Peer(
+                address: s.address, protocol: s.speaksOrderSync ? .ordersync : .storepos,
+                terminal: e?.terminalName, terminalId: e?.terminalId, connectedSeconds: (now - s.connectedAt) / 1000,
+                lastSeenMillisAgo: now - link.lastHeardMillis, ackedSeq: e?.ackedSeq, lag: e?.ackedSeq.map { lastSeq - $0 },
+                messages: e?.messagesIn ?? 0, rejected: e?.rejected ?? 0)
+        }
         let connectedIds = Set(known.values.compactMap(\.terminalId))
-        o["terminals"] = .array(((try? db.knownTerminals()) ?? []).map { t in
-            var k = JSONObject()
-            k["terminalId"] = .string(t.id)
-            k["name"] = .string(t.name)
-            k["address"] = .string(t.address)
-            k["connected"] = .bool(connectedIds.contains(t.id))
+        let terminals = ((try? db.knownTerminals()) ?? []).map { t in
             let acked = known.values.first { $0.terminalId == t.id }?.ackedSeq ?? t.ackedSeq
-            k["ackedSeq"] = .int(acked)
-            k["lag"] = .int(max(0, lastSeq - acked))
-            k["lastSeen"] = .string(OrderTimestamp(epochMillis: t.lastSeenMillis).storePOSText)
-            return .object(k)
-        })
-        o["tombstones"] = .int(Int64((try? db.tombstoneCount()) ?? 0))
-        return .object(o)
+            return MasterStatus.KnownTerminal(
+                terminalId: t.id, name: t.name, address: t.address, connected: connectedIds.contains(t.id), ackedSeq: acked,
+                lag: max(0, lastSeq - acked), lastSeen: OrderTimestamp(epochMillis: t.lastSeenMillis).storePOSText)
+        }
+        return MasterStatus(
+            version: NodeVersion.string, store: storeId, name: terminalName, epoch: engine.epoch, seq: lastSeq,
+            orders: (try? db.orderCount()) ?? 0, port: port, dataDir: configuration.dataDirectory,
+            serviceType: configuration.serviceType, serviceName: publishedName, avahi: avahiState,
+            uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)), peers: peers, terminals: terminals,
+            tombstones: (try? db.tombstoneCount()) ?? 0)
     }
 }

@@ -39,11 +39,11 @@ extension MasterNode {
                 self.endSession(s, code: nil, reason: "\(reason)")
             }
             // Slowloris: the upgrade request must arrive within the handshake deadline.
-            session.handshakeTimer = loop.schedule(after: configuration.handshakeDeadlineMillis) { [weak self, weak session] in
+            session.handshakeTimer = loop.schedule(after: configuration.handshakeTimeout) { [weak self, weak session] in
                 guard let self = self, let s = session, s.phase == .handshaking else { return }
                 self.logger.warning("peer.handshake_timeout", metadata: ["peer.address": "\(s.address)"])
                 s.channel.close()
-                self.endSession(s, code: nil, reason: "no WebSocket handshake within \(self.configuration.handshakeDeadlineMillis) ms")
+                self.endSession(s, code: nil, reason: "no WebSocket handshake within \(self.configuration.handshakeTimeout.wholeMilliseconds) ms")
             }
         } catch {
             logger.warning("peer.accept_failed", metadata: ["error": "\(error)"])
@@ -70,7 +70,7 @@ extension MasterNode {
             s.speaksOrderSync = request.requestedSubprotocols.contains(orderSyncSubprotocol)
             s.channel.write(ServerHandshake.response(for: request, subprotocol: s.speaksOrderSync ? orderSyncSubprotocol : nil))
             let link = WebSocketLink(channel: s.channel, loop: loop, role: .server, configuration: configuration.webSocketConfiguration)
-            link.frameDeadlineMillis = configuration.frameDeadlineMillis
+            link.frameDeadlineMillis = configuration.frameTimeout.wholeMilliseconds
             s.link = link
             link.onText = { [weak self, weak s] text in
                 guard let self = self, let s = s else { return }
@@ -133,7 +133,7 @@ extension MasterNode {
 
     func ensureLivenessTimer() {
         guard livenessTimer == nil else { return }
-        let interval = max(500, configuration.pingIntervalMillis / 2)
+        let interval = max(.milliseconds(500), configuration.pingInterval / 2)
         livenessTimer = loop.schedule(after: interval) { [weak self] in
             guard let self = self else { return }
             self.livenessTimer = nil
@@ -148,10 +148,10 @@ extension MasterNode {
         for s in sessions.values.sorted(by: { $0.id < $1.id }) {
             guard let link = s.link, !link.isEnded else { continue }
             let silent = now - link.lastHeardMillis
-            if silent >= configuration.deadPeerMillis {
+            if silent >= configuration.peerTimeout.wholeMilliseconds {
                 logger.warning("peer.dead", metadata: ["peer.address": "\(s.address)", "silent_ms": "\(silent)"])
                 link.abort(reason: "no answer for \(silent) ms")
-            } else if silent >= configuration.pingIntervalMillis {
+            } else if silent >= configuration.pingInterval.wholeMilliseconds {
                 // The heartbeat tells the slave the latest sequence: it notices what it missed,
                 // and its ack tells the master how far behind it is.
                 if let beat = engine.heartbeat(for: s.id) {

@@ -9,126 +9,153 @@ import WebSocket
 /// `ordersync master`: publishes the store on the LAN, accepts terminals over WebSocket, applies
 /// their operations to the SQLite store in one transaction each and broadcasts the result.
 ///
-/// Everything runs on one event-loop thread; Avahi's callbacks only hop onto it.
-public final class MasterNode {
+/// Built whole from its event loop, its claimed data directory (the store) and its discovery;
+/// everything runs on the loop's thread, and Avahi's callbacks only hop onto it.
+// @unchecked Sendable: every stored property is touched only on the loop's thread; the only
+// members called from elsewhere (`requestShutdown`, the discovery callback) hop onto the loop
+// with `execute` first.
+public final class MasterNode: @unchecked Sendable {
     let configuration: NodeConfiguration
     var logger: Logger
     let loop: EventLoop
     let dataDirectory: DataDirectory
-    var db: OrderDatabase!
-    var engine: MasterEngine!
-    var acceptor: Acceptor?
-    var api: LocalAPIServer!
-    var discovery: AvahiDiscovery?
+    let db: OrderDatabase
+    var engine: MasterEngine
+    let acceptor: Acceptor
+    let api: LocalAPIServer
+    let discovery: (any ServiceDiscovery)?
     var sessions: [Int: TerminalSession] = [:]
     var nextSessionId = 1
-    var storeId = ""
-    var terminalName = ""
+    let storeId: String
+    let terminalName: String
     var publishedName: String?
-    var avahiState = "starting"
-    var boundPort: UInt16 = 0
+    var avahiState: AvahiState
+    /// The TCP port terminals connect to (the one bound when the configuration asked for 0).
+    public let port: UInt16
     var livenessTimer: TimerHandle?
     var shuttingDown = false
     let startedAt = Date()
 
-    /// A master for `configuration`; nothing starts before `run()`.
-    public init(configuration: NodeConfiguration, logger: Logger) throws {
+    /// A master on `loop` (not running yet, on the thread that will run it), serving the store
+    /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the
+    /// terminals' port; nothing is served before `run()`.
+    public init(configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
+                discovery: (any ServiceDiscovery)?, logger: Logger) throws {
         self.configuration = configuration
+        self.loop = loop
+        self.dataDirectory = dataDirectory
+        self.discovery = discovery
+        self.db = dataDirectory.database
+        let savedStore = try db.metadata("store.id")
+        if let wanted = configuration.store, let saved = savedStore, wanted != saved {
+            throw NodeStartupError("\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store")
+        }
+        storeId = try dataDirectory.identity(key: "store.id") {
+            configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
+        }
+        terminalName = configuration.name ?? DataDirectory.hostName()
+        engine = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: try db.databaseEpoch())
+        engine.snapshotChunk = NodeDefaults.snapshotChunk
+        var logger = logger
+        logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger
-        self.loop = try NodeStartup.prepareProcess()
-        self.dataDirectory = DataDirectory(path: configuration.dataDirectory)
+        avahiState = discovery == nil ? .notUsed : .starting
+
+        let listener: TCPListener
+        do {
+            listener = try TCPListener.bind(host: configuration.listenAddress, port: configuration.port, backlog: 128)
+        } catch {
+            let inUse = (error as? PosixError)?.errno == EADDRINUSE
+            throw NodeStartupError("cannot listen on \(configuration.listenAddress):\(configuration.port): \(error)"
+                                   + (inUse ? " (another program uses the port? try --port 0)" : ""))
+        }
+        port = listener.localPort
+        // Connections queue in the backlog until `run()` sets the handler and the loop turns.
+        acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
+        api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
     }
 
-    /// Starts everything and serves until SIGINT or SIGTERM; then shuts down cleanly.
+    /// A master for the `ordersync master` command: prepares the process (signals), claims the
+    /// data directory and publishes through Avahi.
+    public convenience init(configuration: NodeConfiguration, logger: Logger) throws {
+        let loop = try NodeStartup.prepareProcess()
+        try self.init(configuration: configuration, loop: loop, dataDirectory: try DataDirectory(claimingFor: configuration),
+                      discovery: AvahiServiceDiscovery(), logger: logger)
+    }
+
+    /// Starts everything and serves until SIGINT, SIGTERM or `requestShutdown()`; then shuts
+    /// down cleanly. Runs the loop on the calling thread.
     public func run() throws {
         try start()
         loop.run()
         finishShutdown()
     }
 
-    private func start() throws {
-        db = try NodeStartup.openStore(configuration, directory: dataDirectory)
-        let savedStore = try db.metadata("store.id")
-        if let wanted = configuration.store, let saved = savedStore, wanted != saved {
-            throw NodeStartupError("\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store")
-        }
-        storeId = try DataDirectory.identity(db, key: "store.id") {
-            configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
-        }
-        let epoch = try db.databaseEpoch()
-        terminalName = configuration.name ?? DataDirectory.hostName()
-        engine = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: epoch)
-        engine.snapshotChunk = NodeDefaults.snapshotChunk
-        logger[metadataKey: "store"] = "\(storeId)"
+    /// Asks a running master to shut down as on SIGTERM. Thread-safe.
+    public func requestShutdown() {
+        loop.execute { [weak self] in self?.beginShutdown(reason: "requested") }
+    }
 
-        let l: TCPListener
-        do {
-            l = try TCPListener.bind(host: configuration.listenAddress, port: configuration.port, backlog: 128)
-        } catch {
-            let inUse = (error as? PosixError)?.errno == EADDRINUSE
-            throw NodeStartupError("cannot listen on \(configuration.listenAddress):\(configuration.port): \(error)"
-                                   + (inUse ? " (another program uses the port? try --port 0)" : ""))
-        }
-        boundPort = l.localPort
+    private func start() throws {
         let openFiles = ResourceLimits.raiseOpenFilesLimit()
-        let acceptor = try Acceptor(listener: l, loop: loop) { [weak self] a in self?.terminalConnected(a) }
+        acceptor.onAccept = { [weak self] accepted in self?.terminalConnected(accepted) }
         // Out of descriptors (EMFILE/ENFILE): the connection stays queued; the acceptor pauses
         // instead of spinning on a readable listener.
-        acceptor.backoffMilliseconds = 500
+        acceptor.backoffMilliseconds = NodeDefaults.acceptPause.wholeMilliseconds
         acceptor.onError = { [weak self] error in
-            self?.logger.error("peer.accept_failed", metadata: ["error": "\(error)", "retry_ms": "500"])
+            self?.logger.error("peer.accept_failed", metadata: ["error": "\(error)",
+                                                                "retry_ms": "\(NodeDefaults.acceptPause.wholeMilliseconds)"])
         }
-        self.acceptor = acceptor
-
-        api = try NodeStartup.startAPI(configuration, loop: loop, logger: logger) { [weak self] route, respond in
+        try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
 
         logger.info("node.started", metadata: [
             "role": "master", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
-            "name": "\(terminalName)", "port": "\(boundPort)", "listen": "\(configuration.listenAddress)",
-            "service_type": "\(configuration.serviceType)", "epoch": "\(epoch)", "seq": "\(engine.lastSeq)",
+            "name": "\(terminalName)", "port": "\(port)", "listen": "\(configuration.listenAddress)",
+            "service_type": "\(configuration.serviceType)", "epoch": "\(engine.epoch)", "seq": "\(engine.lastSeq)",
             "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
             "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
         ])
 
-        startDiscovery(epoch: epoch)
-        try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in self?.beginShutdown(signal: signo) }
+        startDiscovery(epoch: engine.epoch)
+        try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
+            self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
+        }
         try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
     }
 
     private func startDiscovery(epoch: String) {
+        guard let discovery else { return }
         let loop = self.loop
-        let d = AvahiDiscovery { [weak self] event in
-            loop.execute { self?.handleDiscovery(event) }
-        }
-        discovery = d
         do {
-            try d.start()
-            d.publish(ServiceAnnouncement(name: terminalName, type: configuration.serviceType, port: boundPort,
+            try discovery.start { [weak self] event in
+                loop.execute { self?.handleDiscovery(event) }
+            }
+            discovery.publish(ServiceAnnouncement(name: terminalName, type: configuration.serviceType, port: port,
                                           txt: [("proto", orderSyncProtocolName), ("store", storeId), ("epoch", epoch),
                                                 ("path", NodeDefaults.webSocketPath)]))
         } catch {
-            avahiState = "unavailable"
+            avahiState = .unavailable
             logger.warning("avahi.unavailable", metadata: ["error": "\(error)",
-                "hint": "terminals must use --master ws://HOST:\(boundPort)/ until avahi-daemon runs"])
+                "hint": "terminals must use --master ws://HOST:\(port)/ until avahi-daemon runs"])
         }
     }
 
     private func handleDiscovery(_ event: DiscoveryEvent) {
         switch event {
         case .daemonAvailable:
-            avahiState = "up"
+            avahiState = .up
             logger.info("avahi.up")
         case .daemonUnavailable(let reason):
-            avahiState = "down"
+            avahiState = .down
             publishedName = nil
             logger.warning("avahi.down", metadata: ["reason": "\(reason)",
-                "hint": "still serving on port \(boundPort); publishing again when avahi-daemon is back"])
+                "hint": "still serving on port \(port); publishing again when avahi-daemon is back"])
         case .published(let name):
             publishedName = name
             logger.info("service.published", metadata: ["service.name": "\(name)", "service.type": "\(configuration.serviceType)",
-                                                         "port": "\(boundPort)"])
+                                                         "port": "\(port)"])
         case .nameCollision(let old, let new):
             logger.warning("service.name_collision", metadata: ["service.name": "\(old)", "service.new_name": "\(new)"])
         case .publishFailed(let reason):
@@ -138,12 +165,11 @@ public final class MasterNode {
         }
     }
 
-    func beginShutdown(signal: Int32) {
+    func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
-        logger.info("node.stopping", metadata: ["signal": "\(signal == SIGINT ? "SIGINT" : "SIGTERM")", "peers": "\(sessions.count)"])
-        acceptor?.close()
-        acceptor = nil
+        logger.info("node.stopping", metadata: ["signal": "\(reason)", "peers": "\(sessions.count)"])
+        acceptor.close()
         // Withdraw the service first, so no slave picks a master that no longer accepts.
         discovery?.unpublish()
         api.stop()
@@ -152,7 +178,7 @@ public final class MasterNode {
             loop.stop()
         } else {
             // Peers answer the close within milliseconds; do not wait for a dead one.
-            _ = loop.schedule(after: 2500) { [weak self] in self?.loop.stop() }
+            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.loop.stop() }
         }
     }
 
@@ -166,9 +192,7 @@ public final class MasterNode {
 
     private func finishShutdown() {
         discovery?.stop()
-        discovery = nil
-        db?.close()
-        dataDirectory.release()
-        logger.info("node.stopped", metadata: ["seq": "\(engine?.lastSeq ?? 0)"])
+        dataDirectory.close()
+        logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
     }
 }

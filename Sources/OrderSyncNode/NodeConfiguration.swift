@@ -24,26 +24,36 @@ public enum NodeDefaults {
     public static let snapshotChunk = 200
     /// Largest accepted WebSocket message.
     public static let maxMessageBytes = 1 << 20
-    /// Interval after which an idle link is pinged, milliseconds.
-    public static let pingIntervalMillis: Int64 = 10_000
-    /// Silence after which a peer is declared dead, milliseconds.
-    public static let deadPeerMillis: Int64 = 30_000
-    /// How long a started WebSocket frame may take to complete, milliseconds.
-    public static let frameDeadlineMillis: Int64 = 15_000
-    /// How long the opening handshake may take after the TCP connection, milliseconds.
-    public static let handshakeDeadlineMillis: Int64 = 5_000
+    /// Interval after which an idle link is pinged.
+    public static let pingInterval: Duration = .seconds(10)
+    /// Silence after which a peer is declared dead.
+    public static let peerTimeout: Duration = .seconds(30)
+    /// How long a started WebSocket frame may take to complete.
+    public static let frameTimeout: Duration = .seconds(15)
+    /// How long the opening handshake may take after the TCP connection.
+    public static let handshakeTimeout: Duration = .seconds(5)
     /// Most terminals (TCP connections) the master serves at once.
     public static let maxConnections = 1024
     /// How long a slave that knows no store watches the LAN before joining the only store.
-    public static let storeChoiceSettleMillis: Int64 = 1500
-    /// How long a slave's local API waits for the master's answer, milliseconds.
-    public static let forwardTimeoutMillis: Int64 = 10_000
+    public static let storeChoiceSettle: Duration = .milliseconds(1500)
+    /// How long a slave's local API waits for the master's answer.
+    public static let forwardTimeout: Duration = .seconds(10)
+    /// First delay before a slave reconnects to its master; it doubles after each failure.
+    public static let reconnectDelay: Duration = .milliseconds(250)
+    /// Longest delay before a slave reconnects to its master.
+    public static let reconnectDelayLimit: Duration = .seconds(5)
+    /// Longest wait for peers to answer the close handshake when a node shuts down.
+    public static let shutdownGrace: Duration = .milliseconds(2500)
+    /// How long a slave collects applied operations before it acknowledges them.
+    public static let ackDelay: Duration = .milliseconds(200)
+    /// How long the master stops accepting when it runs out of file descriptors.
+    public static let acceptPause: Duration = .milliseconds(500)
     /// Per-connection limit of bytes queued for a slow reader before it is disconnected.
     public static let maxPendingSendBytes = 16 << 20
 }
 
 /// A node's role.
-public enum NodeRole: String, Sendable {
+public enum NodeRole: String, Codable, Sendable {
     case master
     case slave
 }
@@ -123,14 +133,14 @@ public struct NodeConfiguration: Sendable {
     public var masterURL: MasterURL?
     /// Largest accepted WebSocket message.
     public var maxMessageBytes = NodeDefaults.maxMessageBytes
-    /// Idle time before a ping, milliseconds.
-    public var pingIntervalMillis = NodeDefaults.pingIntervalMillis
-    /// Silence after which a peer is dead, milliseconds.
-    public var deadPeerMillis = NodeDefaults.deadPeerMillis
-    /// Time allowed for the opening handshake, milliseconds.
-    public var handshakeDeadlineMillis = NodeDefaults.handshakeDeadlineMillis
-    /// Time allowed for a started frame to complete, milliseconds.
-    public var frameDeadlineMillis = NodeDefaults.frameDeadlineMillis
+    /// Idle time before a ping.
+    public var pingInterval = NodeDefaults.pingInterval
+    /// Silence after which a peer is dead.
+    public var peerTimeout = NodeDefaults.peerTimeout
+    /// Time allowed for the opening handshake.
+    public var handshakeTimeout = NodeDefaults.handshakeTimeout
+    /// Time allowed for a started frame to complete.
+    public var frameTimeout = NodeDefaults.frameTimeout
     /// Master: most connections at once.
     public var maxConnections = NodeDefaults.maxConnections
 
@@ -177,4 +187,12 @@ public struct NodeStartupError: Error, CustomStringConvertible {
     /// An error from its message.
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+}
+
+extension Duration {
+    /// The duration in seconds, for the CLI's options and for people.
+    public var seconds: Double {
+        let (whole, attoseconds) = components
+        return Double(whole) + Double(attoseconds) / 1e18
+    }
 }

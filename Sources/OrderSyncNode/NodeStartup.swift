@@ -15,31 +15,12 @@ enum NodeStartup {
         return try EventLoop()
     }
 
-    /// Locks the data directory, opens its store and checks it belongs to `role`.
-    static func openStore(_ c: NodeConfiguration, directory: DataDirectory) throws -> OrderDatabase {
-        try directory.claim(lockPath: c.lockPath)
-        let db: OrderDatabase
-        do {
-            db = try OrderDatabase(path: c.databasePath)
-        } catch {
-            throw NodeStartupError("cannot open the order store \(c.databasePath): \(error)")
-        }
-        if let role = try db.metadata("node.role"), role != c.role.rawValue {
-            throw NodeStartupError("\(c.dataDirectory) holds a \(role)'s order store; use another --data-dir for the \(c.role.rawValue)")
-        }
-        try db.setMetadata("node.role", c.role.rawValue)
-        return db
-    }
-
-    /// Opens the local API socket.
-    static func startAPI(_ c: NodeConfiguration, loop: EventLoop, logger: Logger,
-                         handler: @escaping LocalAPIServer.Handler) throws -> LocalAPIServer {
-        let api = LocalAPIServer(loop: loop, path: c.socketPath, logger: logger)
+    /// Starts the node's local API socket with `handler` answering its requests.
+    static func startAPI(_ api: LocalAPIServer, _ c: NodeConfiguration, handler: @escaping LocalAPIServer.Handler) throws {
         api.handler = handler
         do { try api.start() } catch {
             throw NodeStartupError("cannot open the local API socket \(c.socketPath): \(error)")
         }
-        return api
     }
 
     /// Handles the read-only routes every node answers from its own store; false for others.

@@ -14,10 +14,10 @@ struct PendingWrite {
 }
 
 extension SlaveNode {
-    func handleAPI(_ route: LocalAPIRoute, _ respond: @escaping LocalAPIServer.Respond) {
+    func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
         switch route {
         case .status:
-            respond(200, status())
+            respond.encoded(200, NodeStatus.slave(status()))
         case .rejections:
             _ = NodeStartup.answerRead(route, db: db, respond: respond)
         case .journal:
@@ -64,36 +64,22 @@ extension SlaveNode {
         }
     }
 
-    func status() -> JSONValue {
-        var o = JSONObject()
-        o["role"] = .string("slave")
-        o["version"] = .string(NodeVersion.string)
-        o["store"] = (configuration.store ?? engine.joinedStore).map { .string($0) } ?? .null
-        o["name"] = .string(terminalName)
-        o["terminalId"] = .string(terminalId)
-        o["seq"] = .int(engine.lastSeq)
-        o["masterSeq"] = .int(max(engine.masterSeq, engine.lastSeq))
-        o["lag"] = .int(max(0, engine.masterSeq - engine.lastSeq))
-        o["epoch"] = engine.epoch.map { .string($0) } ?? .null
-        o["orders"] = .int(Int64((try? db.orderCount()) ?? 0))
-        o["dataDir"] = .string(configuration.dataDirectory)
-        o["avahi"] = .string(configuration.masterURL == nil ? avahiState : "not used (--master)")
-        o["uptimeSeconds"] = .int(Int64(Date().timeIntervalSince(startedAt)))
-        var m = JSONObject()
-        m["state"] = .string(linkPhase.rawValue)
-        m["url"] = (link?.url ?? target).map { .string($0.description) } ?? .null
-        m["serviceName"] = targetService.map { .string($0) } ?? .null
-        m["sinceSeconds"] = .int((loop.now - linkSince) / 1000)
-        if let ws = link?.link { m["lastSeenMillisAgo"] = .int(loop.now - ws.lastHeardMillis) }
-        m["lastError"] = lastLinkError.map { .string($0) } ?? .null
-        o["master"] = .object(m)
-        o["pendingWrites"] = .int(Int64(pendingWrites.count))
-        o["outbox"] = .int(Int64(engine.outboxCount))
-        o["mastersSeen"] = .array(services.values.sorted { $0.seen < $1.seen }.map { entry in
-            let s = entry.service
-            return .object(JSONObject([("name", .string(s.name)), ("address", .string("\(s.address):\(s.port)")),
-                                       ("store", s.txt["store"].map { .string($0) } ?? .null)]))
-        })
-        return .object(o)
+    /// What the slave is doing, for `GET /v1/status`.
+    func status() -> SlaveStatus {
+        let now = loop.now
+        let link = SlaveStatus.Link(
+            state: linkState.name, url: linkState.target?.url.description, serviceName: linkState.target?.serviceName,
+            sinceSeconds: (now - linkSince) / 1000, lastSeenMillisAgo: linkState.link?.link.map { now - $0.lastHeardMillis },
+            lastError: lastLinkError)
+        let seen = services.values.sorted { $0.seen < $1.seen }.map { entry in
+            SlaveStatus.SeenMaster(name: entry.service.name, address: "\(entry.service.address):\(entry.service.port)",
+                                   store: entry.service.txt["store"])
+        }
+        return SlaveStatus(
+            version: NodeVersion.string, store: configuration.store ?? engine.joinedStore, name: terminalName,
+            terminalId: terminalId, seq: engine.lastSeq, masterSeq: max(engine.masterSeq, engine.lastSeq),
+            lag: max(0, engine.masterSeq - engine.lastSeq), epoch: engine.epoch, orders: (try? db.orderCount()) ?? 0,
+            dataDir: configuration.dataDirectory, avahi: avahiState, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
+            master: link, pendingWrites: pendingWrites.count, outbox: engine.outboxCount, mastersSeen: seen)
     }
 }

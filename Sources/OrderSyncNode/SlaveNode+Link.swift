@@ -11,10 +11,10 @@ extension SlaveNode {
     func handleDiscovery(_ event: DiscoveryEvent) {
         switch event {
         case .daemonAvailable:
-            avahiState = "up"
+            avahiState = .up
             logger.info("avahi.up")
         case .daemonUnavailable(let reason):
-            avahiState = "down"
+            avahiState = .down
             logger.warning("avahi.down", metadata: ["reason": "\(reason)",
                 "hint": "cannot discover a master until avahi-daemon is back; a live link stays up"])
         case .serviceFound(let service):
@@ -30,7 +30,7 @@ extension SlaveNode {
             if mustChooseStore && !storeChoiceSettled {
                 // mDNS answers from every host arrive within about a second of the query.
                 if settleTimer == nil {
-                    settleTimer = loop.schedule(after: NodeDefaults.storeChoiceSettleMillis) { [weak self] in
+                    settleTimer = loop.schedule(after: NodeDefaults.storeChoiceSettle) { [weak self] in
                         guard let self = self else { return }
                         self.settleTimer = nil
                         self.storeChoiceSettled = true
@@ -46,7 +46,7 @@ extension SlaveNode {
             for k in gone { services[k] = nil }
             // A lone REMOVE (goodbye crossing a new announcement) must not kill a live link:
             // the link itself tells when the master is really gone.
-            logger.info("master.lost", metadata: ["service.name": "\(name)", "link": "\(linkPhase.rawValue)"])
+            logger.info("master.lost", metadata: ["service.name": "\(name)", "link": "\(linkState.name.rawValue)"])
         case .browseFailed(let reason):
             logger.error("discovery.browse_failed", metadata: ["reason": "\(reason)"])
         case .published, .nameCollision, .publishFailed:
@@ -56,8 +56,8 @@ extension SlaveNode {
 
     /// The master to use: `--master`, else the newest service of our store, else of the only
     /// store on the LAN. Never chosen by instance name.
-    func chooseTarget() -> (MasterURL, String?)? {
-        if let url = configuration.masterURL { return (url, nil) }
+    func chooseTarget() -> LinkTarget? {
+        if let url = configuration.masterURL { return LinkTarget(url: url, serviceName: nil) }
         let candidates = services.values.filter { $0.service.txt["proto"] == orderSyncProtocolName }
         let wanted = configuration.store ?? engine.joinedStore
         var pool = candidates
@@ -88,7 +88,7 @@ extension SlaveNode {
         }
         guard let best = pool.max(by: { $0.seen < $1.seen }) else { return nil }
         let path = best.service.txt["path"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
-        return (MasterURL(host: best.service.address, port: best.service.port, path: path), best.service.name)
+        return LinkTarget(url: MasterURL(host: best.service.address, port: best.service.port, path: path), serviceName: best.service.name)
     }
 
     private func logStoreChoice(_ event: String, _ meta: Logger.Metadata) {
@@ -103,108 +103,95 @@ extension SlaveNode {
         configuration.masterURL == nil && configuration.store == nil && engine.joinedStore == nil
     }
 
-    /// Connects now when idle, or moves to a newer master address when the current attempt is
-    /// not live yet.
+    /// Connects now when idle or waiting, or moves to a newer master address when the current
+    /// attempt is not up yet.
     func considerTargets() {
         guard !shuttingDown else { return }
-        guard let (url, name) = chooseTarget() else {
+        guard let chosen = chooseTarget() else {
             // A second store appeared while a slave without a store was joining one: do not
             // guess, drop the attempt before it joins.
-            if mustChooseStore, let l = link, !l.isEnded, linkPhase != .live {
+            if mustChooseStore, case .connecting(let l, _) = linkState {
+                l.abort(reason: "several stores on the LAN; start with --store to choose one")
+            } else if mustChooseStore, case .syncing(let l, _) = linkState {
                 l.abort(reason: "several stores on the LAN; start with --store to choose one")
             }
             return
         }
-        if let l = link, !l.isEnded {
-            if l.url == url || linkPhase == .live || linkPhase == .syncing { return }
-            l.abort(reason: "a newer address for the master was announced")
+        switch linkState {
+        case .idle, .waiting:
+            connect(to: chosen)
+        case .connecting(let l, _):
+            if l.url != chosen.url { l.abort(reason: "a newer address for the master was announced") }
+        case .syncing, .live:
             return
         }
-        if let t = retryTimer { loop.cancel(t) }
-        retryTimer = nil
-        target = url
-        targetService = name
-        connect()
     }
 
     // MARK: Link
 
-    func connect() {
-        guard !shuttingDown, link == nil || link!.isEnded else { return }
-        if configuration.masterURL == nil, let (url, name) = chooseTarget() {
-            target = url
-            targetService = name
-        }
-        guard let url = target else { return }
+    /// Starts an attempt to reach `target`; the link must be idle or waiting.
+    func connect(to target: LinkTarget) {
+        guard !shuttingDown else { return }
+        let url = target.url
         let l = MasterLink(url: url, loop: loop, configuration: configuration.webSocketConfiguration)
-        l.frameDeadlineMillis = configuration.frameDeadlineMillis
-        link = l
-        setPhase(.connecting)
-        attempts += 1
+        l.frameDeadlineMillis = configuration.frameTimeout.wholeMilliseconds
+        enter(.connecting(l, target))
         l.onOpen = { [weak self, weak l] subprotocol in
-            guard let self = self, let l = l else { return }
+            guard let self = self, let l = l, case .connecting(let current, let target) = self.linkState, current === l else { return }
             guard subprotocol == orderSyncSubprotocol else {
                 self.logger.error("master.incompatible", metadata: ["master.address": "\(url)", "reason": "master did not accept subprotocol \(orderSyncSubprotocol)"])
                 l.close(code: .policyViolation, reason: "OrderSync subprotocol required")
                 return
             }
-            self.setPhase(.syncing)
-            self.logger.info("master.connected", metadata: ["master.address": "\(url)", "service.name": "\(self.targetService ?? "-")"])
+            self.enter(.syncing(l, target))
+            self.logger.info("master.connected", metadata: ["master.address": "\(url)", "service.name": "\(target.serviceName ?? "-")"])
             self.perform(self.engine.linkOpened())
         }
         l.onText = { [weak self] text in self?.masterMessage(text) }
         l.onEnd = { [weak self, weak l] code, reason in
-            guard let self = self, let l = l, self.link === l else { return }
+            guard let self = self, let l = l, self.linkState.link === l else { return }
             self.linkEnded(code: code, reason: reason)
         }
-        l.start(timeoutMillis: configuration.handshakeDeadlineMillis)
-    }
-
-    func setPhase(_ p: MasterLink.Phase) {
-        linkPhase = p
-        linkSince = loop.now
+        l.start(timeoutMillis: configuration.handshakeTimeout.wholeMilliseconds)
     }
 
     private func linkEnded(code: UInt16?, reason: String) {
-        let wasUp = linkPhase == .live || linkPhase == .syncing
+        guard let target = linkState.target else { return }
+        let wasUp = linkState.isUp
         lastLinkError = reason
-        setPhase(.idle)
+        enter(.idle)
         engine.linkClosed()
         answerPendingWritesAsQueued()
-        var meta: Logger.Metadata = ["master.address": "\(link?.url.description ?? "-")", "reason": "\(reason)"]
+        var meta: Logger.Metadata = ["master.address": "\(target.url)", "reason": "\(reason)"]
         if let c = code { meta["ws.close_code"] = "\(c)" }
         if wasUp {
             logger.warning("master.disconnected", metadata: meta)
         } else {
             logger.info("master.connect_failed", metadata: meta)
         }
-        link = nil
-        if let t = livenessTimer { loop.cancel(t) }
-        livenessTimer = nil
         guard !shuttingDown else {
             loop.stop()
             return
         }
         // 1011: the master could not store or read (disk full, I/O error). Coming back at once
         // would only fail again: wait the longest backoff.
-        scheduleReconnect(longest: code == MasterEngine.internalError)
+        let delay = code == MasterEngine.internalError ? reconnectBackoff.nextLongest() : reconnectBackoff.next()
+        let retry = loop.schedule(after: delay) { [weak self] in self?.retryDue() }
+        enter(.waiting(target, retry: retry))
     }
 
-    /// Backoff with jitter: 0.25 s doubling to 5 s, each delay drawn from [d/2, d], so fifty
-    /// terminals do not reconnect in the same instant.
-    func scheduleReconnect(longest: Bool = false) {
-        let exp = longest ? 5 : min(attempts, 5)
-        let cap: Int64 = min(5000, 250 << Int64(exp))
-        let delay = Int64.random(in: (cap / 2)...cap)
-        retryTimer = loop.schedule(after: delay) { [weak self] in
-            guard let self = self else { return }
-            self.retryTimer = nil
-            if self.configuration.masterURL == nil && self.chooseTarget() == nil {
-                // No master to choose now: keep trying the last one of our store (its service may
-                // be unseen while avahi-daemon restarts), but never guess between stores.
-                if self.target == nil || self.mustChooseStore { return }
-            }
-            self.connect()
+    /// The reconnect timer: try the newest master of our store, else the last one.
+    private func retryDue() {
+        guard case .waiting(let last, _) = linkState else { return }
+        if let chosen = chooseTarget() {
+            connect(to: chosen)
+        } else if mustChooseStore {
+            // Several stores and none chosen: never guess between them.
+            enter(.idle)
+        } else {
+            // No master to choose now: keep trying the last one of our store (its service may
+            // be unseen while avahi-daemon restarts).
+            connect(to: last)
         }
     }
 
@@ -219,15 +206,15 @@ extension SlaveNode {
         for action in actions {
             switch action {
             case .send(let text):
-                link?.send(text)
+                linkState.link?.send(text)
             case .resync(let reason):
-                link?.close(code: .normal, reason: reason)
+                linkState.link?.close(code: .normal, reason: reason)
             case .abort(let reason):
-                link?.abort(reason: reason)
+                linkState.link?.abort(reason: reason)
             case .scheduleAck:
                 // Acks what was applied, at most every 200 ms on a busy link.
                 if let t = ackTimer { loop.cancel(t) }
-                ackTimer = loop.schedule(after: 200) { [weak self] in
+                ackTimer = loop.schedule(after: NodeDefaults.ackDelay) { [weak self] in
                     guard let self = self else { return }
                     self.ackTimer = nil
                     self.perform(self.engine.ackDue())
@@ -243,9 +230,9 @@ extension SlaveNode {
                 completePendingWrite(opId: opId, seq: seq, applied: applied, errors: errors, pending: pending)
             case .synced(let seq, let epoch, let store):
                 if let s = store { logger[metadataKey: "store"] = "\(s)" }
-                attempts = 0
-                setPhase(.live)
-                startLiveness()
+                guard case .syncing(let l, let target) = linkState else { break }
+                reconnectBackoff.reset()
+                enter(.live(l, target, liveness: scheduleLivenessCheck()))
                 logger.info("master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
             case .log(let record):
                 logger.log(record)
@@ -253,19 +240,19 @@ extension SlaveNode {
         }
     }
 
-    private func startLiveness() {
-        if let t = livenessTimer { loop.cancel(t) }
-        let interval = max(500, configuration.pingIntervalMillis / 2)
-        livenessTimer = loop.schedule(after: interval) { [weak self] in
-            guard let self = self, let l = self.link, let ws = l.link, !ws.isEnded else { return }
+    /// The next liveness check of a live link: ping a quiet master, drop a silent one.
+    private func scheduleLivenessCheck() -> TimerHandle {
+        let interval = max(.milliseconds(500), configuration.pingInterval / 2)
+        return loop.schedule(after: interval) { [weak self] in
+            guard let self = self, case .live(let l, let target, _) = self.linkState, let ws = l.link, !ws.isEnded else { return }
             let silent = self.loop.now - ws.lastHeardMillis
-            if silent >= self.configuration.deadPeerMillis {
+            if silent >= self.configuration.peerTimeout.wholeMilliseconds {
                 self.logger.warning("master.dead", metadata: ["silent_ms": "\(silent)"])
                 l.abort(reason: "master silent for \(silent) ms")
                 return
             }
-            if silent >= self.configuration.pingIntervalMillis { ws.ping() }
-            self.startLiveness()
+            if silent >= self.configuration.pingInterval.wholeMilliseconds { ws.ping() }
+            self.enter(.live(l, target, liveness: self.scheduleLivenessCheck()))
         }
     }
 }

@@ -13,7 +13,7 @@ import SyncCore
 /// a lost answer never applies it twice.
 extension SlaveNode {
     /// Handles a write from the local API.
-    func localWrite(_ message: OperationMessage, single: String?, respond: @escaping LocalAPIServer.Respond) {
+    func localWrite(_ message: OperationMessage, single: String?, respond: LocalAPIServer.Respond) {
         let opId = message.opId ?? UUID().uuidString.lowercased()
         let (write, actions) = engine.localWrite(message, opId: opId, now: WallClock.nowMillis())
         switch write.failure {
@@ -48,7 +48,7 @@ extension SlaveNode {
         var pending = PendingWrite(message: message, single: single, respond: respond)
         pending.localChanges = write.changes
         pending.localErrors = write.errors
-        pending.timer = loop.schedule(after: NodeDefaults.forwardTimeoutMillis) { [weak self] in
+        pending.timer = loop.schedule(after: NodeDefaults.forwardTimeout) { [weak self] in
             // The master is slow: the change is safe in the outbox; say so now.
             guard let self = self, let p = self.pendingWrites.removeValue(forKey: opId) else { return }
             self.respondPending(single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,

@@ -8,18 +8,23 @@ import WebSocket
 
 /// `ordersync slave`: finds the store's master through DNS-SD (or `--master`), keeps a replica
 /// of its orders in SQLite, and forwards the terminal's own changes to the master.
-public final class SlaveNode {
+///
+/// Built whole from its event loop, its claimed data directory (the store) and its discovery.
+// @unchecked Sendable: every stored property is touched only on the loop's thread; the only
+// members called from elsewhere (`requestShutdown`, the discovery callback) hop onto the loop
+// with `execute` first.
+public final class SlaveNode: @unchecked Sendable {
     let configuration: NodeConfiguration
     var logger: Logger
     let loop: EventLoop
     let dataDirectory: DataDirectory
-    var db: OrderDatabase!
-    var engine: SlaveEngine!
-    var api: LocalAPIServer!
-    var discovery: AvahiDiscovery?
-    var terminalId = ""
-    var terminalName = ""
-    var avahiState = "starting"
+    let db: OrderDatabase
+    var engine: SlaveEngine
+    let api: LocalAPIServer
+    let discovery: (any ServiceDiscovery)?
+    let terminalId: String
+    let terminalName: String
+    var avahiState: AvahiState
     var shuttingDown = false
     let startedAt = Date()
 
@@ -32,47 +37,69 @@ public final class SlaveNode {
     var storeChoiceSettled = false
     var settleTimer: TimerHandle?
 
-    /// The link to the master.
-    var link: MasterLink?
-    var target: MasterURL?
-    var targetService: String?
-    var linkPhase: MasterLink.Phase = .idle
-    var linkSince: Int64 = 0
+    /// The link to the master: one state, changed only by `enter(_:)`.
+    private(set) var linkState = SlaveLinkState.idle
+    /// When the link entered its state (loop milliseconds).
+    private(set) var linkSince: Int64
+    /// Why the last link ended or the last attempt failed.
     var lastLinkError: String?
-    var attempts = 0
-    var retryTimer: TimerHandle?
-    var livenessTimer: TimerHandle?
+    /// Delays between attempts to reach the master.
+    var reconnectBackoff: ReconnectBackoff
     var pendingWrites: [String: PendingWrite] = [:]
     var retryFlushTimer: TimerHandle?
     var ackTimer: TimerHandle?
 
-    /// A slave for `configuration`; nothing starts before `run()`.
-    public init(configuration: NodeConfiguration, logger: Logger) throws {
+    /// A slave on `loop` (not running yet, on the thread that will run it), keeping its replica
+    /// in `dataDirectory` and finding its master through `discovery` (nil: only
+    /// `configuration.masterURL`). Nothing starts before `run()`.
+    public init(configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
+                discovery: (any ServiceDiscovery)?, logger: Logger,
+                reconnectJitter: ReconnectBackoff.Jitter = .downToHalf()) throws {
         self.configuration = configuration
-        self.logger = logger
-        self.loop = try NodeStartup.prepareProcess()
-        self.dataDirectory = DataDirectory(path: configuration.dataDirectory)
-    }
-
-    /// Starts everything and runs until SIGINT or SIGTERM.
-    public func run() throws {
-        try start()
-        loop.run()
-        finishShutdown()
-    }
-
-    private func start() throws {
-        db = try NodeStartup.openStore(configuration, directory: dataDirectory)
-        terminalId = try DataDirectory.identity(db, key: "terminal.id") { UUID().uuidString.lowercased() }
+        self.loop = loop
+        self.dataDirectory = dataDirectory
+        self.discovery = configuration.masterURL == nil ? discovery : nil
+        self.db = dataDirectory.database
+        terminalId = try dataDirectory.identity(key: "terminal.id") { UUID().uuidString.lowercased() }
         terminalName = configuration.name ?? DataDirectory.hostName()
         engine = try SlaveEngine(store: SQLiteSlaveStore(db: db), terminalId: terminalId, terminalName: terminalName,
                                  configuredStore: configuration.store)
         if let wanted = configuration.store, let joined = engine.joinedStore, wanted != joined {
             throw NodeStartupError("\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir")
         }
+        var logger = logger
         if let s = configuration.store ?? engine.joinedStore { logger[metadataKey: "store"] = "\(s)" }
+        self.logger = logger
+        avahiState = configuration.masterURL != nil ? .notUsedWithFixedMaster : (discovery == nil ? .notUsed : .starting)
+        linkSince = loop.now
+        reconnectBackoff = ReconnectBackoff(initial: NodeDefaults.reconnectDelay, maximum: NodeDefaults.reconnectDelayLimit,
+                                            jitter: reconnectJitter)
+        api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
+    }
 
-        api = try NodeStartup.startAPI(configuration, loop: loop, logger: logger) { [weak self] route, respond in
+    /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
+    /// data directory and discovers its master through Avahi unless `--master` names it.
+    public convenience init(configuration: NodeConfiguration, logger: Logger) throws {
+        let loop = try NodeStartup.prepareProcess()
+        try self.init(configuration: configuration, loop: loop, dataDirectory: try DataDirectory(claimingFor: configuration),
+                      discovery: configuration.masterURL == nil ? AvahiServiceDiscovery() : nil, logger: logger)
+    }
+
+    /// Starts everything and runs until SIGINT, SIGTERM or `requestShutdown()`. Runs the loop
+    /// on the calling thread.
+    public func run() throws {
+        try start()
+        loop.run()
+        finishShutdown()
+    }
+
+    /// Asks a running slave to shut down as on SIGTERM. Thread-safe.
+    public func requestShutdown() {
+        loop.execute { [weak self] in self?.beginShutdown(reason: "requested") }
+    }
+
+    private func start() throws {
+        try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
         logger.info("node.started", metadata: [
@@ -82,54 +109,69 @@ public final class SlaveNode {
             "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
             "outbox": "\(engine.outboxCount)",
         ])
-        try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in self?.beginShutdown(signal: signo) }
+        try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
+            self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
+        }
         try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
 
         if let url = configuration.masterURL {
-            target = url
-            connect()
+            connect(to: LinkTarget(url: url, serviceName: nil))
         } else {
             startDiscovery()
         }
     }
 
     private func startDiscovery() {
+        guard let discovery else { return }
         let loop = self.loop
-        let d = AvahiDiscovery { [weak self] event in
-            loop.execute { self?.handleDiscovery(event) }
-        }
-        discovery = d
         do {
-            try d.start()
-            d.browse(type: configuration.serviceType)
+            try discovery.start { [weak self] event in
+                loop.execute { self?.handleDiscovery(event) }
+            }
+            discovery.browse(type: configuration.serviceType)
             logger.info("master.searching", metadata: ["service_type": "\(configuration.serviceType)"])
         } catch {
-            avahiState = "unavailable"
+            avahiState = .unavailable
             logger.warning("avahi.unavailable", metadata: ["error": "\(error)",
                 "hint": "waiting for avahi-daemon; or start with --master ws://HOST:PORT/"])
         }
     }
 
-    func beginShutdown(signal: Int32) {
+    func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
-        logger.info("node.stopping", metadata: ["signal": "\(signal == SIGINT ? "SIGINT" : "SIGTERM")"])
-        if let t = retryTimer { loop.cancel(t) }
+        logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         api.stop()
         answerPendingWritesAsQueued()
-        if let l = link, !l.isEnded {
-            l.close(code: .goingAway, reason: "terminal shutting down")
-            _ = loop.schedule(after: 2500) { [weak self] in self?.loop.stop() }
+        if let link = linkState.link {
+            link.close(code: .goingAway, reason: "terminal shutting down")
+            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.loop.stop() }
         } else {
+            enter(.idle)
             loop.stop()
         }
     }
 
+    /// Moves the link to `state`: the one place the link's state changes. Timers of the state
+    /// left behind are cancelled.
+    func enter(_ state: SlaveLinkState) {
+        switch linkState {
+        case .waiting(_, let retry):
+            if case .waiting(_, let next) = state, next == retry { break }
+            loop.cancel(retry)
+        case .live(_, _, let liveness):
+            if case .live(_, _, let next) = state, next == liveness { break }
+            loop.cancel(liveness)
+        case .idle, .connecting, .syncing:
+            break
+        }
+        if state.name != linkState.name { linkSince = loop.now }
+        linkState = state
+    }
+
     private func finishShutdown() {
         discovery?.stop()
-        discovery = nil
-        db?.close()
-        dataDirectory.release()
-        logger.info("node.stopped", metadata: ["seq": "\(engine?.lastSeq ?? 0)"])
+        dataDirectory.close()
+        logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
     }
 }

@@ -21,7 +21,7 @@ final class WebSocketLink {
     private var closeTimer: TimerHandle?
     private var frameTimer: TimerHandle?
     /// How long a frame (or fragmented message) may take from its first byte to its last.
-    var frameDeadlineMillis: Int64 = NodeDefaults.frameDeadlineMillis
+    var frameDeadlineMillis: Int64 = NodeDefaults.frameTimeout.wholeMilliseconds
     private let loop: EventLoop
 
     /// A text message arrived.

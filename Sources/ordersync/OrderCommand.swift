@@ -278,11 +278,15 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let dir = try data.resolved()
-        let reply = try callDaemon(dir, "GET", "/v1/status")
         if json {
-            print(reply.serialized())
+            print(try callDaemon(dir, "GET", "/v1/status").serialized())
             return
         }
-        print(StatusText.render(reply))
+        do {
+            print(StatusText.render(try LocalAPIClient(dataDirectory: dir).status()))
+        } catch let e as LocalAPIClientError {
+            FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
+            throw ExitCode(1)
+        }
     }
 }

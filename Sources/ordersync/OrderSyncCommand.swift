@@ -78,26 +78,26 @@ struct NodeOptions: ParsableArguments {
     @OptionGroup var logging: LoggingOptions
 
     @Option(name: .long, help: ArgumentHelp("Ping a WebSocket link idle for this long.", valueName: "seconds"))
-    var pingInterval: Double = Double(NodeDefaults.pingIntervalMillis) / 1000
+    var pingInterval: Double = NodeDefaults.pingInterval.seconds
 
     @Option(name: .long, help: ArgumentHelp("Drop a peer silent for this long (frozen or vanished).", valueName: "seconds"))
-    var peerTimeout: Double = Double(NodeDefaults.deadPeerMillis) / 1000
+    var peerTimeout: Double = NodeDefaults.peerTimeout.seconds
 
     @Option(name: .long, help: ArgumentHelp("Time allowed for the WebSocket opening handshake.", valueName: "seconds"))
-    var handshakeTimeout: Double = Double(NodeDefaults.handshakeDeadlineMillis) / 1000
+    var handshakeTimeout: Double = NodeDefaults.handshakeTimeout.seconds
 
     @Option(name: .long, help: ArgumentHelp("Time allowed for a started WebSocket frame to complete.", valueName: "seconds"))
-    var frameTimeout: Double = Double(NodeDefaults.frameDeadlineMillis) / 1000
+    var frameTimeout: Double = NodeDefaults.frameTimeout.seconds
 
     @Option(name: .long, help: ArgumentHelp("Largest accepted WebSocket message.", valueName: "bytes"))
     var maxMessageSize: Int = NodeDefaults.maxMessageBytes
 
     /// Applies the link options to a configuration.
     func apply(to c: inout NodeConfiguration) {
-        c.pingIntervalMillis = Int64(pingInterval * 1000)
-        c.deadPeerMillis = Int64(peerTimeout * 1000)
-        c.handshakeDeadlineMillis = Int64(handshakeTimeout * 1000)
-        c.frameDeadlineMillis = Int64(frameTimeout * 1000)
+        c.pingInterval = .seconds(pingInterval)
+        c.peerTimeout = .seconds(peerTimeout)
+        c.handshakeTimeout = .seconds(handshakeTimeout)
+        c.frameTimeout = .seconds(frameTimeout)
         c.maxMessageBytes = maxMessageSize
     }
 

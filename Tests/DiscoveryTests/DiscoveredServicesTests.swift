@@ -67,13 +67,26 @@ final class DiscoveredServicesTests: XCTestCase {
     }
 
     func testBackoffDoublesUpToItsMaximumAndResets() {
-        var backoff = ReconnectBackoff()
+        var backoff = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(30))
         XCTAssertEqual((0..<8).map { _ in backoff.next() },
-                       [1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000])
+                       [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
         backoff.reset()
-        XCTAssertEqual(backoff.next(), 1_000)
-        var large = ReconnectBackoff(initial: 3_000_000_000, maximum: UInt32.max)
-        XCTAssertEqual(large.next(), 3_000_000_000)
-        XCTAssertEqual(large.next(), UInt32.max)
+        XCTAssertEqual(backoff.next(), .seconds(1))
+        XCTAssertEqual(backoff.nextLongest(), .seconds(30))
+        XCTAssertEqual(backoff.next(), .seconds(30), "after the longest, delays stay long until a reset")
+    }
+
+    func testJitterDrawsEachDelayFromItsUpperHalfWithTheInjectedSource() {
+        let lowest = ReconnectBackoff.Jitter.downToHalf(random: { $0.lowerBound })
+        var low = ReconnectBackoff(initial: .milliseconds(250), maximum: .seconds(5), jitter: lowest)
+        XCTAssertEqual((0..<6).map { _ in low.next() },
+                       [125, 250, 500, 1000, 2000, 2500].map { Duration.milliseconds($0) })
+        var high = ReconnectBackoff(initial: .milliseconds(250), maximum: .seconds(5),
+                                    jitter: .downToHalf(random: { $0.upperBound }))
+        XCTAssertEqual((0..<6).map { _ in high.next() },
+                       [250, 500, 1000, 2000, 4000, 5000].map { Duration.milliseconds($0) })
+        XCTAssertEqual(high.nextLongest(), .seconds(5))
+        var wild = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(1), jitter: .downToHalf(random: { _ in -7 }))
+        XCTAssertEqual(wild.next(), .milliseconds(500), "a source outside the range is clamped into it")
     }
 }

@@ -1,0 +1,299 @@
+/// What a node is doing, as `GET /v1/status` answers it and `ordersync status` shows it: one
+/// typed value, encoded by the local API and decoded by the CLI.
+public enum NodeStatus: Codable, Sendable, Equatable {
+    /// A master's status.
+    case master(MasterStatus)
+    /// A slave's status.
+    case slave(SlaveStatus)
+
+    private enum RoleKey: String, CodingKey {
+        case role
+    }
+
+    /// Decodes the role's status, chosen by its `role` member.
+    public init(from decoder: any Decoder) throws {
+        let role = try decoder.container(keyedBy: RoleKey.self).decode(NodeRole.self, forKey: .role)
+        switch role {
+        case .master: self = .master(try MasterStatus(from: decoder))
+        case .slave: self = .slave(try SlaveStatus(from: decoder))
+        }
+    }
+
+    /// Encodes the role's status (it carries its `role` member).
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .master(let status): try status.encode(to: encoder)
+        case .slave(let status): try status.encode(to: encoder)
+        }
+    }
+}
+
+/// The node's connection to avahi-daemon, as status shows it.
+public enum AvahiState: String, Codable, Sendable {
+    /// Not connected yet.
+    case starting
+    /// Connected; the service is published or browsed.
+    case up
+    /// The daemon went away; the node keeps serving and reconnects.
+    case down
+    /// The Avahi client could not be created at all.
+    case unavailable
+    /// A slave started with `--master` does not use discovery.
+    case notUsedWithFixedMaster = "not used (--master)"
+    /// The node was built without discovery.
+    case notUsed = "not used"
+}
+
+/// A master's status.
+public struct MasterStatus: Codable, Sendable, Equatable {
+    /// Always `master`.
+    public var role = NodeRole.master
+    /// The daemon's version.
+    public var version: String
+    /// The store id.
+    public var store: String
+    /// The terminal (and DNS-SD instance) name.
+    public var name: String
+    /// The database epoch: changes when the master's database is replaced.
+    public var epoch: String
+    /// The last journal sequence.
+    public var seq: Int64
+    /// Orders in the store.
+    public var orders: Int
+    /// The port terminals connect to.
+    public var port: UInt16
+    /// The data directory.
+    public var dataDir: String
+    /// The DNS-SD service type.
+    public var serviceType: String
+    /// The published instance name, once Avahi confirmed it.
+    public var serviceName: String?
+    /// The connection to avahi-daemon.
+    public var avahi: AvahiState
+    /// Seconds since the node started.
+    public var uptimeSeconds: Int64
+    /// Every open WebSocket link.
+    public var peers: [Peer]
+    /// Every slave the master knows, connected or not.
+    public var terminals: [KnownTerminal]
+    /// Removed orders whose tombstones are still kept.
+    public var tombstones: Int
+
+    /// Which protocol a connected terminal speaks.
+    public enum PeerProtocol: String, Codable, Sendable {
+        /// An OrderSync slave (`ordersync.v1` subprotocol).
+        case ordersync
+        /// A StorePOS terminal (no subprotocol).
+        case storepos
+    }
+
+    /// One open link.
+    public struct Peer: Codable, Sendable, Equatable {
+        /// The terminal's address and port.
+        public var address: String
+        /// What it speaks.
+        public var `protocol`: PeerProtocol
+        /// The terminal name it gave in its hello.
+        public var terminal: String?
+        /// The terminal id it gave in its hello.
+        public var terminalId: String?
+        /// Seconds since it connected.
+        public var connectedSeconds: Int64
+        /// Milliseconds since a frame last arrived from it.
+        public var lastSeenMillisAgo: Int64
+        /// The last sequence it said it applied on this link.
+        public var ackedSeq: Int64?
+        /// Operations it is behind, from `ackedSeq`.
+        public var lag: Int64?
+        /// Messages received from it.
+        public var messages: Int
+        /// Its operations the master refused.
+        public var rejected: Int
+    }
+
+    /// A slave the master knows.
+    public struct KnownTerminal: Codable, Sendable, Equatable {
+        /// Its terminal id.
+        public var terminalId: String
+        /// Its name.
+        public var name: String
+        /// Its last address.
+        public var address: String
+        /// Whether it is connected now.
+        public var connected: Bool
+        /// The last sequence it acknowledged.
+        public var ackedSeq: Int64
+        /// Operations it is behind.
+        public var lag: Int64
+        /// When it was last seen (StorePOS timestamp text).
+        public var lastSeen: String
+    }
+}
+
+/// A slave's status.
+public struct SlaveStatus: Codable, Sendable, Equatable {
+    /// Always `slave`.
+    public var role = NodeRole.slave
+    /// The daemon's version.
+    public var version: String
+    /// The store it belongs to, once known.
+    public var store: String?
+    /// The terminal name.
+    public var name: String
+    /// The terminal id.
+    public var terminalId: String
+    /// The last sequence applied to the replica.
+    public var seq: Int64
+    /// The master's last sequence, as far as the slave knows.
+    public var masterSeq: Int64
+    /// Operations the replica is behind.
+    public var lag: Int64
+    /// The master's database epoch, once synced.
+    public var epoch: String?
+    /// Orders in the replica.
+    public var orders: Int
+    /// The data directory.
+    public var dataDir: String
+    /// The connection to avahi-daemon.
+    public var avahi: AvahiState
+    /// Seconds since the node started.
+    public var uptimeSeconds: Int64
+    /// The link to the master.
+    public var master: Link
+    /// Local API writes waiting for the master's answer.
+    public var pendingWrites: Int
+    /// Local changes waiting in the outbox.
+    public var outbox: Int
+    /// Masters seen on the LAN, oldest first.
+    public var mastersSeen: [SeenMaster]
+
+    /// Where the link to the master is.
+    public enum LinkState: String, Codable, Sendable {
+        /// No master to connect to.
+        case idle
+        /// Waiting to try the master again.
+        case waiting
+        /// Connecting and handshaking.
+        case connecting
+        /// Connected, receiving the snapshot.
+        case syncing
+        /// Up to date; live operations flow.
+        case live
+    }
+
+    /// The link to the master.
+    public struct Link: Codable, Sendable, Equatable {
+        /// Where it is.
+        public var state: LinkState
+        /// The master it connects (or waits to connect) to.
+        public var url: String?
+        /// The master's DNS-SD instance name, when discovered.
+        public var serviceName: String?
+        /// Seconds in this state.
+        public var sinceSeconds: Int64
+        /// Milliseconds since a frame last arrived from the master, while connected.
+        public var lastSeenMillisAgo: Int64?
+        /// Why the last link ended or the last attempt failed.
+        public var lastError: String?
+    }
+
+    /// A master seen on the LAN.
+    public struct SeenMaster: Codable, Sendable, Equatable {
+        /// Its DNS-SD instance name.
+        public var name: String
+        /// Address and port.
+        public var address: String
+        /// The store it announces.
+        public var store: String?
+    }
+}
+
+// The API has always sent `null` for an absent value rather than leaving the member out, so
+// encoding is spelled out: the synthesized encoders would drop nil members.
+
+extension MasterStatus {
+    /// Encodes every member, absent ones as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(role, forKey: .role)
+        try c.encode(version, forKey: .version)
+        try c.encode(store, forKey: .store)
+        try c.encode(name, forKey: .name)
+        try c.encode(epoch, forKey: .epoch)
+        try c.encode(seq, forKey: .seq)
+        try c.encode(orders, forKey: .orders)
+        try c.encode(port, forKey: .port)
+        try c.encode(dataDir, forKey: .dataDir)
+        try c.encode(serviceType, forKey: .serviceType)
+        try c.encode(serviceName, forKey: .serviceName)
+        try c.encode(avahi, forKey: .avahi)
+        try c.encode(uptimeSeconds, forKey: .uptimeSeconds)
+        try c.encode(peers, forKey: .peers)
+        try c.encode(terminals, forKey: .terminals)
+        try c.encode(tombstones, forKey: .tombstones)
+    }
+}
+
+extension MasterStatus.Peer {
+    /// Encodes every member, absent ones as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(address, forKey: .address)
+        try c.encode(`protocol`, forKey: .protocol)
+        try c.encode(terminal, forKey: .terminal)
+        try c.encode(terminalId, forKey: .terminalId)
+        try c.encode(connectedSeconds, forKey: .connectedSeconds)
+        try c.encode(lastSeenMillisAgo, forKey: .lastSeenMillisAgo)
+        try c.encode(ackedSeq, forKey: .ackedSeq)
+        try c.encode(lag, forKey: .lag)
+        try c.encode(messages, forKey: .messages)
+        try c.encode(rejected, forKey: .rejected)
+    }
+}
+
+extension SlaveStatus {
+    /// Encodes every member, absent ones as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(role, forKey: .role)
+        try c.encode(version, forKey: .version)
+        try c.encode(store, forKey: .store)
+        try c.encode(name, forKey: .name)
+        try c.encode(terminalId, forKey: .terminalId)
+        try c.encode(seq, forKey: .seq)
+        try c.encode(masterSeq, forKey: .masterSeq)
+        try c.encode(lag, forKey: .lag)
+        try c.encode(epoch, forKey: .epoch)
+        try c.encode(orders, forKey: .orders)
+        try c.encode(dataDir, forKey: .dataDir)
+        try c.encode(avahi, forKey: .avahi)
+        try c.encode(uptimeSeconds, forKey: .uptimeSeconds)
+        try c.encode(master, forKey: .master)
+        try c.encode(pendingWrites, forKey: .pendingWrites)
+        try c.encode(outbox, forKey: .outbox)
+        try c.encode(mastersSeen, forKey: .mastersSeen)
+    }
+}
+
+extension SlaveStatus.Link {
+    /// Encodes every member, absent ones as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(state, forKey: .state)
+        try c.encode(url, forKey: .url)
+        try c.encode(serviceName, forKey: .serviceName)
+        try c.encode(sinceSeconds, forKey: .sinceSeconds)
+        try c.encode(lastSeenMillisAgo, forKey: .lastSeenMillisAgo)
+        try c.encode(lastError, forKey: .lastError)
+    }
+}
+
+extension SlaveStatus.SeenMaster {
+    /// Encodes every member, absent ones as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(address, forKey: .address)
+        try c.encode(store, forKey: .store)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Renders a node's status (`ordersync status`) for people.
+public enum StatusText {
+    /// Multi-line text of a status.
+    public static func render(_ status: NodeStatus) -> String {
+        switch status {
+        case .master(let m): return render(m)
+        case .slave(let s): return render(s)
+        }
+    }
+
+    /// A master: its store, service and terminals.
+    public static func render(_ m: MasterStatus) -> String {
+        var lines = common(role: m.role, store: m.store, name: m.name, orders: m.orders, seq: m.seq, avahi: m.avahi)
+        lines.append("port:      \(m.port)")
+        lines.append("service:   \(m.serviceName ?? "-") (\(m.serviceType))")
+        lines += terminalLines(m)
+        lines.append("tombstones: \(m.tombstones)")
+        return lines.joined(separator: "\n")
+    }
+
+    /// A slave: its link to the master, how far behind it is and what waits in its outbox.
+    public static func render(_ s: SlaveStatus) -> String {
+        var lines = common(role: s.role, store: s.store, name: s.name, orders: s.orders, seq: s.seq, avahi: s.avahi)
+        let link = s.master
+        lines.append("master:    \(link.state.rawValue) \(link.url ?? "-") \(link.serviceName ?? "-") (for \(link.sinceSeconds) s)")
+        if let e = link.lastError { lines.append("last error: \(e)") }
+        lines.append("lag:       \(s.lag) (master at \(s.masterSeq))")
+        lines.append("outbox:    \(s.outbox) local changes waiting for the master")
+        return lines.joined(separator: "\n")
+    }
+
+    private static func common(role: NodeRole, store: String?, name: String, orders: Int, seq: Int64, avahi: AvahiState) -> [String] {
+        ["role:      \(role.rawValue)", "store:     \(store ?? "-")", "name:      \(name)",
+         "orders:    \(orders)", "seq:       \(seq)", "avahi:     \(avahi.rawValue)"]
+    }
+
+    /// The master's terminals: every open link (with the slave's acknowledged sequence and lag
+    /// when it speaks OrderSync), then every known slave that is not connected, with when it
+    /// was last seen and how far behind it stayed.
+    static func terminalLines(_ m: MasterStatus) -> [String] {
+        let away = m.terminals.filter { !$0.connected }
+        let known = m.terminals.count
+        var lines = ["terminals: \(m.peers.count) connected, \(known) known slave\(known == 1 ? "" : "s"), \(away.count) away"]
+        for p in m.peers {
+            let heard = String(format: "%.1f s", Double(p.lastSeenMillisAgo) / 1000)
+            var line = "  connected  \(p.terminal ?? "-")  \(p.address)  \(p.protocol.rawValue)  up \(p.connectedSeconds) s  last heard \(heard) ago"
+            // Until a slave acks on this link, what the master recorded of it stands.
+            if let acked = p.ackedSeq, let lag = p.lag {
+                line += "  acked \(acked)  lag \(lag)"
+            } else if let id = p.terminalId, let t = m.terminals.first(where: { $0.terminalId == id }) {
+                line += "  acked \(t.ackedSeq)  lag \(t.lag)"
+            }
+            lines.append(line)
+        }
+        for t in away {
+            lines.append("  away       \(t.name)  \(t.address)  last seen \(t.lastSeen)  acked \(t.ackedSeq)  lag \(t.lag)")
+        }
+        return lines
+    }
+}
