@@ -49,7 +49,8 @@ let package = Package(
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and store, with faults, many seeds.
-        .testTarget(name: "SyncSimulationTests", dependencies: ["SyncCore"]),
+        .testTarget(name: "SyncSimulationTests", dependencies: ["SyncCore"],
+                    swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "SyncCore", "Posix", "OrderStore"],
                     swiftSettings: [.swiftLanguageMode(.v6)]),

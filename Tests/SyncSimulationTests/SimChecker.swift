@@ -167,8 +167,13 @@ final class SimChecker {
             let retention = entry.opId.map { explained.contains($0) } ?? false
             if let id = entry.opId {
                 if let first = seqOf[id] {
-                    if retention {
+                    if retention, entry.seq - first > Simulation.journalKeepNewest {
                         sim.stats.reappliedAfterCompaction += 1
+                    } else if retention {
+                        // The master keeps its newest entries: the first one cannot have been
+                        // compacted yet, so the engine failed to recognise a repeat it held.
+                        fail(sim, "applied twice", "op \(id) is journal entries \(first) and \(entry.seq), fewer than "
+                             + "\(Simulation.journalKeepNewest) apart (the first could not have been compacted)")
                     } else {
                         fail(sim, "applied twice", "op \(id) is journal entries \(first) and \(entry.seq)")
                     }

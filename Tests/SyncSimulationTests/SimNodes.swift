@@ -1,4 +1,4 @@
-import SyncCore
+@testable import SyncCore
 
 /// The master's process: its store (which survives crashes) and, while it runs, its engine.
 final class MasterNode {
@@ -9,6 +9,8 @@ final class MasterNode {
     /// Links the master has not learned to be closed, by peer id.
     var links: [Int: SimConnection] = [:]
     var crashes = 0
+    /// Its own wall clock (skewed against the slaves').
+    var wallClock = SimNodeClock(offsetMillis: 0, driftPPM: 0)
 
     init(store: InMemoryMasterStore) {
         self.store = store
@@ -29,6 +31,10 @@ final class SlaveNode {
     var crashes = 0
     /// Its POS app's recent writes, for client retries with the same operation id.
     var recent: [(at: Int64, opId: String, message: OperationMessage)] = []
+    /// Its own wall clock (skewed against the master's and the other slaves').
+    var wallClock = SimNodeClock(offsetMillis: 0, driftPPM: 0)
+    /// An operation message held back by the reordering mutation, with the link it was for.
+    var heldBack: (link: Int, text: String)?
 
     init(index: Int, terminalId: String, store: InMemorySlaveStore, configuredStore: String?) {
         self.index = index
@@ -55,14 +61,14 @@ extension Simulation {
         // and journal compaction.
         e.snapshotChunk = 3
         e.maxCatchUpEntries = 15
-        e.journalKeepNewest = 20
+        e.journalKeepNewest = Simulation.journalKeepNewest
         e.journalKeepMillis = 0
         master.engine = e
         master.incarnation += 1
         trace.add(clock.now, "m", "start", "lastSeq=\(e.lastSeq)")
         let inc = master.incarnation
-        clock.schedule(after: 1000) { [unowned self] in self.heartbeatTick(inc) }
-        clock.schedule(after: 5000) { [unowned self] in self.maintenanceTick(inc) }
+        clock.schedule(after: master.wallClock.virtualDelay(1000)) { [unowned self] in self.heartbeatTick(inc) }
+        clock.schedule(after: master.wallClock.virtualDelay(5000)) { [unowned self] in self.maintenanceTick(inc) }
     }
 
     private func heartbeatTick(_ inc: Int) {
@@ -70,13 +76,13 @@ extension Simulation {
         for id in master.links.keys.sorted() {
             if let text = e.heartbeat(for: id), let c = master.links[id] { network.send(text, on: c, from: .master) }
         }
-        clock.schedule(after: 1000) { [unowned self] in self.heartbeatTick(inc) }
+        clock.schedule(after: master.wallClock.virtualDelay(1000)) { [unowned self] in self.heartbeatTick(inc) }
     }
 
     private func maintenanceTick(_ inc: Int) {
         guard master.incarnation == inc, let e = master.engine else { return }
-        performMaster(e.maintenance(now: wallNow))
-        clock.schedule(after: 5000) { [unowned self] in self.maintenanceTick(inc) }
+        performMaster(e.maintenance(now: masterNow))
+        clock.schedule(after: master.wallClock.virtualDelay(5000)) { [unowned self] in self.maintenanceTick(inc) }
     }
 
     func startSlave(_ s: SlaveNode) {
@@ -126,12 +132,13 @@ extension Simulation {
         case .master:
             guard let e = master.engine, master.links[c.id] === c else { return }
             trace.add(clock.now, "m", "<- s\(c.slave)#\(c.id)", text)
-            performMaster(e.received(text, from: c.id, now: wallNow))
+            performMaster(e.received(text, from: c.id, now: masterNow))
         case .slave:
             let s = slaves[c.slave]
             guard let e = s.engine, s.link === c else { return }
             trace.add(clock.now, s.tag, "<- m#\(c.id)", text)
-            performSlave(s, e.received(text, now: wallNow))
+            if config.mutation == .dropAnswers, dropsAnswer(text) { return }
+            performSlave(s, e.received(text, now: slaveNow(s)))
             checker.checkOutboxVisible(self, s)
         }
     }
@@ -142,7 +149,7 @@ extension Simulation {
             guard let e = master.engine, master.links[c.id] === c else { return }
             master.links[c.id] = nil
             trace.add(clock.now, "m", "closed", "link \(c.id) of s\(c.slave)")
-            performMaster(e.peerDisconnected(c.id, now: wallNow))
+            performMaster(e.peerDisconnected(c.id, now: masterNow))
         case .slave:
             let s = slaves[c.slave]
             guard let e = s.engine, s.link === c else { return }
@@ -167,7 +174,7 @@ extension Simulation {
                 trace.add(clock.now, "m", "close", "link \(peer) code \(code): \(reason)")
                 if let c = master.links.removeValue(forKey: peer) {
                     network.closeGracefully(c, by: .master)
-                    if let e = master.engine { performMaster(e.peerDisconnected(peer, now: wallNow)) }
+                    if let e = master.engine { performMaster(e.peerDisconnected(peer, now: masterNow)) }
                 }
             case .log(let l):
                 trace.log(clock.now, "m", l)
@@ -179,7 +186,7 @@ extension Simulation {
         for a in actions {
             switch a {
             case .send(let text):
-                if let c = s.link { network.send(text, on: c, from: .slave) }
+                if let c = s.link { sendFromSlave(s, text, on: c) }
             case .resync(let reason):
                 stats.resyncs += 1
                 dropLink(s, graceful: true, reason)
@@ -188,13 +195,13 @@ extension Simulation {
                 dropLink(s, graceful: false, reason)
             case .scheduleAck:
                 let inc = s.incarnation
-                clock.schedule(after: 200) { [unowned self] in
+                clock.schedule(after: s.wallClock.virtualDelay(200)) { [unowned self] in
                     guard s.incarnation == inc, let e = s.engine else { return }
                     self.performSlave(s, e.ackDue())
                 }
             case .scheduleOutboxRetry(let millis):
                 let inc = s.incarnation
-                clock.schedule(after: millis) { [unowned self] in
+                clock.schedule(after: s.wallClock.virtualDelay(millis)) { [unowned self] in
                     guard s.incarnation == inc, let e = s.engine else { return }
                     self.trace.add(self.clock.now, s.tag, "retry outbox")
                     self.performSlave(s, e.retryOutbox())

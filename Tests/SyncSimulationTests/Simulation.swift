@@ -18,6 +18,8 @@ struct SimConfig {
     var makeMasterStore: () -> InMemoryMasterStore = { InMemoryMasterStore() }
     /// Makes each slave's store.
     var makeSlaveStore: () -> InMemorySlaveStore = { InMemorySlaveStore() }
+    /// A deliberate engine bug (for the checker's self-tests; nil: the engines as shipped).
+    var mutation: SimMutation?
 }
 
 /// What a run produced.
@@ -39,6 +41,10 @@ struct SimOutcome {
 /// and duplicated, nodes crashed and restarted, commits failing) and a quiet phase (no writes,
 /// no faults, every node up) that must end with every replica equal to the master's.
 final class Simulation {
+    /// The newest journal entries the master keeps whatever their age (small, so compaction
+    /// happens in every run).
+    static let journalKeepNewest: Int64 = 20
+
     let config: SimConfig
     let rng: SimRandom
     let clock = SimEventQueue()
@@ -50,14 +56,16 @@ final class Simulation {
     var stats = SimStats()
     let storeId = "shop1"
     let epoch: String
-    /// Wall-clock milliseconds at virtual time 0 (engines get wall-clock time; it orders nothing).
-    let wallBase: Int64 = 1_750_000_000_000
     /// False in the quiet phase.
     var faultsOn = true
     /// Order keys created so far (any node), oldest first; updates and removes pick recent ones.
     var createdKeys: [String] = []
     /// Operation ids a POS app sent again after an answer from its local API.
     var clientRetried: Set<String> = []
+    /// Bookkeeping of the mutations (`SimMutation`): answers seen and dropped, operations sent.
+    var answersSeen = 0
+    var droppedAnswers: Set<String> = []
+    var operationsSent = 0
 
     // Fault rates of this seed.
     var cutWeight = 0.45
@@ -85,14 +93,19 @@ final class Simulation {
             let configured: String? = rng.chance(0.5) ? "shop1" : nil
             slaves.append(SlaveNode(index: i, terminalId: rng.uuid(), store: config.makeSlaveStore(), configuredStore: configured))
         }
+        master.wallClock = SimNodeClock.random(rng)
+        for s in slaves { s.wallClock = SimNodeClock.random(rng) }
         chooseFaultRates()
         wireFaults()
         network.onMessage = { [unowned self] c, side, text in self.arrived(text, on: c, at: side) }
         network.onClosed = { [unowned self] c, side in self.learnedClose(c, at: side) }
     }
 
-    /// Wall-clock time for the engines.
-    var wallNow: Int64 { wallBase + clock.now }
+    /// The master's wall clock now (each node reads its own, skewed clock; it orders nothing).
+    var masterNow: Int64 { master.wallClock.wall(atVirtual: clock.now) }
+
+    /// A slave's wall clock now.
+    func slaveNow(_ s: SlaveNode) -> Int64 { s.wallClock.wall(atVirtual: clock.now) }
 
     private func chooseFaultRates() {
         let calm = rng.chance(0.2)

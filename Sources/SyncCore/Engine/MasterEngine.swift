@@ -74,7 +74,9 @@ public final class MasterEngine {
     public let store: any MasterStore
     public let storeId: String
     public let epoch: String
-    public private(set) var lastSeq: Int64
+    /// Settable inside the module only, so the simulation's self-checks can make the engine skip
+    /// a sequence number (`@testable import`); nothing else sets it.
+    public internal(set) var lastSeq: Int64
     public private(set) var peers: [Int: Peer] = [:]
 
     /// Orders per snapshot message.
