@@ -5,7 +5,7 @@
 /// array, kept at most half full. Keys are hashed with the standard library's `Hasher`, which is
 /// seeded randomly per process, so a peer cannot choose keys that all collide.
 ///
-/// Small objects (an order has about a dozen members) get no table: scanning at most
+/// Small objects (an order's items, most nested objects) get no table: scanning at most
 /// `scanLimit` keys costs about what hashing one does and allocates nothing.
 ///
 /// Every function adds to `probes` the number of table slots and keys it inspected, so a test
