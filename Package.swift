@@ -23,18 +23,19 @@ let package = Package(
         // Pure modules: no sockets, clocks, SQLite or Avahi.
         .target(name: "WebSocket", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "HTTP1"),
-        .target(name: "SyncCore"),
+        .target(name: "JSON", swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "SyncCore", dependencies: ["JSON"], swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // I/O modules.
         .target(name: "Posix"),
-        .target(name: "OrderStore", dependencies: ["CSQLite3", "SyncCore"]),
+        .target(name: "OrderStore", dependencies: ["CSQLite3", "JSON", "SyncCore"]),
         .target(name: "Discovery", dependencies: ["CAvahi"]),
         .target(name: "OrderSyncNode", dependencies: [
-            "WebSocket", "HTTP1", "SyncCore", "Posix", "OrderStore", "Discovery",
+            "WebSocket", "HTTP1", "JSON", "SyncCore", "Posix", "OrderStore", "Discovery",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "ordersync", dependencies: [
-            "OrderSyncNode",
+            "OrderSyncNode", "JSON", "SyncCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: [.swiftLanguageMode(.v6)]),
@@ -45,14 +46,15 @@ let package = Package(
 
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
-        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "SyncCore"]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
+        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore"], swiftSettings: [.swiftLanguageMode(.v6)]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and store, with faults, many seeds.
-        .testTarget(name: "SyncSimulationTests", dependencies: ["SyncCore"],
+        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore"],
                     swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
-        .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "SyncCore", "Posix", "OrderStore"],
+        .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "JSON", "SyncCore", "Posix", "OrderStore"],
                     swiftSettings: [.swiftLanguageMode(.v6)]),
     ],
     swiftLanguageModes: [.v5]

@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 
 /// The master's journal: one row per applied operation, numbered by the caller.

@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 
 /// Orders: one row per order, keyed by the lower-cased UUID.

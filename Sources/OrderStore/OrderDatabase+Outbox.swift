@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 
 /// A slave's durable outbox: a local change and its outbox entry are written in one transaction

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import JSON
 import OrderStore
 import Posix
 import SyncCore

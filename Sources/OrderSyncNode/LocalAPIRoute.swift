@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 
 /// A local API request, decoded from method, path, query and body. Pure.

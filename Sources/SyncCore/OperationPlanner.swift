@@ -1,3 +1,5 @@
+import JSON
+
 /// One change to the order table that an applied operation makes.
 public enum OrderChange: Equatable, Sendable {
     case insert(Order)

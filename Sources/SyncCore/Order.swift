@@ -1,3 +1,5 @@
+import JSON
+
 /// One order, with the StorePOS fields plus what OrderSync adds.
 ///
 /// Wire names: `uuid`, `customerName`, `created`, `shippingMethod`, `tableName`, `tableSize`

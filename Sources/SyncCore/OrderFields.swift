@@ -1,3 +1,5 @@
+import JSON
+
 /// Reading order fields from wire JSON, with a precise error for every kind of bad input.
 public enum OrderFields {
     /// Longest accepted text field, in UTF-8 bytes.

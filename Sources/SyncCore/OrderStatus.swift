@@ -1,3 +1,5 @@
+import JSON
+
 /// Where an order is in its life.
 ///
 /// `open` -> `in_progress` -> `completed`, and `open`/`in_progress` -> `cancelled`.

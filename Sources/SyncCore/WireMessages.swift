@@ -1,3 +1,5 @@
+import JSON
+
 /// The protocol name carried in DNS-SD TXT records (`proto=`) and in `hello`.
 public let orderSyncProtocolName = "ordersync/1"
 /// The WebSocket subprotocol an OrderSync slave asks for; StorePOS terminals ask for none.

@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 
 /// A broken invariant.

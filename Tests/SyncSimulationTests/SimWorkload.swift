@@ -1,3 +1,4 @@
+import JSON
 @testable import SyncCore
 
 /// The POS apps: random Create/Update/Remove messages through the slaves' local API (and

@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 
 // Feeds arbitrary text to the sync message decoders and the JSON parser, and checks what must

@@ -4,6 +4,7 @@ public struct JSONParseError: Error, Equatable, CustomStringConvertible {
     public var message: String
     /// Byte offset into the input.
     public var offset: Int
+    /// The message and the offset, as "expected ':' at byte 12".
     public var description: String { "\(message) at byte \(offset)" }
 }
 
@@ -15,17 +16,26 @@ public struct JSONParser {
     private let bytes: [UInt8]
     private var i = 0
     private var depth = 0
+    /// Member keys compared and index slots inspected so far, over every object of the text:
+    /// the work that grows with the number of members (see `JSONMemberIndex`).
+    private var keyProbes = 0
 
     private init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     /// Parses one JSON text; anything but white space after it is an error.
     public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
+        try parseCountingKeyProbes(bytes).value
+    }
+
+    /// Parses one JSON text and says how many member keys and index slots it inspected to find
+    /// repeated keys and build the objects; tests use the count to check the work is linear.
+    static func parseCountingKeyProbes(_ bytes: [UInt8]) throws -> (value: JSONValue, keyProbes: Int) {
         var p = JSONParser(bytes)
         p.skipSpace()
         let v = try p.value()
         p.skipSpace()
         if p.i != p.bytes.count { throw p.error("unexpected data after the JSON value") }
-        return v
+        return (v, p.keyProbes)
     }
 
     /// Parses one JSON text from a string.
@@ -71,19 +81,20 @@ public struct JSONParser {
         try enter()
         i += 1
         var obj = JSONObject()
-        var seen = Set<String>()
         skipSpace()
         if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; depth -= 1; return .object(obj) }
         while true {
             skipSpace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a member name") }
             let key = try string()
-            if !seen.insert(key).inserted { throw error("duplicate member \"\(key)\"") }
+            // RFC 8259 section 4: "The names within an object SHOULD be unique." A repeated name
+            // is refused: peers disagree on which value wins.
+            if !obj.appendIfAbsent(key, .null, probes: &keyProbes) { throw error("duplicate member \"\(key)\"") }
             skipSpace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':'") }
             i += 1
             skipSpace()
-            obj[key] = try value()
+            obj.setLastValue(try value())
             skipSpace()
             guard i < bytes.count else { throw error("unexpected end of JSON") }
             if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
