@@ -27,7 +27,7 @@ public final class MasterNode {
     var publishedName: String?
     var avahiState = "starting"
     var boundPort: UInt16 = 0
-    var livenessTimer: TimerHandle?
+    var maintenanceTimer: TimerHandle?
     var shuttingDown = false
     let startedAt = Date()
 
@@ -158,9 +158,9 @@ public final class MasterNode {
 
     func sessionEnded() {
         if shuttingDown && sessions.isEmpty { loop.stop() }
-        if sessions.isEmpty, let t = livenessTimer {
+        if sessions.isEmpty, let t = maintenanceTimer {
             loop.cancel(t)
-            livenessTimer = nil
+            maintenanceTimer = nil
         }
     }
 

@@ -4,6 +4,7 @@ import OrderStore
 import Posix
 import SyncCore
 import WebSocket
+import WebSocketTransport
 
 /// Start-up steps shared by the master and the slave.
 enum NodeStartup {
@@ -76,5 +77,15 @@ extension NodeConfiguration {
         var c = WebSocketConfiguration()
         c.maxMessageSize = maxMessageBytes
         return c
+    }
+
+    /// The deadlines, heartbeat and limits of this node's WebSocket connections (text only).
+    var webSocketChannelConfiguration: WebSocketChannelConfiguration {
+        WebSocketChannelConfiguration(
+            limits: webSocketConfiguration,
+            handshakeDeadline: .milliseconds(handshakeDeadlineMillis),
+            frameDeadline: .milliseconds(frameDeadlineMillis),
+            heartbeat: .init(idleInterval: .milliseconds(pingIntervalMillis), silenceLimit: .milliseconds(deadPeerMillis)),
+            maxPendingSendBytes: NodeDefaults.maxPendingSendBytes)
     }
 }

@@ -136,8 +136,7 @@ extension SlaveNode {
             targetService = name
         }
         guard let url = target else { return }
-        let l = MasterLink(url: url, loop: loop, configuration: configuration.webSocketConfiguration)
-        l.frameDeadlineMillis = configuration.frameDeadlineMillis
+        let l = MasterLink(url: url, loop: loop, configuration: configuration.webSocketChannelConfiguration)
         link = l
         setPhase(.connecting)
         attempts += 1
@@ -153,11 +152,14 @@ extension SlaveNode {
             self.perform(self.engine.linkOpened())
         }
         l.onText = { [weak self] text in self?.masterMessage(text) }
+        l.onDead = { [weak self] silence in
+            self?.logger.warning("master.dead", metadata: ["silent_ms": "\(silence.wholeMilliseconds)"])
+        }
         l.onEnd = { [weak self, weak l] code, reason in
             guard let self = self, let l = l, self.link === l else { return }
             self.linkEnded(code: code, reason: reason)
         }
-        l.start(timeoutMillis: configuration.handshakeDeadlineMillis)
+        l.start()
     }
 
     func setPhase(_ p: MasterLink.Phase) {
@@ -179,8 +181,6 @@ extension SlaveNode {
             logger.info("master.connect_failed", metadata: meta)
         }
         link = nil
-        if let t = livenessTimer { loop.cancel(t) }
-        livenessTimer = nil
         guard !shuttingDown else {
             loop.stop()
             return
@@ -245,27 +245,10 @@ extension SlaveNode {
                 if let s = store { logger[metadataKey: "store"] = "\(s)" }
                 attempts = 0
                 setPhase(.live)
-                startLiveness()
                 logger.info("master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
             case .log(let record):
                 logger.log(record)
             }
-        }
-    }
-
-    private func startLiveness() {
-        if let t = livenessTimer { loop.cancel(t) }
-        let interval = max(500, configuration.pingIntervalMillis / 2)
-        livenessTimer = loop.schedule(after: interval) { [weak self] in
-            guard let self = self, let l = self.link, let ws = l.link, !ws.isEnded else { return }
-            let silent = self.loop.now - ws.lastHeardMillis
-            if silent >= self.configuration.deadPeerMillis {
-                self.logger.warning("master.dead", metadata: ["silent_ms": "\(silent)"])
-                l.abort(reason: "master silent for \(silent) ms")
-                return
-            }
-            if silent >= self.configuration.pingIntervalMillis { ws.ping() }
-            self.startLiveness()
         }
     }
 }

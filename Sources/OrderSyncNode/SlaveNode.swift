@@ -41,7 +41,6 @@ public final class SlaveNode {
     var lastLinkError: String?
     var attempts = 0
     var retryTimer: TimerHandle?
-    var livenessTimer: TimerHandle?
     var pendingWrites: [String: PendingWrite] = [:]
     var retryFlushTimer: TimerHandle?
     var ackTimer: TimerHandle?
