@@ -1,4 +1,3 @@
-import Posix
 import WebSocket
 import WebSocketTransport
 

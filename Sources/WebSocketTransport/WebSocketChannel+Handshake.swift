@@ -47,13 +47,13 @@ extension WebSocketChannel {
                 switch result {
                 case .success(let addresses):
                     guard let first = addresses.first else {
-                        webSocket.endWithoutChannel(Ending(.unreachable(
+                        webSocket.finish(Ending(.unreachable(
                             PosixError(call: "getaddrinfo", errno: 0, detail: "no address for \(host)"))))
                         return
                     }
                     webSocket.connect(toAddress: first, port: port)
                 case .failure(let error):
-                    webSocket.endWithoutChannel(Ending(.unreachable(error)))
+                    webSocket.finish(Ending(.unreachable(error)))
                 }
             }
         }
@@ -73,7 +73,7 @@ extension WebSocketChannel {
             // Written once connected: the channel buffers writes made while connecting.
             channel.write(clientHandshake.requestBytes)
         } catch let error as PosixError {
-            endWithoutChannel(Ending(.unreachable(error)))
+            finish(Ending(.unreachable(error)))
         } catch {
             preconditionFailure("unexpected error \(error)")
         }
@@ -85,7 +85,7 @@ extension WebSocketChannel {
             phaseTimer = nil
             switch state {
             case .resolving:
-                endWithoutChannel(Ending(.handshakeTimedOut(limit)))
+                finish(Ending(.handshakeTimedOut(limit)))
             case .handshaking(let channel):
                 state = .closed(channel, Ending(.handshakeTimedOut(limit)))
                 channel.close()

@@ -195,7 +195,7 @@ public final class WebSocketChannel {
     public func abort(reason: String) {
         switch state {
         case .resolving:
-            endWithoutChannel(Ending(.aborted(reason)))
+            finish(Ending(.aborted(reason)))
         case .handshaking(let channel), .open(let channel), .closing(let channel):
             state = .closed(channel, Ending(.aborted(reason)))
             channel.close()
@@ -236,12 +236,12 @@ public final class WebSocketChannel {
         case .resolving, .ended:
             return
         }
-        endWithoutChannel(ending)
+        finish(ending)
     }
 
     /// Reports the end; the event is delivered on this loop turn but never from inside the
     /// owner's own call.
-    func endWithoutChannel(_ ending: Ending) {
+    func finish(_ ending: Ending) {
         let wasResolving = phase == .resolving
         state = .ended
         stopOpenTimers()
