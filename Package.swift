@@ -28,10 +28,13 @@ let package = Package(
 
         // I/O modules.
         .target(name: "Posix"),
+        // The one socket shell around the WebSocket state machines, for the daemon and the test peer.
+        .target(name: "WebSocketTransport", dependencies: ["WebSocket", "Posix"],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "OrderStore", dependencies: ["CSQLite3", "JSON", "SyncCore"]),
         .target(name: "Discovery", dependencies: ["CAvahi"]),
         .target(name: "OrderSyncNode", dependencies: [
-            "WebSocket", "HTTP1", "JSON", "SyncCore", "Posix", "OrderStore", "Discovery",
+            "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "Posix", "OrderStore", "Discovery",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "ordersync", dependencies: [
@@ -42,9 +45,12 @@ let package = Package(
 
         // Test peer: an echo server and an Autobahn client built from the project's own
         // WebSocket and Posix modules (conformance runs with kosoku).
-        .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "Posix"]),
+        .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "Posix"],
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
 
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "Posix"],
+                    swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: [.swiftLanguageMode(.v6)]),

@@ -4,6 +4,7 @@ import OrderStore
 import Posix
 import SyncCore
 import WebSocket
+import WebSocketTransport
 
 extension MasterNode {
     /// A terminal connected at TCP level: wait for its WebSocket upgrade.
@@ -21,74 +22,60 @@ extension MasterNode {
             return
         }
         do {
-            // Small JSON messages go out at once: Nagle's algorithm with delayed ACKs would hold
-            // each broadcast back for tens of milliseconds.
-            try? a.socket.setNoDelay(true)
-            let channel = try StreamChannel(socket: a.socket, loop: loop)
-            channel.maxPendingBytes = NodeDefaults.maxPendingSendBytes
-            let session = TerminalSession(id: nextSessionId, channel: channel, address: a.peerAddress, now: loop.now,
-                                          configuration: configuration.webSocketConfiguration)
+            let id = nextSessionId
+            let transport = try WebSocketChannel.accept(a.socket, loop: loop,
+                                                        configuration: configuration.webSocketChannelConfiguration) { request in
+                // StorePOS terminals ask for no subprotocol; OrderSync slaves for ours.
+                .accept(subprotocol: request.requestedSubprotocols.contains(orderSyncSubprotocol) ? orderSyncSubprotocol : nil)
+            }
+            let session = TerminalSession(id: id, transport: transport, address: a.peerAddress, now: loop.now)
             nextSessionId += 1
-            sessions[session.id] = session
-            channel.onRead = { [weak self, weak session] bytes in
+            sessions[id] = session
+            transport.onEvent = { [weak self, weak session] event in
                 guard let self = self, let s = session else { return }
-                self.handshakeBytes(bytes, session: s)
+                self.terminalEvent(event, session: s)
             }
-            channel.onClose = { [weak self, weak session] reason in
-                guard let self = self, let s = session else { return }
-                self.endSession(s, code: nil, reason: "\(reason)")
-            }
-            // Slowloris: the upgrade request must arrive within the handshake deadline.
-            session.handshakeTimer = loop.schedule(after: configuration.handshakeTimeout) { [weak self, weak session] in
-                guard let self = self, let s = session, s.phase == .handshaking else { return }
-                self.logger.warning("peer.handshake_timeout", metadata: ["peer.address": "\(s.address)"])
-                s.channel.close()
-                self.endSession(s, code: nil, reason: "no WebSocket handshake within \(self.configuration.handshakeTimeout.wholeMilliseconds) ms")
+            // The heartbeat tells the slave the latest sequence: it notices what it missed, and
+            // its ack tells the master how far behind it is. StorePOS terminals are pinged.
+            transport.onIdle = { [weak self, weak session] in
+                guard let self = self, let s = session, let beat = self.engine.heartbeat(for: s.id) else { return .ping }
+                s.transport.sendText(beat)
+                return .sentHeartbeat
             }
         } catch {
             logger.warning("peer.accept_failed", metadata: ["error": "\(error)"])
         }
     }
 
-    func handshakeBytes(_ bytes: [UInt8], session s: TerminalSession) {
-        guard s.phase == .handshaking else { return }
-        s.pending += bytes
-        switch s.handshake.parse(s.pending) {
-        case .incomplete:
-            return
-        case .rejected(let rejection):
-            logger.warning("peer.handshake_rejected", metadata: ["peer.address": "\(s.address)", "http.status": "\(rejection.status)",
-                                                                "reason": "\(rejection.reason)"])
-            s.channel.write(rejection.bytes)
-            s.channel.closeAfterFlush()
-            endSession(s, code: nil, reason: "handshake rejected (\(rejection.status))")
-        case .accepted(let request, let consumed):
-            if let t = s.handshakeTimer { loop.cancel(t) }
-            s.handshakeTimer = nil
-            let rest = Array(s.pending[consumed...])
-            s.pending = []
-            s.speaksOrderSync = request.requestedSubprotocols.contains(orderSyncSubprotocol)
-            s.channel.write(ServerHandshake.response(for: request, subprotocol: s.speaksOrderSync ? orderSyncSubprotocol : nil))
-            let link = WebSocketLink(channel: s.channel, loop: loop, role: .server, configuration: configuration.webSocketConfiguration)
-            link.frameDeadlineMillis = configuration.frameTimeout.wholeMilliseconds
-            s.link = link
-            link.onText = { [weak self, weak s] text in
-                guard let self = self, let s = s else { return }
-                self.terminalMessage(text, from: s)
-            }
-            link.onProtocolError = { [weak self, weak s] error in
-                self?.logger.warning("peer.protocol_error", metadata: ["peer.address": "\(s?.address ?? "?")", "error": "\(error)"])
-            }
-            link.onEnd = { [weak self, weak s] ending in
-                guard let self = self, let s = s else { return }
-                self.endSession(s, code: ending.code, reason: ending.reason)
-            }
+    func terminalEvent(_ event: WebSocketChannel.Event, session s: TerminalSession) {
+        switch event {
+        case .opened(let opening):
+            s.speaksOrderSync = opening.subprotocol == orderSyncSubprotocol
+            s.phase = .open
             logger.info("peer.connected", metadata: ["peer.address": "\(s.address)", "peer.protocol": "\(s.speaksOrderSync ? "ordersync" : "storepos")",
                                                      "peers": "\(sessions.count)"])
-            ensureLivenessTimer()
-            s.phase = .open
+            ensureMaintenanceTimer()
             perform(engine.peerConnected(s.id, address: s.address, speaksOrderSync: s.speaksOrderSync))
-            if !rest.isEmpty { link.receive(rest) }
+        case .text(let text):
+            terminalMessage(text, from: s)
+        case .binary:
+            // Text only: the transport closes with 1003 instead of delivering binary.
+            break
+        case .protocolError(let error):
+            logger.warning("peer.protocol_error", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
+        case .ended(let ending):
+            switch ending.cause {
+            case .handshakeTimedOut:
+                logger.warning("peer.handshake_timeout", metadata: ["peer.address": "\(s.address)"])
+            case .rejected(let rejection):
+                logger.warning("peer.handshake_rejected", metadata: ["peer.address": "\(s.address)", "http.status": "\(rejection.status)",
+                                                                    "reason": "\(rejection.reason)"])
+            case .peerSilent(let silence):
+                logger.warning("peer.dead", metadata: ["peer.address": "\(s.address)", "silent_ms": "\(silence.wholeMilliseconds)"])
+            default:
+                break
+            }
+            endSession(s, code: ending.closeCode?.rawValue, reason: "\(ending)")
         }
     }
 
@@ -97,7 +84,6 @@ extension MasterNode {
         let wasConnected = s.phase == .open
         let name = engine.peers[s.id]?.terminalName
         s.phase = .ended
-        if let t = s.handshakeTimer { loop.cancel(t) }
         sessions[s.id] = nil
         perform(engine.peerDisconnected(s.id, now: WallClock.nowMillis()))
         if wasConnected {
@@ -119,10 +105,10 @@ extension MasterNode {
         for action in actions {
             switch action {
             case .send(let id, let text):
-                sessions[id]?.link?.sendText(text)
+                sessions[id]?.transport.sendText(text)
             case .broadcast(let text, let peers):
-                let frame = FrameEncoder.encode(Frame(fin: true, opcode: .text, payload: Array(text.utf8)), maskingKey: nil)
-                for id in peers { sessions[id]?.link?.sendEncoded(frame) }
+                let frame = WebSocketChannel.serverTextFrame(text)
+                for id in peers { sessions[id]?.transport.sendEncoded(frame) }
             case .close(let id, let code, let reason):
                 sessions[id]?.close(code: CloseCode(code), reason: reason)
             case .log(let record):
@@ -131,35 +117,16 @@ extension MasterNode {
         }
     }
 
-    func ensureLivenessTimer() {
-        guard livenessTimer == nil else { return }
+    /// The engine's housekeeping runs while terminals are connected (liveness is each
+    /// transport's own).
+    func ensureMaintenanceTimer() {
+        guard maintenanceTimer == nil else { return }
         let interval = max(.milliseconds(500), configuration.pingInterval / 2)
-        livenessTimer = loop.schedule(after: interval) { [weak self] in
+        maintenanceTimer = loop.schedule(after: interval) { [weak self] in
             guard let self = self else { return }
-            self.livenessTimer = nil
-            self.checkLiveness()
-            if !self.sessions.isEmpty { self.ensureLivenessTimer() }
-        }
-    }
-
-    private func checkLiveness() {
-        let now = loop.now
-        perform(engine.maintenance(now: WallClock.nowMillis()))
-        for s in sessions.values.sorted(by: { $0.id < $1.id }) {
-            guard let link = s.link, !link.isEnded else { continue }
-            let silent = now - link.lastHeardMillis
-            if silent >= configuration.peerTimeout.wholeMilliseconds {
-                logger.warning("peer.dead", metadata: ["peer.address": "\(s.address)", "silent_ms": "\(silent)"])
-                link.abort(reason: "no answer for \(silent) ms")
-            } else if silent >= configuration.pingInterval.wholeMilliseconds {
-                // The heartbeat tells the slave the latest sequence: it notices what it missed,
-                // and its ack tells the master how far behind it is.
-                if let beat = engine.heartbeat(for: s.id) {
-                    link.sendText(beat)
-                } else {
-                    link.ping()
-                }
-            }
+            self.maintenanceTimer = nil
+            self.perform(self.engine.maintenance(now: WallClock.nowMillis()))
+            if !self.sessions.isEmpty { self.ensureMaintenanceTimer() }
         }
     }
 }

@@ -32,7 +32,7 @@ public final class MasterNode: @unchecked Sendable {
     var avahiState: AvahiState
     /// The TCP port terminals connect to (the one bound when the configuration asked for 0).
     public let port: UInt16
-    var livenessTimer: TimerHandle?
+    var maintenanceTimer: TimerHandle?
     var shuttingDown = false
     let startedAt = Date()
 
@@ -184,9 +184,9 @@ public final class MasterNode: @unchecked Sendable {
 
     func sessionEnded() {
         if shuttingDown && sessions.isEmpty { loop.stop() }
-        if sessions.isEmpty, let t = livenessTimer {
+        if sessions.isEmpty, let t = maintenanceTimer {
             loop.cancel(t)
-            livenessTimer = nil
+            maintenanceTimer = nil
         }
     }
 

@@ -5,6 +5,7 @@ import OrderStore
 import Posix
 import SyncCore
 import WebSocket
+import WebSocketTransport
 
 /// Start-up steps shared by the master and the slave.
 enum NodeStartup {
@@ -58,5 +59,15 @@ extension NodeConfiguration {
         var c = WebSocketConfiguration()
         c.maxMessageSize = maxMessageBytes
         return c
+    }
+
+    /// The deadlines, heartbeat and limits of this node's WebSocket connections (text only).
+    var webSocketChannelConfiguration: WebSocketChannelConfiguration {
+        WebSocketChannelConfiguration(
+            limits: webSocketConfiguration,
+            handshakeDeadline: handshakeTimeout,
+            frameDeadline: frameTimeout,
+            heartbeat: .init(idleInterval: pingInterval, silenceLimit: peerTimeout),
+            maxPendingSendBytes: NodeDefaults.maxPendingSendBytes)
     }
 }

@@ -19,14 +19,14 @@ enum SlaveLinkState {
     case connecting(MasterLink, LinkTarget)
     /// Handshake done, hello sent, receiving the snapshot.
     case syncing(MasterLink, LinkTarget)
-    /// Up to date; live operations flow; `liveness` checks the master is still there.
-    case live(MasterLink, LinkTarget, liveness: TimerHandle)
+    /// Up to date; live operations flow (the transport's heartbeat watches the master).
+    case live(MasterLink, LinkTarget)
 
     /// The open link, in the states that have one.
     var link: MasterLink? {
         switch self {
         case .idle, .waiting: return nil
-        case .connecting(let l, _), .syncing(let l, _), .live(let l, _, _): return l
+        case .connecting(let l, _), .syncing(let l, _), .live(let l, _): return l
         }
     }
 
@@ -34,7 +34,7 @@ enum SlaveLinkState {
     var target: LinkTarget? {
         switch self {
         case .idle: return nil
-        case .waiting(let t, _), .connecting(_, let t), .syncing(_, let t), .live(_, let t, _): return t
+        case .waiting(let t, _), .connecting(_, let t), .syncing(_, let t), .live(_, let t): return t
         }
     }
 

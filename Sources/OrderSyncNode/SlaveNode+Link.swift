@@ -133,8 +133,7 @@ extension SlaveNode {
     func connect(to target: LinkTarget) {
         guard !shuttingDown else { return }
         let url = target.url
-        let l = MasterLink(url: url, loop: loop, configuration: configuration.webSocketConfiguration)
-        l.frameDeadlineMillis = configuration.frameTimeout.wholeMilliseconds
+        let l = MasterLink(url: url, loop: loop, configuration: configuration.webSocketChannelConfiguration)
         enter(.connecting(l, target))
         l.onOpen = { [weak self, weak l] subprotocol in
             guard let self = self, let l = l, case .connecting(let current, let target) = self.linkState, current === l else { return }
@@ -148,11 +147,14 @@ extension SlaveNode {
             self.perform(self.engine.linkOpened())
         }
         l.onText = { [weak self] text in self?.masterMessage(text) }
+        l.onDead = { [weak self] silence in
+            self?.logger.warning("master.dead", metadata: ["silent_ms": "\(silence.wholeMilliseconds)"])
+        }
         l.onEnd = { [weak self, weak l] code, reason in
             guard let self = self, let l = l, self.linkState.link === l else { return }
             self.linkEnded(code: code, reason: reason)
         }
-        l.start(timeoutMillis: configuration.handshakeTimeout.wholeMilliseconds)
+        l.start()
     }
 
     private func linkEnded(code: UInt16?, reason: String) {
@@ -232,27 +234,11 @@ extension SlaveNode {
                 if let s = store { logger[metadataKey: "store"] = "\(s)" }
                 guard case .syncing(let l, let target) = linkState else { break }
                 reconnectBackoff.reset()
-                enter(.live(l, target, liveness: scheduleLivenessCheck()))
+                enter(.live(l, target))
                 logger.info("master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
             case .log(let record):
                 logger.log(record)
             }
-        }
-    }
-
-    /// The next liveness check of a live link: ping a quiet master, drop a silent one.
-    private func scheduleLivenessCheck() -> TimerHandle {
-        let interval = max(.milliseconds(500), configuration.pingInterval / 2)
-        return loop.schedule(after: interval) { [weak self] in
-            guard let self = self, case .live(let l, let target, _) = self.linkState, let ws = l.link, !ws.isEnded else { return }
-            let silent = self.loop.now - ws.lastHeardMillis
-            if silent >= self.configuration.peerTimeout.wholeMilliseconds {
-                self.logger.warning("master.dead", metadata: ["silent_ms": "\(silent)"])
-                l.abort(reason: "master silent for \(silent) ms")
-                return
-            }
-            if silent >= self.configuration.pingInterval.wholeMilliseconds { ws.ping() }
-            self.enter(.live(l, target, liveness: self.scheduleLivenessCheck()))
         }
     }
 }

@@ -159,10 +159,7 @@ public final class SlaveNode: @unchecked Sendable {
         case .waiting(_, let retry):
             if case .waiting(_, let next) = state, next == retry { break }
             loop.cancel(retry)
-        case .live(_, _, let liveness):
-            if case .live(_, _, let next) = state, next == liveness { break }
-            loop.cancel(liveness)
-        case .idle, .connecting, .syncing:
+        case .idle, .connecting, .syncing, .live:
             break
         }
         if state.name != linkState.name { linkSince = loop.now }

@@ -1,44 +1,39 @@
-import Logging
-import Posix
-import SyncCore
 import WebSocket
+import WebSocketTransport
 
-/// One terminal connected to the master: its opening handshake, then its WebSocket link.
+/// One terminal connected to the master: the node's view of it over its WebSocket transport.
 final class TerminalSession {
+    /// Where the terminal is, as far as the node and its engine are concerned.
     enum Phase: Equatable {
-        /// Waiting for the HTTP upgrade request.
+        /// In the opening handshake; the engine does not know it yet.
         case handshaking
-        /// The WebSocket link is open (the sync state is the engine's).
+        /// The WebSocket is open and the engine knows the terminal (the sync state is the
+        /// engine's).
         case open
-        /// Gone.
+        /// Gone, and the engine told.
         case ended
     }
 
     let id: Int
-    let channel: StreamChannel
+    let transport: WebSocketChannel
     let address: String
     let connectedAt: Int64
     var phase: Phase = .handshaking
-    var handshake: ServerHandshakeParser
-    var pending: [UInt8] = []
-    var link: WebSocketLink?
     /// True when it asked for the `ordersync.v1` subprotocol; StorePOS terminals do not.
     var speaksOrderSync = false
-    var handshakeTimer: TimerHandle?
 
-    init(id: Int, channel: StreamChannel, address: String, now: Int64, configuration: WebSocketConfiguration) {
+    init(id: Int, transport: WebSocketChannel, address: String, now: Int64) {
         self.id = id
-        self.channel = channel
+        self.transport = transport
         self.address = address
         self.connectedAt = now
-        self.handshake = ServerHandshakeParser(configuration: configuration)
     }
 
+    /// The WebSocket once open; `nil` during the handshake and after the end.
+    var link: WebSocketChannel? { phase == .open ? transport : nil }
+
+    /// Starts the closing handshake, or drops a terminal still in the opening handshake.
     func close(code: CloseCode, reason: String) {
-        if let l = link {
-            l.close(code: code, reason: reason)
-        } else {
-            channel.close()
-        }
+        transport.close(code: code, reason: reason)
     }
 }

@@ -1,5 +1,6 @@
 import Posix
 import WebSocket
+import WebSocketTransport
 
 /// Drives the Autobahn fuzzing server's client protocol with the project's WebSocket client:
 /// `/getCaseCount` (the server sends the count as a text message), then one connection per
@@ -46,9 +47,9 @@ final class AutobahnClient {
         var count: Int?
         open(path: "/getCaseCount", echoes: false, onText: { text in
             count = Int(text)
-        }, onFinish: { [self] outcome in
+        }, onFinish: { [self] ending in
             guard let count, count >= 0 else {
-                finish(.failure(EchoError("getCaseCount returned no count (\(describe(outcome)))")))
+                finish(.failure(EchoError("getCaseCount returned no count (\(ending))")))
                 return
             }
             summary.caseCount = count
@@ -61,13 +62,13 @@ final class AutobahnClient {
             updateReports()
             return
         }
-        open(path: "/runCase?case=\(number)&agent=\(agent)", echoes: true, onFinish: { [self] outcome in
-            switch outcome {
-            case .handshakeFailed, .handshakeTimedOut, .rejected:
-                summary.unreachableCases.append((number, describe(outcome)))
+        open(path: "/runCase?case=\(number)&agent=\(agent)", echoes: true, onFinish: { [self] ending in
+            switch ending.cause {
+            case .handshakeFailed, .handshakeTimedOut, .unreachable:
+                summary.unreachableCases.append((number, "\(ending)"))
             case .dropped(.error(let error)) where error.call == "connect":
-                summary.unreachableCases.append((number, describe(outcome)))
-            case .closed, .failed, .dropped:
+                summary.unreachableCases.append((number, "\(ending)"))
+            case .closed, .failed, .dropped, .rejected, .frameTimedOut, .closeTimedOut, .peerSilent, .aborted:
                 // Whatever the case did to the connection is for the fuzzing server to judge.
                 break
             }
@@ -78,68 +79,47 @@ final class AutobahnClient {
     /// Reports are written once the server saw the handshake; kosoku then drops the TCP
     /// connection without a closing handshake, the original fuzzing server answers our Close.
     private func updateReports() {
-        var session: EchoSession?
         var opened = false
-        session = open(path: "/updateReports?agent=\(agent)", echoes: false, onOpen: {
-            opened = true
-            session?.close()
-        }, onFinish: { [self] outcome in
-            session = nil
-            summary.updateOutcome = describe(outcome)
-            switch outcome {
+        let webSocket = open(path: "/updateReports?agent=\(agent)", echoes: false, onFinish: { [self] ending in
+            summary.updateOutcome = "\(ending)"
+            switch ending.cause {
             case .closed, .dropped(.endOfFile):
                 summary.reportsUpdated = opened
-            case .failed, .rejected, .handshakeFailed, .handshakeTimedOut, .dropped:
+            default:
                 summary.reportsUpdated = false
             }
             finish(.success(summary))
         })
+        let report = webSocket.onEvent
+        webSocket.onEvent = { [unowned webSocket] event in
+            if case .opened = event {
+                opened = true
+                webSocket.close()
+            }
+            report?(event)
+        }
     }
 
-    /// Opens one connection; a failure to even start it is reported through `onFinish`.
+    /// Opens one connection; its end, however early, is reported through `onFinish`.
     @discardableResult
-    private func open(path: String, echoes: Bool, onOpen: (() -> Void)? = nil,
-                      onText: ((String) -> Void)? = nil,
-                      onFinish: @escaping (EchoSession.Outcome) -> Void) -> EchoSession? {
-        let channel: StreamChannel
-        do {
-            let socket = try TCPSocket.connect(host: host, port: port)
-            try socket.setNoDelay(true)
-            channel = try StreamChannel.connecting(socket, loop: loop) { _ in }
-        } catch let error as PosixError {
-            loop.runSoon { onFinish(.dropped(.error(error))) }
-            return nil
-        } catch {
-            preconditionFailure("unexpected error \(error)")
+    private func open(path: String, echoes: Bool, onText: ((String) -> Void)? = nil,
+                      onFinish: @escaping (WebSocketChannel.Ending) -> Void) -> WebSocketChannel {
+        let webSocket = WebSocketChannel.connect(host: host, port: port, path: path, loop: loop,
+                                                 configuration: EchoServer.channelConfiguration(configuration))
+        webSocket.onEvent = { [unowned webSocket] event in
+            switch event {
+            case .text(let text):
+                if echoes { EchoServer.echo(event, on: webSocket) }
+                onText?(text)
+            case .binary:
+                if echoes { EchoServer.echo(event, on: webSocket) }
+            case .ended(let ending):
+                onFinish(ending)
+            case .opened, .protocolError:
+                break
+            }
         }
-        channel.maxReadBytes = 256 << 10
-        channel.maxPendingBytes = configuration.maxMessageSize * 2 + (1 << 20)
-        let session = EchoSession.connect(channel, host: authority, path: path,
-                                          configuration: configuration, echoes: echoes)
-        session.onOpen = onOpen
-        session.onText = onText
-        session.onFinish = onFinish
-        return session
-    }
-
-    /// The `Host` header value: RFC 7230 5.4, "the authority component of the target URI".
-    private var authority: String {
-        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-    }
-
-    private func describe(_ outcome: EchoSession.Outcome) -> String {
-        switch outcome {
-        case .closed(let code, let reason):
-            return "closed with \(code.map { String($0.rawValue) } ?? "no code") \(reason)"
-        case .failed(let error), .handshakeFailed(let error):
-            return "\(error)"
-        case .rejected(let rejection):
-            return "\(rejection)"
-        case .handshakeTimedOut:
-            return "opening handshake timed out"
-        case .dropped(let reason):
-            return "\(reason)"
-        }
+        return webSocket
     }
 
     private func finish(_ result: Result<Summary, EchoError>) {

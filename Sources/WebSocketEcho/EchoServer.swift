@@ -1,14 +1,15 @@
 import Posix
 import WebSocket
+import WebSocketTransport
 
 /// A WebSocket echo server: every text or binary message a client sends comes back with the
-/// same type. It answers the opening handshake with the project's `ServerHandshakeParser`, so
-/// refused handshakes get the module's HTTP errors.
+/// same type. Each connection is the daemon's `WebSocketChannel` with an echo handler plugged
+/// in, so refused handshakes get the same HTTP errors as the master's.
 final class EchoServer {
     /// The loop every connection runs on.
     let loop: EventLoop
-    /// The limits applied to every connection.
-    let configuration: WebSocketConfiguration
+    /// The limits and deadlines applied to every connection.
+    let configuration: WebSocketChannelConfiguration
     /// The port actually bound (useful after asking for port 0).
     let port: UInt16
     /// The most connections served at once; further ones are accepted and closed at once.
@@ -17,16 +18,12 @@ final class EchoServer {
     private let acceptor: Acceptor
     private var connectionCount = 0
 
-    /// Bytes a slow reader may leave unsent before its connection is closed: an echo of the
-    /// largest message plus room for the frames behind it.
-    private var sendBufferLimit: Int { configuration.maxMessageSize * 2 + (1 << 20) }
-
     /// Binds `host:port` and starts accepting on `loop`.
-    init(host: String, port: UInt16, configuration: WebSocketConfiguration,
+    init(host: String, port: UInt16, limits: WebSocketConfiguration,
          maxConnections: Int = 256, loop: EventLoop) throws {
         let listener = try TCPListener.bind(host: host, port: port)
         self.loop = loop
-        self.configuration = configuration
+        self.configuration = EchoServer.channelConfiguration(limits)
         self.port = listener.localPort
         self.maxConnections = maxConnections
         // The acceptor's callback is replaced below, once `self` is fully initialized.
@@ -39,6 +36,15 @@ final class EchoServer {
         }
     }
 
+    /// The echo tool's connections, both roles: binary accepted (it is echoed), a send buffer
+    /// that holds an echo of the largest message plus the frames behind it, large reads, and a
+    /// frame deadline loose enough for the largest Autobahn messages.
+    static func channelConfiguration(_ limits: WebSocketConfiguration) -> WebSocketChannelConfiguration {
+        WebSocketChannelConfiguration(limits: limits, handshakeDeadline: .seconds(5), frameDeadline: .seconds(60),
+                                      heartbeat: nil, maxPendingSendBytes: limits.maxMessageSize * 2 + (1 << 20),
+                                      maxReadBytes: 256 << 10, acceptsBinary: true)
+    }
+
     /// Stops accepting; connections in progress continue until they end.
     func close() {
         acceptor.close()
@@ -49,21 +55,39 @@ final class EchoServer {
             accepted.socket.close()
             return
         }
-        let channel: StreamChannel
+        let webSocket: WebSocketChannel
         do {
-            try accepted.socket.setNoDelay(true)
-            channel = try StreamChannel(socket: accepted.socket, loop: loop)
+            // No subprotocol is selected: the echo server speaks none.
+            webSocket = try WebSocketChannel.accept(accepted.socket, loop: loop, configuration: configuration) { _ in
+                .accept(subprotocol: nil)
+            }
         } catch {
             printError("cannot serve \(accepted.peerAddress): \(error)")
             accepted.socket.close()
             return
         }
-        channel.maxReadBytes = 256 << 10
-        channel.maxPendingBytes = sendBufferLimit
         connectionCount += 1
-        let session = EchoSession.serve(channel, configuration: configuration)
-        session.onFinish = { [unowned self] _ in
-            connectionCount -= 1
+        webSocket.onEvent = { [unowned self, unowned webSocket] event in
+            switch event {
+            case .text, .binary:
+                EchoServer.echo(event, on: webSocket)
+            case .ended:
+                connectionCount -= 1
+            case .opened, .protocolError:
+                break
+            }
+        }
+    }
+
+    /// Sends a received message back with the same type.
+    static func echo(_ event: WebSocketChannel.Event, on webSocket: WebSocketChannel) {
+        switch event {
+        case .text(let text):
+            webSocket.sendText(text)
+        case .binary(let bytes):
+            webSocket.sendBinary(bytes)
+        case .opened, .protocolError, .ended:
+            break
         }
     }
 }

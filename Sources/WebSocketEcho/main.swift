@@ -7,7 +7,19 @@ import WebSocket
 
 /// Writes one line to standard error.
 func printError(_ line: String) {
-    fputs("ordersync-wsecho: \(line)\n", stderr)
+    writeToStandardError("ordersync-wsecho: \(line)\n")
+}
+
+/// Writes `text` to file descriptor 2 unbuffered (the C `stderr` global is shared mutable state
+/// to Swift 6).
+func writeToStandardError(_ text: String) {
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes[offset...].withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        guard written > 0 else { return }
+        offset += written
+    }
 }
 
 /// Runs `command` on a fresh event loop until it is done (client) or SIGINT/SIGTERM (server);
@@ -19,10 +31,10 @@ func run(_ command: EchoCommand) throws -> Int32 {
     try loop.onSignal([SIGINT, SIGTERM]) { _ in loop.stop() }
     switch command {
     case .server(let host, let port, let configuration):
-        let server = try EchoServer(host: host, port: port, configuration: configuration, loop: loop)
+        let server = try EchoServer(host: host, port: port, limits: configuration, loop: loop)
         // Scripts wait for this line instead of sleeping.
         print("listening \(server.port)")
-        fflush(stdout)
+        fflush(nil)
         loop.run()
         server.close()
         return 0
@@ -47,7 +59,6 @@ func run(_ command: EchoCommand) throws -> Int32 {
     }
 }
 
-setvbuf(stdout, nil, _IOLBF, 0)
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--help" || arguments.first == "-h" {
     print(EchoCommand.usage)
@@ -58,7 +69,7 @@ do {
     exit(try run(command))
 } catch let error as EchoError {
     printError("\(error)")
-    fputs(EchoCommand.usage + "\n", stderr)
+    writeToStandardError(EchoCommand.usage + "\n")
     exit(64)
 } catch {
     printError("\(error)")

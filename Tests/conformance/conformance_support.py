@@ -22,3 +22,8 @@ def require(condition: bool, reason: str) -> None:
 def wsecho_path() -> Path:
     """`$ORDERSYNC_WSECHO_BIN`, by default `<repo>/.build/debug/ordersync-wsecho`."""
     return Path(os.environ.get("ORDERSYNC_WSECHO_BIN", REPO / ".build" / "debug" / "ordersync-wsecho"))
+
+
+def ordersync_path() -> Path:
+    """`$ORDERSYNC_BIN`, by default `<repo>/.build/debug/ordersync`."""
+    return Path(os.environ.get("ORDERSYNC_BIN", REPO / ".build" / "debug" / "ordersync"))

@@ -1,20 +1,25 @@
-"""Fixtures for the WebSocket conformance tests: the `ordersync-wsecho` binary and a running
-echo server.
+"""Fixtures for the WebSocket conformance tests: the `ordersync-wsecho` binary, a running echo
+server, and a running `ordersync master` (the handshake tests run against both: they share one
+WebSocket transport and must answer alike).
 
-The binary is `$ORDERSYNC_WSECHO_BIN`, by default `<repo>/.build/debug/ordersync-wsecho`
-(`swift build --product ordersync-wsecho`). When it is missing the tests are skipped, except
-under `CI=true`, where a missing prerequisite fails them.
+The binaries are `$ORDERSYNC_WSECHO_BIN` and `$ORDERSYNC_BIN`, by default
+`<repo>/.build/debug/ordersync-wsecho` and `<repo>/.build/debug/ordersync` (`swift build`). When
+one is missing its tests are skipped, except under `CI=true`, where a missing prerequisite fails
+them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
-from conformance_support import require, wsecho_path
+from conformance_support import ordersync_path, require, wsecho_path
 
 
 @pytest.fixture(scope="session")
@@ -44,3 +49,56 @@ def echo_port(wsecho_bin: Path):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="session")
+def ordersync_bin() -> Path:
+    path = ordersync_path()
+    require(path.is_file() and os.access(path, os.X_OK),
+            f"no ordersync at {path}: run `swift build --product ordersync` or set ORDERSYNC_BIN")
+    return path
+
+
+@pytest.fixture(scope="module")
+def master_port(ordersync_bin: Path):
+    """A running `ordersync master` listening on 127.0.0.1 with a fresh data directory; yields
+    its port. Its 5 s handshake deadline is the echo server's."""
+    with tempfile.TemporaryDirectory(prefix="ordersync-conformance-") as data_dir:
+        log_path = Path(data_dir) / "master.log"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [str(ordersync_bin), "master", "--data-dir", data_dir, "--listen", "127.0.0.1", "--port", "0",
+                 "--store", "conformance", "--handshake-timeout", "5", "--log-format", "json"],
+                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield master_started_port(process, log_path)
+            assert process.poll() is None, "the master exited during the tests"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def master_started_port(process: subprocess.Popen, log_path: Path, timeout: float = 20) -> int:
+    """The port in the master's `node.started` log event, logged once it is listening."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log_path.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == "node.started":
+                return int(record["port"])
+        assert process.poll() is None, f"the master exited: {log_path.read_text(errors='replace')}"
+        time.sleep(0.05)
+    raise AssertionError(f"the master did not start within {timeout} s: {log_path.read_text(errors='replace')}")
+
+
+@pytest.fixture(params=["ordersync-wsecho", "ordersync-master"])
+def server_port(request) -> int:
+    """The port of each server in turn: the echo tool and the master."""
+    return request.getfixturevalue("echo_port" if request.param == "ordersync-wsecho" else "master_port")
