@@ -21,8 +21,9 @@ let package = Package(
                        providers: [.apt(["libsqlite3-dev"])]),
 
         // Pure modules: no sockets, clocks, SQLite or Avahi.
-        .target(name: "WebSocket", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "HTTP1"),
+        .target(name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "HTTP1", swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "SyncCore"),
 
         // I/O modules.
@@ -43,7 +44,10 @@ let package = Package(
         // WebSocket and Posix modules (conformance runs with kosoku).
         .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "Posix"]),
 
-        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"],
+                    swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: [.swiftLanguageMode(.v6)]),
+        // HTTP1 only for the request/response round trip over a Unix socket.
         .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "SyncCore"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
