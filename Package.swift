@@ -21,8 +21,9 @@ let package = Package(
                        providers: [.apt(["libsqlite3-dev"])]),
 
         // Pure modules: no sockets, clocks, SQLite or Avahi.
-        .target(name: "WebSocket", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "HTTP1"),
+        .target(name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "HTTP1", swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "JSON", swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "SyncCore", dependencies: ["JSON"], swiftSettings: [.swiftLanguageMode(.v6)]),
 
@@ -48,9 +49,12 @@ let package = Package(
         .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "Posix"],
                           swiftSettings: [.swiftLanguageMode(.v6)]),
 
-        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"],
+                    swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "Posix"],
                     swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: [.swiftLanguageMode(.v6)]),
+        // HTTP1 only for the request/response round trip over a Unix socket.
         .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: [.swiftLanguageMode(.v6)]),

@@ -4,8 +4,8 @@ import PackageDescription
 // libFuzzer targets for the parsers that read bytes from the network. This is a package of its
 // own because a fuzz executable has no `main` of its own (libFuzzer provides it), so it only
 // links when built with `--sanitize=fuzzer`; keeping it here leaves the main package's plain
-// `swift build` untouched. `Sources/WebSocket`, `Sources/JSON` and `Sources/SyncCore` are symbolic
-// links to the main package's modules, so the code fuzzed is exactly the code shipped.
+// `swift build` untouched. `Sources/WebSocket`, `Sources/HTTP1`, `Sources/JSON` and `Sources/SyncCore`
+// are symbolic links to the main package's modules, so the code fuzzed is exactly the code shipped.
 //
 // Build and run with Scripts/fuzz.sh, or by hand:
 //
@@ -18,7 +18,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0"),
     ],
     targets: [
-        .target(name: "WebSocket", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "HTTP1", swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "JSON", swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "SyncCore", dependencies: ["JSON"], swiftSettings: [.swiftLanguageMode(.v6)]),
 

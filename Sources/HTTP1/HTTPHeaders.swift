@@ -49,12 +49,25 @@ public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByDictionar
         fields.filter { HTTPHeaders.equalNames($0.name, name) }.map(\.value)
     }
 
-    /// The comma-separated elements of every `name` field, trimmed and lowercased
-    /// (for list fields such as `Connection`).
-    public func tokens(_ name: String) -> [String] {
+    /// The comma-separated elements of every `name` field, in order, trimmed, case kept,
+    /// empty elements dropped (RFC 9110 5.6.1: "a recipient MUST accept lists that contain
+    /// empty list elements" and ignore them). For list fields such as
+    /// `Sec-WebSocket-Protocol`, whose elements are case-sensitive.
+    public func listElements(_ name: String) -> [String] {
         values(name).flatMap { $0.split(separator: ",") }
-            .map { String($0).trimmingHTTPWhitespace().lowercased() }
+            .map { String($0).trimmingHTTPWhitespace() }
             .filter { !$0.isEmpty }
+    }
+
+    /// The comma-separated elements of every `name` field, trimmed and lowercased
+    /// (for list fields of case-insensitive tokens such as `Connection`).
+    public func tokens(_ name: String) -> [String] {
+        listElements(name).map { $0.lowercased() }
+    }
+
+    /// Whether a `name` field lists `token`, compared ASCII case-insensitively.
+    public func listContains(_ name: String, token: String) -> Bool {
+        tokens(name).contains(token.lowercased())
     }
 
     /// Iterates the fields in order.

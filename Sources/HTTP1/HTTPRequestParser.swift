@@ -8,7 +8,8 @@
 ///   append to that buffer or drop exactly the consumed bytes.
 ///
 /// Bodies are framed by `Content-Length`; a request with `Transfer-Encoding` is answered 501.
-/// After an error the parser keeps throwing it: reply with its status and close.
+/// The head is read by ``HTTPHeadParser`` with ``strictness``. After an error the parser keeps
+/// throwing it: reply with its status and close.
 public struct HTTPRequestParser {
     /// Size limits.
     public struct Limits: Sendable {
@@ -33,9 +34,8 @@ public struct HTTPRequestParser {
     }
 
     private enum State {
-        /// Looking for the end of the head; bytes before `scanned` hold no terminator and the
-        /// first `skipped` bytes are empty lines.
-        case head(scanned: Int, skipped: Int)
+        /// Reading the head.
+        case head(HTTPHeadParser)
         /// The head is parsed; waiting for the body.
         case body(HTTPRequest, headLength: Int, bodyLength: Int)
         case failed(HTTPError)
@@ -43,13 +43,18 @@ public struct HTTPRequestParser {
 
     /// The limits in force.
     public let limits: Limits
-    private var state = State.head(scanned: 0, skipped: 0)
+    /// The line rules in force.
+    public let strictness: HTTPHeadStrictness
+    private var state: State
     private var buffer: [UInt8] = []
     private var bufferStart = 0
 
-    /// A parser with the given limits.
-    public init(limits: Limits = Limits()) {
+    /// A parser with the given limits; lenient by default (bare LF accepted, empty lines
+    /// before the request line skipped).
+    public init(limits: Limits = Limits(), strictness: HTTPHeadStrictness = .lenient) {
         self.limits = limits
+        self.strictness = strictness
+        self.state = .head(HTTPHeadParser(strictness: strictness, maxHeadBytes: limits.maxHeaderBytes))
     }
 
     /// Bytes appended but not yet returned as part of a request.
@@ -85,38 +90,30 @@ public struct HTTPRequestParser {
 
     /// Parses the request at the start of `bytes`. See the type's documentation for the rules.
     public mutating func parse(_ bytes: ArraySlice<UInt8>) throws -> Result {
+        do {
+            return try step(bytes)
+        } catch {
+            state = .failed(error)
+            throw error
+        }
+    }
+
+    private mutating func step(_ bytes: ArraySlice<UInt8>) throws(HTTPError) -> Result {
         switch state {
         case .failed(let error):
             throw error
         case .body(let request, let headLength, let bodyLength):
             return complete(request, bytes, headLength: headLength, bodyLength: bodyLength)
-        case .head(let scanned, let skipped):
-            do {
-                return try parseHead(bytes, scanned: scanned, knownEmpty: skipped)
-            } catch let error as HTTPError {
-                state = .failed(error)
-                throw error
+        case .head(var headParser):
+            let progress = try headParser.parse(bytes)
+            state = .head(headParser)
+            guard case .complete(let head, let headLength) = progress else {
+                return .needMoreData
             }
+            let request = try HTTPRequestParser.request(head)
+            let bodyLength = try bodyLength(of: request)
+            return complete(request, bytes, headLength: headLength, bodyLength: bodyLength)
         }
-    }
-
-    private mutating func parseHead(_ bytes: ArraySlice<UInt8>, scanned: Int, knownEmpty: Int) throws -> Result {
-        let skipped = HTTPHeadParser.leadingEmptyLineBytes(bytes, knownEmpty: knownEmpty)
-        let message = bytes.dropFirst(skipped)
-        guard let headLength = HTTPHeadParser.headEnd(in: message, from: max(0, scanned - skipped - 2)) else {
-            if bytes.count > limits.maxHeaderBytes {
-                throw HTTPError.headerFieldsTooLarge("request head exceeds \(limits.maxHeaderBytes) bytes")
-            }
-            state = .head(scanned: bytes.count, skipped: skipped)
-            return .needMoreData
-        }
-        if skipped + headLength > limits.maxHeaderBytes {
-            throw HTTPError.headerFieldsTooLarge("request head exceeds \(limits.maxHeaderBytes) bytes")
-        }
-        let head = message.prefix(headLength)
-        let request = try parseRequestHead(head)
-        let bodyLength = try bodyLength(of: request)
-        return complete(request, bytes, headLength: skipped + headLength, bodyLength: bodyLength)
     }
 
     private mutating func complete(_ request: HTTPRequest, _ bytes: ArraySlice<UInt8>,
@@ -128,42 +125,33 @@ public struct HTTPRequestParser {
         var request = request
         let bodyStart = bytes.startIndex + headLength
         request.body = Array(bytes[bodyStart..<(bodyStart + bodyLength)])
-        state = .head(scanned: 0, skipped: 0)
+        state = .head(HTTPHeadParser(strictness: strictness, maxHeadBytes: limits.maxHeaderBytes))
         return .request(request, consumed: headLength + bodyLength)
     }
 
-    private func parseRequestHead(_ head: ArraySlice<UInt8>) throws -> HTTPRequest {
-        let lines = HTTPHeadParser.lines(head)
-        guard let requestLine = lines.first else {
-            throw HTTPError.badRequest("empty request")
+    private static func request(_ head: HTTPHead) throws(HTTPError) -> HTTPRequest {
+        let line = try HTTPRequestLine(parsing: head.startLine)
+        guard line.version.major == 1 else {
+            throw .versionNotSupported("only HTTP/1.x is supported")
         }
-        // RFC 9112 3: "request-line = method SP request-target SP HTTP-version"
-        let parts = requestLine.split(separator: HTTPHeadParser.space, omittingEmptySubsequences: false)
-        guard parts.count == 3, HTTPHeadParser.isToken(parts[0]), !parts[1].isEmpty else {
-            throw HTTPError.badRequest("malformed request line")
-        }
-        guard parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw HTTPError.badRequest("invalid character in request target")
-        }
-        guard let version = HTTPHeadParser.version(parts[2]) else {
-            throw HTTPError.badRequest("malformed HTTP version")
-        }
-        guard version.major == 1 else {
-            throw HTTPError.versionNotSupported("only HTTP/1.x is supported")
-        }
-        let headers = try HTTPHeadParser.fields(lines.dropFirst(), error: HTTPError.badRequest)
         // RFC 9112 3.2: "A server MUST respond with a 400 (Bad Request) status code to any
         // HTTP/1.1 request message that lacks a Host header field and to any request message
         // that contains more than one Host header field line"
-        let hosts = headers.values("Host")
-        if hosts.count > 1 || (hosts.isEmpty && version.minor >= 1) {
-            throw HTTPError.badRequest(hosts.isEmpty ? "missing Host header" : "more than one Host header")
+        let hosts = head.headers.values("Host")
+        if hosts.count > 1 || (hosts.isEmpty && line.version.minor >= 1) {
+            throw .badRequest(hosts.isEmpty ? "missing Host header" : "more than one Host header")
         }
-        let targetText = String(decoding: parts[1], as: UTF8.self)
-        let target = try RequestTarget(parsing: targetText)
-        return HTTPRequest(method: String(decoding: parts[0], as: UTF8.self), target: targetText,
-                           path: target.path, query: target.query, version: version,
-                           headers: headers, body: [], keepAlive: HTTPRequestParser.keepAlive(version, headers))
+        let target: RequestTarget
+        do {
+            target = try RequestTarget(parsing: line.target)
+        } catch let error as HTTPError {
+            throw error
+        } catch {
+            preconditionFailure("RequestTarget throws only HTTPError")
+        }
+        return HTTPRequest(method: line.method, target: line.target, path: target.path, query: target.query,
+                           version: line.version, headers: head.headers, body: [],
+                           keepAlive: HTTPRequestParser.keepAlive(line.version, head.headers))
     }
 
     /// RFC 9112 9.3: "If the received protocol is HTTP/1.1 (or later), the connection will
@@ -180,19 +168,19 @@ public struct HTTPRequestParser {
         return options.contains("keep-alive")
     }
 
-    private func bodyLength(of request: HTTPRequest) throws -> Int {
+    private func bodyLength(of request: HTTPRequest) throws(HTTPError) -> Int {
         // RFC 9112 6.1: "A server that receives a request message with a transfer coding it
         // does not understand SHOULD respond with 501 (Not Implemented)."
         if !request.headers.values("Transfer-Encoding").isEmpty {
-            throw HTTPError.notImplemented("Transfer-Encoding is not supported; send Content-Length")
+            throw .notImplemented("Transfer-Encoding is not supported; send Content-Length")
         }
         // RFC 9112 6.3: "If this is a request message and none of the above are true, then the
         // message body length is zero (no message body is present)."
-        guard let length = try HTTPHeadParser.contentLength(request.headers, error: HTTPError.badRequest) else {
+        guard let length = try request.headers.contentLength(error: HTTPError.badRequest) else {
             return 0
         }
         if length > limits.maxBodyBytes {
-            throw HTTPError.contentTooLarge("body of \(length) bytes exceeds \(limits.maxBodyBytes)")
+            throw .contentTooLarge("body of \(length) bytes exceeds \(limits.maxBodyBytes)")
         }
         return length
     }

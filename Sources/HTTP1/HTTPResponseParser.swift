@@ -6,7 +6,7 @@
 /// `Transfer-Encoding` is not supported (the servers this talks to send `Content-Length`).
 public struct HTTPResponseParser {
     private enum State {
-        case head(scanned: Int)
+        case head(HTTPHeadParser)
         /// `bodyLength == nil`: the body runs until the connection closes.
         case body(HTTPResponse, headLength: Int, bodyLength: Int?)
         case failed(HTTPError)
@@ -16,14 +16,20 @@ public struct HTTPResponseParser {
     public let maxHeaderBytes: Int
     /// The largest body accepted.
     public let maxBodyBytes: Int
-    private var state = State.head(scanned: 0)
+    /// The line rules in force.
+    public let strictness: HTTPHeadStrictness
+    private var state: State
     private var buffer: [UInt8] = []
     private var bufferStart = 0
 
-    /// A parser with the given limits (16 KiB of headers, 64 MiB of body by default).
-    public init(maxHeaderBytes: Int = 16 << 10, maxBodyBytes: Int = 64 << 20) {
+    /// A parser with the given limits (16 KiB of headers, 64 MiB of body by default), lenient
+    /// by default (bare LF accepted, empty lines before the status line skipped).
+    public init(maxHeaderBytes: Int = 16 << 10, maxBodyBytes: Int = 64 << 20,
+                strictness: HTTPHeadStrictness = .lenient) {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxBodyBytes = maxBodyBytes
+        self.strictness = strictness
+        self.state = .head(HTTPHeadParser(strictness: strictness, maxHeadBytes: maxHeaderBytes))
     }
 
     /// Bytes appended but not yet returned as part of a response.
@@ -57,7 +63,7 @@ public struct HTTPResponseParser {
             response.body = Array(buffer[(bufferStart + headLength)...])
             buffer = []
             bufferStart = 0
-            state = .head(scanned: 0)
+            state = .head(HTTPHeadParser(strictness: strictness, maxHeadBytes: maxHeaderBytes))
             return response
         case .failed(let error):
             throw error
@@ -81,18 +87,18 @@ public struct HTTPResponseParser {
                 return nil
             }
             return complete(response, headLength: headLength, bodyLength: bodyLength)
-        case .head(let scanned):
-            guard let headLength = HTTPHeadParser.headEnd(in: bytes, from: max(0, scanned - 2)) else {
-                if bytes.count > maxHeaderBytes {
-                    throw HTTPError.badResponse("response head exceeds \(maxHeaderBytes) bytes")
-                }
-                state = .head(scanned: bytes.count)
+        case .head(var headParser):
+            let progress: HTTPHeadParser.Result
+            do {
+                progress = try headParser.parse(bytes)
+            } catch {
+                throw HTTPError.badResponse(error.message)
+            }
+            state = .head(headParser)
+            guard case .complete(let head, let headLength) = progress else {
                 return nil
             }
-            if headLength > maxHeaderBytes {
-                throw HTTPError.badResponse("response head exceeds \(maxHeaderBytes) bytes")
-            }
-            let response = try parseHead(bytes.prefix(headLength))
+            let response = try HTTPResponseParser.response(head)
             let bodyLength = try bodyLength(of: response)
             if let bodyLength {
                 return complete(response, headLength: headLength, bodyLength: bodyLength)
@@ -115,25 +121,21 @@ public struct HTTPResponseParser {
             buffer.removeAll()
             bufferStart = 0
         }
-        state = .head(scanned: 0)
+        state = .head(HTTPHeadParser(strictness: strictness, maxHeadBytes: maxHeaderBytes))
         return response
     }
 
-    private func parseHead(_ head: ArraySlice<UInt8>) throws -> HTTPResponse {
-        let lines = HTTPHeadParser.lines(head)
-        guard let statusLine = lines.first else {
-            throw HTTPError.badResponse("empty status line")
+    private static func response(_ head: HTTPHead) throws -> HTTPResponse {
+        let line: HTTPStatusLine
+        do {
+            line = try HTTPStatusLine(parsing: head.startLine)
+        } catch {
+            throw HTTPError.badResponse(error.message)
         }
-        // RFC 9112 4: "status-line = HTTP-version SP status-code SP [ reason-phrase ]"
-        let parts = statusLine.split(separator: HTTPHeadParser.space, maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, let version = HTTPHeadParser.version(parts[0]), version.major == 1,
-              parts[1].count == 3, parts[1].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-              let status = Int(String(decoding: parts[1], as: UTF8.self)) else {
+        guard line.version.major == 1 else {
             throw HTTPError.badResponse("malformed status line")
         }
-        let reason = parts.count > 2 ? String(decoding: parts[2], as: UTF8.self) : ""
-        let headers = try HTTPHeadParser.fields(lines.dropFirst(), error: HTTPError.badResponse)
-        return HTTPResponse(status: status, reason: reason, headers: headers)
+        return HTTPResponse(status: line.status, reason: line.reason, headers: head.headers)
     }
 
     /// RFC 9112 6.3: 1xx, 204 and 304 responses end at the head; otherwise `Content-Length`
@@ -146,7 +148,7 @@ public struct HTTPResponseParser {
         if !response.headers.values("Transfer-Encoding").isEmpty {
             throw HTTPError.badResponse("Transfer-Encoding responses are not supported")
         }
-        guard let length = try HTTPHeadParser.contentLength(response.headers, error: HTTPError.badResponse) else {
+        guard let length = try response.headers.contentLength(error: HTTPError.badResponse) else {
             return nil
         }
         if length > maxBodyBytes {

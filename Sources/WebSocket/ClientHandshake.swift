@@ -1,3 +1,5 @@
+import HTTP1
+
 /// The outcome of feeding bytes to `ClientHandshake.parseResponse`.
 public enum ClientHandshakeResult: Equatable, Sendable {
     /// The response head is not complete yet: read more and call again with everything
@@ -21,8 +23,7 @@ public struct ClientHandshake: Sendable {
     public let key: String
     /// The subprotocols offered, in order of preference.
     public let subprotocols: [String]
-    private let configuration: WebSocketConfiguration
-    private var scanned = 0
+    private var head: HTTPHeadParser
 
     /// Prepares a handshake.
     ///
@@ -37,12 +38,12 @@ public struct ClientHandshake: Sendable {
         configuration: WebSocketConfiguration = WebSocketConfiguration()
     ) {
         precondition(path.hasPrefix("/"), "the request target must start with /")
-        precondition(subprotocols.allSatisfy(HTTPHead.isToken), "subprotocols must be tokens")
+        precondition(subprotocols.allSatisfy { HTTPSyntax.isToken($0) }, "subprotocols must be tokens")
         self.host = host
         self.path = path
         self.key = key
         self.subprotocols = subprotocols
-        self.configuration = configuration
+        self.head = HTTPHeadParser(strictness: .strict, maxHeadBytes: configuration.maxHandshakeHeaderBytes)
     }
 
     /// A fresh key: RFC 6455 4.1, "a randomly selected 16-byte value that has been
@@ -78,61 +79,56 @@ public struct ClientHandshake: Sendable {
     }
 
     /// Checks the server's response; pass every byte received so far.
+    ///
+    /// The head is read with ``HTTPHeadStrictness/strict``: lines end in CRLF, a bare LF or CR
+    /// fails the handshake.
     public mutating func parseResponse(_ buffer: [UInt8]) -> ClientHandshakeResult {
-        let limit = configuration.maxHandshakeHeaderBytes
-        guard let end = HTTPHead.endOfHead(in: buffer, scanningFrom: scanned) else {
-            scanned = buffer.count
-            if buffer.count >= limit {
-                return .failed(WebSocketError(.handshakeTooLarge, "response head exceeds \(limit) bytes"))
-            }
-            return .incomplete
-        }
-        scanned = end
-        guard end <= limit else {
-            return .failed(WebSocketError(.handshakeTooLarge, "response head exceeds \(limit) bytes"))
-        }
-        let head: HTTPHead
+        let progress: HTTPHeadParser.Result
         do {
-            head = try HTTPHead.parse(buffer[0..<end])
-        } catch let error as HTTPHead.SyntaxError {
-            return .failed(WebSocketError(.handshakeFailed, "malformed response: \(error.message)"))
+            progress = try head.parse(buffer)
         } catch {
-            preconditionFailure("HTTPHead.parse throws only SyntaxError")
+            if error.status == 431 {
+                return .failed(WebSocketError(.handshakeTooLarge, "response \(error.message)"))
+            }
+            return .failed(WebSocketError(.handshakeFailed, "malformed response: \(error.message)"))
         }
-        switch validate(head) {
-        case .success(let subprotocol):
-            return .accepted(subprotocol: subprotocol, consumed: end)
-        case .failure(let error):
-            return .failed(error)
+        switch progress {
+        case .needMoreData:
+            return .incomplete
+        case .complete(let parsed, let consumed):
+            switch validate(parsed) {
+            case .success(let subprotocol):
+                return .accepted(subprotocol: subprotocol, consumed: consumed)
+            case .failure(let error):
+                return .failed(error)
+            }
         }
     }
 
-    private func validate(_ head: HTTPHead) -> Result<String?, WebSocketError> {
+    private func validate(_ parsed: HTTPHead) -> Result<String?, WebSocketError> {
         func fail(_ message: String) -> Result<String?, WebSocketError> {
             .failure(WebSocketError(.handshakeFailed, message))
         }
         // RFC 6455 4.1: "If the status code received from the server is not 101, the client
         // handles the response per HTTP [RFC2616] procedures." We have no other use for it.
-        let parts = head.startLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[0] == "HTTP/1.1", parts[1].count == 3,
-              parts[1].allSatisfy({ $0.isASCII && $0.isNumber })
-        else {
-            return fail("malformed status line: \(head.startLine)")
+        let headers = parsed.headers
+        guard let line = try? HTTPStatusLine(parsing: parsed.startLine), line.version == .http1_1 else {
+            return fail("malformed status line: \(parsed.startLineText)")
         }
-        guard parts[1] == "101" else {
-            return fail("server answered \(parts[1])\(parts.count == 3 ? " \(parts[2])" : "") instead of 101")
+        guard line.status == 101 else {
+            return fail("server answered \(line.status)\(line.reason.isEmpty ? "" : " \(line.reason)") instead of 101")
         }
         // "If the response lacks an |Upgrade| header field or the |Upgrade| header field
         // contains a value that is not an ASCII case-insensitive match for the value
         // "websocket", the client MUST _Fail the WebSocket Connection_."
-        let upgrades = head.values("Upgrade")
+        let upgrades = headers.values("Upgrade")
         guard upgrades.count == 1, upgrades[0].lowercased() == "websocket" else {
             return fail("response lacks Upgrade: websocket")
         }
         // "If the response lacks a |Connection| header field or the |Connection| header field
         // doesn't contain a token that is an ASCII case-insensitive match for the value
         // "Upgrade", the client MUST _Fail the WebSocket Connection_."
-        guard head.listContains("Connection", token: "Upgrade") else {
+        guard headers.listContains("Connection", token: "Upgrade") else {
             return fail("response lacks Connection: Upgrade")
         }
         // "If the response lacks a |Sec-WebSocket-Accept| header field or the
@@ -140,7 +136,7 @@ public struct ClientHandshake: Sendable {
         // concatenation of the |Sec-WebSocket-Key| (as a string, not base64-decoded) with the
         // string "258EAFA5-E914-47DA-95CA-C5AB0DC85B11" [...] the client MUST _Fail the
         // WebSocket Connection_."
-        let accepts = head.values("Sec-WebSocket-Accept")
+        let accepts = headers.values("Sec-WebSocket-Accept")
         let expected = WebSocketAccept.value(forKey: key)
         guard accepts.count == 1, accepts[0] == expected else {
             return fail("Sec-WebSocket-Accept is \(accepts.first.map { "'\($0)'" } ?? "missing"), expected '\(expected)'")
@@ -148,14 +144,14 @@ public struct ClientHandshake: Sendable {
         // "If the response includes a |Sec-WebSocket-Extensions| header field and this header
         // field indicates the use of an extension that was not present in the client's
         // handshake [...] the client MUST _Fail the WebSocket Connection_." We offer none.
-        let extensions = head.listElements("Sec-WebSocket-Extensions")
+        let extensions = headers.listElements("Sec-WebSocket-Extensions")
         guard extensions.isEmpty else {
             return fail("server selected extensions that were not offered: \(extensions.joined(separator: ", "))")
         }
         // "If the response includes a |Sec-WebSocket-Protocol| header field and this header
         // field indicates the use of a subprotocol that was not present in the client's
         // handshake [...] the client MUST _Fail the WebSocket Connection_."
-        let selected = head.listElements("Sec-WebSocket-Protocol")
+        let selected = headers.listElements("Sec-WebSocket-Protocol")
         guard selected.count <= 1 else {
             return fail("server selected more than one subprotocol")
         }

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// An HTTP error response that refuses an opening handshake.
 ///
 /// The server writes `bytes` and then closes the TCP connection (`Connection: close`).
@@ -28,9 +30,14 @@ public struct HTTPRejection: Error, Equatable, Sendable, CustomStringConvertible
     /// Creates a rejection; the reason phrase is derived from the status.
     public init(status: Int, headers: [HTTPField] = [], body: String) {
         self.status = status
-        self.reason = HTTPRejection.reasonPhrase(for: status)
+        self.reason = HTTPResponse.reasonPhrase(for: status)
         self.headers = headers
         self.body = body
+    }
+
+    /// The refusal of a head that could not be parsed: its status (400 or 431) and message.
+    init(_ error: HTTPError) {
+        self.init(status: error.status, body: error.message)
     }
 
     /// The complete response: status line, headers, `Content-Length`, `Connection: close`, body.
@@ -49,20 +56,5 @@ public struct HTTPRejection: Error, Equatable, Sendable, CustomStringConvertible
     /// `status reason: body`.
     public var description: String {
         "\(status) \(reason): \(body)"
-    }
-
-    static func reasonPhrase(for status: Int) -> String {
-        switch status {
-        case 400: return "Bad Request"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 426: return "Upgrade Required"
-        case 431: return "Request Header Fields Too Large"
-        case 500: return "Internal Server Error"
-        case 503: return "Service Unavailable"
-        case 505: return "HTTP Version Not Supported"
-        default: return "Error"
-        }
     }
 }
