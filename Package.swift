@@ -19,6 +19,8 @@ let package = Package(
                        providers: [.apt(["libavahi-client-dev"])]),
         .systemLibrary(name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
+        // The Linux-only calls (epoll, eventfd, signalfd, accept4) with the kernel's structures.
+        .target(name: "CLinux", path: "Sources/CLinux"),
 
         // Pure modules: no sockets, clocks, SQLite or Avahi.
         .target(name: "WebSocket", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
@@ -26,9 +28,10 @@ let package = Package(
         .target(name: "SyncCore"),
 
         // I/O modules.
-        .target(name: "Posix"),
-        .target(name: "OrderStore", dependencies: ["CSQLite3", "SyncCore"]),
-        .target(name: "Discovery", dependencies: ["CAvahi"]),
+        .target(name: "Posix", dependencies: ["CLinux"], swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "OrderStore", dependencies: ["CSQLite3", "SyncCore"],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "Discovery", dependencies: ["CAvahi"], swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "OrderSyncNode", dependencies: [
             "WebSocket", "HTTP1", "SyncCore", "Posix", "OrderStore", "Discovery",
             .product(name: "Logging", package: "swift-log"),
@@ -44,13 +47,16 @@ let package = Package(
         .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "Posix"]),
 
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
-        .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
-        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "SyncCore"]),
+        .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"],
+                    swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "SyncCore"],
+                    swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and store, with faults, many seeds.
         .testTarget(name: "SyncSimulationTests", dependencies: ["SyncCore"]),
-        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"],
+                    swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "SyncCore"]),
     ],
     swiftLanguageModes: [.v5]
