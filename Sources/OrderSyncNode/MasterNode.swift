@@ -99,8 +99,9 @@ public final class MasterNode {
 
     private func startDiscovery(epoch: String) {
         let loop = self.loop
-        let d = AvahiDiscovery { [weak self] event in
-            loop.execute { self?.handleDiscovery(event) }
+        let handleOnLoop = LoopBound({ [weak self] (event: DiscoveryEvent) in self?.handleDiscovery(event) }, loop: loop)
+        let d = AvahiDiscovery { event in
+            loop.execute { handleOnLoop.value(event) }
         }
         discovery = d
         do {

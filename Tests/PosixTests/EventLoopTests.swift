@@ -120,6 +120,27 @@ final class EventLoopTests: XCTestCase {
         XCTAssertTrue(loop.mayUseLoopBoundState)
     }
 
+    func testLoopBoundValueTravelsThroughAnotherThreadBackToTheLoop() throws {
+        final class Counter {
+            var count = 0
+        }
+        let loop = try EventLoop()
+        let counter = Counter()
+        let bound = LoopBound(counter, loop: loop)
+        loop.schedule(after: 0) {
+            Thread {
+                // Only carried here; unwrapped once the closure is back on the loop.
+                loop.execute {
+                    bound.value.count += 1
+                    loop.stop()
+                }
+            }.start()
+        }
+        runLoop(loop)
+        XCTAssertEqual(counter.count, 1)
+        XCTAssertTrue(bound.value === counter)
+    }
+
     func testStopFromAnotherThread() throws {
         let loop = try EventLoop()
         Thread { loop.stop() }.start()
