@@ -19,53 +19,48 @@ let package = Package(
                        providers: [.apt(["libavahi-client-dev"])]),
         .systemLibrary(name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
+        // The Linux-only calls (epoll, eventfd, signalfd, accept4) with the kernel's structures.
+        .target(name: "CLinux", path: "Sources/CLinux"),
 
         // Pure modules: no sockets, clocks, SQLite or Avahi.
-        .target(name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(name: "HTTP1", swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(name: "JSON", swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(name: "SyncCore", dependencies: ["JSON"], swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "HTTP1"),
+        .target(name: "JSON"),
+        .target(name: "SyncCore", dependencies: ["JSON"]),
 
         // I/O modules.
-        .target(name: "Posix"),
+        .target(name: "Posix", dependencies: ["CLinux"]),
         // The one socket shell around the WebSocket state machines, for the daemon and the test peer.
-        .target(name: "WebSocketTransport", dependencies: ["WebSocket", "Posix"],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "WebSocketTransport", dependencies: ["WebSocket", "Posix"]),
         .target(name: "OrderStore", dependencies: ["CSQLite3", "JSON", "SyncCore"]),
         .target(name: "Discovery", dependencies: ["CAvahi"]),
         .target(name: "OrderSyncNode", dependencies: [
             "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "Posix", "OrderStore", "Discovery",
             .product(name: "Logging", package: "swift-log"),
-        ], swiftSettings: [.swiftLanguageMode(.v6)]),
+        ]),
         .executableTarget(name: "ordersync", dependencies: [
             "OrderSyncNode", "JSON", "SyncCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], swiftSettings: [.swiftLanguageMode(.v6)]),
+        ]),
 
         // Test peer: an echo server and an Autobahn client built from the project's own
         // WebSocket and Posix modules (conformance runs with kosoku).
-        .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "Posix"],
-                          swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "Posix"]),
 
-        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"],
-                    swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "Posix"],
-                    swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
+        .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "Posix"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         // HTTP1 only for the request/response round trip over a Unix socket.
         .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
-        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore"], swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and store, with faults, many seeds.
-        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore"],
-                    swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
-        .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "JSON", "SyncCore", "Posix", "OrderStore"],
-                    swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "JSON", "SyncCore", "Posix", "OrderStore"]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

@@ -25,7 +25,7 @@ extension AvahiDiscovery {
                       event: AvahiBrowserEvent, name: String?, type: String?, domain: String?) {
         switch event {
         case AVAHI_BROWSER_NEW:
-            guard let name, let type, let domain, let client else {
+            guard let name, let type, let domain, client != nil else {
                 return
             }
             let key = ServiceKey(interfaceIndex: interface, protocolFamily: family, name: name,

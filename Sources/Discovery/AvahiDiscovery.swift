@@ -14,6 +14,9 @@ internal import CAvahi
 /// Avahi's thread. Callbacks copy what they need out of C memory and report it through
 /// `onEvent`, which runs on Avahi's thread and must only hand the event over (copy it, wake an
 /// event loop). Methods called from inside `onEvent` run directly, without locking again.
+// @unchecked Sendable: the lifecycle is a `Mutex` and Avahi's thread an `Atomic`; every other
+// stored property is touched only with Avahi's poll lock held (`withAvahiLock`), in callbacks on
+// Avahi's thread (which hold that lock), or while no poll thread runs (before `start`, after `stop`).
 public final class AvahiDiscovery: @unchecked Sendable {
     /// The address family services found by browsing are resolved to.
     public enum AddressFamily: Sendable {

@@ -35,13 +35,12 @@ enum AvahiText {
     static func numericAddress(_ address: UnsafePointer<AvahiAddress>) -> String {
         // AVAHI_ADDRESS_STR_MAX: "The maximum length of a string representation of an address".
         var buffer = [CChar](repeating: 0, count: 64)
-        let written = buffer.withUnsafeMutableBufferPointer { out in
-            avahi_address_snprint(out.baseAddress, out.count, address)
+        return buffer.withUnsafeMutableBufferPointer { out in
+            guard let written = avahi_address_snprint(out.baseAddress, out.count, address) else {
+                return ""
+            }
+            return String(cString: written)
         }
-        guard written != nil else {
-            return ""
-        }
-        return String(cString: buffer)
     }
 }
 

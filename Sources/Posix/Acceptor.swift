@@ -27,6 +27,7 @@ public final class Acceptor {
         self.loop = loop
         self.onAccept = onAccept
         self.descriptor = listener.descriptor
+        loop.assertInEventLoop()
         try loop.register(fd: descriptor, interest: .readable) { _ in
             self.acceptPending()
         }
@@ -72,6 +73,7 @@ public final class Acceptor {
 
     /// Stops accepting, unregisters and closes the listener.
     public func close() {
+        loop.assertInEventLoop()
         guard !closed else { return }
         closed = true
         if let backoffTimer {

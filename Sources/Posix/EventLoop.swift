@@ -1,14 +1,23 @@
 import Glibc
+internal import CLinux
+import Synchronization
 
 /// A single-threaded, level-triggered epoll event loop with timers and cross-thread wakeups.
 ///
-/// Everything except ``execute(_:)``, ``stop()`` and ``Waker/wake()`` must be called on the
-/// thread that runs ``run()`` (or, before `run()` starts, on the thread that will run it).
-/// Handlers run on that thread, one at a time; they may register and unregister descriptors,
-/// schedule and cancel timers, and stop the loop.
+/// Everything except ``execute(_:)``, ``stop()``, ``makeWaker(_:)``, ``Waker/wake()`` and
+/// ``inEventLoop`` must be called on the thread that runs ``run()`` (or, while the loop is not
+/// running, on the one thread that owns it: the one setting it up or tearing it down). Handlers
+/// run on that thread, one at a time; they may register and unregister descriptors, schedule
+/// and cancel timers, and stop the loop. Debug builds check this on every loop-bound call
+/// (``assertInEventLoop(file:line:)``); closures that cross threads onto the loop are
+/// `@Sendable`.
 ///
 /// An idle loop sleeps in `epoll_wait` until a descriptor is ready, the earliest timer is due,
 /// or another thread wakes it: no polling.
+// @unchecked Sendable: the loop is shared with other threads only for `execute`, `stop`,
+// `makeWaker` and `inEventLoop`, which touch the `Mutex`-guarded inbox and the atomic loop thread.
+// Every other member is loop-bound: used by one thread at a time (the one running `run()`, or
+// the owner while it is not running), asserted in debug builds by `assertInEventLoop()`.
 public final class EventLoop: @unchecked Sendable {
     /// A readiness handler.
     public typealias Handler = (Readiness) -> Void
@@ -36,6 +45,8 @@ public final class EventLoop: @unchecked Sendable {
     private var stopped = false
     private var running = false
     private var signalDescriptors: [Int32] = []
+    /// `pthread_self()` of the thread inside ``run()``; 0 while the loop is not running.
+    private let loopThread = Atomic<UInt>(0)
     /// Scratch space shared by every read on this loop (only one handler runs at a time).
     let readBuffer: UnsafeMutableRawBufferPointer
 
@@ -44,7 +55,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Creates a loop with its epoll instance and wakeup `eventfd`.
     public init() throws {
-        epollDescriptor = try Syscall.call("epoll_create1") { LinuxCalls.epollCreate1(LinuxCalls.EPOLL_CLOEXEC) }
+        epollDescriptor = try Syscall.call("epoll_create1") { epoll_create1(CLinux_EPOLL_CLOEXEC) }
         do {
             inbox = try LoopInbox()
         } catch {
@@ -72,7 +83,10 @@ public final class EventLoop: @unchecked Sendable {
     public var now: Int64 { MonotonicClock.milliseconds() }
 
     /// Number of registered descriptors, including the loop's own wakeup descriptor.
-    public var registrationCount: Int { registrations.count }
+    public var registrationCount: Int {
+        assertInEventLoop()
+        return registrations.count
+    }
 
     // MARK: Descriptors
 
@@ -81,28 +95,31 @@ public final class EventLoop: @unchecked Sendable {
     /// The caller keeps ownership of `fd` and must ``unregister(fd:)`` it before closing it.
     /// Registering a descriptor twice is a programming error.
     public func register(fd: Int32, interest: Interest, handler: @escaping Handler) throws {
+        assertInEventLoop()
         precondition(registrations[fd] == nil, "descriptor \(fd) is already registered")
         let token = nextToken
         nextToken = nextToken == UInt32.max ? 1 : nextToken + 1
-        try control(LinuxCalls.EPOLL_CTL_ADD, fd: fd, token: token, interest: interest)
+        try control(EPOLL_CTL_ADD, fd: fd, token: token, interest: interest)
         registrations[fd] = Registration(descriptor: fd, token: token, interest: interest, handler: handler)
     }
 
     /// Changes what a registered descriptor is watched for. An empty interest still reports
     /// hangup and error.
     public func setInterest(fd: Int32, _ interest: Interest) throws {
+        assertInEventLoop()
         guard let registration = registrations[fd] else {
             preconditionFailure("setInterest: descriptor \(fd) is not registered")
         }
         guard registration.interest != interest else {
             return
         }
-        try control(LinuxCalls.EPOLL_CTL_MOD, fd: fd, token: registration.token, interest: interest)
+        try control(EPOLL_CTL_MOD, fd: fd, token: registration.token, interest: interest)
         registration.interest = interest
     }
 
     /// Replaces the handler of a registered descriptor.
     public func setHandler(fd: Int32, _ handler: @escaping Handler) {
+        assertInEventLoop()
         guard let registration = registrations[fd] else {
             preconditionFailure("setHandler: descriptor \(fd) is not registered")
         }
@@ -112,36 +129,35 @@ public final class EventLoop: @unchecked Sendable {
     /// Stops watching `fd` and drops its handler. Events for it still queued in the current
     /// batch are not delivered, not even to a later registration reusing the number.
     public func unregister(fd: Int32) {
+        assertInEventLoop()
         guard registrations.removeValue(forKey: fd) != nil else {
             return
         }
         do {
-            try control(LinuxCalls.EPOLL_CTL_DEL, fd: fd, token: 0, interest: [])
+            try control(EPOLL_CTL_DEL, fd: fd, token: 0, interest: [])
         } catch {
             // ENOENT/EPERM cannot happen for a descriptor we added; nothing else to undo.
         }
     }
 
     private func control(_ operation: Int32, fd: Int32, token: UInt32, interest: Interest) throws {
-        var event: (UInt64, UInt64) = (0, 0)
-        let epoll = epollDescriptor
-        try withUnsafeMutableBytes(of: &event) { raw in
-            let base = raw.baseAddress!
-            // The token in the upper half tells a registration from a later one reusing `fd`.
-            let data = UInt64(token) << 32 | UInt64(UInt32(bitPattern: fd))
-            LinuxCalls.EpollEvent.store(events: interest.epollEvents, data: data, at: base)
-            _ = try Syscall.call("epoll_ctl") { LinuxCalls.epollCtl(epoll, operation, fd, base) }
-        }
+        var event = epoll_event()
+        event.events = interest.epollEvents
+        // The token in the upper half tells a registration from a later one reusing `fd`.
+        event.data.u64 = UInt64(token) << 32 | UInt64(UInt32(bitPattern: fd))
+        _ = try Syscall.call("epoll_ctl") { epoll_ctl(epollDescriptor, operation, fd, &event) }
     }
 
     /// The interest `fd` is registered with, or `nil` when it is not registered.
     public func interest(fd: Int32) -> Interest? {
-        registrations[fd]?.interest
+        assertInEventLoop()
+        return registrations[fd]?.interest
     }
 
     /// `true` when `fd` is registered.
     public func isRegistered(fd: Int32) -> Bool {
-        registrations[fd] != nil
+        assertInEventLoop()
+        return registrations[fd] != nil
     }
 
     // MARK: Tasks and timers
@@ -149,7 +165,8 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `body` on the loop thread after `milliseconds` (0 = on the next loop turn).
     @discardableResult
     public func schedule(after milliseconds: Int64, _ body: @escaping () -> Void) -> TimerHandle {
-        timers.schedule(deadline: now + max(0, milliseconds), body)
+        assertInEventLoop()
+        return timers.schedule(deadline: now + max(0, milliseconds), body)
     }
 
     /// Runs `body` on the loop thread after `delay` (zero or less = on the next loop turn).
@@ -161,25 +178,32 @@ public final class EventLoop: @unchecked Sendable {
     /// Cancels a timer; returns `false` when it already ran or was cancelled.
     @discardableResult
     public func cancel(_ handle: TimerHandle) -> Bool {
-        timers.cancel(handle)
+        assertInEventLoop()
+        return timers.cancel(handle)
     }
 
     /// Number of timers still scheduled.
-    public var scheduledTimerCount: Int { timers.count }
+    public var scheduledTimerCount: Int {
+        assertInEventLoop()
+        return timers.count
+    }
 
     /// Runs `body` on the loop thread in this loop turn, after the current handler returns.
     /// Loop thread only (use ``execute(_:)`` from other threads).
     public func runSoon(_ body: @escaping () -> Void) {
+        assertInEventLoop()
         soon.append(body)
     }
 
-    /// Runs `body` on the loop thread soon. Thread-safe.
-    public func execute(_ body: @escaping () -> Void) {
+    /// Runs `body` on the loop thread soon. Thread-safe: `body` crosses threads, so it is
+    /// `@Sendable`; it may still touch loop-bound state, because it runs on the loop.
+    public func execute(_ body: @escaping @Sendable () -> Void) {
         inbox.enqueue(body)
     }
 
     /// Makes a ``Waker`` whose ``Waker/wake()`` (from any thread) runs `body` on the loop thread.
-    public func makeWaker(_ body: @escaping () -> Void) -> Waker {
+    /// Thread-safe.
+    public func makeWaker(_ body: @escaping @Sendable () -> Void) -> Waker {
         Waker(inbox: inbox, body: body)
     }
 
@@ -187,15 +211,17 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the loop on the calling thread until ``stop()``.
     public func run() {
+        assertInEventLoop()
         precondition(!running, "EventLoop.run() is already running")
         running = true
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
         defer {
+            loopThread.store(0, ordering: .releasing)
             running = false
             stopped = false
             inbox.clearStop()
         }
-        let events = UnsafeMutableRawPointer.allocate(
-            byteCount: Self.batchSize * LinuxCalls.EpollEvent.stride, alignment: 8)
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Self.batchSize)
         defer { events.deallocate() }
         while !mustStop {
             runDueTimers()
@@ -205,7 +231,7 @@ public final class EventLoop: @unchecked Sendable {
             }
             let count = waitForEvents(events, timeout: nextTimeout())
             for index in 0..<count {
-                dispatch(events + index * LinuxCalls.EpollEvent.stride)
+                dispatch(events[index])
                 if mustStop {
                     break
                 }
@@ -238,8 +264,8 @@ public final class EventLoop: @unchecked Sendable {
         return Int32(clamping: max(0, deadline - now))
     }
 
-    private func waitForEvents(_ events: UnsafeMutableRawPointer, timeout: Int32) -> Int {
-        let result = LinuxCalls.epollWait(epollDescriptor, events, Int32(Self.batchSize), timeout)
+    private func waitForEvents(_ events: UnsafeMutablePointer<epoll_event>, timeout: Int32) -> Int {
+        let result = epoll_wait(epollDescriptor, events, Int32(Self.batchSize), timeout)
         if result >= 0 {
             return Int(result)
         }
@@ -250,8 +276,8 @@ public final class EventLoop: @unchecked Sendable {
         preconditionFailure("\(Syscall.failure("epoll_wait", code))")
     }
 
-    private func dispatch(_ event: UnsafeMutableRawPointer) {
-        let data = LinuxCalls.EpollEvent.data(at: event)
+    private func dispatch(_ event: epoll_event) {
+        let data = event.data.u64
         let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
         let token = UInt32(truncatingIfNeeded: data >> 32)
         // An earlier handler in this batch may have unregistered (and closed) this descriptor,
@@ -259,7 +285,7 @@ public final class EventLoop: @unchecked Sendable {
         guard let registration = registrations[fd], registration.token == token else {
             return
         }
-        let readiness = Readiness(epollEvents: LinuxCalls.EpollEvent.events(at: event)).filtered(by: registration.interest)
+        let readiness = Readiness(epollEvents: event.events).filtered(by: registration.interest)
         if !readiness.isEmpty {
             registration.handler(readiness)
         }
@@ -283,6 +309,34 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    // MARK: Thread affinity
+
+    /// `true` when the calling thread is the one running ``run()``. Thread-safe.
+    public var inEventLoop: Bool {
+        let thread = loopThread.load(ordering: .acquiring)
+        return thread != 0 && thread == UInt(pthread_self())
+    }
+
+    /// `true` when the calling thread may use loop-bound members: it runs the loop, or the loop
+    /// is not running (then its owner sets it up or tears it down). Thread-safe.
+    public var mayUseLoopBoundState: Bool {
+        let thread = loopThread.load(ordering: .acquiring)
+        return thread == 0 || thread == UInt(pthread_self())
+    }
+
+    /// Traps, in every build, when called off the loop's thread while the loop is running.
+    public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(mayUseLoopBoundState, "called off the event loop's thread", file: file, line: line)
+    }
+
+    /// Traps, in debug builds only, when called off the loop's thread while the loop is
+    /// running. Every loop-bound member calls it, and so should loop-bound types built on the
+    /// loop (``StreamChannel``, ``Acceptor``).
+    @inline(__always)
+    public func assertInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(mayUseLoopBoundState, "called off the event loop's thread", file: file, line: line)
+    }
+
     // MARK: Signals
 
     /// Delivers `signals` to `handler` on the loop thread through a `signalfd`.
@@ -290,22 +344,21 @@ public final class EventLoop: @unchecked Sendable {
     /// The signals must already be blocked in every thread (``Signals/block(_:)`` first thing in
     /// `main`), otherwise their default action still runs.
     public func onSignal(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) throws {
+        assertInEventLoop()
         var mask = Signals.set(signals)
         let descriptor = try Syscall.call("signalfd") {
-            LinuxCalls.signalfd(-1, &mask, LinuxCalls.SFD_CLOEXEC | LinuxCalls.SFD_NONBLOCK)
+            signalfd(-1, &mask, CLinux_SFD_CLOEXEC | CLinux_SFD_NONBLOCK)
         }
         signalDescriptors.append(descriptor)
         try register(fd: descriptor, interest: .readable) { _ in
-            var info = [UInt8](repeating: 0, count: LinuxCalls.signalInfoSize)
+            var info = signalfd_siginfo()
+            let size = MemoryLayout<signalfd_siginfo>.size
             while true {
-                let result = try? info.withUnsafeMutableBytes { raw in
-                    try Syscall.nonBlocking("read(signalfd)") { read(descriptor, raw.baseAddress, raw.count) }
-                }
-                guard case .value(let count) = result, count == LinuxCalls.signalInfoSize else {
+                let result = try? Syscall.nonBlocking("read(signalfd)") { read(descriptor, &info, size) }
+                guard case .value(let count) = result, count == size else {
                     return
                 }
-                let number = info.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self) }
-                handler(Int32(bitPattern: number))
+                handler(Int32(bitPattern: info.ssi_signo))
             }
         }
     }

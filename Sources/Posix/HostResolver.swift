@@ -12,9 +12,10 @@ public enum HostResolver {
     }
 
     /// Resolves `host` on a new thread and calls `completion` on `loop` with its numeric
-    /// addresses, in the resolver's order, or the error.
+    /// addresses, in the resolver's order, or the error. `completion` travels to the resolver
+    /// thread and back, so it is `@Sendable`; it runs on the loop thread.
     public static func resolve(host: String, port: UInt16, on loop: EventLoop,
-                               completion: @escaping (Result<[String], PosixError>) -> Void) {
+                               completion: @escaping @Sendable (Result<[String], PosixError>) -> Void) {
         let box = ResolveJob(host: host, port: port)
         var thread = pthread_t()
         let context = Unmanaged.passRetained(JobContext(job: box, loop: loop, completion: completion)).toOpaque()
@@ -40,17 +41,19 @@ public enum HostResolver {
         }
     }
 
-    private struct ResolveJob {
+    private struct ResolveJob: Sendable {
         let host: String
         let port: UInt16
     }
 
-    private final class JobContext {
+    /// What the resolver thread receives: handed over whole through `pthread_create`.
+    private final class JobContext: Sendable {
         let job: ResolveJob
         let loop: EventLoop
-        let completion: (Result<[String], PosixError>) -> Void
+        let completion: @Sendable (Result<[String], PosixError>) -> Void
 
-        init(job: ResolveJob, loop: EventLoop, completion: @escaping (Result<[String], PosixError>) -> Void) {
+        init(job: ResolveJob, loop: EventLoop,
+             completion: @escaping @Sendable (Result<[String], PosixError>) -> Void) {
             self.job = job
             self.loop = loop
             self.completion = completion

@@ -1,4 +1,5 @@
 import Glibc
+internal import CLinux
 
 /// What a registration wants to hear about.
 public struct Interest: OptionSet, Hashable, Sendable {
@@ -14,8 +15,8 @@ public struct Interest: OptionSet, Hashable, Sendable {
 
     var epollEvents: UInt32 {
         var events: UInt32 = 0
-        if contains(.readable) { events |= LinuxCalls.EPOLLIN }
-        if contains(.writable) { events |= LinuxCalls.EPOLLOUT }
+        if contains(.readable) { events |= CLinux_EPOLLIN }
+        if contains(.writable) { events |= CLinux_EPOLLOUT }
         return events
     }
 }
@@ -42,10 +43,10 @@ public struct Readiness: OptionSet, Hashable, Sendable, CustomStringConvertible 
 
     init(epollEvents events: UInt32) {
         var value: Readiness = []
-        if events & LinuxCalls.EPOLLIN != 0 { value.insert(.readable) }
-        if events & LinuxCalls.EPOLLOUT != 0 { value.insert(.writable) }
-        if events & (LinuxCalls.EPOLLHUP | LinuxCalls.EPOLLRDHUP) != 0 { value.insert(.hangup) }
-        if events & LinuxCalls.EPOLLERR != 0 { value.insert(.error) }
+        if events & CLinux_EPOLLIN != 0 { value.insert(.readable) }
+        if events & CLinux_EPOLLOUT != 0 { value.insert(.writable) }
+        if events & (CLinux_EPOLLHUP | CLinux_EPOLLRDHUP) != 0 { value.insert(.hangup) }
+        if events & CLinux_EPOLLERR != 0 { value.insert(.error) }
         self = value
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+internal import CLinux
 
 /// A connection taken from a listener's queue.
 public struct AcceptedSocket {
@@ -45,7 +46,7 @@ enum ListenerSupport {
             do {
                 result = try withUnsafeMutablePointer(to: &storage) { pointer in
                     try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                        try Syscall.nonBlocking("accept4") { LinuxCalls.accept4(fd, address, &length, flags) }
+                        try Syscall.nonBlocking("accept4") { CLinux_accept4(fd, address, &length, flags) }
                     }
                 }
             } catch let error as PosixError where retryable.contains(error.errno) {

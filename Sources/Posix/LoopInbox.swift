@@ -1,21 +1,27 @@
-import Foundation
 import Glibc
+internal import CLinux
+import Synchronization
 
-/// The thread-safe way into an event loop: a locked task queue plus an `eventfd` that makes
-/// `epoll_wait` return.
+/// The thread-safe way into an event loop: a task queue under a `Mutex` plus an `eventfd` that
+/// makes `epoll_wait` return.
 ///
 /// The inbox outlives its loop if a ``Waker`` still holds it, so waking a loop that is gone
 /// writes to a still-open `eventfd` and does nothing else.
-final class LoopInbox: @unchecked Sendable {
+final class LoopInbox: Sendable {
+    /// What other threads hand over, all behind one lock.
+    private struct Queue {
+        var tasks: [@Sendable () -> Void] = []
+        /// The `eventfd` was written and not yet drained: later tasks need not write again.
+        var signalled = false
+        var stopRequested = false
+    }
+
     let eventDescriptor: Int32
-    private let lock = NSLock()
-    private var tasks: [() -> Void] = []
-    private var signalled = false
-    private var stopRequested = false
+    private let queue = Mutex(Queue())
 
     init() throws {
         eventDescriptor = try Syscall.call("eventfd") {
-            LinuxCalls.eventfd(0, LinuxCalls.EFD_CLOEXEC | LinuxCalls.EFD_NONBLOCK)
+            eventfd(0, CLinux_EFD_CLOEXEC | CLinux_EFD_NONBLOCK)
         }
     }
 
@@ -24,12 +30,12 @@ final class LoopInbox: @unchecked Sendable {
     }
 
     /// Queues `task` for the loop thread and wakes the loop (once per batch of tasks).
-    func enqueue(_ task: @escaping () -> Void) {
-        lock.lock()
-        tasks.append(task)
-        let mustSignal = !signalled
-        signalled = true
-        lock.unlock()
+    func enqueue(_ task: @escaping @Sendable () -> Void) {
+        let mustSignal = queue.withLock { queue in
+            queue.tasks.append(task)
+            defer { queue.signalled = true }
+            return !queue.signalled
+        }
         if mustSignal {
             signal()
         }
@@ -37,11 +43,11 @@ final class LoopInbox: @unchecked Sendable {
 
     /// Asks the loop to return from `run()`.
     func requestStop() {
-        lock.lock()
-        stopRequested = true
-        let mustSignal = !signalled
-        signalled = true
-        lock.unlock()
+        let mustSignal = queue.withLock { queue in
+            queue.stopRequested = true
+            defer { queue.signalled = true }
+            return !queue.signalled
+        }
         if mustSignal {
             signal()
         }
@@ -49,30 +55,25 @@ final class LoopInbox: @unchecked Sendable {
 
     /// `true` once ``requestStop()`` was called and not yet consumed.
     var isStopRequested: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopRequested
+        queue.withLock { $0.stopRequested }
     }
 
     /// Clears a stop request (when `run()` returns).
     func clearStop() {
-        lock.lock()
-        stopRequested = false
-        lock.unlock()
+        queue.withLock { $0.stopRequested = false }
     }
 
     /// Resets the `eventfd` and takes the queued tasks. Runs on the loop thread.
-    func drain() -> [() -> Void] {
+    func drain() -> [@Sendable () -> Void] {
         var counter: UInt64 = 0
         _ = try? Syscall.nonBlocking("read(eventfd)") {
             read(eventDescriptor, &counter, MemoryLayout<UInt64>.size)
         }
-        lock.lock()
-        defer { lock.unlock() }
-        signalled = false
-        let taken = tasks
-        tasks = []
-        return taken
+        return queue.withLock { queue in
+            queue.signalled = false
+            defer { queue.tasks = [] }
+            return queue.tasks
+        }
     }
 
     private func signal() {
@@ -89,30 +90,27 @@ final class LoopInbox: @unchecked Sendable {
 ///
 /// Wakes coalesce: calling ``wake()`` many times before the loop gets to it runs the body once.
 /// Made by ``EventLoop/makeWaker(_:)``.
-public final class Waker: @unchecked Sendable {
+public final class Waker: Sendable {
     private let inbox: LoopInbox
-    private let body: () -> Void
-    private let lock = NSLock()
-    private var pending = false
+    private let body: @Sendable () -> Void
+    private let pending = Mutex(false)
 
-    init(inbox: LoopInbox, body: @escaping () -> Void) {
+    init(inbox: LoopInbox, body: @escaping @Sendable () -> Void) {
         self.inbox = inbox
         self.body = body
     }
 
     /// Makes the loop run the body soon. Thread-safe; cheap when a wake is already pending.
     public func wake() {
-        lock.lock()
-        let alreadyPending = pending
-        pending = true
-        lock.unlock()
+        let alreadyPending = pending.withLock { pending in
+            defer { pending = true }
+            return pending
+        }
         if alreadyPending {
             return
         }
         inbox.enqueue { [self] in
-            lock.lock()
-            pending = false
-            lock.unlock()
+            pending.withLock { $0 = false }
             body()
         }
     }

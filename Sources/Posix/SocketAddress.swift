@@ -116,7 +116,7 @@ struct SocketAddress {
         guard inet_ntop(family, address, &buffer, socklen_t(buffer.count)) != nil else {
             return "invalid"
         }
-        return String(cString: buffer)
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 
     /// Resolves `host` and `port` with `getaddrinfo` for a TCP stream socket.

@@ -5,8 +5,9 @@ import Glibc
 /// end exactly once.
 ///
 /// The channel registers itself on the loop and stays alive while registered, so the caller
-/// need not hold it. All members are used on the loop thread. Set the callbacks before control
-/// returns to the loop.
+/// need not hold it. All members are used on the loop thread (asserted in debug builds); the
+/// type is not `Sendable`, so the compiler keeps it from being handed to another thread. Set
+/// the callbacks before control returns to the loop.
 ///
 /// Writes go out at once when nothing is pending; the rest waits in an outbound buffer and the
 /// channel watches `EPOLLOUT` only while that buffer is non-empty. A peer that does not read
@@ -75,6 +76,7 @@ public final class StreamChannel {
         self.socket = socket
         self.descriptor = socket.descriptor
         self.state = state
+        loop.assertInEventLoop()
         self.peerAddress = socket.remoteAddress ?? (try? socket.peerAddress()) ?? "unknown"
         let interest: Interest = state == .connecting ? .writable : .readable
         try loop.register(fd: descriptor, interest: interest) { readiness in
@@ -94,6 +96,7 @@ public final class StreamChannel {
     /// Queues `bytes` for sending, sending at once what the kernel takes. Ignored once a close
     /// was requested. May close the channel (overflow or a send error), reported via ``onClose``.
     public func write(_ bytes: [UInt8]) {
+        loop.assertInEventLoop()
         guard isWritable, !bytes.isEmpty else {
             return
         }
@@ -187,6 +190,7 @@ public final class StreamChannel {
 
     /// Closes now, dropping unsent bytes; ``onClose`` gets ``CloseReason/localClose``.
     public func close() {
+        loop.assertInEventLoop()
         finish(.localClose)
     }
 
@@ -195,6 +199,7 @@ public final class StreamChannel {
     /// Later writes are ignored. ``onClose`` gets ``CloseReason/localClose`` (or an error if the
     /// pending bytes could not be sent in time).
     public func closeAfterFlush() {
+        loop.assertInEventLoop()
         switch state {
         case .connecting:
             if pendingBytes == 0 {

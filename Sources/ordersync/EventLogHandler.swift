@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Logging
+import Synchronization
 import SyncCore
 
 /// How log lines are written: logfmt (`key=value` pairs) or one JSON object per line.
@@ -20,7 +21,8 @@ struct EventLogHandler: LogHandler {
     let format: LogFormat
     let label: String
 
-    private static let lock = NSLock()
+    /// Serialises writes so lines from different threads never interleave.
+    private static let standardErrorLock = Mutex(())
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -37,9 +39,9 @@ struct EventLogHandler: LogHandler {
         case .text: line = EventLogHandler.logfmt(level: event.level, event: event.message.description, metadata: merged)
         case .json: line = EventLogHandler.json(level: event.level, event: event.message.description, metadata: merged)
         }
-        EventLogHandler.lock.lock()
-        FileHandle.standardError.write(Data((line + "\n").utf8))
-        EventLogHandler.lock.unlock()
+        EventLogHandler.standardErrorLock.withLock { _ in
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
     }
 
     static func timestamp() -> String {

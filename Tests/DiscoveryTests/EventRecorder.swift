@@ -2,6 +2,8 @@ import Discovery
 import Foundation
 
 /// Collects `DiscoveryEvent`s delivered on Avahi's thread and lets a test wait for one.
+// @unchecked Sendable: `events` is read and written only with `condition` locked (a condition
+// variable, which `Mutex` does not offer, lets `wait` sleep until an event arrives).
 final class EventRecorder: @unchecked Sendable {
     private let condition = NSCondition()
     private var events: [DiscoveryEvent] = []

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SyncCore
 import XCTest
 
@@ -51,7 +52,7 @@ final class CrashTests: XCTestCase {
         if let childPath = ProcessInfo.processInfo.environment[Self.childDatabaseVariable] {
             let writer = try Self.writeAndKeepOpen(path: childPath)
             print(Self.committedMarker)
-            fflush(stdout)
+            fflush(nil)  // every output stream: `stdout` is a C global Swift 6 will not touch
             while true { withExtendedLifetime(writer) { _ = pause() } }
         }
         let path = directory + "/orders.sqlite"
@@ -114,31 +115,33 @@ final class CrashTests: XCTestCase {
 
 /// The child's standard output, collected from the pipe's handler thread; calls `onMarker` once
 /// when `marker` has arrived.
-private final class ChildOutput: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    private var reported = false
-    private let marker: String
-    private let onMarker: () -> Void
+private final class ChildOutput: Sendable {
+    private struct Received {
+        var data = Data()
+        var reported = false
+    }
 
-    init(marker: String, onMarker: @escaping () -> Void) {
+    private let received = Mutex(Received())
+    private let marker: String
+    private let onMarker: @Sendable () -> Void
+
+    init(marker: String, onMarker: @escaping @Sendable () -> Void) {
         self.marker = marker
         self.onMarker = onMarker
     }
 
     /// Everything received so far.
     var text: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: data, as: UTF8.self)
+        received.withLock { String(decoding: $0.data, as: UTF8.self) }
     }
 
     func append(_ chunk: Data) {
-        lock.lock()
-        data.append(chunk)
-        let report = !reported && String(decoding: data, as: UTF8.self).contains(marker)
-        if report { reported = true }
-        lock.unlock()
+        let report = received.withLock { received in
+            received.data.append(chunk)
+            let report = !received.reported && String(decoding: received.data, as: UTF8.self).contains(marker)
+            if report { received.reported = true }
+            return report
+        }
         if report { onMarker() }
     }
 }

@@ -62,18 +62,18 @@ final class EventLoopTests: XCTestCase {
     func testWakerFromAnotherThreadRunsOnTheLoopThread() throws {
         let loop = try EventLoop()
         let loopThread = pthread_self()
-        var ranOnLoopThread = false
-        var runs = 0
+        let ranOnLoopThread = Shared(false)
+        let runs = Shared(0)
         let waker = loop.makeWaker {
-            runs += 1
-            ranOnLoopThread = pthread_equal(pthread_self(), loopThread) != 0
+            runs.value += 1
+            ranOnLoopThread.value = pthread_equal(pthread_self(), loopThread) != 0
             loop.stop()
         }
         let thread = Thread { waker.wake() }
         thread.start()
         runLoop(loop)
-        XCTAssertTrue(ranOnLoopThread)
-        XCTAssertEqual(runs, 1)
+        XCTAssertTrue(ranOnLoopThread.value)
+        XCTAssertEqual(runs.value, 1)
     }
 
     func testExecuteFromManyThreadsRunsEveryTask() throws {
@@ -94,6 +94,51 @@ final class EventLoopTests: XCTestCase {
         }
         runLoop(loop)
         XCTAssertEqual(count.value, total)
+    }
+
+    func testLoopTellsItsOwnThreadFromOthers() throws {
+        let loop = try EventLoop()
+        XCTAssertFalse(loop.inEventLoop, "a loop that is not running has no thread")
+        XCTAssertTrue(loop.mayUseLoopBoundState, "the owner of a loop that is not running sets it up")
+        let onLoop = Shared<[Bool]>([])
+        let offLoop = Shared<[Bool]>([])
+        loop.schedule(after: 0) {
+            onLoop.value = [loop.inEventLoop, loop.mayUseLoopBoundState]
+            Thread {
+                // Read on the other thread, handed back through `execute` (which synchronizes).
+                let observed = [loop.inEventLoop, loop.mayUseLoopBoundState]
+                loop.execute {
+                    offLoop.value = observed
+                    loop.stop()
+                }
+            }.start()
+        }
+        runLoop(loop)
+        XCTAssertEqual(onLoop.value, [true, true], "a handler runs on the loop's thread")
+        XCTAssertEqual(offLoop.value, [false, false], "another thread is told apart while the loop runs")
+        XCTAssertFalse(loop.inEventLoop, "the loop forgets its thread when run() returns")
+        XCTAssertTrue(loop.mayUseLoopBoundState)
+    }
+
+    func testLoopBoundValueTravelsThroughAnotherThreadBackToTheLoop() throws {
+        final class Counter {
+            var count = 0
+        }
+        let loop = try EventLoop()
+        let counter = Counter()
+        let bound = LoopBound(counter, loop: loop)
+        loop.schedule(after: 0) {
+            Thread {
+                // Only carried here; unwrapped once the closure is back on the loop.
+                loop.execute {
+                    bound.value.count += 1
+                    loop.stop()
+                }
+            }.start()
+        }
+        runLoop(loop)
+        XCTAssertEqual(counter.count, 1)
+        XCTAssertTrue(bound.value === counter)
     }
 
     func testStopFromAnotherThread() throws {

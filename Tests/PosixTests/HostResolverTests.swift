@@ -15,17 +15,17 @@ final class HostResolverTests: XCTestCase {
 
     func testANameIsResolvedOffTheLoopAndAnsweredOnIt() throws {
         let loop = try EventLoop()
-        var answer: Result<[String], PosixError>?
+        let answer = Shared<Result<[String], PosixError>?>(nil)
         let loopThread = pthread_self()
-        var answeredOnLoopThread = false
+        let answeredOnLoopThread = Shared(false)
         HostResolver.resolve(host: "localhost", port: 7420, on: loop) { result in
-            answeredOnLoopThread = pthread_equal(pthread_self(), loopThread) != 0
-            answer = result
+            answeredOnLoopThread.value = pthread_equal(pthread_self(), loopThread) != 0
+            answer.value = result
             loop.stop()
         }
         runLoop(loop)
-        XCTAssertTrue(answeredOnLoopThread)
-        let addresses = try XCTUnwrap(answer).get()
+        XCTAssertTrue(answeredOnLoopThread.value)
+        let addresses = try XCTUnwrap(answer.value).get()
         XCTAssertFalse(addresses.isEmpty)
         XCTAssertTrue(addresses.allSatisfy(HostResolver.isNumeric), "\(addresses)")
         XCTAssertTrue(addresses.contains("127.0.0.1") || addresses.contains("::1"), "\(addresses)")
@@ -33,13 +33,15 @@ final class HostResolverTests: XCTestCase {
 
     func testAnUnknownNameIsAnError() throws {
         let loop = try EventLoop()
-        var answer: Result<[String], PosixError>?
+        let answer = Shared<Result<[String], PosixError>?>(nil)
         HostResolver.resolve(host: "no-such-host.invalid", port: 1, on: loop) { result in
-            answer = result
+            answer.value = result
             loop.stop()
         }
         runLoop(loop)
-        guard case .failure(let error)? = answer else { return XCTFail("resolved \(String(describing: answer))") }
+        guard case .failure(let error)? = answer.value else {
+            return XCTFail("resolved \(String(describing: answer.value))")
+        }
         XCTAssertTrue("\(error)".contains("no-such-host.invalid") || "\(error)".contains("getaddrinfo"), "\(error)")
     }
 }

@@ -46,6 +46,8 @@ func threadCPUMilliseconds() -> Int64 {
 
 /// A value shared with another thread; the test orders the accesses itself (through the
 /// loop's `execute`/`stop`, which synchronize).
+// @unchecked Sendable: tests touch `value` on the loop thread, and on the test thread only
+// before `run()` or after it returned; the loop's inbox (a `Mutex`) orders the hand-overs.
 final class Shared<Value>: @unchecked Sendable {
     var value: Value
 
