@@ -125,8 +125,10 @@ public final class SlaveNode: @unchecked Sendable {
         guard let discovery else { return }
         let loop = self.loop
         do {
-            try discovery.start { [weak self] event in
-                loop.execute { self?.handleDiscovery(event) }
+            // Avahi's callbacks run on its own thread: they only hop onto the loop.
+            let node = LoopBound(self, loop: loop)
+            try discovery.start { event in
+                loop.execute { node.value.handleDiscovery(event) }
             }
             discovery.browse(type: configuration.serviceType)
             logger.info("master.searching", metadata: ["service_type": "\(configuration.serviceType)"])

@@ -42,7 +42,10 @@ extension WebSocketChannel {
         if HostResolver.isNumeric(host) {
             webSocket.connect(toAddress: host, port: port)
         } else {
-            HostResolver.resolve(host: host, port: port, on: loop) { [webSocket] result in
+            // The lookup runs on a thread of its own; the answer comes back on the loop.
+            let bound = LoopBound(webSocket, loop: loop)
+            HostResolver.resolve(host: host, port: port, on: loop) { result in
+                let webSocket = bound.value
                 guard case .resolving = webSocket.state else { return }
                 switch result {
                 case .success(let addresses):
