@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "ordersync", targets: ["ordersync"]),
         .executable(name: "ordersync-wsecho", targets: ["WebSocketEcho"]),
+        .executable(name: "ordersync-noise-peer", targets: ["NoisePeer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -24,6 +25,9 @@ let package = Package(
         .target(name: "WebSocket", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "HTTP1"),
         .target(name: "SyncCore"),
+        // The Noise Protocol Framework (25519, ChaChaPoly, SHA256): handshake and transport.
+        .target(name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // I/O modules.
         .target(name: "Posix"),
@@ -42,8 +46,13 @@ let package = Package(
         // Test peer: an echo server and an Autobahn client built from the project's own
         // WebSocket and Posix modules (conformance runs with kosoku).
         .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "Posix"]),
+        // Test peer: the Noise module driven over stdin/stdout, for interop with Python's
+        // `noiseprotocol` (Tests/noise).
+        .executableTarget(name: "NoisePeer", dependencies: ["Noise"], swiftSettings: [.swiftLanguageMode(.v6)]),
 
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "NoiseTests", dependencies: ["Noise"], resources: [.copy("Resources")],
+                    swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "SyncCore"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
