@@ -62,9 +62,12 @@ private func handshake(_ protocolName: String, _ role: NoiseRole) -> NoiseHandsh
         let pattern = noiseProtocol.pattern
         let initiator = role == .initiator
         let remotePreMessage = initiator ? pattern.responderPreMessage : pattern.initiatorPreMessage
+        let ownPreMessage = initiator ? pattern.initiatorPreMessage : pattern.responderPreMessage
+        let ownMessages = pattern.messages.indices.filter { ($0 % 2 == 0) == initiator }.map { pattern.messages[$0] }
+        let sendsStatic = ownPreMessage.contains(.s) || ownMessages.contains { $0.contains(.s) }
         return try NoiseHandshakeState(
             protocol: noiseProtocol, role: role, prologue: Array("fuzz".utf8),
-            localStaticKey: initiator ? initiatorStatic : responderStatic,
+            localStaticKey: sendsStatic ? (initiator ? initiatorStatic : responderStatic) : nil,
             remoteStaticKey: remotePreMessage.contains(.s) ? (initiator ? responderStatic : initiatorStatic).publicKey : nil,
             preSharedKeys: Array(repeating: preSharedKey, count: pattern.preSharedKeyCount),
             localEphemeralKey: initiator ? initiatorEphemeral : responderEphemeral)
