@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "ordersync", targets: ["ordersync"]),
         .executable(name: "ordersync-wsecho", targets: ["WebSocketEcho"]),
+        .executable(name: "ordersync-noise-peer", targets: ["NoisePeer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -27,6 +28,8 @@ let package = Package(
         .target(name: "HTTP1"),
         .target(name: "JSON"),
         .target(name: "SyncCore", dependencies: ["JSON"]),
+        // The Noise Protocol Framework (25519, ChaChaPoly, SHA256): handshake and transport.
+        .target(name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
 
         // I/O modules.
         .target(name: "Posix", dependencies: ["CLinux"]),
@@ -52,6 +55,11 @@ let package = Package(
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "Posix"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         // HTTP1 only for the request/response round trip over a Unix socket.
+        // Test peer: the Noise module driven over stdin/stdout, for interop with Python's
+        // `noiseprotocol` (Tests/noise).
+        .executableTarget(name: "NoisePeer", dependencies: ["Noise"]),
+
+        .testTarget(name: "NoiseTests", dependencies: ["Noise"], resources: [.copy("Resources")]),
         .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

@@ -12,6 +12,7 @@ swift build --build-tests 2>&1 | tail -n 3
 BIN_DIR="$(swift build --show-bin-path)"
 export ORDERSYNC_BIN="$BIN_DIR/ordersync"
 export ORDERSYNC_WSECHO_BIN="$BIN_DIR/ordersync-wsecho"
+export ORDERSYNC_NOISE_PEER_BIN="$BIN_DIR/ordersync-noise-peer"
 
 echo "test: unit tests"
 # AvahiDiscoveryLanTests need an avahi-daemon on a D-Bus system bus: they run inside a simulated
@@ -24,7 +25,7 @@ Scripts/sanitizers.sh all
 echo "test: fuzzing (libFuzzer + ASAN, 60 s per target)"
 Scripts/fuzz.sh 60
 
-echo "test: WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), LAN scenarios"
+echo "test: WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise interop, LAN scenarios"
 # Autobahn results are written to a temporary folder; Docs/CONFORMANCE.md is regenerated only by
 # running Scripts/conformance.py by hand.
-ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/conformance Tests/lan
+ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/conformance Tests/noise Tests/lan

@@ -1,0 +1,111 @@
+internal import Crypto
+
+/// The primitives of `Noise_*_25519_ChaChaPoly_SHA256` (Noise revision 34, sections 4 and 12),
+/// each a thin call into swift-crypto.
+enum NoiseCrypto {
+    /// "DHLEN = 32" (12.1).
+    static let dhLength = 32
+    /// "HASHLEN = 32", "BLOCKLEN = 64" (12.5); only HASHLEN matters to the protocol.
+    static let hashLength = 32
+    /// The ChaChaPoly authentication tag: "encrypted data ... plus a 16-byte authentication tag".
+    static let tagLength = 16
+    /// "Noise messages ... are ... always less than or equal to 65535 bytes in length" (3).
+    static let maxMessageLength = 65535
+
+    /// `DH(key_pair, public_key)`: X25519 (12.1). For a low-order public key the result is all
+    /// zeros; 12.1 lets an implementation return those or "signal an error", and we refuse
+    /// (`.invalidKey`) so a peer cannot force a known shared secret.
+    static func dh(privateKey: [UInt8], publicKey: [UInt8]) throws(NoiseError) -> [UInt8] {
+        do {
+            let local = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: privateKey)
+            let remote = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: publicKey)
+            let shared = try local.sharedSecretFromKeyAgreement(with: remote)
+            let bytes = shared.withUnsafeBytes { Array($0) }
+            guard bytes.contains(where: { $0 != 0 }) else {
+                throw NoiseError(.invalidKey, "X25519 with a low-order public key gave all zeros")
+            }
+            return bytes
+        } catch let error as NoiseError {
+            throw error
+        } catch {
+            throw NoiseError(.invalidKey, "X25519 with the remote public key failed: \(error)")
+        }
+    }
+
+    /// The X25519 public key of a 32-byte private key.
+    static func publicKey(ofPrivateKey privateKey: [UInt8]) throws(NoiseError) -> [UInt8] {
+        do {
+            let key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: privateKey)
+            return Array(key.publicKey.rawRepresentation)
+        } catch {
+            throw NoiseError(.invalidKey, "an X25519 private key must be 32 bytes, got \(privateKey.count)")
+        }
+    }
+
+    /// The 96-bit ChaChaPoly nonce: "32 bits of zeros followed by the little-endian encoding
+    /// of n" (12.3).
+    static func nonceBytes(_ n: UInt64) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 12)
+        for index in 0..<8 {
+            bytes[4 + index] = UInt8(truncatingIfNeeded: n >> (8 * UInt64(index)))
+        }
+        return bytes
+    }
+
+    /// `ENCRYPT(k, n, ad, plaintext)`: ciphertext followed by the 16-byte tag.
+    static func encrypt(key: [UInt8], nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
+        do {
+            let box = try ChaChaPoly.seal(
+                plaintext, using: SymmetricKey(data: key),
+                nonce: ChaChaPoly.Nonce(data: nonceBytes(nonce)), authenticating: ad)
+            return Array(box.ciphertext) + Array(box.tag)
+        } catch {
+            // Key and nonce lengths are fixed by this module; a failure here is our bug.
+            preconditionFailure("ChaChaPoly.seal failed with a 32-byte key and 12-byte nonce: \(error)")
+        }
+    }
+
+    /// `DECRYPT(k, n, ad, ciphertext)`: the plaintext, or `.decryptFailed`.
+    static func decrypt(key: [UInt8], nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
+        guard ciphertext.count >= tagLength else {
+            throw NoiseError(.badMessageLength, "a ciphertext of \(ciphertext.count) bytes is shorter than its tag")
+        }
+        do {
+            let box = try ChaChaPoly.SealedBox(
+                nonce: ChaChaPoly.Nonce(data: nonceBytes(nonce)),
+                ciphertext: ciphertext[..<(ciphertext.count - tagLength)],
+                tag: ciphertext[(ciphertext.count - tagLength)...])
+            return Array(try ChaChaPoly.open(box, using: SymmetricKey(data: key), authenticating: ad))
+        } catch {
+            throw NoiseError(.decryptFailed, "ChaChaPoly authentication failed (nonce \(nonce))")
+        }
+    }
+
+    /// `HASH(data)`: SHA-256.
+    static func hash(_ data: [UInt8]) -> [UInt8] {
+        Array(SHA256.hash(data: data))
+    }
+
+    /// `HMAC-HASH(key, data)` (4.3).
+    static func hmac(key: [UInt8], data: [UInt8]) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: data, using: SymmetricKey(data: key)))
+    }
+
+    /// `HKDF(chaining_key, input_key_material, num_outputs)` exactly as section 4.3 defines it:
+    ///
+    /// "Sets temp_key = HMAC-HASH(chaining_key, input_key_material).
+    ///  Sets output1 = HMAC-HASH(temp_key, byte(0x01)).
+    ///  Sets output2 = HMAC-HASH(temp_key, output1 || byte(0x02)).
+    ///  If num_outputs == 2 then returns the pair (output1, output2).
+    ///  Sets output3 = HMAC-HASH(temp_key, output2 || byte(0x03)).
+    ///  Returns the triple (output1, output2, output3)."
+    static func hkdf(chainingKey: [UInt8], inputKeyMaterial: [UInt8], outputs: Int) -> [[UInt8]] {
+        precondition(outputs == 2 || outputs == 3, "Noise HKDF has two or three outputs")
+        let tempKey = hmac(key: chainingKey, data: inputKeyMaterial)
+        let output1 = hmac(key: tempKey, data: [0x01])
+        let output2 = hmac(key: tempKey, data: output1 + [0x02])
+        guard outputs == 3 else { return [output1, output2] }
+        let output3 = hmac(key: tempKey, data: output2 + [0x03])
+        return [output1, output2, output3]
+    }
+}
