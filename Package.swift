@@ -1,6 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The folders follow the architecture (Docs/ARCHITECTURE.md):
+//   Sources/Core      pure modules: bytes or events in, values or actions out; no I/O
+//   Sources/Shell     the I/O shell: event loop and sockets, the WebSocket transport, SQLite,
+//                     Avahi, and the C libraries each of them alone wraps
+//   Sources/Node      the master and slave nodes that wire core and shell together, local API
+//   Sources/Programs  the executables: the `ordersync` CLI and the test peers
 let package = Package(
     name: "OrderSync",
     platforms: [.macOS(.v13)],
@@ -15,60 +21,68 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0"),
     ],
     targets: [
-        // C libraries, each wrapped by exactly one Swift module.
-        .systemLibrary(name: "CAvahi", path: "Sources/CAvahi", pkgConfig: "avahi-client",
-                       providers: [.apt(["libavahi-client-dev"])]),
-        .systemLibrary(name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
-                       providers: [.apt(["libsqlite3-dev"])]),
-        // The Linux-only calls (epoll, eventfd, signalfd, accept4) with the kernel's structures.
-        .target(name: "CLinux", path: "Sources/CLinux"),
-
-        // Pure modules: no sockets, clocks, SQLite or Avahi.
-        .target(name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "HTTP1"),
-        .target(name: "JSON"),
-        .target(name: "SyncCore", dependencies: ["JSON"]),
+        // MARK: Core: pure modules, no sockets, clocks, SQLite or Avahi.
+        .target(name: "JSON", path: "Sources/Core/JSON"),
+        .target(name: "HTTP1", path: "Sources/Core/HTTP1"),
+        .target(name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
+                path: "Sources/Core/WebSocket"),
         // The Noise Protocol Framework (25519, ChaChaPoly, SHA256): handshake and transport.
-        .target(name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+                path: "Sources/Core/Noise"),
+        .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/Core/SyncCore"),
 
-        // I/O modules.
-        .target(name: "Posix", dependencies: ["CLinux"]),
+        // MARK: Shell: I/O, each C library wrapped by exactly one Swift module.
+        // The Linux-only calls (epoll, eventfd, signalfd, accept4) with the kernel's structures.
+        .target(name: "CLinux", path: "Sources/Shell/CLinux"),
+        .systemLibrary(name: "CAvahi", path: "Sources/Shell/CAvahi",
+                       providers: [.apt(["libavahi-client-dev"])]),
+        .systemLibrary(name: "CSQLite3", path: "Sources/Shell/CSQLite3", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        // The epoll event loop, timers, signals and sockets.
+        .target(name: "EventLoopIO", dependencies: ["CLinux"], path: "Sources/Shell/EventLoopIO"),
         // The one socket shell around the WebSocket state machines, for the daemon and the test peer.
-        .target(name: "WebSocketTransport", dependencies: ["WebSocket", "Posix"]),
-        .target(name: "OrderStore", dependencies: ["CSQLite3", "JSON", "SyncCore"]),
-        .target(name: "Discovery", dependencies: ["CAvahi"]),
+        .target(name: "WebSocketTransport", dependencies: ["WebSocket", "EventLoopIO"],
+                path: "Sources/Shell/WebSocketTransport"),
+        .target(name: "OrderStore", dependencies: ["CSQLite3", "JSON", "SyncCore"], path: "Sources/Shell/OrderStore"),
+        .target(name: "Discovery", dependencies: ["CAvahi"], path: "Sources/Shell/Discovery"),
+
+        // MARK: Node: a running master or slave, and the local API.
         .target(name: "OrderSyncNode", dependencies: [
-            "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "Posix", "OrderStore", "Discovery",
+            "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], path: "Sources/Node/OrderSyncNode"),
+
+        // MARK: Programs
         .executableTarget(name: "ordersync", dependencies: [
             "OrderSyncNode", "JSON", "SyncCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
-
-        // Test peer: an echo server and an Autobahn client built from the project's own
-        // WebSocket and Posix modules (conformance runs with kosoku).
-        .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "Posix"]),
-
-        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
-        .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "Posix"]),
-        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
-        // HTTP1 only for the request/response round trip over a Unix socket.
+        ], path: "Sources/Programs/ordersync"),
+        // Test peer: an echo server and an Autobahn client on the daemon's WebSocket transport
+        // (conformance runs with kosoku).
+        .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "EventLoopIO"],
+                          path: "Sources/Programs/WebSocketEcho"),
         // Test peer: the Noise module driven over stdin/stdout, for interop with Python's
         // `noiseprotocol` (Tests/noise).
-        .executableTarget(name: "NoisePeer", dependencies: ["Noise"]),
+        .executableTarget(name: "NoisePeer", dependencies: ["Noise"], path: "Sources/Programs/NoisePeer"),
 
-        .testTarget(name: "NoiseTests", dependencies: ["Noise"], resources: [.copy("Resources")]),
-        .testTarget(name: "PosixTests", dependencies: ["Posix", "HTTP1"]),
-        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
+        // MARK: Tests
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
+        .testTarget(name: "NoiseTests", dependencies: ["Noise"], resources: [.copy("Resources")]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and store, with faults, many seeds.
         .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore"]),
+        // HTTP1 only for the request/response round trip over a Unix socket.
+        .testTarget(name: "EventLoopIOTests", dependencies: ["EventLoopIO", "HTTP1"]),
+        .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "EventLoopIO"]),
+        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
-        .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "JSON", "SyncCore", "Posix", "OrderStore"]),
+        .testTarget(name: "OrderSyncNodeTests", dependencies: [
+            "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore",
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

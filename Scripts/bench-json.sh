@@ -5,8 +5,8 @@
 #   Scripts/bench-json.sh [REVISION] [RUNS]
 #
 # REVISION is a git revision whose JSON sources to measure (default: the working tree); the JSON
-# files are taken from Sources/JSON, or from Sources/SyncCore where the library lived before it
-# became a module of its own. Prints the size of the text, then the fastest and the median of
+# files are taken from Sources/Core/JSON (or Sources/JSON), or from Sources/SyncCore where the
+# library lived before it became a module of its own. Prints the size of the text, then the fastest and the median of
 # RUNS parses (default 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,9 +17,9 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/ordersync-bench-json.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 if [ -z "$revision" ]; then
-    cp Sources/JSON/*.swift "$work/"
+    cp Sources/Core/JSON/*.swift "$work/"
 else
-    for dir in Sources/JSON Sources/SyncCore; do
+    for dir in Sources/Core/JSON Sources/JSON Sources/SyncCore; do
         git ls-tree --name-only "$revision" "$dir/" | { grep '/JSON[^/]*\.swift$' || true; } | while read -r file; do
             git show "$revision:$file" >"$work/$(basename "$file")"
         done

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import OrderSyncNode
-import Posix
+import EventLoopIO
 import Synchronization
 import XCTest
 

@@ -1,4 +1,4 @@
-import Posix
+import EventLoopIO
 import SyncCore
 import WebSocket
 import WebSocketTransport

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-@testable import Posix
+@testable import EventLoopIO
 import XCTest
 
 final class HostResolverTests: XCTestCase {

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import OrderStore
-import Posix
+import EventLoopIO
 import SyncCore
 import WebSocket
 import WebSocketTransport

@@ -2,7 +2,7 @@ import Foundation
 import HTTP1
 import JSON
 import OrderStore
-import Posix
+import EventLoopIO
 import SyncCore
 
 /// Why the CLI could not talk to a daemon.

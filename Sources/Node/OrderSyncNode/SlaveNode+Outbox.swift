@@ -1,7 +1,7 @@
 import Foundation
 import JSON
 import OrderStore
-import Posix
+import EventLoopIO
 import SyncCore
 
 /// The offline-first write path of a slave.

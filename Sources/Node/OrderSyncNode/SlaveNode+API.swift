@@ -1,6 +1,6 @@
 import Foundation
 import JSON
-import Posix
+import EventLoopIO
 import SyncCore
 
 /// A local write forwarded to the master, waiting for its answer.

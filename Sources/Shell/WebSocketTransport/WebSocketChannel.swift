@@ -1,4 +1,4 @@
-import Posix
+import EventLoopIO
 import WebSocket
 
 /// One WebSocket connection over a `StreamChannel`, either side: the opening handshake with its

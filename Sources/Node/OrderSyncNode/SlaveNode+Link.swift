@@ -1,7 +1,7 @@
 import Discovery
 import Foundation
 import Logging
-import Posix
+import EventLoopIO
 import SyncCore
 import WebSocket
 

@@ -2,7 +2,7 @@ import Discovery
 import Foundation
 import Logging
 import OrderStore
-import Posix
+import EventLoopIO
 import SyncCore
 import WebSocket
 

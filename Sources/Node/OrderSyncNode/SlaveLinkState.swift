@@ -1,4 +1,4 @@
-import Posix
+import EventLoopIO
 
 /// The master a slave connects to.
 struct LinkTarget: Equatable {

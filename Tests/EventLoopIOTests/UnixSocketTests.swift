@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import HTTP1
-@testable import Posix
+@testable import EventLoopIO
 import XCTest
 
 final class UnixSocketTests: XCTestCase {

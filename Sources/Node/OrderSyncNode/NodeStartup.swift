@@ -2,7 +2,7 @@ import Foundation
 import JSON
 import Logging
 import OrderStore
-import Posix
+import EventLoopIO
 import SyncCore
 import WebSocket
 import WebSocketTransport

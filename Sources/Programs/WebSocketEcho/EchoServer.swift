@@ -1,4 +1,4 @@
-import Posix
+import EventLoopIO
 import WebSocket
 import WebSocketTransport
 

@@ -1,9 +1,9 @@
 import Glibc
-import Posix
+import EventLoopIO
 import WebSocket
 
 // ordersync-wsecho: a WebSocket echo server and an Autobahn fuzzing-server client built from
-// the project's own WebSocket and Posix modules, for conformance runs (Scripts/conformance.py).
+// the daemon's own WebSocket transport (modules WebSocket, WebSocketTransport, EventLoopIO), for conformance runs (Scripts/conformance.py).
 
 /// Writes one line to standard error.
 func printError(_ line: String) {
