@@ -24,44 +24,54 @@ let package = Package(
         // MARK: Core: pure modules, no sockets, clocks, SQLite or Avahi.
         .target(name: "JSON", path: "Sources/Core/JSON"),
         .target(name: "HTTP1", path: "Sources/Core/HTTP1"),
-        .target(name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
-                path: "Sources/Core/WebSocket"),
+        .target(
+            name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Sources/Core/WebSocket"),
         // The Noise Protocol Framework (25519, ChaChaPoly, SHA256): handshake and transport.
-        .target(name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
-                path: "Sources/Core/Noise"),
+        .target(
+            name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Sources/Core/Noise"),
         .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/Core/SyncCore"),
 
         // MARK: Shell: I/O, each C library wrapped by exactly one Swift module.
         // The Linux-only calls (epoll, eventfd, signalfd, accept4) with the kernel's structures.
         .target(name: "CLinux", path: "Sources/Shell/CLinux"),
-        .systemLibrary(name: "CAvahi", path: "Sources/Shell/CAvahi",
-                       providers: [.apt(["libavahi-client-dev"])]),
-        .systemLibrary(name: "CSQLite3", path: "Sources/Shell/CSQLite3", pkgConfig: "sqlite3",
-                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CAvahi", path: "Sources/Shell/CAvahi",
+            providers: [.apt(["libavahi-client-dev"])]),
+        .systemLibrary(
+            name: "CSQLite3", path: "Sources/Shell/CSQLite3", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         // The epoll event loop, timers, signals and sockets.
         .target(name: "EventLoopIO", dependencies: ["CLinux"], path: "Sources/Shell/EventLoopIO"),
         // The one socket shell around the WebSocket state machines, for the daemon and the test peer.
-        .target(name: "WebSocketTransport", dependencies: ["WebSocket", "EventLoopIO"],
-                path: "Sources/Shell/WebSocketTransport"),
+        .target(
+            name: "WebSocketTransport", dependencies: ["WebSocket", "EventLoopIO"],
+            path: "Sources/Shell/WebSocketTransport"),
         .target(name: "OrderStore", dependencies: ["CSQLite3", "JSON", "SyncCore"], path: "Sources/Shell/OrderStore"),
         .target(name: "Discovery", dependencies: ["CAvahi"], path: "Sources/Shell/Discovery"),
 
         // MARK: Node: a running master or slave, and the local API.
-        .target(name: "OrderSyncNode", dependencies: [
-            "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
-            .product(name: "Logging", package: "swift-log"),
-        ], path: "Sources/Node/OrderSyncNode"),
+        .target(
+            name: "OrderSyncNode",
+            dependencies: [
+                "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
+                .product(name: "Logging", package: "swift-log"),
+            ], path: "Sources/Node/OrderSyncNode"),
 
         // MARK: Programs
-        .executableTarget(name: "ordersync", dependencies: [
-            "OrderSyncNode", "JSON", "SyncCore",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-        ], path: "Sources/Programs/ordersync"),
+        .executableTarget(
+            name: "ordersync",
+            dependencies: [
+                "OrderSyncNode", "JSON", "SyncCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ], path: "Sources/Programs/ordersync"),
         // Test peer: an echo server and an Autobahn client on the daemon's WebSocket transport
         // (conformance runs with kosoku).
-        .executableTarget(name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "EventLoopIO"],
-                          path: "Sources/Programs/WebSocketEcho"),
+        .executableTarget(
+            name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "EventLoopIO"],
+            path: "Sources/Programs/WebSocketEcho"),
         // Test peer: the Noise module driven over stdin/stdout, for interop with Python's
         // `noiseprotocol` (Tests/noise).
         .executableTarget(name: "NoisePeer", dependencies: ["Noise"], path: "Sources/Programs/NoisePeer"),
@@ -80,9 +90,11 @@ let package = Package(
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "EventLoopIO"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
-        .testTarget(name: "OrderSyncNodeTests", dependencies: [
-            "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore",
-        ]),
+        .testTarget(
+            name: "OrderSyncNodeTests",
+            dependencies: [
+                "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,11 +15,12 @@ import PackageDescription
 let package = Package(
     name: "OrderSyncFuzz",
     dependencies: [
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0")
     ],
     targets: [
-        .target(name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "HTTP1", swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "JSON", swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(name: "SyncCore", dependencies: ["JSON"], swiftSettings: [.swiftLanguageMode(.v6)]),
@@ -27,8 +28,9 @@ let package = Package(
         .executableTarget(name: "FuzzFrameParser", dependencies: ["WebSocket"]),
         .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket"]),
         .executableTarget(name: "FuzzSyncMessage", dependencies: ["JSON", "SyncCore"]),
-        .target(name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "FuzzNoise", dependencies: ["Noise"], swiftSettings: [.swiftLanguageMode(.v6)]),
     ],
     swiftLanguageModes: [.v5]

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 Scripts/setup.sh --no-build
 
 export ORDERSYNC_PYTHON="$PWD/.venv/bin/python"
+echo "test: style (swift format lint --strict with .swift-format)"
+Scripts/lint.sh
 echo "test: building (debug, with tests)"
 swift build --build-tests 2>&1 | tail -n 3
 BIN_DIR="$(swift build --show-bin-path)"

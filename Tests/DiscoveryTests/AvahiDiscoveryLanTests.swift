@@ -32,8 +32,10 @@ final class AvahiDiscoveryLanTests: XCTestCase {
         try super.tearDownWithError()
     }
 
-    private func awaitEvent(since: Int = 0, timeout: TimeInterval = 20, _ what: String,
-                            where predicate: (DiscoveryEvent) -> Bool) throws -> DiscoveryEvent {
+    private func awaitEvent(
+        since: Int = 0, timeout: TimeInterval = 20, _ what: String,
+        where predicate: (DiscoveryEvent) -> Bool
+    ) throws -> DiscoveryEvent {
         guard let event = recorder.wait(since: since, timeout: timeout, where: predicate) else {
             throw LanTestError("no \(what) within \(timeout) s; events: \(recorder.all)")
         }
@@ -42,8 +44,10 @@ final class AvahiDiscoveryLanTests: XCTestCase {
 
     func testPublishedServiceIsSeenByAvahiBrowseOnThePeer() throws {
         let name = "Swift POS \(tag)"
-        discovery.publish(ServiceAnnouncement(name: name, port: 8123,
-                                              txt: [("proto", "ordersync/1"), ("store", "s1")]))
+        discovery.publish(
+            ServiceAnnouncement(
+                name: name, port: 8123,
+                txt: [("proto", "ordersync/1"), ("store", "s1")]))
         try discovery.start()
         _ = try awaitEvent("daemonAvailable") { $0 == .daemonAvailable }
         _ = try awaitEvent("published") { $0.publishedName == name }

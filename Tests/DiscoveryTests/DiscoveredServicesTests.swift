@@ -1,15 +1,19 @@
-@testable import Discovery
 import XCTest
+
+@testable import Discovery
 
 final class DiscoveredServicesTests: XCTestCase {
     private func key(_ name: String, interface: Int32 = 2) -> ServiceKey {
         ServiceKey(interfaceIndex: interface, protocolFamily: 0, name: name, type: "_pos._tcp", domain: "local")
     }
 
-    private func service(_ name: String, port: UInt16 = 8080, address: String = "10.0.0.1",
-                         interface: Int32 = 2) -> ResolvedService {
-        ResolvedService(name: name, type: "_pos._tcp", domain: "local", hostName: "h.local", address: address,
-                        port: port, txt: ["proto": "ordersync/1"], interfaceIndex: interface)
+    private func service(
+        _ name: String, port: UInt16 = 8080, address: String = "10.0.0.1",
+        interface: Int32 = 2
+    ) -> ResolvedService {
+        ResolvedService(
+            name: name, type: "_pos._tcp", domain: "local", hostName: "h.local", address: address,
+            port: port, txt: ["proto": "ordersync/1"], interfaceIndex: interface)
     }
 
     func testReportsANewResolutionOnceAndAChangedOneAgain() {
@@ -35,8 +39,9 @@ final class DiscoveredServicesTests: XCTestCase {
         table.appeared(key("A", interface: 3))
         XCTAssertTrue(table.resolved(key("A", interface: 2), as: service("A", interface: 2)))
         XCTAssertNil(table.disappeared(key("A", interface: 2)))
-        XCTAssertEqual(table.disappeared(key("A", interface: 3)),
-                       ServiceInstance(name: "A", type: "_pos._tcp", domain: "local"))
+        XCTAssertEqual(
+            table.disappeared(key("A", interface: 3)),
+            ServiceInstance(name: "A", type: "_pos._tcp", domain: "local"))
         XCTAssertEqual(table.count, 0)
 
         table.appeared(key("B"))
@@ -68,8 +73,9 @@ final class DiscoveredServicesTests: XCTestCase {
 
     func testBackoffDoublesUpToItsMaximumAndResets() {
         var backoff = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(30))
-        XCTAssertEqual((0..<8).map { _ in backoff.next() },
-                       [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
+        XCTAssertEqual(
+            (0..<8).map { _ in backoff.next() },
+            [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
         backoff.reset()
         XCTAssertEqual(backoff.next(), .seconds(1))
         XCTAssertEqual(backoff.nextLongest(), .seconds(30))
@@ -79,12 +85,15 @@ final class DiscoveredServicesTests: XCTestCase {
     func testJitterDrawsEachDelayFromItsUpperHalfWithTheInjectedSource() {
         let lowest = ReconnectBackoff.Jitter.downToHalf(random: { $0.lowerBound })
         var low = ReconnectBackoff(initial: .milliseconds(250), maximum: .seconds(5), jitter: lowest)
-        XCTAssertEqual((0..<6).map { _ in low.next() },
-                       [125, 250, 500, 1000, 2000, 2500].map { Duration.milliseconds($0) })
-        var high = ReconnectBackoff(initial: .milliseconds(250), maximum: .seconds(5),
-                                    jitter: .downToHalf(random: { $0.upperBound }))
-        XCTAssertEqual((0..<6).map { _ in high.next() },
-                       [250, 500, 1000, 2000, 4000, 5000].map { Duration.milliseconds($0) })
+        XCTAssertEqual(
+            (0..<6).map { _ in low.next() },
+            [125, 250, 500, 1000, 2000, 2500].map { Duration.milliseconds($0) })
+        var high = ReconnectBackoff(
+            initial: .milliseconds(250), maximum: .seconds(5),
+            jitter: .downToHalf(random: { $0.upperBound }))
+        XCTAssertEqual(
+            (0..<6).map { _ in high.next() },
+            [250, 500, 1000, 2000, 4000, 5000].map { Duration.milliseconds($0) })
         XCTAssertEqual(high.nextLongest(), .seconds(5))
         var wild = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(1), jitter: .downToHalf(random: { _ in -7 }))
         XCTAssertEqual(wild.next(), .milliseconds(500), "a source outside the range is clamped into it")

@@ -34,8 +34,10 @@ final class EventRecorder: @unchecked Sendable {
 
     /// Waits up to `timeout` seconds for an event at position `since` or later that matches
     /// `predicate`, and returns it; nil on timeout.
-    func wait(since: Int = 0, timeout: TimeInterval,
-              where predicate: (DiscoveryEvent) -> Bool) -> DiscoveryEvent? {
+    func wait(
+        since: Int = 0, timeout: TimeInterval,
+        where predicate: (DiscoveryEvent) -> Bool
+    ) -> DiscoveryEvent? {
         let deadline = Date(timeIntervalSinceNow: timeout)
         condition.lock()
         defer { condition.unlock() }

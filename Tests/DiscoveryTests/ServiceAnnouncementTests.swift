@@ -1,5 +1,6 @@
-@testable import Discovery
 import XCTest
+
+@testable import Discovery
 
 final class ServiceAnnouncementTests: XCTestCase {
     func testDefaultsToStorePOSServiceType() {
@@ -7,8 +8,9 @@ final class ServiceAnnouncementTests: XCTestCase {
     }
 
     func testAcceptsAPlainAnnouncement() {
-        let announcement = ServiceAnnouncement(name: "Front Counter. Café #1", port: 8080,
-                                               txt: [("proto", "ordersync/1"), ("store", "abc")])
+        let announcement = ServiceAnnouncement(
+            name: "Front Counter. Café #1", port: 8080,
+            txt: [("proto", "ordersync/1"), ("store", "abc")])
         XCTAssertNoThrow(try announcement.validate())
     }
 
@@ -25,8 +27,10 @@ final class ServiceAnnouncementTests: XCTestCase {
     }
 
     func testRejectsBadServiceTypes() {
-        for type in ["pos._tcp", "_pos._sctp", "_pos", "_pos._tcp.local", "_._tcp", "_-pos._tcp",
-                     "_pos-._tcp", "_p--s._tcp", "_123._tcp", "_averyverylongname._tcp", "_p s._tcp"] {
+        for type in [
+            "pos._tcp", "_pos._sctp", "_pos", "_pos._tcp.local", "_._tcp", "_-pos._tcp",
+            "_pos-._tcp", "_p--s._tcp", "_123._tcp", "_averyverylongname._tcp", "_p s._tcp",
+        ] {
             XCTAssertThrowsError(try ServiceAnnouncement(name: "n", type: type, port: 1).validate(), type) {
                 XCTAssertEqual(($0 as? DiscoveryError)?.context, "type")
             }
@@ -47,9 +51,10 @@ final class ServiceAnnouncementTests: XCTestCase {
     }
 
     func testResolvedServiceLooksUpTXTKeysIgnoringCase() {
-        let service = ResolvedService(name: "n", type: "_pos._tcp", domain: "local", hostName: "h1.local",
-                                      address: "10.0.0.1", port: 1, txt: ["Proto": "ordersync/1"],
-                                      interfaceIndex: 2)
+        let service = ResolvedService(
+            name: "n", type: "_pos._tcp", domain: "local", hostName: "h1.local",
+            address: "10.0.0.1", port: 1, txt: ["Proto": "ordersync/1"],
+            interfaceIndex: 2)
         XCTAssertEqual(service.txtValue(forKey: "proto"), "ordersync/1")
         XCTAssertEqual(service.txtValue(forKey: "Proto"), "ordersync/1")
         XCTAssertNil(service.txtValue(forKey: "store"))

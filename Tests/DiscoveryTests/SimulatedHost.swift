@@ -34,10 +34,11 @@ struct SimulatedHost {
             }
             return list
         }
-        return SimulatedHost(address: try value("ORDERSYNC_HOST_ADDRESS"),
-                             peerAddress: try value("ORDERSYNC_PEER_ADDRESS"),
-                             peerCommand: try argv("ORDERSYNC_PEER_COMMAND"),
-                             avahiStart: try argv("ORDERSYNC_AVAHI_START"))
+        return SimulatedHost(
+            address: try value("ORDERSYNC_HOST_ADDRESS"),
+            peerAddress: try value("ORDERSYNC_PEER_ADDRESS"),
+            peerCommand: try argv("ORDERSYNC_PEER_COMMAND"),
+            avahiStart: try argv("ORDERSYNC_AVAHI_START"))
     }
 
     /// Runs `argv` on this host to completion; returns its exit status and standard output.
@@ -63,10 +64,15 @@ struct SimulatedHost {
 
     /// Publishes a service from the peer with `avahi-publish` and returns once Avahi has
     /// established it; terminate the returned process to withdraw it.
-    func publishOnPeer(name: String, type: String = "_pos._tcp", port: UInt16,
-                       txt: [String]) throws -> PeerPublisher {
-        let publisher = try PeerPublisher(command: peerCommand + ["stdbuf", "-oL", "avahi-publish", "-s",
-                                                                  name, type, String(port)] + txt)
+    func publishOnPeer(
+        name: String, type: String = "_pos._tcp", port: UInt16,
+        txt: [String]
+    ) throws -> PeerPublisher {
+        let publisher = try PeerPublisher(
+            command: peerCommand + [
+                "stdbuf", "-oL", "avahi-publish", "-s",
+                name, type, String(port),
+            ] + txt)
         try publisher.waitEstablished(timeout: 20)
         return publisher
     }
@@ -77,8 +83,10 @@ struct SimulatedHost {
     }
 
     /// Polls the peer's `avahi-browse` until `predicate` holds (at most `timeout` seconds).
-    func browseOnPeer(type: String = "_pos._tcp", timeout: TimeInterval,
-                      until predicate: ([BrowsedService]) -> Bool) throws -> [BrowsedService] {
+    func browseOnPeer(
+        type: String = "_pos._tcp", timeout: TimeInterval,
+        until predicate: ([BrowsedService]) -> Bool
+    ) throws -> [BrowsedService] {
         let deadline = Date(timeIntervalSinceNow: timeout)
         var services: [BrowsedService] = []
         repeat {
@@ -191,8 +199,9 @@ struct BrowsedService: Equatable {
                     }
                 }
             }
-            return BrowsedService(name: unescape(String(fields[3])), address: String(fields[7]),
-                                  port: port, txt: txt)
+            return BrowsedService(
+                name: unescape(String(fields[3])), address: String(fields[7]),
+                port: port, txt: txt)
         }
     }
 
@@ -203,8 +212,9 @@ struct BrowsedService: Equatable {
         var index = 0
         while index < raw.count {
             if raw[index] == UInt8(ascii: "\\"), index + 4 <= raw.count,
-               raw[(index + 1)..<(index + 4)].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-               let code = UInt8(String(decoding: raw[(index + 1)..<(index + 4)], as: UTF8.self)) {
+                raw[(index + 1)..<(index + 4)].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                let code = UInt8(String(decoding: raw[(index + 1)..<(index + 4)], as: UTF8.self))
+            {
                 bytes.append(code)
                 index += 4
             } else if raw[index] == UInt8(ascii: "\\"), index + 1 < raw.count {
@@ -227,7 +237,6 @@ struct LanTestError: Error, CustomStringConvertible {
         self.description = description
     }
 }
-
 
 /// A misconfigured LAN run: a failure, never a skip.
 struct SimulatedHostError: Error, CustomStringConvertible {

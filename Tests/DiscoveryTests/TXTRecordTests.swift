@@ -1,12 +1,14 @@
 import CAvahi
-@testable import Discovery
 import XCTest
+
+@testable import Discovery
 
 final class TXTRecordTests: XCTestCase {
     func testEncodesPairsInOrderAsKeyEqualsValue() throws {
         let entries = try TXTRecord.encode([("proto", "ordersync/1"), ("store", "abc"), ("empty", "")])
-        XCTAssertEqual(entries.map { String(decoding: $0, as: UTF8.self) },
-                       ["proto=ordersync/1", "store=abc", "empty="])
+        XCTAssertEqual(
+            entries.map { String(decoding: $0, as: UTF8.self) },
+            ["proto=ordersync/1", "store=abc", "empty="])
     }
 
     func testRejectsKeysTheRFCForbids() {
@@ -38,8 +40,9 @@ final class TXTRecordTests: XCTestCase {
     func testDecodesBooleanEmptyDuplicateAndKeylessEntries() {
         let entries = ["proto=ordersync/1", "flag", "empty=", "=ignored", "Proto=second", "eq=a=b", ""]
             .map { Array($0.utf8) }
-        XCTAssertEqual(TXTRecord.decode(entries),
-                       ["proto": "ordersync/1", "flag": "", "empty": "", "eq": "a=b"])
+        XCTAssertEqual(
+            TXTRecord.decode(entries),
+            ["proto": "ordersync/1", "flag": "", "empty": "", "eq": "a=b"])
     }
 
     func testDecodesInvalidUTF8WithReplacement() {

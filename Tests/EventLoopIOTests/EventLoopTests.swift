@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-@testable import EventLoopIO
 import XCTest
+
+@testable import EventLoopIO
 
 final class EventLoopTests: XCTestCase {
     func testTimersFireInDeadlineOrderAndCanBeCancelled() throws {
@@ -241,7 +242,10 @@ final class EventLoopTests: XCTestCase {
     }
 
     func testSyscallFunnelMapsErrors() throws {
-        XCTAssertEqual(try Syscall.nonBlocking("test") { () -> Int32 in errno = EAGAIN; return -1 }, .wouldBlock)
+        XCTAssertEqual(
+            try Syscall.nonBlocking("test") { () -> Int32 in
+                errno = EAGAIN; return -1
+            }, .wouldBlock)
         var attempts = 0
         let value = try Syscall.call("test") { () -> Int32 in
             attempts += 1
@@ -250,7 +254,11 @@ final class EventLoopTests: XCTestCase {
         }
         XCTAssertEqual(value, 7)
         XCTAssertEqual(attempts, 3, "EINTR is retried")
-        XCTAssertThrowsError(try Syscall.call("connect") { () -> Int32 in errno = ECONNREFUSED; return -1 }) { error in
+        XCTAssertThrowsError(
+            try Syscall.call("connect") { () -> Int32 in
+                errno = ECONNREFUSED; return -1
+            }
+        ) { error in
             XCTAssertEqual(error as? PosixError, PosixError(call: "connect", errno: ECONNREFUSED))
             XCTAssertEqual("\(error)", "connect: Connection refused (ECONNREFUSED, errno 111)")
         }

@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-@testable import EventLoopIO
 import XCTest
+
+@testable import EventLoopIO
 
 final class HostResolverTests: XCTestCase {
     func testNumericHostsNeedNoLookup() {

@@ -1,5 +1,5 @@
-import Glibc
 import EventLoopIO
+import Glibc
 import XCTest
 
 /// Runs `loop` until something stops it, failing the test if that takes longer than `seconds`.

@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-@testable import EventLoopIO
 import XCTest
+
+@testable import EventLoopIO
 
 final class StreamChannelTests: XCTestCase {
     /// A loop with a listener on 127.0.0.1 whose accepted connections become channels.
@@ -41,7 +42,7 @@ final class StreamChannelTests: XCTestCase {
             connected = true
             XCTAssertEqual(channel.peerAddress, "127.0.0.1:\(port)")
         }
-        client.write(Array(message[..<1000]))  // buffered until connected
+        client.write(Array(message[..<1000])) // buffered until connected
         client.write(Array(message[1000...]))
         client.onRead = { bytes in
             echoed += bytes
@@ -74,11 +75,15 @@ final class StreamChannelTests: XCTestCase {
         let acceptor = try Acceptor(listener: listener, loop: loop) { accepted in
             XCTAssertTrue(accepted.peerAddress.hasPrefix("[::1]:"))
             let server = try! StreamChannel(socket: accepted.socket, loop: loop)
-            server.onRead = { server.write($0); server.closeAfterFlush() }
+            server.onRead = {
+                server.write($0); server.closeAfterFlush()
+            }
         }
         var received: [UInt8] = []
-        let client = try StreamChannel.connecting(try TCPSocket.connect(host: "::1", port: listener.localPort),
-                                                  loop: loop) { $0.write(Array("ping".utf8)) }
+        let client = try StreamChannel.connecting(
+            try TCPSocket.connect(host: "::1", port: listener.localPort),
+            loop: loop
+        ) { $0.write(Array("ping".utf8)) }
         client.onRead = { received += $0 }
         client.onClose = { _ in loop.stop() }
         runLoop(loop)
@@ -151,7 +156,7 @@ final class StreamChannelTests: XCTestCase {
         XCTAssertFalse(server.isOpen)
         XCTAssertLessThan(writes, 256)
         XCTAssertEqual(server.pendingBytes, 0, "the buffer is released on close")
-        server.write([1, 2, 3])  // ignored after close
+        server.write([1, 2, 3]) // ignored after close
         XCTAssertEqual(reasons, [], "onClose runs from the loop, not inside write()")
         runLoop(loop)
         XCTAssertEqual(reasons, [.sendBufferOverflow])
@@ -179,8 +184,10 @@ final class StreamChannelTests: XCTestCase {
         }
         // SO_LINGER with a zero timeout makes close() send RST instead of FIN.
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-        XCTAssertEqual(setsockopt(readerSocket.descriptor, SOL_SOCKET, SO_LINGER, &linger,
-                                  socklen_t(MemoryLayout<Glibc.linger>.size)), 0)
+        XCTAssertEqual(
+            setsockopt(
+                readerSocket.descriptor, SOL_SOCKET, SO_LINGER, &linger,
+                socklen_t(MemoryLayout<Glibc.linger>.size)), 0)
         readerSocket.close()
         runLoop(loop)
         XCTAssertEqual(reasons.count, 1)
@@ -258,7 +265,7 @@ final class StreamChannelTests: XCTestCase {
         let (acceptor, port) = try makeServer(loop) { server in
             server.write(message)
             server.closeAfterFlush()
-            server.write([0])  // ignored: a close was requested
+            server.write([0]) // ignored: a close was requested
             server.onClose = { record("server", $0) }
         }
         var received: [UInt8] = []

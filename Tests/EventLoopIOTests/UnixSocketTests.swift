@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
 import HTTP1
-@testable import EventLoopIO
 import XCTest
+
+@testable import EventLoopIO
 
 final class UnixSocketTests: XCTestCase {
     func testHTTPRoundTripBetweenALoopServerAndABlockingClient() throws {
@@ -43,8 +44,9 @@ final class UnixSocketTests: XCTestCase {
                 let socket = try UnixSocket.connectBlocking(path: path)
                 defer { socket.close() }
                 let first = try HTTPRequest(method: "GET", target: "/orders?page=2")
-                let second = try HTTPRequest(method: "POST", target: "/orders/a%20b", body: Array("{}".utf8),
-                                             keepAlive: false)
+                let second = try HTTPRequest(
+                    method: "POST", target: "/orders/a%20b", body: Array("{}".utf8),
+                    keepAlive: false)
                 try socket.writeAll(first.serialize() + second.serialize(), timeoutMilliseconds: 5000)
                 var parser = HTTPResponseParser()
                 while true {

@@ -20,8 +20,10 @@ final class HTTPHeadParserTests: XCTestCase {
 
     /// Feeds growing prefixes, as a socket shell does, and stops at the first verdict; also
     /// returns how many bytes had arrived when the verdict came.
-    private func feedByteByByte(_ bytes: [UInt8], _ strictness: HTTPHeadStrictness,
-                                max: Int) -> (Outcome, arrived: Int) {
+    private func feedByteByByte(
+        _ bytes: [UInt8], _ strictness: HTTPHeadStrictness,
+        max: Int
+    ) -> (Outcome, arrived: Int) {
         var parser = HTTPHeadParser(strictness: strictness, maxHeadBytes: max)
         for end in 1...Swift.max(1, bytes.count) {
             let prefix = Array(bytes.prefix(end))
@@ -46,8 +48,10 @@ final class HTTPHeadParserTests: XCTestCase {
 
     /// Both ways of feeding agree; returns the outcome and when the byte-by-byte verdict came.
     @discardableResult
-    private func parseBothWays(_ text: String, _ strictness: HTTPHeadStrictness, max: Int = 1024,
-                               file: StaticString = #filePath, line: UInt = #line) -> (Outcome, arrived: Int) {
+    private func parseBothWays(
+        _ text: String, _ strictness: HTTPHeadStrictness, max: Int = 1024,
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> (Outcome, arrived: Int) {
         let bytes = Array(text.utf8)
         let whole = feedWhole(bytes, strictness, max: max)
         let trickle = feedByteByByte(bytes, strictness, max: max)
@@ -55,9 +59,11 @@ final class HTTPHeadParserTests: XCTestCase {
         return (whole, trickle.arrived)
     }
 
-    private func assertFails(_ text: String, _ strictness: HTTPHeadStrictness, status: Int = 400,
-                             mentioning words: String, max: Int = 1024,
-                             file: StaticString = #filePath, line: UInt = #line) {
+    private func assertFails(
+        _ text: String, _ strictness: HTTPHeadStrictness, status: Int = 400,
+        mentioning words: String, max: Int = 1024,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let (result, _) = parseBothWays(text, strictness, max: max, file: file, line: line)
         guard case .failed(let actual, let message) = result else {
             return XCTFail("expected a failure, got \(result)", file: file, line: line)
@@ -66,8 +72,10 @@ final class HTTPHeadParserTests: XCTestCase {
         XCTAssertTrue(message.contains(words), message, file: file, line: line)
     }
 
-    private func assertHead(_ result: (Outcome, arrived: Int), startLine: String, fields: [(String, String)],
-                            consumed: Int, file: StaticString = #filePath, line: UInt = #line) {
+    private func assertHead(
+        _ result: (Outcome, arrived: Int), startLine: String, fields: [(String, String)],
+        consumed: Int, file: StaticString = #filePath, line: UInt = #line
+    ) {
         let expected = HTTPHead(startLine: Array(startLine.utf8), headers: HTTPHeaders(fields))
         XCTAssertEqual(result.0, .complete(expected, consumed: consumed), file: file, line: line)
     }
@@ -77,8 +85,9 @@ final class HTTPHeadParserTests: XCTestCase {
     func testCRLFHeadParsesTheSameUnderBothSettings() {
         for strictness in [HTTPHeadStrictness.strict, .lenient] {
             let result = parseBothWays(Self.crlfHead + "frames", strictness)
-            assertHead(result, startLine: "GET /a HTTP/1.1", fields: [("Host", "x"), ("X-List", "a, b")],
-                       consumed: Self.crlfHead.utf8.count)
+            assertHead(
+                result, startLine: "GET /a HTTP/1.1", fields: [("Host", "x"), ("X-List", "a, b")],
+                consumed: Self.crlfHead.utf8.count)
             XCTAssertEqual(result.arrived, Self.crlfHead.utf8.count, "verdict as soon as the head ends")
         }
     }
@@ -106,8 +115,9 @@ final class HTTPHeadParserTests: XCTestCase {
     func testHeadEndingExactlyAtTheLimitIsAcceptedOneByteMoreIs431() {
         let size = Self.crlfHead.utf8.count
         for strictness in [HTTPHeadStrictness.strict, .lenient] {
-            assertHead(parseBothWays(Self.crlfHead + "x", strictness, max: size), startLine: "GET /a HTTP/1.1",
-                       fields: [("Host", "x"), ("X-List", "a, b")], consumed: size)
+            assertHead(
+                parseBothWays(Self.crlfHead + "x", strictness, max: size), startLine: "GET /a HTTP/1.1",
+                fields: [("Host", "x"), ("X-List", "a, b")], consumed: size)
             assertFails(Self.crlfHead, strictness, status: 431, mentioning: "exceeds \(size - 1)", max: size - 1)
             // An endless line is refused once the limit is reached, not when a terminator comes.
             let endless = "GET / HTTP/1.1\r\nX: " + String(repeating: "a", count: 100)
@@ -157,10 +167,13 @@ final class HTTPHeadParserTests: XCTestCase {
 
     func testLenientAcceptsBareLFAnywhereAndIgnoresACRBeforeIt() {
         let fields = [("Host", "x"), ("X", "y")]
-        for text in ["GET / HTTP/1.1\nHost: x\nX: y\n\n", "GET / HTTP/1.1\r\nHost: x\nX: y\r\n\n",
-                     "GET / HTTP/1.1\nHost: x\r\nX: y\n\r\n"] {
-            assertHead(parseBothWays(text + "body", .lenient), startLine: "GET / HTTP/1.1", fields: fields,
-                       consumed: text.utf8.count)
+        for text in [
+            "GET / HTTP/1.1\nHost: x\nX: y\n\n", "GET / HTTP/1.1\r\nHost: x\nX: y\r\n\n",
+            "GET / HTTP/1.1\nHost: x\r\nX: y\n\r\n",
+        ] {
+            assertHead(
+                parseBothWays(text + "body", .lenient), startLine: "GET / HTTP/1.1", fields: fields,
+                consumed: text.utf8.count)
         }
     }
 
@@ -172,8 +185,9 @@ final class HTTPHeadParserTests: XCTestCase {
 
     func testLenientSkipsEmptyLinesBeforeTheStartLine() {
         let text = "\r\n\n\r\n" + Self.crlfHead
-        assertHead(parseBothWays(text, .lenient), startLine: "GET /a HTTP/1.1",
-                   fields: [("Host", "x"), ("X-List", "a, b")], consumed: text.utf8.count)
+        assertHead(
+            parseBothWays(text, .lenient), startLine: "GET /a HTTP/1.1",
+            fields: [("Host", "x"), ("X-List", "a, b")], consumed: text.utf8.count)
         // Skipped lines count towards the limit.
         assertFails(String(repeating: "\r\n", count: 40), .lenient, status: 431, mentioning: "exceeds", max: 64)
     }
@@ -181,8 +195,9 @@ final class HTTPHeadParserTests: XCTestCase {
     func testCustomSettingMixesTheRules() {
         let lfOnly = HTTPHeadStrictness(acceptsBareLF: true, skipsLeadingEmptyLines: false)
         assertFails("\n" + Self.crlfHead, lfOnly, mentioning: "empty line")
-        assertHead(parseBothWays("GET / HTTP/1.1\nHost: x\n\n", lfOnly), startLine: "GET / HTTP/1.1",
-                   fields: [("Host", "x")], consumed: 24)
+        assertHead(
+            parseBothWays("GET / HTTP/1.1\nHost: x\n\n", lfOnly), startLine: "GET / HTTP/1.1",
+            fields: [("Host", "x")], consumed: 24)
     }
 
     // MARK: - The message parsers pass the setting on

@@ -101,8 +101,10 @@ final class HTTPRequestParserTests: XCTestCase {
         XCTAssertEqual(requests.first?.body, Array("hi".utf8))
     }
 
-    private func expectError(_ text: String, status: Int, limits: HTTPRequestParser.Limits = .init(),
-                             file: StaticString = #filePath, line: UInt = #line) {
+    private func expectError(
+        _ text: String, status: Int, limits: HTTPRequestParser.Limits = .init(),
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         for trickle in [false, true] {
             var parser = HTTPRequestParser(limits: limits)
             var thrown: HTTPError?
@@ -134,8 +136,9 @@ final class HTTPRequestParserTests: XCTestCase {
         expectError("GET / HTTP/1.1\r\nHost: x\r\nX: " + String(repeating: "b", count: 20 << 10), status: 431)
         expectError(String(repeating: "\r\n", count: 9000), status: 431)
         expectError("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1048577\r\n\r\n", status: 413)
-        expectError("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n", status: 413,
-                    limits: .init(maxHeaderBytes: 1024, maxBodyBytes: 10))
+        expectError(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n", status: 413,
+            limits: .init(maxHeaderBytes: 1024, maxBodyBytes: 10))
         expectError("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", status: 501)
         expectError("GET / HTTP/1.1\r\n\r\n", status: 400)
         expectError("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", status: 400)
@@ -178,8 +181,9 @@ final class HTTPRequestParserTests: XCTestCase {
     func testRequestSerializationRoundTrips() throws {
         var headers = HTTPHeaders()
         headers.add(name: "Accept", value: "application/json")
-        let request = try HTTPRequest(method: "PATCH", target: "/orders/x?y=1", headers: headers,
-                                      body: Array("{\"a\":1}".utf8), keepAlive: false)
+        let request = try HTTPRequest(
+            method: "PATCH", target: "/orders/x?y=1", headers: headers,
+            body: Array("{\"a\":1}".utf8), keepAlive: false)
         let parsed = try parseAllWays(request.serialize())
         XCTAssertEqual(parsed.count, 1)
         XCTAssertEqual(parsed.first?.headers["host"], "localhost")

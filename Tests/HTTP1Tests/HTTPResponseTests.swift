@@ -23,16 +23,20 @@ final class HTTPResponseTests: XCTestCase {
 
     func testSerializeAlwaysSendsContentLength() {
         let response = HTTPResponse.json(status: 201, #"{"ok":true}"#)
-        XCTAssertEqual(String(decoding: response.serialize(), as: UTF8.self),
-                       "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}")
-        XCTAssertEqual(String(decoding: HTTPResponse(status: 200).serialize(), as: UTF8.self),
-                       "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        XCTAssertEqual(
+            String(decoding: response.serialize(), as: UTF8.self),
+            "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}")
+        XCTAssertEqual(
+            String(decoding: HTTPResponse(status: 200).serialize(), as: UTF8.self),
+            "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
         var stale = HTTPResponse(status: 200, headers: ["Content-Length": "99"], body: [1])
         stale.headers.add(name: "X-Seq", value: "4")
-        XCTAssertEqual(String(decoding: stale.serialize(), as: UTF8.self),
-                       "HTTP/1.1 200 OK\r\nX-Seq: 4\r\nContent-Length: 1\r\n\r\n\u{1}")
-        XCTAssertEqual(String(decoding: HTTPResponse(status: 204, body: [1, 2]).serialize(), as: UTF8.self),
-                       "HTTP/1.1 204 No Content\r\n\r\n", "204 carries neither Content-Length nor a body")
+        XCTAssertEqual(
+            String(decoding: stale.serialize(), as: UTF8.self),
+            "HTTP/1.1 200 OK\r\nX-Seq: 4\r\nContent-Length: 1\r\n\r\n\u{1}")
+        XCTAssertEqual(
+            String(decoding: HTTPResponse(status: 204, body: [1, 2]).serialize(), as: UTF8.self),
+            "HTTP/1.1 204 No Content\r\n\r\n", "204 carries neither Content-Length nor a body")
     }
 
     func testErrorResponseIsJSONAndClosesTheConnection() throws {
@@ -40,12 +44,14 @@ final class HTTPResponseTests: XCTestCase {
         XCTAssertEqual(response.status, 431)
         XCTAssertEqual(response.reason, "Request Header Fields Too Large")
         XCTAssertTrue(response.closesConnection)
-        XCTAssertEqual(String(decoding: response.body, as: UTF8.self),
-                       #"{"error":{"status":431,"message":"too \"big\"\n"}}"#)
+        XCTAssertEqual(
+            String(decoding: response.body, as: UTF8.self),
+            #"{"error":{"status":431,"message":"too \"big\"\n"}}"#)
     }
 
     func testParsesPipelinedResponsesWholeAndOneByteAtATime() throws {
-        let bytes = HTTPResponse.json(#"{"a":1}"#).serialize()
+        let bytes =
+            HTTPResponse.json(#"{"a":1}"#).serialize()
             + HTTPResponse(status: 204).serialize()
             + HTTPResponse(status: 404, headers: ["X-Reason": "gone"], body: Array("missing".utf8)).serialize()
         let responses = try parseAllWays(bytes)
@@ -67,8 +73,10 @@ final class HTTPResponseTests: XCTestCase {
         XCTAssertThrowsError(try truncated.finish()) { error in
             XCTAssertEqual((error as? HTTPError)?.status, 502)
         }
-        for text in ["HTTP/1.1 2000 OK\r\n\r\n", "ICY 200 OK\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
-                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"] {
+        for text in [
+            "HTTP/1.1 2000 OK\r\n\r\n", "ICY 200 OK\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ] {
             var parser = HTTPResponseParser()
             parser.append(Array(text.utf8))
             XCTAssertThrowsError(try parser.nextResponse(), text)

@@ -15,8 +15,10 @@ final class HTTPStartLineTests: XCTestCase {
         XCTAssertEqual(line.method, "GET")
         XCTAssertEqual(line.target, "/a?b=c")
         XCTAssertEqual(line.version, .http1_0)
-        for bad in ["GET  / HTTP/1.1", "GET / HTTP/1.1 ", "G(T / HTTP/1.1", "GET /\u{7F} HTTP/1.1",
-                    "GET /é HTTP/1.1", "GET / HTTP/11", "GET / http/1.1", "GET /", ""] {
+        for bad in [
+            "GET  / HTTP/1.1", "GET / HTTP/1.1 ", "G(T / HTTP/1.1", "GET /\u{7F} HTTP/1.1",
+            "GET /é HTTP/1.1", "GET / HTTP/11", "GET / http/1.1", "GET /", "",
+        ] {
             XCTAssertThrowsError(try requestLine(bad), bad) { error in
                 XCTAssertEqual((error as? HTTPError)?.status, 400, bad)
             }

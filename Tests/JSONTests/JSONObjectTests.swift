@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import JSON
 
 final class JSONObjectTests: XCTestCase {
@@ -20,8 +21,9 @@ final class JSONObjectTests: XCTestCase {
             text += ",\"k\(count / 2)\":1}"
             let repeatedKeyEnd = text.utf8.count - 3
             XCTAssertThrowsError(try JSONParser.parse(text)) { error in
-                XCTAssertEqual(error as? JSONParseError,
-                               JSONParseError(message: "duplicate member \"k\(count / 2)\"", offset: repeatedKeyEnd))
+                XCTAssertEqual(
+                    error as? JSONParseError,
+                    JSONParseError(message: "duplicate member \"k\(count / 2)\"", offset: repeatedKeyEnd))
             }
         }
     }
@@ -38,7 +40,8 @@ final class JSONObjectTests: XCTestCase {
     func testRejectsInvalidUTF8InAMemberName() {
         XCTAssertThrowsError(try JSONParser.parse([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D]))
         // An overlong encoding of NUL in the name of a member that needs the index.
-        let overlong = Array(String(decoding: objectText(members: 20).dropLast(), as: UTF8.self).utf8)
+        let overlong =
+            Array(String(decoding: objectText(members: 20).dropLast(), as: UTF8.self).utf8)
             + Array(#","#.utf8) + [0x22, 0xC0, 0x80, 0x22] + Array(":1}".utf8)
         XCTAssertThrowsError(try JSONParser.parse(overlong))
     }

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import JSON
 
 final class JSONTests: XCTestCase {
@@ -16,8 +17,10 @@ final class JSONTests: XCTestCase {
     }
 
     func testRejectsBadInputWithOffsets() {
-        let bad = ["", "{", "{\"a\"}", "[1,]", "01", "1.", "-", "tru", "\"\\x\"", "\"\u{01}\"", "{\"a\":1,\"a\":2}",
-                   "[1] x", "\"\\ud800\"", "1e", "{'a':1}", "nan"]
+        let bad = [
+            "", "{", "{\"a\"}", "[1,]", "01", "1.", "-", "tru", "\"\\x\"", "\"\u{01}\"", "{\"a\":1,\"a\":2}",
+            "[1] x", "\"\\ud800\"", "1e", "{'a':1}", "nan",
+        ]
         for text in bad {
             XCTAssertThrowsError(try JSONParser.parse(text), "accepted \(text)")
         }

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import Noise
 
 final class NoiseHandshakeTests: XCTestCase {
@@ -15,8 +16,10 @@ final class NoiseHandshakeTests: XCTestCase {
         for name in ["QQ", "XXpsk4", "XXpsk", "XXpskx", "XXpsk1+psk1", "XXpsk01", "XXpsk3+", "psk0", "XXfallback"] {
             XCTAssertNoiseError(.unsupportedProtocol, try NoiseHandshakePattern.named(name), "\(name)")
         }
-        for name in ["Noise_XX_25519_AESGCM_SHA256", "Noise_XX_448_ChaChaPoly_SHA256", "Noise__25519_ChaChaPoly_SHA256",
-                     "XX_25519_ChaChaPoly_SHA256", "Noise_XX_25519_ChaChaPoly_SHA256 "] {
+        for name in [
+            "Noise_XX_25519_AESGCM_SHA256", "Noise_XX_448_ChaChaPoly_SHA256", "Noise__25519_ChaChaPoly_SHA256",
+            "XX_25519_ChaChaPoly_SHA256", "Noise_XX_25519_ChaChaPoly_SHA256 ",
+        ] {
             XCTAssertNoiseError(.unsupportedProtocol, try NoiseProtocol(name: name), "\(name)")
         }
     }
@@ -26,20 +29,30 @@ final class NoiseHandshakeTests: XCTestCase {
         let keys = NoiseKeyPair.generate()
         XCTAssertNoiseError(.missingKey, try NoiseHandshakeState(protocol: ik, role: .initiator, localStaticKey: keys))
         XCTAssertNoiseError(.missingKey, try NoiseHandshakeState(protocol: ik, role: .initiator, remoteStaticKey: keys.publicKey))
-        XCTAssertNoiseError(.invalidKey, try NoiseHandshakeState(protocol: ik, role: .initiator, localStaticKey: keys,
-                                                                 remoteStaticKey: [1, 2]))
-        XCTAssertNoiseError(.missingKey, try NoiseHandshakeState(protocol: ik, role: .responder, localStaticKey: keys,
-                                                                 remoteStaticKey: keys.publicKey))
+        XCTAssertNoiseError(
+            .invalidKey,
+            try NoiseHandshakeState(
+                protocol: ik, role: .initiator, localStaticKey: keys,
+                remoteStaticKey: [1, 2]))
+        XCTAssertNoiseError(
+            .missingKey,
+            try NoiseHandshakeState(
+                protocol: ik, role: .responder, localStaticKey: keys,
+                remoteStaticKey: keys.publicKey))
         let nn = try NoiseProtocol(name: "Noise_NN_25519_ChaChaPoly_SHA256")
         XCTAssertNoiseError(.missingKey, try NoiseHandshakeState(protocol: nn, role: .initiator, localStaticKey: keys))
         let xxpsk3 = try NoiseProtocol(name: "Noise_XXpsk3_25519_ChaChaPoly_SHA256")
         XCTAssertNoiseError(.missingKey, try NoiseHandshakeState(protocol: xxpsk3, role: .initiator, localStaticKey: keys))
-        XCTAssertNoiseError(.invalidKey, try NoiseHandshakeState(protocol: xxpsk3, role: .initiator, localStaticKey: keys,
-                                                                 preSharedKeys: [[1]]))
+        XCTAssertNoiseError(
+            .invalidKey,
+            try NoiseHandshakeState(
+                protocol: xxpsk3, role: .initiator, localStaticKey: keys,
+                preSharedKeys: [[1]]))
     }
 
     func testEveryPatternCompletesBothWaysAndAgrees() throws {
-        let names = NoiseHandshakePattern.baseTable.keys.sorted()
+        let names =
+            NoiseHandshakePattern.baseTable.keys.sorted()
             + ["XXpsk3", "IKpsk2", "NNpsk0", "KKpsk0", "NNpsk0+psk2", "IXpsk2", "Npsk0", "Xpsk1"]
         XCTAssertEqual(NoiseHandshakePattern.baseTable.count, 38)
         for name in names {
@@ -82,7 +95,12 @@ final class NoiseHandshakeTests: XCTestCase {
             ("cut inside s", { Array($0.prefix(32 + 47)) }, .badMessageLength),
             ("cut inside the payload tag", { Array($0.prefix(32 + 48 + 15)) }, .badMessageLength),
             ("one byte appended", { $0 + [0] }, .decryptFailed),
-            ("s flipped", { var m = $0; m[40] ^= 0x80; return m }, .decryptFailed),
+            (
+                "s flipped",
+                {
+                    var m = $0; m[40] ^= 0x80; return m
+                }, .decryptFailed
+            ),
         ]
         for (what, transform, code) in cases {
             var pair = try NoisePair("Noise_XX_25519_ChaChaPoly_SHA256")
@@ -115,8 +133,9 @@ final class NoiseHandshakeTests: XCTestCase {
 
         // IK toward a key that is not the responder's: the responder cannot read the first message.
         let ik = try NoiseProtocol(name: "Noise_IK_25519_ChaChaPoly_SHA256")
-        var initiator = try NoiseHandshakeState(protocol: ik, role: .initiator, localStaticKey: .generate(),
-                                                remoteStaticKey: NoiseKeyPair.generate().publicKey)
+        var initiator = try NoiseHandshakeState(
+            protocol: ik, role: .initiator, localStaticKey: .generate(),
+            remoteStaticKey: NoiseKeyPair.generate().publicKey)
         var responder = try NoiseHandshakeState(protocol: ik, role: .responder, localStaticKey: .generate())
         XCTAssertNoiseError(.decryptFailed, try responder.readMessage(initiator.writeMessage()))
     }

@@ -1,5 +1,6 @@
 import Crypto
 import XCTest
+
 @testable import Noise
 
 final class NoisePrimitiveTests: XCTestCase {
@@ -18,8 +19,9 @@ final class NoisePrimitiveTests: XCTestCase {
             let reference = HKDF<SHA256>.deriveKey(
                 inputKeyMaterial: SymmetricKey(data: input), salt: chainingKey, info: [UInt8](), outputByteCount: 96)
             XCTAssertEqual(outputs.reduce([], +), reference.withUnsafeBytes { Array($0) })
-            XCTAssertEqual(NoiseCrypto.hkdf(chainingKey: chainingKey, inputKeyMaterial: input, outputs: 2),
-                           Array(outputs.prefix(2)))
+            XCTAssertEqual(
+                NoiseCrypto.hkdf(chainingKey: chainingKey, inputKeyMaterial: input, outputs: 2),
+                Array(outputs.prefix(2)))
         }
     }
 
@@ -63,8 +65,9 @@ final class NoisePrimitiveTests: XCTestCase {
         _ = try cipher.encrypt(withAd: [], plaintext: [])
         cipher.rekey()
         XCTAssertEqual(cipher.nonce, 1)
-        let newKey = Array(NoiseCrypto.encrypt(key: key, nonce: UInt64.max, ad: [], plaintext: [UInt8](repeating: 0, count: 32))
-            .prefix(32))
+        let newKey = Array(
+            NoiseCrypto.encrypt(key: key, nonce: UInt64.max, ad: [], plaintext: [UInt8](repeating: 0, count: 32))
+                .prefix(32))
         var expected = NoiseCipherState(key: newKey)
         expected.setNonce(1)
         XCTAssertEqual(try cipher.encrypt(withAd: [], plaintext: [5]), try expected.encrypt(withAd: [], plaintext: [5]))

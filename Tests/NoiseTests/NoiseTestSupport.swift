@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import Noise
 
 /// Builds matching initiator and responder handshakes with fresh keys, and runs them.

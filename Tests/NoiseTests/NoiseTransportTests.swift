@@ -1,9 +1,11 @@
 import XCTest
+
 @testable import Noise
 
 final class NoiseTransportTests: XCTestCase {
     private func sessions(_ name: String = "Noise_XX_25519_ChaChaPoly_SHA256") throws
-        -> (initiator: NoiseTransportSession, responder: NoiseTransportSession) {
+        -> (initiator: NoiseTransportSession, responder: NoiseTransportSession)
+    {
         var pair = try NoisePair(name)
         return try pair.handshake()
     }
@@ -50,7 +52,7 @@ final class NoiseTransportTests: XCTestCase {
         XCTAssertEqual(try responder.decrypt(first), [1])
         XCTAssertEqual(try responder.decrypt(second), [2])
 
-        _ = try initiator.encrypt([3])  // dropped on the way
+        _ = try initiator.encrypt([3]) // dropped on the way
         XCTAssertNoiseError(.decryptFailed, try responder.decrypt(initiator.encrypt([4])))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Noise
 
 /// The cacophony vectors (Resources/noise-25519-chachapoly-sha256.json): every handshake message
@@ -31,8 +32,9 @@ final class NoiseVectorTests: XCTestCase {
     }
 
     private func loadVectors() throws -> [Vector] {
-        let url = try XCTUnwrap(Bundle.module.url(
-            forResource: "noise-25519-chachapoly-sha256", withExtension: "json", subdirectory: "Resources"))
+        let url = try XCTUnwrap(
+            Bundle.module.url(
+                forResource: "noise-25519-chachapoly-sha256", withExtension: "json", subdirectory: "Resources"))
         return try JSONDecoder().decode(VectorFile.self, from: Data(contentsOf: url)).vectors
     }
 
@@ -74,7 +76,8 @@ final class NoiseVectorTests: XCTestCase {
         for (index, message) in vector.messages.prefix(handshakeCount).enumerated() {
             let payload = Hex.bytes(message.payload)
             let initiatorWrites = index % 2 == 0
-            let written = initiatorWrites
+            let written =
+                initiatorWrites
                 ? try initiator.writeMessage(payload: payload) : try responder.writeMessage(payload: payload)
             XCTAssertEqual(Hex.string(written), message.ciphertext, "\(name) handshake message \(index)")
             let read = initiatorWrites ? try responder.readMessage(written) : try initiator.readMessage(written)

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import SyncCore
+import Synchronization
 import XCTest
 
 @testable import OrderStore
@@ -30,8 +30,9 @@ final class CrashTests: XCTestCase {
     }
 
     private static func committedOrder() -> Order {
-        Order(uuid: orderUUID, customerName: "survivor",
-              created: OrderTimestamp(epochMillis: 1_452_605_716_000, offsetMinutes: 480), tableSize: -1)
+        Order(
+            uuid: orderUUID, customerName: "survivor",
+            created: OrderTimestamp(epochMillis: 1_452_605_716_000, offsetMinutes: 480), tableSize: -1)
     }
 
     /// Opens `path`, commits one order and one journal entry, and returns the open writer.
@@ -39,8 +40,10 @@ final class CrashTests: XCTestCase {
         let writer = try OrderDatabase(path: path)
         try writer.transaction {
             try writer.insertOrder(committedOrder())
-            try writer.appendJournal(JournalEntry(seq: 1, opId: "op-survivor", origin: "local", operation: .create,
-                                                  orderUUIDs: [orderUUID], message: "{}", recordedAtMillis: 1))
+            try writer.appendJournal(
+                JournalEntry(
+                    seq: 1, opId: "op-survivor", origin: "local", operation: .create,
+                    orderUUIDs: [orderUUID], message: "{}", recordedAtMillis: 1))
         }
         return writer
     }
@@ -52,7 +55,7 @@ final class CrashTests: XCTestCase {
         if let childPath = ProcessInfo.processInfo.environment[Self.childDatabaseVariable] {
             let writer = try Self.writeAndKeepOpen(path: childPath)
             print(Self.committedMarker)
-            fflush(nil)  // every output stream: `stdout` is a C global Swift 6 will not touch
+            fflush(nil) // every output stream: `stdout` is a C global Swift 6 will not touch
             while true { withExtendedLifetime(writer) { _ = pause() } }
         }
         let path = directory + "/orders.sqlite"
@@ -73,7 +76,7 @@ final class CrashTests: XCTestCase {
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         // The test binary runs just the child half of the test above.
         child.arguments = [
-            "OrderStoreTests.CrashTests/testACommittedRowIsSeenByASecondConnectionWhileTheWriterStaysOpen",
+            "OrderStoreTests.CrashTests/testACommittedRowIsSeenByASecondConnectionWhileTheWriterStaysOpen"
         ]
         var environment = ProcessInfo.processInfo.environment
         environment[Self.childDatabaseVariable] = path
@@ -107,8 +110,10 @@ final class CrashTests: XCTestCase {
         XCTAssertEqual(reopened.migrationsApplied, [], "the killed writer's migrations were committed too")
         XCTAssertEqual(try reopened.order(uuid: Self.orderUUID), Self.committedOrder())
         XCTAssertEqual(try reopened.lastJournalSeq(), 1)
-        try reopened.insertOrder(Order(uuid: "C0FFEE00-0000-4000-8000-000000000002", customerName: "after",
-                                       created: OrderTimestamp(epochMillis: 0)))
+        try reopened.insertOrder(
+            Order(
+                uuid: "C0FFEE00-0000-4000-8000-000000000002", customerName: "after",
+                created: OrderTimestamp(epochMillis: 0)))
         XCTAssertEqual(try reopened.orderCount(), 2)
     }
 }

@@ -9,9 +9,10 @@ final class JournalTests: StoreTestCase {
     private let b = "bbbbbbbb-0000-4000-8000-000000000002"
 
     private func entry(_ seq: Int64, opId: String?, _ operation: OperationKind, _ uuids: [String]) -> JournalEntry {
-        JournalEntry(seq: seq, opId: opId, origin: "terminal-\(seq % 2)", operation: operation, orderUUIDs: uuids,
-                     message: "{\"operation\":\(operation.rawValue),\"seq\":\(seq)}",
-                     recordedAtMillis: 1_700_000_000_000 + seq)
+        JournalEntry(
+            seq: seq, opId: opId, origin: "terminal-\(seq % 2)", operation: operation, orderUUIDs: uuids,
+            message: "{\"operation\":\(operation.rawValue),\"seq\":\(seq)}",
+            recordedAtMillis: 1_700_000_000_000 + seq)
     }
 
     func testAppendAndLookUp() throws {
@@ -95,11 +96,12 @@ final class JournalTests: StoreTestCase {
     func testJournalAndOrderChangeCommitTogether() throws {
         let db = try openDatabase()
         let order = makeOrder(a)
-        XCTAssertThrowsError(try db.transaction {
-            try db.insertOrder(order)
-            try db.appendJournal(entry(1, opId: "op-1", .create, [a]))
-            throw TestAbort()
-        })
+        XCTAssertThrowsError(
+            try db.transaction {
+                try db.insertOrder(order)
+                try db.appendJournal(entry(1, opId: "op-1", .create, [a]))
+                throw TestAbort()
+            })
         XCTAssertNil(try db.order(uuid: a))
         XCTAssertEqual(try db.lastJournalSeq(), 0)
 

@@ -81,23 +81,26 @@ final class OrderTests: StoreTestCase {
     func testTimestampsRoundTripExactly() throws {
         let db = try openDatabase()
         let cases: [(Int64, Int)] = [
-            (1_452_605_716_000, 480),       // 2016-01-12T21:35:16+0800, StorePOS's example
-            (1_452_605_716_250, -330),      // milliseconds and a negative half-hour offset
-            (-86_400_123, 0),               // before 1970
-            (253_402_300_799_999, 840),     // 9999-12-31T23:59:59.999Z at +14:00
+            (1_452_605_716_000, 480), // 2016-01-12T21:35:16+0800, StorePOS's example
+            (1_452_605_716_250, -330), // milliseconds and a negative half-hour offset
+            (-86_400_123, 0), // before 1970
+            (253_402_300_799_999, 840), // 9999-12-31T23:59:59.999Z at +14:00
         ]
         for (index, (millis, offset)) in cases.enumerated() {
-            let order = makeOrder("00000000-0000-4000-8000-00000000000\(index)", createdMillis: millis,
-                                  offset: offset)
+            let order = makeOrder(
+                "00000000-0000-4000-8000-00000000000\(index)", createdMillis: millis,
+                offset: offset)
             try db.insertOrder(order)
             let stored = try XCTUnwrap(db.order(uuid: order.uuid))
             XCTAssertEqual(stored.created, order.created)
-            let text = try db.connection.scalarText("SELECT created_text FROM orders WHERE uuid_key = ?",
-                                                    [.text(order.key)])
+            let text = try db.connection.scalarText(
+                "SELECT created_text FROM orders WHERE uuid_key = ?",
+                [.text(order.key)])
             XCTAssertEqual(text, order.created.storePOSText)
         }
-        let first = try db.connection.scalarText("SELECT created_text FROM orders WHERE uuid_key = ?",
-                                                 [.text("00000000-0000-4000-8000-000000000000")])
+        let first = try db.connection.scalarText(
+            "SELECT created_text FROM orders WHERE uuid_key = ?",
+            [.text("00000000-0000-4000-8000-000000000000")])
         XCTAssertEqual(first, "2016-01-12T21:35:16+0800")
     }
 
@@ -108,8 +111,16 @@ final class OrderTests: StoreTestCase {
         order.shippingMethod = nil
         order.extra = JSONObject([
             ("status", .string("open")),
-            ("items", .array([.object(JSONObject([("sku", .string("A-1")), ("quantity", .int(2)),
-                                                  ("unitPrice", .int(1250))]))])),
+            (
+                "items",
+                .array([
+                    .object(
+                        JSONObject([
+                            ("sku", .string("A-1")), ("quantity", .int(2)),
+                            ("unitPrice", .int(1250)),
+                        ]))
+                ])
+            ),
             ("note", .string("no onions \u{1F9C5}, \"quoted\"\nsecond line")),
             ("ratio", .double(1.5)),
             ("flag", .bool(true)),
@@ -226,8 +237,10 @@ final class OrderTests: StoreTestCase {
         XCTAssertEqual(try db.metadata("slave.lastSeq"), "42")
 
         // Two orders with one key: nothing changes, not even inside the caller's transaction.
-        let clash = [makeOrder("11111111-0000-4000-8000-000000000000"),
-                     makeOrder("11111111-0000-4000-8000-000000000000".uppercased())]
+        let clash = [
+            makeOrder("11111111-0000-4000-8000-000000000000"),
+            makeOrder("11111111-0000-4000-8000-000000000000".uppercased()),
+        ]
         try db.transaction {
             assertStoreError(.duplicate) { try db.replaceAllOrders(with: clash) }
             XCTAssertEqual(try db.allOrders(), snapshot, "the savepoint was rolled back")

@@ -16,8 +16,10 @@ final class ReadOnlyTests: StoreTestCase {
         let first = makeOrder(customer: "first", createdMillis: 1_000)
         try writer.insertOrder(first)
         try writer.setMetadata("store.id", "s1")
-        try writer.appendJournal(JournalEntry(seq: 1, opId: "op", origin: "local", operation: .create,
-                                              orderUUIDs: [first.uuid], message: "{}", recordedAtMillis: 5))
+        try writer.appendJournal(
+            JournalEntry(
+                seq: 1, opId: "op", origin: "local", operation: .create,
+                orderUUIDs: [first.uuid], message: "{}", recordedAtMillis: 5))
 
         let reader = try OrderDatabase.openReadOnly(path: dbPath)
         XCTAssertTrue(reader.isReadOnly)
@@ -55,8 +57,10 @@ final class ReadOnlyTests: StoreTestCase {
         assertStoreError(.readOnly) { try reader.transaction {} }
         assertStoreError(.readOnly) { try reader.deleteJournal(through: 10) }
         assertStoreError(.readOnly) {
-            try reader.appendJournal(JournalEntry(seq: 1, opId: nil, origin: "x", operation: .remove,
-                                                  orderUUIDs: [], message: "{}", recordedAtMillis: 0))
+            try reader.appendJournal(
+                JournalEntry(
+                    seq: 1, opId: nil, origin: "x", operation: .remove,
+                    orderUUIDs: [], message: "{}", recordedAtMillis: 0))
         }
         // SQLite itself refuses too: the connection was opened with SQLITE_OPEN_READONLY.
         let raw = assertStoreError(.readOnly) { try reader.connection.execute("DELETE FROM orders") }

@@ -17,17 +17,25 @@ final class SchemaTests: StoreTestCase {
         ) { statement in
             while try statement.step() { tables.append(statement.text(0)) }
         }
-        XCTAssertEqual(tables, ["answered_ops", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
-                                "orders_by_created", "orders_by_status", "outbox", "rejections", "rejections_by_op", "rejections_by_order",
-                                "sync_errors", "terminals", "tombstones"])
+        XCTAssertEqual(
+            tables,
+            [
+                "answered_ops", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
+                "orders_by_created", "orders_by_status", "outbox", "rejections", "rejections_by_op", "rejections_by_order",
+                "sync_errors", "terminals", "tombstones",
+            ])
 
         var orderColumns: [String] = []
         try db.connection.withStatement("SELECT name FROM pragma_table_info('orders') ORDER BY cid") { statement in
             while try statement.step() { orderColumns.append(statement.text(0)) }
         }
-        XCTAssertEqual(orderColumns, ["uuid_key", "uuid", "customer_name", "created_text", "created_ms",
-                                      "created_offset_min", "shipping_method", "table_name", "table_size",
-                                      "extra_json", "version", "status", "items_json", "note"])
+        XCTAssertEqual(
+            orderColumns,
+            [
+                "uuid_key", "uuid", "customer_name", "created_text", "created_ms",
+                "created_offset_min", "shipping_method", "table_name", "table_size",
+                "extra_json", "version", "status", "items_json", "note",
+            ])
     }
 
     func testTheDatabaseEpochIsAVersion4UUIDMadeOnce() throws {
@@ -67,8 +75,9 @@ final class SchemaTests: StoreTestCase {
         let db = try openDatabase()
         XCTAssertEqual(try db.connection.scalarText("PRAGMA journal_mode"), "wal")
         XCTAssertEqual(try db.connection.scalarInt("PRAGMA synchronous"), 2, "2 is FULL")
-        XCTAssertEqual(try db.connection.scalarInt("PRAGMA busy_timeout"),
-                       Int64(OrderDatabase.busyTimeoutMilliseconds))
+        XCTAssertEqual(
+            try db.connection.scalarInt("PRAGMA busy_timeout"),
+            Int64(OrderDatabase.busyTimeoutMilliseconds))
         XCTAssertEqual(try db.connection.scalarInt("PRAGMA foreign_keys"), 1)
     }
 
@@ -122,7 +131,8 @@ final class SchemaUpgradeTests: StoreTestCase {
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN note")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN items_json")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN status")
-        try db.connection.executeOnce("""
+        try db.connection.executeOnce(
+            """
             INSERT INTO orders (uuid_key, uuid, customer_name, created_text, created_ms, created_offset_min, extra_json, version)
             VALUES ('9437c8f5-d742-46cb-9847-737c5809392c', '9437C8F5-D742-46CB-9847-737C5809392C', 'Kevin',
                     '2016-01-12T21:35:16+0800', 1452605716000, 480, '{}', 1)
@@ -141,8 +151,10 @@ final class SchemaUpgradeTests: StoreTestCase {
         let db = try openDatabase()
         let items = [LineItem(sku: "LAT", name: "Latte", quantity: 2, unitPrice: 350), LineItem(name: "Cake", quantity: 1, unitPrice: 420)]
         for (i, status) in [OrderStatus.open, .inProgress, .completed, .inProgress].enumerated() {
-            try db.insertOrder(Order(uuid: UUID().uuidString, customerName: "c\(i)", created: OrderTimestamp(epochMillis: Int64(i) * 1000),
-                                     status: status, items: i == 0 ? items : nil, note: i == 1 ? "no nuts" : nil))
+            try db.insertOrder(
+                Order(
+                    uuid: UUID().uuidString, customerName: "c\(i)", created: OrderTimestamp(epochMillis: Int64(i) * 1000),
+                    status: status, items: i == 0 ? items : nil, note: i == 1 ? "no nuts" : nil))
         }
         let all = try db.allOrders()
         XCTAssertEqual(all[0].items, items)
@@ -159,10 +171,14 @@ final class RejectionTests: StoreTestCase {
     func testRejectionsAreKeptAndListedOldestFirst() throws {
         let db = try openDatabase()
         let u = UUID().uuidString
-        let a = try db.appendRejection(Rejection(recordedAtMillis: 1, origin: "bar@10.0.0.2:5000", opId: "op1", operation: .update,
-                                                 orderUUID: u, code: .notFound, message: "no order with this uuid to update"))
-        try db.appendRejection(Rejection(recordedAtMillis: 2, origin: "10.0.0.9:6000", opId: nil, operation: nil,
-                                         orderUUID: nil, code: .malformedJSON, message: "message is not valid JSON"))
+        let a = try db.appendRejection(
+            Rejection(
+                recordedAtMillis: 1, origin: "bar@10.0.0.2:5000", opId: "op1", operation: .update,
+                orderUUID: u, code: .notFound, message: "no order with this uuid to update"))
+        try db.appendRejection(
+            Rejection(
+                recordedAtMillis: 2, origin: "10.0.0.9:6000", opId: nil, operation: nil,
+                orderUUID: nil, code: .malformedJSON, message: "message is not valid JSON"))
         XCTAssertGreaterThan(a.id, 0)
         let all = try db.rejections(since: 0, orderUUID: nil, limit: 10)
         XCTAssertEqual(all.map(\.code), [.notFound, .malformedJSON])

@@ -31,17 +31,22 @@ class StoreTestCase: XCTestCase {
     }
 
     /// An order with fixed, recognisable fields.
-    func makeOrder(_ uuid: String = UUID().uuidString.lowercased(), customer: String = "Ada",
-                   createdMillis: Int64 = 1_452_605_716_000, offset: Int = 480) -> Order {
-        Order(uuid: uuid, customerName: customer,
-              created: OrderTimestamp(epochMillis: createdMillis, offsetMinutes: offset),
-              shippingMethod: "DHL", tableName: "T1", tableSize: 4)
+    func makeOrder(
+        _ uuid: String = UUID().uuidString.lowercased(), customer: String = "Ada",
+        createdMillis: Int64 = 1_452_605_716_000, offset: Int = 480
+    ) -> Order {
+        Order(
+            uuid: uuid, customerName: customer,
+            created: OrderTimestamp(epochMillis: createdMillis, offsetMinutes: offset),
+            shippingMethod: "DHL", tableName: "T1", tableSize: 4)
     }
 
     /// Asserts that `body` throws a `StoreError` of `kind`, and returns it.
     @discardableResult
-    func assertStoreError<T>(_ kind: StoreError.Kind, file: StaticString = #filePath, line: UInt = #line,
-                             _ body: () throws -> T) -> StoreError? {
+    func assertStoreError<T>(
+        _ kind: StoreError.Kind, file: StaticString = #filePath, line: UInt = #line,
+        _ body: () throws -> T
+    ) -> StoreError? {
         do {
             _ = try body()
             XCTFail("expected a StoreError of kind \(kind), nothing was thrown", file: file, line: line)

@@ -24,16 +24,19 @@ final class TransactionTests: StoreTestCase {
         let db = try openDatabase()
         let kept = makeOrder(customer: "kept")
         try db.insertOrder(kept)
-        let journal = JournalEntry(seq: 1, opId: "op-1", origin: "local", operation: .create,
-                                   orderUUIDs: ["x"], message: "{}", recordedAtMillis: 1)
-        XCTAssertThrowsError(try db.transaction {
-            try db.insertOrder(makeOrder(customer: "lost"))
-            try db.deleteOrder(uuid: kept.uuid)
-            try db.setMetadata("lost", "yes")
-            try db.appendJournal(journal)
-            XCTAssertEqual(try db.orderCount(), 1, "inside, the changes are visible")
-            throw TestAbort()
-        }) { error in
+        let journal = JournalEntry(
+            seq: 1, opId: "op-1", origin: "local", operation: .create,
+            orderUUIDs: ["x"], message: "{}", recordedAtMillis: 1)
+        XCTAssertThrowsError(
+            try db.transaction {
+                try db.insertOrder(makeOrder(customer: "lost"))
+                try db.deleteOrder(uuid: kept.uuid)
+                try db.setMetadata("lost", "yes")
+                try db.appendJournal(journal)
+                XCTAssertEqual(try db.orderCount(), 1, "inside, the changes are visible")
+                throw TestAbort()
+            }
+        ) { error in
             XCTAssertTrue(error is TestAbort, "the body's own error is rethrown")
         }
         XCTAssertFalse(db.isInTransaction)
@@ -63,10 +66,11 @@ final class TransactionTests: StoreTestCase {
         let inner = makeOrder(customer: "inner")
         try db.transaction {
             try db.insertOrder(outer)
-            XCTAssertThrowsError(try db.transaction {
-                try db.insertOrder(inner)
-                throw TestAbort()
-            })
+            XCTAssertThrowsError(
+                try db.transaction {
+                    try db.insertOrder(inner)
+                    throw TestAbort()
+                })
             XCTAssertNil(try db.order(uuid: inner.uuid), "the inner changes are undone")
             XCTAssertNotNil(try db.order(uuid: outer.uuid), "the outer ones are kept")
             try db.transaction { try db.setMetadata("nested", "committed with the outer") }
@@ -75,10 +79,11 @@ final class TransactionTests: StoreTestCase {
         XCTAssertEqual(try db.metadata("nested"), "committed with the outer")
 
         // A throw in the outer body undoes the released savepoint too.
-        XCTAssertThrowsError(try db.transaction {
-            try db.transaction { try db.insertOrder(inner) }
-            throw TestAbort()
-        })
+        XCTAssertThrowsError(
+            try db.transaction {
+                try db.transaction { try db.insertOrder(inner) }
+                throw TestAbort()
+            })
         XCTAssertEqual(try db.allOrders(), [outer])
     }
 

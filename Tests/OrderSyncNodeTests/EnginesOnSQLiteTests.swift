@@ -1,9 +1,10 @@
 import Foundation
 import JSON
-import XCTest
-@testable import OrderSyncNode
 import OrderStore
 import SyncCore
+import XCTest
+
+@testable import OrderSyncNode
 
 /// The master and slave engines on their real SQLite stores.
 final class EnginesOnSQLiteTests: XCTestCase {
@@ -19,34 +20,43 @@ final class EnginesOnSQLiteTests: XCTestCase {
     }
 
     func order(_ uuid: String, _ name: String) -> JSONValue {
-        .object(JSONObject([("uuid", .string(uuid)), ("customerName", .string(name)),
-                            ("created", .string("2016-01-12T21:35:16+0800"))]))
+        .object(
+            JSONObject([
+                ("uuid", .string(uuid)), ("customerName", .string(name)),
+                ("created", .string("2016-01-12T21:35:16+0800")),
+            ]))
     }
 
     func testMasterNumbersJournalsAndAnswersRepeatsFromTheJournal() throws {
         let db = try OrderDatabase(path: dir + "/m.sqlite")
         let ledger = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e")
         let a = UUID().uuidString, b = UUID().uuidString
-        let first = ledger.apply(OperationMessage(operation: .create, orders: [order(a, "A"), order(b, "B")], opId: "op-1"), origin: "t1", now: 1_000)
+        let first = ledger.apply(
+            OperationMessage(operation: .create, orders: [order(a, "A"), order(b, "B")], opId: "op-1"), origin: "t1", now: 1_000)
         XCTAssertEqual(first.seq, 1)
         XCTAssertEqual(first.applied.count, 2)
         XCTAssertFalse(first.isRepeat)
-        let repeatOutcome = ledger.apply(OperationMessage(operation: .create, orders: [order(a, "A"), order(b, "B")], opId: "op-1"), origin: "t1", now: 1_000)
+        let repeatOutcome = ledger.apply(
+            OperationMessage(operation: .create, orders: [order(a, "A"), order(b, "B")], opId: "op-1"), origin: "t1", now: 1_000)
         XCTAssertTrue(repeatOutcome.isRepeat)
         XCTAssertEqual(repeatOutcome.seq, 1)
         XCTAssertEqual(repeatOutcome.broadcast, first.broadcast)
         XCTAssertEqual(try db.lastJournalSeq(), 1, "a repeated opId is not applied again")
 
-        let bad = ledger.apply(OperationMessage(operation: .update, orders: [
-            .object(JSONObject([("uuid", .string(a)), ("tableSize", .int(5))])),
-            .object(JSONObject([("uuid", .string(UUID().uuidString))])),
-        ]), origin: "t2", now: 1_000)
+        let bad = ledger.apply(
+            OperationMessage(
+                operation: .update,
+                orders: [
+                    .object(JSONObject([("uuid", .string(a)), ("tableSize", .int(5))])),
+                    .object(JSONObject([("uuid", .string(UUID().uuidString))])),
+                ]), origin: "t2", now: 1_000)
         XCTAssertEqual(bad.seq, 2)
         XCTAssertEqual(bad.errors.map(\.code), [.notFound])
         XCTAssertEqual(try db.order(uuid: a)?.tableSize, 5)
         XCTAssertEqual(try db.order(uuid: a)?.version, 2)
 
-        let nothing = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string("x"))]))]), origin: "t2", now: 1_000)
+        let nothing = ledger.apply(
+            OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string("x"))]))]), origin: "t2", now: 1_000)
         XCTAssertNil(nothing.seq)
         XCTAssertNil(nothing.broadcast)
         XCTAssertEqual(try db.lastJournalSeq(), 2)
@@ -88,7 +98,8 @@ final class EnginesOnSQLiteTests: XCTestCase {
         XCTAssertEqual(slave.lastSeq, 5)
         XCTAssertEqual(slave.joinedStore, "s")
 
-        let live = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(uuids[0]))]))]), origin: "m", now: 1_000)
+        let live = ledger.apply(
+            OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(uuids[0]))]))]), origin: "m", now: 1_000)
         let text = try XCTUnwrap(live.broadcast)
         XCTAssertEqual(slave.received(text, now: 0).filter { if case .log = $0 { return false } else { return true } }, [.scheduleAck])
         XCTAssertEqual(slave.lastSeq, 6)
@@ -99,7 +110,8 @@ final class EnginesOnSQLiteTests: XCTestCase {
         XCTAssertEqual(try sdb.orderCount(), 4)
         XCTAssertEqual(try sdb.allOrders().map(\.uuid), try mdb.allOrders().map(\.uuid))
         // The replica's position survives a restart.
-        XCTAssertEqual(try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: nil).lastSeq, 6)
+        XCTAssertEqual(
+            try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: nil).lastSeq, 6)
     }
 
     func testAnOutboxEntryLeavesWithTheBroadcastThatCarriesItAndARefusalSurvivesARestart() throws {
@@ -110,8 +122,9 @@ final class EnginesOnSQLiteTests: XCTestCase {
         let a = UUID().uuidString.lowercased(), b = UUID().uuidString.lowercased()
         // Order b exists on the master only, completed: an update from the slave is refused.
         _ = master.apply(OperationMessage(operation: .create, orders: [order(b, "B")]), origin: "m", now: 1_000)
-        _ = master.apply(OperationMessage(operation: .update, orders: [.object(JSONObject([("uuid", .string(b)), ("status", .string("completed"))]))]),
-                         origin: "m", now: 1_000)
+        _ = master.apply(
+            OperationMessage(operation: .update, orders: [.object(JSONObject([("uuid", .string(b)), ("status", .string("completed"))]))]),
+            origin: "m", now: 1_000)
         var local = try XCTUnwrap(mdb.order(uuid: b))
         local.status = .open
         try sdb.insertOrder(local)
@@ -120,8 +133,9 @@ final class EnginesOnSQLiteTests: XCTestCase {
         let (w, _) = slave.localWrite(OperationMessage(operation: .create, orders: [order(a, "A")]), opId: "op-a", now: 5_000)
         XCTAssertNil(w.failure)
         XCTAssertFalse(w.sent)
-        let (w2, _) = slave.localWrite(OperationMessage(operation: .update, orders: [.object(JSONObject([("uuid", .string(b)), ("note", .string("x"))]))]),
-                                       opId: "op-b", now: 5_000)
+        let (w2, _) = slave.localWrite(
+            OperationMessage(operation: .update, orders: [.object(JSONObject([("uuid", .string(b)), ("note", .string("x"))]))]),
+            opId: "op-b", now: 5_000)
         XCTAssertNil(w2.failure)
         XCTAssertEqual(try sdb.outboxCount(), 2)
         XCTAssertEqual(slave.syncState(of: a), .pending)
@@ -161,8 +175,9 @@ final class EnginesOnSQLiteTests: XCTestCase {
         guard case .rejected(let kept) = restarted.syncState(of: b) else { return XCTFail("the refusal was not kept") }
         XCTAssertEqual(kept.code, e.code)
         XCTAssertEqual(kept.message, e.message)
-        _ = restarted.localWrite(OperationMessage(operation: .update, orders: [.object(JSONObject([("uuid", .string(a)), ("note", .string("y"))]))]),
-                                 opId: "op-c", now: 7_000)
+        _ = restarted.localWrite(
+            OperationMessage(operation: .update, orders: [.object(JSONObject([("uuid", .string(a)), ("note", .string("y"))]))]),
+            opId: "op-c", now: 7_000)
         XCTAssertEqual(restarted.syncState(of: b), .rejected(kept))
         XCTAssertEqual(restarted.syncState(of: a), .pending)
         XCTAssertTrue(slave.needsSnapshot, "a refused change sends the replica back to the master's truth")
@@ -201,7 +216,8 @@ final class EngineAnswerTests: XCTestCase {
         let db = try OrderDatabase(path: dir + "/m.sqlite")
         let master = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e")
         _ = master.peerConnected(1, address: "a", speaksOrderSync: true)
-        _ = master.received(HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
+        _ = master.received(
+            HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
         let u = UUID().uuidString.lowercased()
         let op = OperationMessage(operation: .update, orders: [update(u, [("note", .string("late"))])], opId: "op-1").encoded()
         let first = texts(master.received(op, from: 1, now: 2), to: 1)
@@ -209,8 +225,9 @@ final class EngineAnswerTests: XCTestCase {
         XCTAssertTrue(first[0].contains("not_found"))
         XCTAssertTrue(first[1].contains("\"failed\":1"))
         // The order appears; the same operation id sent again is not applied now.
-        _ = master.apply(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("A"))]))]),
-                         origin: "m", now: 3)
+        _ = master.apply(
+            OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("A"))]))]),
+            origin: "m", now: 3)
         let again = texts(master.received(op, from: 1, now: 4), to: 1)
         // The same answer, word for word: the order's place in the message is found again.
         XCTAssertEqual(again, first)
@@ -219,9 +236,14 @@ final class EngineAnswerTests: XCTestCase {
 
         // Partly applied: the refused second order keeps its index when the operation is repeated.
         let unknown = UUID().uuidString.lowercased()
-        let partly = OperationMessage(operation: .update, orders: [update(u, [("note", .string("now"))]),
-                                                                   update(unknown.uppercased(), [("note", .string("x"))])],
-                                      opId: "op-2").encoded()
+        let partly = OperationMessage(
+            operation: .update,
+            orders: [
+                update(u, [("note", .string("now"))]),
+                update(unknown.uppercased(), [("note", .string("x"))]),
+            ],
+            opId: "op-2"
+        ).encoded()
         let firstPartly = texts(master.received(partly, from: 1, now: 5), to: 1)
         XCTAssertTrue(firstPartly[0].contains("\"index\":1"), firstPartly[0])
         let error = try XCTUnwrap(firstPartly.first { $0.contains("not_found") })
@@ -234,12 +256,16 @@ final class EngineAnswerTests: XCTestCase {
         let db = try OrderDatabase(path: dir + "/m.sqlite")
         let master = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e")
         _ = master.peerConnected(1, address: "a", speaksOrderSync: true)
-        _ = master.received(HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
+        _ = master.received(
+            HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
         let good = UUID().uuidString.lowercased()
-        let op = OperationMessage(operation: .create, orders: [
-            .object(JSONObject([("uuid", .string(good)), ("customerName", .string("A"))])),
-            .object(JSONObject([("uuid", .string("nope"))])),
-        ], opId: "op-2").encoded()
+        let op = OperationMessage(
+            operation: .create,
+            orders: [
+                .object(JSONObject([("uuid", .string(good)), ("customerName", .string("A"))])),
+                .object(JSONObject([("uuid", .string("nope"))])),
+            ], opId: "op-2"
+        ).encoded()
         let out = texts(master.received(op, from: 1, now: 2), to: 1)
         XCTAssertEqual(out.count, 3)
         XCTAssertTrue(out[0].hasPrefix("{\"type\":\"error\""), out[0])
@@ -254,8 +280,9 @@ final class EngineAnswerTests: XCTestCase {
         let sdb = try OrderDatabase(path: dir + "/s.sqlite")
         let slave = try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: "s")
         let u = UUID().uuidString.lowercased()
-        let created = master.apply(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("A"))]))]),
-                                   origin: "m", now: 1)
+        let created = master.apply(
+            OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("A"))]))]),
+            origin: "m", now: 1)
         _ = slave.linkOpened()
         _ = slave.received(try XCTUnwrap(created.broadcast), now: 1)
         return (mdb, master, sdb, slave, u)
@@ -264,9 +291,11 @@ final class EngineAnswerTests: XCTestCase {
     func testAPendingChangeStaysVisibleOverAnotherTerminalsBroadcast() throws {
         let (_, master, sdb, slave, u) = try masterAndSlaveSharingAnOrder()
         // Offline, this terminal renames the order; meanwhile another terminal sets the table.
-        let (w, _) = slave.localWrite(OperationMessage(operation: .update, orders: [update(u, [("customerName", .string("Mine"))])]), opId: "op-m", now: 2)
+        let (w, _) = slave.localWrite(
+            OperationMessage(operation: .update, orders: [update(u, [("customerName", .string("Mine"))])]), opId: "op-m", now: 2)
         XCTAssertNil(w.failure)
-        let other = master.apply(OperationMessage(operation: .update, orders: [update(u, [("tableName", .string("T4"))])]), origin: "m", now: 3)
+        let other = master.apply(
+            OperationMessage(operation: .update, orders: [update(u, [("tableName", .string("T4"))])]), origin: "m", now: 3)
         _ = slave.received(try XCTUnwrap(other.broadcast), now: 3)
         let shown = try XCTUnwrap(sdb.order(uuid: u))
         XCTAssertEqual(shown.customerName, "Mine", "the terminal still reads its own write")
@@ -282,12 +311,16 @@ final class EngineAnswerTests: XCTestCase {
 
     /// Runs hello, snapshot or catch-up and everything after between one slave and the master.
     func converse(_ slave: SlaveEngine, _ master: MasterEngine, peer: Int = 1, now: Int64) {
-        var toMaster = slave.linkOpened().compactMap { a -> String? in if case .send(let t) = a { return t }; return nil }
+        var toMaster = slave.linkOpened().compactMap { a -> String? in
+            if case .send(let t) = a { return t }; return nil
+        }
         _ = master.peerConnected(peer, address: "10.0.0.2:5000", speaksOrderSync: true)
         while !toMaster.isEmpty {
             let toSlave = toMaster.flatMap { texts(master.received($0, from: peer, now: now), to: peer) }
             toMaster = toSlave.flatMap { t in
-                slave.received(t, now: now).compactMap { a -> String? in if case .send(let m) = a { return m }; return nil }
+                slave.received(t, now: now).compactMap { a -> String? in
+                    if case .send(let m) = a { return m }; return nil
+                }
             }
         }
     }
@@ -297,9 +330,11 @@ final class EngineAnswerTests: XCTestCase {
         slave.linkClosed()
         // Two renames wait in the outbox; the master applied both, but the link dropped before
         // the answers arrived.
-        _ = slave.localWrite(OperationMessage(operation: .update, orders: [update(u, [("customerName", .string("Zoë"))])]), opId: "op-1", now: 2)
-        _ = slave.localWrite(OperationMessage(operation: .update, orders: [update(u, [("customerName", .string("Table party")), ("version", .int(2))])]),
-                             opId: "op-2", now: 2)
+        _ = slave.localWrite(
+            OperationMessage(operation: .update, orders: [update(u, [("customerName", .string("Zoë"))])]), opId: "op-1", now: 2)
+        _ = slave.localWrite(
+            OperationMessage(operation: .update, orders: [update(u, [("customerName", .string("Table party")), ("version", .int(2))])]),
+            opId: "op-2", now: 2)
         for e in slave.outbox {
             guard case .success(.operation(let m)) = ClientMessage.decode(e.message) else { return XCTFail("outbox entry is an operation") }
             XCTAssertNotNil(master.apply(m, origin: "bar", now: 3).seq)
@@ -323,7 +358,8 @@ final class EngineAnswerTests: XCTestCase {
         let sdb = try OrderDatabase(path: dir + "/s.sqlite")
         let slave = try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: "s")
         let u = UUID().uuidString.lowercased()
-        let create = OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("A"))]))])
+        let create = OperationMessage(
+            operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("customerName", .string("A"))]))])
         _ = slave.localWrite(create, opId: "op-c", now: 1)
         converse(slave, master, now: 2)
         XCTAssertEqual(try sdb.outboxCount(), 0)
@@ -333,7 +369,9 @@ final class EngineAnswerTests: XCTestCase {
         converse(restarted, master, peer: 2, now: 4)
         XCTAssertNil(try sdb.order(uuid: u))
         let (again, actions) = restarted.localWrite(create, opId: "op-c", now: 5)
-        guard case .answered(let first)? = again.failure else { return XCTFail("not answered from memory: \(String(describing: again.failure))") }
+        guard case .answered(let first)? = again.failure else {
+            return XCTFail("not answered from memory: \(String(describing: again.failure))")
+        }
         XCTAssertEqual(first.seq, 1)
         XCTAssertEqual(first.applied.map(\.key), [u])
         XCTAssertTrue(again.changes.isEmpty)
@@ -347,29 +385,37 @@ final class EngineAnswerTests: XCTestCase {
         let failing = FailingCommitStore(SQLiteMasterStore(db: db))
         let master = try MasterEngine(store: failing, storeId: "s", epoch: "e")
         _ = master.peerConnected(1, address: "a", speaksOrderSync: true)
-        _ = master.received(HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
+        _ = master.received(
+            HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
         let u = UUID().uuidString.lowercased()
         failing.failCommits = true
-        let first = master.received(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u))]))], opId: "op-1").encoded(),
-                                    from: 1, now: 2)
+        let first = master.received(
+            OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u))]))], opId: "op-1").encoded(),
+            from: 1, now: 2)
         XCTAssertTrue(texts(first, to: 1).first?.contains("storage_failed") == true)
         XCTAssertTrue(first.contains(.close(peer: 1, code: MasterEngine.internalError, reason: "the master could not store an operation")))
         failing.failCommits = false
-        let next = master.received(OperationMessage(operation: .update, orders: [update(u, [("note", .string("x"))])], opId: "op-2").encoded(),
-                                   from: 1, now: 3)
+        let next = master.received(
+            OperationMessage(operation: .update, orders: [update(u, [("note", .string("x"))])], opId: "op-2").encoded(),
+            from: 1, now: 3)
         XCTAssertTrue(next.isEmpty, "nothing more is read from the closing link")
         XCTAssertEqual(master.lastSeq, 0)
         // On the next link the same operation id is applied (a storage failure is not a refusal
         // to repeat), and its answer carries no stale storage_failed.
         _ = master.peerDisconnected(1, now: 4)
         _ = master.peerConnected(2, address: "a", speaksOrderSync: true)
-        _ = master.received(HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 2, now: 5)
-        let retry = texts(master.received(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u))]))], opId: "op-1").encoded(),
-                                          from: 2, now: 6), to: 2)
+        _ = master.received(
+            HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 2, now: 5)
+        let retry = texts(
+            master.received(
+                OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u))]))], opId: "op-1").encoded(),
+                from: 2, now: 6), to: 2)
         XCTAssertEqual(master.lastSeq, 1)
         XCTAssertFalse(retry.contains { $0.contains("storage_failed") }, "\(retry)")
-        let repeated = texts(master.received(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u))]))], opId: "op-1").encoded(),
-                                             from: 2, now: 7), to: 2)
+        let repeated = texts(
+            master.received(
+                OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u))]))], opId: "op-1").encoded(),
+                from: 2, now: 7), to: 2)
         XCTAssertFalse(repeated.contains { $0.contains("storage_failed") }, "a repeat is not answered with the old failure: \(repeated)")
         XCTAssertTrue(repeated.last?.contains("\"seq\":1") == true)
     }
@@ -445,7 +491,8 @@ final class CatchUpTests: XCTestCase {
         let ledger = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e1")
         let u = UUID().uuidString
         XCTAssertEqual(ledger.apply(create(u), origin: "t", now: 1_000).applied.count, 1)
-        let removed = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(u))]))]), origin: "t", now: 1_000)
+        let removed = ledger.apply(
+            OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(u))]))]), origin: "t", now: 1_000)
         XCTAssertEqual(removed.applied.count, 1)
         let again = ledger.apply(create(u.lowercased()), origin: "late terminal", now: 1_000)
         XCTAssertEqual(again.errors.map(\.code), [.removed])
@@ -463,8 +510,10 @@ final class TombstoneTests: XCTestCase {
         let db = try OrderDatabase(path: dir + "/m.sqlite")
         let ledger = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e")
         let u = UUID().uuidString
-        _ = ledger.apply(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u))]))]), origin: "t", now: 1_000)
-        _ = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(u))]))]), origin: "t", now: 1_000)
+        _ = ledger.apply(
+            OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u))]))]), origin: "t", now: 1_000)
+        _ = ledger.apply(
+            OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(u))]))]), origin: "t", now: 1_000)
         XCTAssertTrue(try db.hasTombstone(uuid: u))
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try db.saveTerminal(KnownTerminal(id: "a", name: "bar", address: "x", ackedSeq: 1, lastSeenMillis: now))
@@ -478,11 +527,15 @@ final class TombstoneTests: XCTestCase {
 
         // A terminal gone past the horizon is forgotten and no longer holds tombstones back.
         let v = UUID().uuidString
-        _ = ledger.apply(OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(v))]))]), origin: "t", now: 1_000)
-        _ = ledger.apply(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(v))]))]), origin: "t", now: 1_000)
+        _ = ledger.apply(
+            OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(v))]))]), origin: "t", now: 1_000)
+        _ = ledger.apply(
+            OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(v))]))]), origin: "t", now: 1_000)
         try db.saveTerminal(KnownTerminal(id: "a", name: "bar", address: "x", ackedSeq: 4, lastSeenMillis: now))
-        try db.saveTerminal(KnownTerminal(id: "old", name: "lost", address: "z", ackedSeq: 0,
-                                          lastSeenMillis: now - ledger.terminalHorizonMillis - 1000))
+        try db.saveTerminal(
+            KnownTerminal(
+                id: "old", name: "lost", address: "z", ackedSeq: 0,
+                lastSeenMillis: now - ledger.terminalHorizonMillis - 1000))
         try db.saveTerminal(KnownTerminal(id: "b", name: "patio", address: "y", ackedSeq: 4, lastSeenMillis: now))
         _ = ledger.maintenance(now: now)
         XCTAssertEqual(try db.tombstoneCount(), 0)

@@ -1,11 +1,14 @@
-import XCTest
-@testable import OrderSyncNode
 import SyncCore
+import XCTest
+
+@testable import OrderSyncNode
 
 final class LocalAPIRouteTests: XCTestCase {
     let u = "9437C8F5-D742-46CB-9847-737C5809392C"
 
-    func decode(_ method: String, _ path: String, query: [(String, String)] = [], body: String = "") -> Result<LocalAPIRoute, LocalAPIRoute.Failure> {
+    func decode(_ method: String, _ path: String, query: [(String, String)] = [], body: String = "") -> Result<
+        LocalAPIRoute, LocalAPIRoute.Failure
+    > {
         LocalAPIRoute.decode(method: method, path: path, query: query, body: Array(body.utf8))
     }
 
@@ -13,11 +16,13 @@ final class LocalAPIRouteTests: XCTestCase {
         XCTAssertEqual(try decode("GET", "/v1/status").get(), .status)
         XCTAssertEqual(try decode("GET", "/v1/orders").get(), .list(page: 1, per: 50, status: nil))
         XCTAssertEqual(try decode("GET", "/v1/orders", query: [("page", "3"), ("per", "2")]).get(), .list(page: 3, per: 2, status: nil))
-        XCTAssertEqual(try decode("GET", "/v1/orders", query: [("status", "in_progress")]).get(), .list(page: 1, per: 50, status: .inProgress))
+        XCTAssertEqual(
+            try decode("GET", "/v1/orders", query: [("status", "in_progress")]).get(), .list(page: 1, per: 50, status: .inProgress))
         XCTAssertEqual(try decode("GET", "/v1/orders/\(u)").get(), .show(uuid: u))
         XCTAssertEqual(try decode("GET", "/v1/journal").get(), .journal(since: 0, order: nil, limit: 100))
-        XCTAssertEqual(try decode("GET", "/v1/journal", query: [("since", "7"), ("order", u), ("limit", "5")]).get(),
-                       .journal(since: 7, order: u, limit: 5))
+        XCTAssertEqual(
+            try decode("GET", "/v1/journal", query: [("since", "7"), ("order", u), ("limit", "5")]).get(),
+            .journal(since: 7, order: u, limit: 5))
         guard case .write(let m, let single) = try decode("PATCH", "/v1/orders/\(u)", body: #"{"tableSize":6}"#).get() else {
             return XCTFail("not a write")
         }
@@ -27,7 +32,8 @@ final class LocalAPIRouteTests: XCTestCase {
         XCTAssertEqual(m.orders.first?.objectValue?["tableSize"], .int(6))
         guard case .write(let r, _) = try decode("DELETE", "/v1/orders/\(u)").get() else { return XCTFail() }
         XCTAssertEqual(r.operation, .remove)
-        guard case .write(let ops, nil) = try decode("POST", "/v1/operations", body: #"{"operation":2,"orders":[{"uuid":"\#(u)"}]}"#).get() else {
+        guard case .write(let ops, nil) = try decode("POST", "/v1/operations", body: #"{"operation":2,"orders":[{"uuid":"\#(u)"}]}"#).get()
+        else {
             return XCTFail()
         }
         XCTAssertEqual(ops.operation, .remove)
@@ -56,14 +62,18 @@ final class LocalAPIRouteTests: XCTestCase {
 
     func testWriteAnswers() {
         let o = Order(uuid: u, customerName: "K", created: OrderTimestamp(epochMillis: 0))
-        XCTAssertEqual(LocalAPIRoute.writeAnswer(single: u, operation: .create, applied: [o], unchanged: [], errors: [], seq: 1).status, 201)
-        XCTAssertEqual(LocalAPIRoute.writeAnswer(single: u, operation: .create, applied: [], unchanged: [o], errors: [], seq: nil).status, 200)
-        let nf = LocalAPIRoute.writeAnswer(single: u, operation: .update, applied: [], unchanged: [],
-                                           errors: [WireError(.notFound, "no", uuid: u)], seq: nil)
+        XCTAssertEqual(
+            LocalAPIRoute.writeAnswer(single: u, operation: .create, applied: [o], unchanged: [], errors: [], seq: 1).status, 201)
+        XCTAssertEqual(
+            LocalAPIRoute.writeAnswer(single: u, operation: .create, applied: [], unchanged: [o], errors: [], seq: nil).status, 200)
+        let nf = LocalAPIRoute.writeAnswer(
+            single: u, operation: .update, applied: [], unchanged: [],
+            errors: [WireError(.notFound, "no", uuid: u)], seq: nil)
         XCTAssertEqual(nf.status, 404)
         XCTAssertEqual(nf.body.objectValue?["error"]?.objectValue?["code"], .string("not_found"))
-        let batch = LocalAPIRoute.writeAnswer(single: nil, operation: .create, applied: [o], unchanged: [],
-                                              errors: [WireError(.invalidUUID, "bad", index: 1)], seq: 4)
+        let batch = LocalAPIRoute.writeAnswer(
+            single: nil, operation: .create, applied: [o], unchanged: [],
+            errors: [WireError(.invalidUUID, "bad", index: 1)], seq: 4)
         XCTAssertEqual(batch.status, 200)
         XCTAssertEqual(batch.body.objectValue?["seq"], .int(4))
         XCTAssertEqual(batch.body.objectValue?["errors"]?.arrayValue?.count, 1)

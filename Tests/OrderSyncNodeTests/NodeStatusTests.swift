@@ -1,7 +1,7 @@
+import EventLoopIO
 import Foundation
 import Logging
 import OrderSyncNode
-import EventLoopIO
 import Synchronization
 import XCTest
 
@@ -16,9 +16,10 @@ private final class RunningNode: Sendable {
     /// Starts a master (`masterURL` nil) or a slave of `masterURL`; returns once it serves.
     init(role: NodeRole, dataDirectory: String, name: String, masterURL: MasterURL? = nil) throws {
         self.dataDirectory = dataDirectory
-        var configuration = NodeConfiguration(role: role, dataDirectory: dataDirectory, store: role == .master ? "shop1" : nil,
-                                              name: name, serviceType: NodeDefaults.serviceType, port: 0,
-                                              listenAddress: "127.0.0.1", masterURL: masterURL)
+        var configuration = NodeConfiguration(
+            role: role, dataDirectory: dataDirectory, store: role == .master ? "shop1" : nil,
+            name: name, serviceType: NodeDefaults.serviceType, port: 0,
+            listenAddress: "127.0.0.1", masterURL: masterURL)
         configuration.pingInterval = .seconds(1)
         let config = configuration
         let started = DispatchSemaphore(value: 0)
@@ -31,14 +32,16 @@ private final class RunningNode: Sendable {
                 let loop = try EventLoop()
                 let directory = try DataDirectory(claimingFor: config)
                 if role == .master {
-                    let node = try MasterNode(configuration: config, loop: loop, dataDirectory: directory,
-                                              discovery: nil, logger: logger)
+                    let node = try MasterNode(
+                        configuration: config, loop: loop, dataDirectory: directory,
+                        discovery: nil, logger: logger)
                     outcome.withLock { $0 = .success((node.port, { node.requestShutdown() })) }
                     loop.execute { started.signal() }
                     try node.run()
                 } else {
-                    let node = try SlaveNode(configuration: config, loop: loop, dataDirectory: directory,
-                                             discovery: nil, logger: logger, reconnectJitter: .none)
+                    let node = try SlaveNode(
+                        configuration: config, loop: loop, dataDirectory: directory,
+                        discovery: nil, logger: logger, reconnectJitter: .none)
                     outcome.withLock { $0 = .success((0, { node.requestShutdown() })) }
                     loop.execute { started.signal() }
                     try node.run()
@@ -84,8 +87,10 @@ final class NodeStatusTests: XCTestCase {
     }
 
     /// Polls the node's status until `condition` holds (the nodes change on their own threads).
-    private func waitForStatus<T>(_ node: RunningNode, _ what: String, timeout: TimeInterval = 10,
-                                  _ condition: (NodeStatus) -> T?) throws -> T {
+    private func waitForStatus<T>(
+        _ node: RunningNode, _ what: String, timeout: TimeInterval = 10,
+        _ condition: (NodeStatus) -> T?
+    ) throws -> T {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let value = condition(try node.status()) { return value }
@@ -151,7 +156,8 @@ final class NodeStatusTests: XCTestCase {
         let slave = try RunningNode(role: .slave, dataDirectory: temporaryDirectory(), name: "patio", masterURL: url)
         let text = try waitForStatus(slave, "the slave to report a failed attempt") { status -> String? in
             guard case .slave(let s) = status, s.master.lastError != nil,
-                  s.master.state == .waiting || s.master.state == .connecting else { return nil }
+                s.master.state == .waiting || s.master.state == .connecting
+            else { return nil }
             return StatusText.render(status)
         }
         XCTAssertTrue(text.contains("store:     -"), text)
@@ -166,8 +172,10 @@ final class NodeStatusTests: XCTestCase {
         let response = try LocalAPIClient(dataDirectory: master.dataDirectory).send(method: "GET", path: "/v1/status")
         XCTAssertEqual(response.status, 200)
         let object = try XCTUnwrap(response.body.objectValue)
-        for member in ["role", "version", "store", "name", "epoch", "seq", "orders", "port", "dataDir", "serviceType",
-                       "serviceName", "avahi", "uptimeSeconds", "peers", "terminals", "tombstones"] {
+        for member in [
+            "role", "version", "store", "name", "epoch", "seq", "orders", "port", "dataDir", "serviceType",
+            "serviceName", "avahi", "uptimeSeconds", "peers", "terminals", "tombstones",
+        ] {
             XCTAssertNotNil(object[member], "status has no \(member): \(response.body)")
         }
         XCTAssertEqual(object["serviceName"], .null)

@@ -1,5 +1,6 @@
 import JSON
 import XCTest
+
 @testable import SyncCore
 
 final class LifecycleTests: XCTestCase {
@@ -28,8 +29,9 @@ final class LifecycleTests: XCTestCase {
         var done = open
         done.status = .completed
         XCTAssertEqual(update([("status", .string("open"))], on: done).errors.map(\.code), [.invalidTransition])
-        XCTAssertEqual(update([("note", .string("late"))], on: done).errors.map(\.code), [.invalidTransition],
-                       "a completed order does not change any more")
+        XCTAssertEqual(
+            update([("note", .string("late"))], on: done).errors.map(\.code), [.invalidTransition],
+            "a completed order does not change any more")
         XCTAssertEqual(update([("status", .string("completed"))], on: done).unchanged.count, 1, "a repeat is harmless")
         XCTAssertEqual(update([("status", .string("paid"))], on: open).errors.map(\.code), [.invalidField])
         var backwards = open
@@ -46,11 +48,24 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testItemsAndNote() throws {
-        let m = OperationMessage(operation: .create, orders: [.object(JSONObject([
-            ("uuid", .string(u)), ("note", .string("no nuts")),
-            ("items", .array([.object(JSONObject([("sku", .string("LAT")), ("name", .string("Latte")),
-                                                   ("quantity", .int(2)), ("unitPrice", .int(350))]))])),
-        ]))])
+        let m = OperationMessage(
+            operation: .create,
+            orders: [
+                .object(
+                    JSONObject([
+                        ("uuid", .string(u)), ("note", .string("no nuts")),
+                        (
+                            "items",
+                            .array([
+                                .object(
+                                    JSONObject([
+                                        ("sku", .string("LAT")), ("name", .string("Latte")),
+                                        ("quantity", .int(2)), ("unitPrice", .int(350)),
+                                    ]))
+                            ])
+                        ),
+                    ]))
+            ])
         let plan = OperationPlanner.plan(m, now: now) { _ in nil }
         let o = try XCTUnwrap(plan.changes.first?.order)
         XCTAssertEqual(o.items, [LineItem(sku: "LAT", name: "Latte", quantity: 2, unitPrice: 350)])

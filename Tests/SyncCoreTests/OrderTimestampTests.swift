@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import SyncCore
 
 final class OrderTimestampTests: XCTestCase {
@@ -21,8 +22,10 @@ final class OrderTimestampTests: XCTestCase {
     }
 
     func testRejectsNonsense() {
-        for s in ["", "2016-01-12", "2016-13-01T00:00:00Z", "2016-02-30T00:00:00Z", "2016-01-12T25:00:00Z",
-                  "2016-01-12T21:35:16", "2016-01-12T21:35:16+08", "yesterday", "2016-01-12T21:35:16+0800x"] {
+        for s in [
+            "", "2016-01-12", "2016-13-01T00:00:00Z", "2016-02-30T00:00:00Z", "2016-01-12T25:00:00Z",
+            "2016-01-12T21:35:16", "2016-01-12T21:35:16+08", "yesterday", "2016-01-12T21:35:16+0800x",
+        ] {
             XCTAssertNil(OrderTimestamp(parsing: s), s)
         }
         XCTAssertNotNil(OrderTimestamp(parsing: "2016-02-29T00:00:00Z"))

@@ -1,5 +1,6 @@
 import JSON
 import XCTest
+
 @testable import SyncCore
 
 final class WireTests: XCTestCase {
@@ -9,10 +10,10 @@ final class WireTests: XCTestCase {
 
     func testDecodesTheStorePOSExample() throws {
         let text = """
-        {"operation":0,"orders":[{"uuid":"\(u1)","customerName":"Kevin","created":"2016-01-12T21:35:16+0800",
-        "shippingMethod":"DHL","tableSize":-1},{"uuid":"\(u2)","customerName":"Kevin",
-        "created":"2016-01-09T22:41:37+0800","shippingMethod":"DHL","tableSize":-1}]}
-        """
+            {"operation":0,"orders":[{"uuid":"\(u1)","customerName":"Kevin","created":"2016-01-12T21:35:16+0800",
+            "shippingMethod":"DHL","tableSize":-1},{"uuid":"\(u2)","customerName":"Kevin",
+            "created":"2016-01-09T22:41:37+0800","shippingMethod":"DHL","tableSize":-1}]}
+            """
         guard case .success(.operation(let m)) = ClientMessage.decode(text) else { return XCTFail("not decoded") }
         XCTAssertEqual(m.operation, .create)
         let plan = OperationPlanner.plan(m, now: now) { _ in nil }
@@ -42,13 +43,15 @@ final class WireTests: XCTestCase {
     }
 
     func testPerOrderErrorsRejectOnlyThatOrder() {
-        let m = OperationMessage(operation: .create, orders: [
-            .object(JSONObject([("uuid", .string(u1)), ("customerName", .string("A"))])),
-            .object(JSONObject([("uuid", .string("not-a-uuid"))])),
-            .object(JSONObject([("customerName", .string("no uuid"))])),
-            .object(JSONObject([("uuid", .string(u2)), ("tableSize", .string("four"))])),
-            .string("x"),
-        ])
+        let m = OperationMessage(
+            operation: .create,
+            orders: [
+                .object(JSONObject([("uuid", .string(u1)), ("customerName", .string("A"))])),
+                .object(JSONObject([("uuid", .string("not-a-uuid"))])),
+                .object(JSONObject([("customerName", .string("no uuid"))])),
+                .object(JSONObject([("uuid", .string(u2)), ("tableSize", .string("four"))])),
+                .string("x"),
+            ])
         let plan = OperationPlanner.plan(m, now: now) { _ in nil }
         XCTAssertEqual(plan.changes.map(\.order.uuid), [u1])
         XCTAssertEqual(plan.errors.map(\.code), [.invalidUUID, .invalidUUID, .invalidField, .invalidMessage])
@@ -57,11 +60,14 @@ final class WireTests: XCTestCase {
     }
 
     func testUpdateKeepsFieldsItDoesNotCarry() throws {
-        let stored = Order(uuid: u1, customerName: "Kevin", created: now, shippingMethod: "DHL", tableName: "T4",
-                           tableSize: 4, version: 3)
-        let m = OperationMessage(operation: .update, orders: [
-            .object(JSONObject([("uuid", .string(u1.lowercased())), ("tableSize", .int(6)), ("allergy", .string("nuts"))])),
-        ])
+        let stored = Order(
+            uuid: u1, customerName: "Kevin", created: now, shippingMethod: "DHL", tableName: "T4",
+            tableSize: 4, version: 3)
+        let m = OperationMessage(
+            operation: .update,
+            orders: [
+                .object(JSONObject([("uuid", .string(u1.lowercased())), ("tableSize", .int(6)), ("allergy", .string("nuts"))]))
+            ])
         let plan = OperationPlanner.plan(m, now: now) { $0.lowercased() == stored.key ? stored : nil }
         guard case .update(let o) = try XCTUnwrap(plan.changes.first) else { return XCTFail() }
         XCTAssertEqual(o.customerName, "Kevin")
@@ -75,13 +81,25 @@ final class WireTests: XCTestCase {
 
     func testCreateRepeatAndConflict() {
         let stored = Order(uuid: u1, customerName: "Kevin", created: OrderTimestamp(parsing: "2016-01-12T21:35:16+0800")!)
-        let same = OperationMessage(operation: .create, orders: [.object(JSONObject([
-            ("uuid", .string(u1)), ("customerName", .string("Kevin")), ("created", .string("2016-01-12T13:35:16Z"))]))])
+        let same = OperationMessage(
+            operation: .create,
+            orders: [
+                .object(
+                    JSONObject([
+                        ("uuid", .string(u1)), ("customerName", .string("Kevin")), ("created", .string("2016-01-12T13:35:16Z")),
+                    ]))
+            ])
         var plan = OperationPlanner.plan(same, now: now) { _ in stored }
         // Same instant, different offset: not identical content.
         XCTAssertEqual(plan.errors.map(\.code), [.alreadyExists])
-        let exact = OperationMessage(operation: .create, orders: [.object(JSONObject([
-            ("uuid", .string(u1)), ("customerName", .string("Kevin")), ("created", .string("2016-01-12T21:35:16+0800"))]))])
+        let exact = OperationMessage(
+            operation: .create,
+            orders: [
+                .object(
+                    JSONObject([
+                        ("uuid", .string(u1)), ("customerName", .string("Kevin")), ("created", .string("2016-01-12T21:35:16+0800")),
+                    ]))
+            ])
         plan = OperationPlanner.plan(exact, now: now) { _ in stored }
         XCTAssertEqual(plan.errors, [])
         XCTAssertEqual(plan.unchanged.count, 1)
@@ -98,8 +116,11 @@ final class WireTests: XCTestCase {
     }
 
     func testSameMessageCreateThenRemove() {
-        let m1 = OperationMessage(operation: .create, orders: [
-            .object(JSONObject([("uuid", .string(u1))])), .object(JSONObject([("uuid", .string(u1))]))])
+        let m1 = OperationMessage(
+            operation: .create,
+            orders: [
+                .object(JSONObject([("uuid", .string(u1))])), .object(JSONObject([("uuid", .string(u1))])),
+            ])
         let plan = OperationPlanner.plan(m1, now: now) { _ in nil }
         XCTAssertEqual(plan.changes.count, 1)
         XCTAssertEqual(plan.unchanged.count, 1)
@@ -107,19 +128,27 @@ final class WireTests: XCTestCase {
 
     func testSQLLookingTextIsJustText() {
         let evil = "Robert'); DROP TABLE orders;--"
-        let m = OperationMessage(operation: .create, orders: [.object(JSONObject([
-            ("uuid", .string(u1)), ("customerName", .string(evil))]))])
+        let m = OperationMessage(
+            operation: .create,
+            orders: [
+                .object(
+                    JSONObject([
+                        ("uuid", .string(u1)), ("customerName", .string(evil)),
+                    ]))
+            ])
         let plan = OperationPlanner.plan(m, now: now) { _ in nil }
         XCTAssertEqual(plan.changes.first?.order.customerName, evil)
     }
 
     func testServerMessagesRoundTrip() {
-        let o = Order(uuid: u1, customerName: "K", created: now, shippingMethod: "DHL", tableSize: -1,
-                      extra: JSONObject([("allergy", .string("x"))]), version: 2)
+        let o = Order(
+            uuid: u1, customerName: "K", created: now, shippingMethod: "DHL", tableSize: -1,
+            extra: JSONObject([("allergy", .string("x"))]), version: 2)
         let msgs: [ServerMessage] = [
             .applied(operation: .update, orders: [o], seq: 7, opId: "op-1", origin: "t1", snapshot: nil),
-            .applied(operation: .create, orders: [o], seq: nil, opId: nil, origin: nil,
-                     snapshot: SnapshotPart(seq: 9, part: 1, parts: 2, epoch: "e")),
+            .applied(
+                operation: .create, orders: [o], seq: nil, opId: nil, origin: nil,
+                snapshot: SnapshotPart(seq: 9, part: 1, parts: 2, epoch: "e")),
             .ready(seq: 9, epoch: "e", store: "s"),
             .error(WireError(.notFound, "nope", uuid: u1, index: 0), opId: "op-2", operation: .remove),
             .result(opId: "op-3", seq: 10, applied: 1, unchanged: 0, failed: 2),
@@ -142,17 +171,22 @@ final class WireTests: XCTestCase {
         h.pending = ["op-1", "op-2"]
         XCTAssertTrue(h.encoded().contains(#""pending":["op-1","op-2"]"#), h.encoded())
         XCTAssertEqual(try ClientMessage.decode(h.encoded()).get(), .hello(h))
-        for bad in [#"{"type":"hello","terminal":"t","pending":"op-1"}"#, #"{"type":"hello","terminal":"t","pending":[1]}"#,
-                    #"{"type":"hello","terminal":"t","pending":[""]}"#] {
+        for bad in [
+            #"{"type":"hello","terminal":"t","pending":"op-1"}"#, #"{"type":"hello","terminal":"t","pending":[1]}"#,
+            #"{"type":"hello","terminal":"t","pending":[""]}"#,
+        ] {
             guard case .failure(let e) = ClientMessage.decode(bad) else { return XCTFail("accepted \(bad)") }
             XCTAssertEqual(e.code, .invalidMessage)
             XCTAssertTrue(e.message.contains("pending"), e.message)
         }
         var o = JSONObject([("type", .string("hello")), ("terminal", .string("t"))])
         o["pending"] = .array((0...HelloMessage.maxPending).map { .string("op-\($0)") })
-        if case .success = ClientMessage.decode(JSONValue.object(o).serialized()) { XCTFail("a hello with more pending ids than the limit was accepted") }
-        let part = ServerMessage.applied(operation: .create, orders: [], seq: nil, opId: nil, origin: nil,
-                                         snapshot: SnapshotPart(seq: 9, part: 1, parts: 1, epoch: "e", applied: ["op-2": 7]))
+        if case .success = ClientMessage.decode(JSONValue.object(o).serialized()) {
+            XCTFail("a hello with more pending ids than the limit was accepted")
+        }
+        let part = ServerMessage.applied(
+            operation: .create, orders: [], seq: nil, opId: nil, origin: nil,
+            snapshot: SnapshotPart(seq: 9, part: 1, parts: 1, epoch: "e", applied: ["op-2": 7]))
         XCTAssertTrue(part.encoded().contains(#""applied":{"op-2":7}"#), part.encoded())
         XCTAssertEqual(try ServerMessage.decode(part.encoded()).get(), part)
     }

@@ -35,8 +35,9 @@ class InMemorySlaveStore: SlaveStore {
     func outboxEntries() throws -> [OutboxEntry] { outbox }
 
     func loadReplicaState() throws -> ReplicaState {
-        ReplicaState(lastSeq: lastSeq, epoch: epoch, store: storeName, outbox: outbox, syncErrors: syncErrors,
-                     needsSnapshot: needsSnapshot)
+        ReplicaState(
+            lastSeq: lastSeq, epoch: epoch, store: storeName, outbox: outbox, syncErrors: syncErrors,
+            needsSnapshot: needsSnapshot)
     }
 
     func answeredOperation(opId: String) throws -> AnsweredOperation? { answered.last { $0.opId == opId } }

@@ -75,7 +75,8 @@ final class SimChecker {
 
     /// Records a broken invariant with the trace that led to it.
     func fail(_ sim: Simulation, _ invariant: String, _ detail: String) {
-        violations.append(SimViolation(invariant: invariant, detail: detail, time: sim.clock.now, trace: sim.trace.tail(sim.config.traceLines)))
+        violations.append(
+            SimViolation(invariant: invariant, detail: detail, time: sim.clock.now, trace: sim.trace.tail(sim.config.traceLines)))
     }
 
     // MARK: As the run goes
@@ -129,9 +130,11 @@ final class SimChecker {
             let entry = e.outbox[i]
             guard let expected = expectation(entry)[k], let problem = expected.problem(with: s.store.orders[k]) else { continue }
             guard provisionalSeen.insert("\(s.index) \(entry.opId) \(k)").inserted else { continue }
-            provisional.append(Provisional(slave: s.index, opId: entry.opId, key: k, lastSeq: e.lastSeq, time: sim.clock.now,
-                                           detail: "\(s.tag) has op \(entry.opId) waiting in its outbox for \(k): \(problem)",
-                                           trace: provisional.count < 3 ? sim.trace.tail(sim.config.traceLines) : []))
+            provisional.append(
+                Provisional(
+                    slave: s.index, opId: entry.opId, key: k, lastSeq: e.lastSeq, time: sim.clock.now,
+                    detail: "\(s.tag) has op \(entry.opId) waiting in its outbox for \(k): \(problem)",
+                    trace: provisional.count < 3 ? sim.trace.tail(sim.config.traceLines) : []))
         }
     }
 
@@ -173,8 +176,10 @@ final class SimChecker {
                     } else if retention {
                         // The master keeps its newest entries: the first one cannot have been
                         // compacted yet, so the engine failed to recognise a repeat it held.
-                        fail(sim, "applied twice", "op \(id) is journal entries \(first) and \(entry.seq), fewer than "
-                             + "\(Simulation.journalKeepNewest) apart (the first could not have been compacted)")
+                        fail(
+                            sim, "applied twice",
+                            "op \(id) is journal entries \(first) and \(entry.seq), fewer than "
+                                + "\(Simulation.journalKeepNewest) apart (the first could not have been compacted)")
                     } else {
                         fail(sim, "applied twice", "op \(id) is journal entries \(first) and \(entry.seq)")
                     }
@@ -204,8 +209,10 @@ final class SimChecker {
         }
 
         for a in acked where settled && seqOf[a.opId] == nil && unchanged[a.opId] == nil && !refused(a.opId, a.slave) {
-            fail(sim, "acknowledged write lost", "s\(a.slave) acknowledged op \(a.opId) at t=\(a.time): not in the master's journal, "
-                 + "and not refused")
+            fail(
+                sim, "acknowledged write lost",
+                "s\(a.slave) acknowledged op \(a.opId) at t=\(a.time): not in the master's journal, "
+                    + "and not refused")
         }
 
         // Every order of an applied operation is accounted for: applied (in its journal entry),
@@ -214,15 +221,18 @@ final class SimChecker {
         for a in acked where settled && accounted.insert(a.opId).inserted {
             guard let seq = seqOf[a.opId], let entry = history.first(where: { $0.seq == seq }) else { continue }
             var known = Set(entry.orderUUIDs.map { $0.lowercased() })
-            let refusals = sim.master.store.rejectionRows + sim.master.store.lostRejections
+            let refusals =
+                sim.master.store.rejectionRows + sim.master.store.lostRejections
                 + sim.slaves[a.slave].store.rejections.filter { $0.origin == "master" }
             for r in refusals where r.opId == a.opId && r.code != .storageFailed {
                 if let u = r.orderUUID { known.insert(u.lowercased()) }
             }
             let missing = a.keys.filter { !known.contains($0) }
             if missing.count > unchangedCount[a.opId] ?? 0 {
-                fail(sim, "every order answered", "s\(a.slave) op \(a.opId) (journal seq \(seq)): the master neither applied, refused "
-                     + "nor reported unchanged its change to \(missing.joined(separator: ", ")); " + Self.history(of: a.opId, sim))
+                fail(
+                    sim, "every order answered",
+                    "s\(a.slave) op \(a.opId) (journal seq \(seq)): the master neither applied, refused "
+                        + "nor reported unchanged its change to \(missing.joined(separator: ", ")); " + Self.history(of: a.opId, sim))
             }
         }
 
@@ -233,8 +243,10 @@ final class SimChecker {
             for a in acked where a.slave == s.index && seen.insert(a.opId).inserted {
                 guard let seq = seqOf[a.opId] else { continue }
                 if let b = before, b.seq > seq {
-                    fail(sim, "per-terminal order", "\(s.tag) acknowledged op \(b.opId) before op \(a.opId), but the master applied them "
-                         + "as seq \(b.seq) and \(seq); " + Self.history(of: b.opId, sim))
+                    fail(
+                        sim, "per-terminal order",
+                        "\(s.tag) acknowledged op \(b.opId) before op \(a.opId), but the master applied them "
+                            + "as seq \(b.seq) and \(seq); " + Self.history(of: b.opId, sim))
                     break
                 }
                 before = (a.opId, seq)
@@ -245,7 +257,9 @@ final class SimChecker {
             var last: Int64 = 0
             for (n, applied) in s.store.appliedLog.enumerated() {
                 if applied.snapshot ? applied.seq < last : applied.seq != last + 1 {
-                    fail(sim, "applied sequence", "\(s.tag) commit \(n) set seq \(applied.seq)\(applied.snapshot ? " (snapshot)" : "") after \(last)")
+                    fail(
+                        sim, "applied sequence",
+                        "\(s.tag) commit \(n) set seq \(applied.seq)\(applied.snapshot ? " (snapshot)" : "") after \(last)")
                     break
                 }
                 last = applied.seq
@@ -261,25 +275,32 @@ final class SimChecker {
             // The master's entry for the operation does not carry this order: refused (a refusal
             // the master could not record, heard by nobody) or a harmless repeat.
             if let applied = seqOf[p.opId], let entry = history.first(where: { $0.seq == applied }),
-               !entry.orderUUIDs.contains(where: { $0.lowercased() == p.key }) {
+                !entry.orderUUIDs.contains(where: { $0.lowercased() == p.key })
+            {
                 sim.stats.provisionalDiscarded += 1
                 continue
             }
-            if let applied = seqOf[p.opId] ?? unchanged[p.opId], touching[p.key, default: []].contains(where: { $0 > applied && $0 <= p.lastSeq }) {
+            if let applied = seqOf[p.opId] ?? unchanged[p.opId],
+                touching[p.key, default: []].contains(where: { $0 > applied && $0 <= p.lastSeq })
+            {
                 sim.stats.provisionalDiscarded += 1
                 continue
             }
             let where_ = seqOf[p.opId].map { "applied by the master as seq \($0)" } ?? "not applied by the master"
-            violations.append(SimViolation(invariant: "read-your-writes", detail: "\(p.detail) (at replica seq \(p.lastSeq); \(where_))",
-                                           time: p.time, trace: p.trace))
+            violations.append(
+                SimViolation(
+                    invariant: "read-your-writes", detail: "\(p.detail) (at replica seq \(p.lastSeq); \(where_))",
+                    time: p.time, trace: p.trace))
         }
 
         let truth = canonical(sim.master.store.orders)
         for s in sim.slaves {
             let replica = canonical(s.store.orders)
             if !replica.elementsEqual(truth, by: { $0.0 == $1.0 && $0.1 == $1.1 }) {
-                fail(sim, "convergence", "\(s.tag) differs from the master (hash \(Self.stateHash(s.store.orders)) vs "
-                     + "\(Self.stateHash(sim.master.store.orders))):\n" + diff(truth, replica))
+                fail(
+                    sim, "convergence",
+                    "\(s.tag) differs from the master (hash \(Self.stateHash(s.store.orders)) vs "
+                        + "\(Self.stateHash(sim.master.store.orders))):\n" + diff(truth, replica))
             }
         }
     }

@@ -21,7 +21,8 @@ extension Simulation {
     /// True when the `dropAnswers` mutation swallows this message before the slave engine sees it.
     func dropsAnswer(_ text: String) -> Bool {
         guard text.hasPrefix("{\"type\":\"result\""),
-              case .success(.result(let opId, _, _, _, _)) = ServerMessage.decode(text) else { return false }
+            case .success(.result(let opId, _, _, _, _)) = ServerMessage.decode(text)
+        else { return false }
         if droppedAnswers.contains(opId) { return true }
         answersSeen += 1
         guard answersSeen % 5 == 0 else { return false }

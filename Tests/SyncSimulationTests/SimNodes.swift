@@ -87,8 +87,9 @@ extension Simulation {
 
     func startSlave(_ s: SlaveNode) {
         do {
-            s.engine = try SlaveEngine(store: s.store, terminalId: s.terminalId, terminalName: s.name,
-                                       configuredStore: s.configuredStore)
+            s.engine = try SlaveEngine(
+                store: s.store, terminalId: s.terminalId, terminalName: s.name,
+                configuredStore: s.configuredStore)
         } catch {
             checker.fail(self, "engine", "\(s.tag) could not start: \(error)")
             return
@@ -208,8 +209,10 @@ extension Simulation {
                 }
             case .answered(let opId, let seq, let applied, let errors, let pending):
                 if pending { stats.answeredPending += 1 }
-                trace.add(clock.now, s.tag, "answered", "op \(opId) seq \(seq.map(String.init) ?? "nil") applied \(applied.count) "
-                    + "errors [\(errors.map(\.code.rawValue).joined(separator: ","))] pending \(pending)")
+                trace.add(
+                    clock.now, s.tag, "answered",
+                    "op \(opId) seq \(seq.map(String.init) ?? "nil") applied \(applied.count) "
+                        + "errors [\(errors.map(\.code.rawValue).joined(separator: ","))] pending \(pending)")
             case .synced(let seq, _, _):
                 trace.add(clock.now, s.tag, "synced", "seq \(seq)")
             case .log(let l):

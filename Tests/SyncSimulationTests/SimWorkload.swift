@@ -1,4 +1,5 @@
 import JSON
+
 @testable import SyncCore
 
 /// The POS apps: random Create/Update/Remove messages through the slaves' local API (and
@@ -38,9 +39,10 @@ extension Simulation {
         guard let e = s.engine else { return }
         stats.writes += 1
         let (result, actions) = e.localWrite(message, opId: opId, now: slaveNow(s))
-        trace.add(clock.now, s.tag, retry ? "write (retry)" : "write",
-                  "op \(opId) \(message.operation) changes \(result.changes.count) errors \(result.errors.count) "
-                  + "failure \(result.failure.map { "\($0)" } ?? "-")")
+        trace.add(
+            clock.now, s.tag, retry ? "write (retry)" : "write",
+            "op \(opId) \(message.operation) changes \(result.changes.count) errors \(result.errors.count) "
+                + "failure \(result.failure.map { "\($0)" } ?? "-")")
         s.recent.append((clock.now, opId, message))
         if s.recent.count > 8 { s.recent.removeFirst() }
         if let f = result.failure {
@@ -73,8 +75,10 @@ extension Simulation {
             e.lastSeq += 1
         }
         let (outcome, actions) = e.localWrite(message, origin: "office (local API)", now: masterNow)
-        trace.add(clock.now, "m", "write", "op \(message.opId ?? "-") \(message.operation) seq \(outcome.seq.map(String.init) ?? "nil") "
-                  + "errors \(outcome.errors.count)")
+        trace.add(
+            clock.now, "m", "write",
+            "op \(message.opId ?? "-") \(message.operation) seq \(outcome.seq.map(String.init) ?? "nil") "
+                + "errors \(outcome.errors.count)")
         if outcome.seq != nil, !outcome.isRepeat {
             stats.acknowledged += 1
             stats.masterWrites += 1
@@ -92,8 +96,9 @@ extension Simulation {
                 for _ in 0..<rng.int(1...2) { orders.append(.object(newOrder())) }
             }
             if rng.chance(0.03) {
-                orders.insert(.object(JSONObject([("uuid", .string("not-a-uuid")), ("customerName", .string("x"))])),
-                              at: rng.below(orders.count + 1))
+                orders.insert(
+                    .object(JSONObject([("uuid", .string("not-a-uuid")), ("customerName", .string("x"))])),
+                    at: rng.below(orders.count + 1))
             }
             return OperationMessage(operation: .create, orders: orders)
         }
@@ -140,11 +145,14 @@ extension Simulation {
     private func newOrder() -> JSONObject {
         let key = rng.uuid()
         createdKeys.append(key)
-        var o = JSONObject([("uuid", .string(rng.chance(0.1) ? key.uppercased() : key)),
-                            ("customerName", .string(rng.pick(Self.names)))])
+        var o = JSONObject([
+            ("uuid", .string(rng.chance(0.1) ? key.uppercased() : key)),
+            ("customerName", .string(rng.pick(Self.names))),
+        ])
         if rng.chance(0.5) {
             let offset = rng.pick(["+0800", "+0200", "+0000", "-0500", "+0530"])
-            o["created"] = .string("2025-06-\(10 + rng.int(0...19))T\(10 + rng.int(0...13)):\(10 + rng.int(0...49)):\(10 + rng.int(0...49))\(offset)")
+            o["created"] = .string(
+                "2025-06-\(10 + rng.int(0...19))T\(10 + rng.int(0...13)):\(10 + rng.int(0...49)):\(10 + rng.int(0...49))\(offset)")
         }
         if rng.chance(0.2) { o["shippingMethod"] = .string(rng.pick(["DHL", "pickup"])) }
         if rng.chance(0.5) { o["tableName"] = .string("T\(rng.int(1...20))") }
@@ -157,13 +165,14 @@ extension Simulation {
     }
 
     private func items() -> JSONValue {
-        .array((0..<rng.int(1...3)).map { _ in
-            var line = JSONObject()
-            if rng.chance(0.5) { line["sku"] = .string(rng.pick(["LAT", "ESP", "CRO"])) }
-            line["name"] = .string(rng.pick(["Latte", "Espresso", "Croissant"]))
-            line["quantity"] = .int(rng.int(Int64(1)...4))
-            line["unitPrice"] = .int(rng.int(Int64(100)...900))
-            return .object(line)
-        })
+        .array(
+            (0..<rng.int(1...3)).map { _ in
+                var line = JSONObject()
+                if rng.chance(0.5) { line["sku"] = .string(rng.pick(["LAT", "ESP", "CRO"])) }
+                line["name"] = .string(rng.pick(["Latte", "Espresso", "Croissant"]))
+                line["quantity"] = .int(rng.int(Int64(1)...4))
+                line["unitPrice"] = .int(rng.int(Int64(100)...900))
+                return .object(line)
+            })
     }
 }

@@ -183,9 +183,10 @@ final class Simulation {
         stats.gracefulCloses += network.gracefulCloses
         stats.snapshots += slaves.reduce(0) { n, s in n + s.store.appliedLog.filter(\.snapshot).count }
         checker.finish(self, settled: settled)
-        return SimOutcome(seed: config.seed, violations: checker.violations, stats: stats, traceHash: trace.hash.hex,
-                          stateHash: SimChecker.stateHash(master.store.orders), traceTail: checker.violations.first?.trace ?? [],
-                          finalTrace: config.traceLines > 40 ? trace.tail(config.traceLines) : [])
+        return SimOutcome(
+            seed: config.seed, violations: checker.violations, stats: stats, traceHash: trace.hash.hex,
+            stateHash: SimChecker.stateHash(master.store.orders), traceTail: checker.violations.first?.trace ?? [],
+            finalTrace: config.traceLines > 40 ? trace.tail(config.traceLines) : [])
     }
 
     /// No more writes or faults; every node comes back; run until every replica is up to date.
@@ -215,12 +216,15 @@ final class Simulation {
                 why.append("\(s.tag) down")
                 continue
             }
-            why.append("\(s.tag): link=\(e.link.rawValue) lastSeq=\(e.lastSeq) master=\(master.engine?.lastSeq ?? -1) "
-                + "outbox=\(e.outboxCount) inFlight=\(e.inFlightCount) needsSnapshot=\(e.needsSnapshot) "
-                + "waiting: \(e.outbox.map { SimChecker.history(of: $0.opId, self) }.joined(separator: ", "))")
+            why.append(
+                "\(s.tag): link=\(e.link.rawValue) lastSeq=\(e.lastSeq) master=\(master.engine?.lastSeq ?? -1) "
+                    + "outbox=\(e.outboxCount) inFlight=\(e.inFlightCount) needsSnapshot=\(e.needsSnapshot) "
+                    + "waiting: \(e.outbox.map { SimChecker.history(of: $0.opId, self) }.joined(separator: ", "))")
         }
-        checker.fail(self, "convergence", "not settled \(config.quietLimitMillis) ms after the faults stopped: "
-            + why.joined(separator: "; "))
+        checker.fail(
+            self, "convergence",
+            "not settled \(config.quietLimitMillis) ms after the faults stopped: "
+                + why.joined(separator: "; "))
         return false
     }
 
@@ -229,7 +233,8 @@ final class Simulation {
         guard let m = master.engine else { return false }
         for s in slaves {
             guard let e = s.engine, s.link != nil, e.link == .live, e.outboxCount == 0, e.inFlightCount == 0,
-                  !e.needsSnapshot, e.lastSeq == m.lastSeq else { return false }
+                !e.needsSnapshot, e.lastSeq == m.lastSeq
+            else { return false }
         }
         return true
     }

@@ -6,8 +6,10 @@ import XCTest
 final class SimulationSelfCheckTests: XCTestCase {
     /// Finds the first seed in `seeds` where `mutation` breaks `invariant`, and requires the
     /// same seed to pass with the engines as shipped (so the mutation, not the seed, broke it).
-    private func assertCaught(_ mutation: SimMutation, by invariant: String, seeds: ClosedRange<UInt64>,
-                              file: StaticString = #filePath, line: UInt = #line) {
+    private func assertCaught(
+        _ mutation: SimMutation, by invariant: String, seeds: ClosedRange<UInt64>,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         for seed in seeds {
             var config = SimConfig(seed: seed)
             config.mutation = mutation
@@ -15,12 +17,14 @@ final class SimulationSelfCheckTests: XCTestCase {
             guard let v = broken.violations.first(where: { $0.invariant == invariant }) else { continue }
             print("mutation \(mutation.rawValue), seed \(seed): \(v.invariant): \(v.detail.prefix(300))")
             let clean = Simulation(SimConfig(seed: seed)).run()
-            XCTAssertEqual(clean.violations.map(\.invariant), [], "seed \(seed) fails without the mutation too",
-                           file: file, line: line)
+            XCTAssertEqual(
+                clean.violations.map(\.invariant), [], "seed \(seed) fails without the mutation too",
+                file: file, line: line)
             return
         }
-        XCTFail("the engine mutation \(mutation.rawValue) went unnoticed by \"\(invariant)\" on seeds \(seeds)",
-                file: file, line: line)
+        XCTFail(
+            "the engine mutation \(mutation.rawValue) went unnoticed by \"\(invariant)\" on seeds \(seeds)",
+            file: file, line: line)
     }
 
     func testCheckerCatchesAMasterEngineThatSkipsAJournalEntry() {
@@ -68,8 +72,9 @@ final class SimulationSelfCheckTests: XCTestCase {
         child.waitUntilExit()
         XCTAssertEqual(child.terminationStatus, 0, "the second process failed:\n\(output.suffix(2000))")
         let line = output.split(separator: "\n").first { $0.hasPrefix("simulation run hash: ") }
-        XCTAssertEqual(line.map { String($0.dropFirst("simulation run hash: ".count)) }, hash,
-                       "seeds \(Self.hashSeeds) ran differently in a second process")
+        XCTAssertEqual(
+            line.map { String($0.dropFirst("simulation run hash: ".count)) }, hash,
+            "seeds \(Self.hashSeeds) ran differently in a second process")
         print("seeds \(Self.hashSeeds.first!)...\(Self.hashSeeds.last!): run hash \(hash) in both processes")
     }
 }

@@ -21,8 +21,10 @@ final class SyncSimulationTests: XCTestCase {
 
     static func report(_ o: SimOutcome) -> String {
         guard let first = o.violations.first else { return "seed \(o.seed): ok" }
-        var lines = ["SIMULATION FAILURE seed=\(o.seed) invariant=\(first.invariant) at t=\(first.time) ms",
-                     "  \(first.detail)"]
+        var lines = [
+            "SIMULATION FAILURE seed=\(o.seed) invariant=\(first.invariant) at t=\(first.time) ms",
+            "  \(first.detail)",
+        ]
         for v in o.violations.dropFirst().prefix(5) { lines.append("  also \(v.invariant): \(v.detail)") }
         if o.violations.count > 6 { lines.append("  ... \(o.violations.count - 6) more") }
         lines.append("  last trace lines:")
@@ -31,8 +33,9 @@ final class SyncSimulationTests: XCTestCase {
             lines.append("  the run to its end:")
             lines += o.finalTrace.map { "    " + $0 }
         }
-        lines.append("  reproduce: ORDERSYNC_SIM_SEED=\(o.seed) swift test --filter SyncSimulationTests"
-                     + " (add ORDERSYNC_SIM_TRACE=100000 to print the whole run)")
+        lines.append(
+            "  reproduce: ORDERSYNC_SIM_SEED=\(o.seed) swift test --filter SyncSimulationTests"
+                + " (add ORDERSYNC_SIM_TRACE=100000 to print the whole run)")
         return lines.joined(separator: "\n")
     }
 
@@ -56,8 +59,9 @@ final class SyncSimulationTests: XCTestCase {
             }
         }
         let seconds = Date().timeIntervalSince(started)
-        print("simulation: \(seeds.count) seeds in \(Int(seconds * 1000)) ms wall clock, \(failed.count) failed, "
-              + "run hash \(runHash)")
+        print(
+            "simulation: \(seeds.count) seeds in \(Int(seconds * 1000)) ms wall clock, \(failed.count) failed, "
+                + "run hash \(runHash)")
         print(total.summary)
         if !failed.isEmpty {
             let list = failed.prefix(200).map { "\($0.seed) (\($0.violations[0].invariant))" }.joined(separator: ", ")
@@ -68,8 +72,9 @@ final class SyncSimulationTests: XCTestCase {
         // use needs a POS retry arriving after at least `journalKeepNewest` newer entries and a
         // compaction, within the few seconds a POS app retries (the checker verifies the
         // distance per case).
-        XCTAssertLessThanOrEqual(total.reappliedAfterCompaction, total.clientRetries / 100,
-                                 "repeats applied again after compaction: \(total.reappliedAfterCompaction)")
+        XCTAssertLessThanOrEqual(
+            total.reappliedAfterCompaction, total.clientRetries / 100,
+            "repeats applied again after compaction: \(total.reappliedAfterCompaction)")
         assertMinimumVolumes(total, seeds: seeds.count)
     }
 
@@ -105,8 +110,10 @@ final class SyncSimulationTests: XCTestCase {
     }
 
     /// Runs `seeds` and returns the hash of every run's trace and final state, in seed order.
-    static func run(_ seeds: [UInt64], _ configure: (inout SimConfig) -> Void = { _ in },
-                    each: (SimOutcome) -> Void = { _ in }) -> String {
+    static func run(
+        _ seeds: [UInt64], _ configure: (inout SimConfig) -> Void = { _ in },
+        each: (SimOutcome) -> Void = { _ in }
+    ) -> String {
         var runHash = StableHash()
         for seed in seeds {
             var config = SimConfig(seed: seed)
@@ -135,8 +142,10 @@ final class SyncSimulationTests: XCTestCase {
 
     /// Runs seeds with a deliberately broken store until the checker reports one of `expected`;
     /// returns what it said.
-    private func objection(_ seeds: ClosedRange<UInt64>, _ expected: Set<String>,
-                           _ configure: (inout SimConfig) -> Void) -> SimViolation? {
+    private func objection(
+        _ seeds: ClosedRange<UInt64>, _ expected: Set<String>,
+        _ configure: (inout SimConfig) -> Void
+    ) -> SimViolation? {
         for seed in seeds {
             var config = SimConfig(seed: seed)
             configure(&config)

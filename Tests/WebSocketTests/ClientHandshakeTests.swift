@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import WebSocket
 
 final class ClientHandshakeTests: XCTestCase {
@@ -22,8 +23,10 @@ final class ClientHandshakeTests: XCTestCase {
         return handshake.parseResponse(response(lines))
     }
 
-    private func assertFails(_ lines: [String], subprotocols: [String] = [], mentioning text: String,
-                             file: StaticString = #filePath, line: UInt = #line) {
+    private func assertFails(
+        _ lines: [String], subprotocols: [String] = [], mentioning text: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         guard case .failed(let error) = check(lines, subprotocols: subprotocols) else {
             return XCTFail("accepted \(lines)", file: file, line: line)
         }
@@ -40,8 +43,9 @@ final class ClientHandshakeTests: XCTestCase {
     }
 
     func testRequestIsAcceptedByOurServerAndResponseByOurClient() {
-        var client = ClientHandshake(host: "10.0.0.1:8080", path: "/sync", key: ClientHandshake.makeKey(),
-                                     subprotocols: ["ordersync.v1", "chat"])
+        var client = ClientHandshake(
+            host: "10.0.0.1:8080", path: "/sync", key: ClientHandshake.makeKey(),
+            subprotocols: ["ordersync.v1", "chat"])
         let text = String(decoding: client.requestBytes, as: UTF8.self)
         XCTAssertTrue(text.hasPrefix("GET /sync HTTP/1.1\r\nHost: 10.0.0.1:8080\r\n"))
         XCTAssertTrue(text.contains("Sec-WebSocket-Protocol: ordersync.v1, chat\r\n"))
@@ -104,8 +108,9 @@ final class ClientHandshakeTests: XCTestCase {
         assertFails(goodLines + ["Sec-WebSocket-Extensions: permessage-deflate"], mentioning: "extensions")
         assertFails(goodLines + ["Sec-WebSocket-Protocol: chat"], mentioning: "not offered")
         assertFails(goodLines + ["Sec-WebSocket-Protocol: other"], subprotocols: ["chat"], mentioning: "not offered")
-        XCTAssertEqual(check(goodLines + ["Sec-WebSocket-Protocol: chat"], subprotocols: ["chat"]),
-                       .accepted(subprotocol: "chat", consumed: response(goodLines + ["Sec-WebSocket-Protocol: chat"]).count))
+        XCTAssertEqual(
+            check(goodLines + ["Sec-WebSocket-Protocol: chat"], subprotocols: ["chat"]),
+            .accepted(subprotocol: "chat", consumed: response(goodLines + ["Sec-WebSocket-Protocol: chat"]).count))
     }
 
     func testBoundedResponseHead() {

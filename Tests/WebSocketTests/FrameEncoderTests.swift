@@ -1,20 +1,25 @@
 import XCTest
+
 @testable import WebSocket
 
 final class FrameEncoderTests: XCTestCase {
     func testRFCMaskedHello() {
-        let bytes = FrameEncoder.encode(Frame(opcode: .text, payload: Array("Hello".utf8)),
-                                        maskingKey: MaskingKey(0x37, 0xFA, 0x21, 0x3D))
+        let bytes = FrameEncoder.encode(
+            Frame(opcode: .text, payload: Array("Hello".utf8)),
+            maskingKey: MaskingKey(0x37, 0xFA, 0x21, 0x3D))
         XCTAssertEqual(bytes, [0x81, 0x85, 0x37, 0xFA, 0x21, 0x3D, 0x7F, 0x9F, 0x4D, 0x51, 0x58])
     }
 
     func testRFCFragmentsAndPing() {
-        XCTAssertEqual(FrameEncoder.encode(Frame(fin: false, opcode: .text, payload: Array("Hel".utf8)), maskingKey: nil),
-                       [0x01, 0x03, 0x48, 0x65, 0x6C])
-        XCTAssertEqual(FrameEncoder.encode(Frame(opcode: .continuation, payload: Array("lo".utf8)), maskingKey: nil),
-                       [0x80, 0x02, 0x6C, 0x6F])
-        XCTAssertEqual(FrameEncoder.encode(Frame(opcode: .ping, payload: Array("Hello".utf8)), maskingKey: nil),
-                       [0x89, 0x05, 0x48, 0x65, 0x6C, 0x6C, 0x6F])
+        XCTAssertEqual(
+            FrameEncoder.encode(Frame(fin: false, opcode: .text, payload: Array("Hel".utf8)), maskingKey: nil),
+            [0x01, 0x03, 0x48, 0x65, 0x6C])
+        XCTAssertEqual(
+            FrameEncoder.encode(Frame(opcode: .continuation, payload: Array("lo".utf8)), maskingKey: nil),
+            [0x80, 0x02, 0x6C, 0x6F])
+        XCTAssertEqual(
+            FrameEncoder.encode(Frame(opcode: .ping, payload: Array("Hello".utf8)), maskingKey: nil),
+            [0x89, 0x05, 0x48, 0x65, 0x6C, 0x6C, 0x6F])
     }
 
     func testLengthBoundaries() {

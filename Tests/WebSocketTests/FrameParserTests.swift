@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import WebSocket
 
 final class FrameParserTests: XCTestCase {
@@ -44,10 +45,12 @@ final class FrameParserTests: XCTestCase {
     }
 
     func testRFCFragmentedUnmaskedText() {
-        assertParses([fragmentHel, fragmentLo], role: .client, as: [
-            Frame(fin: false, opcode: .text, payload: Array("Hel".utf8)),
-            Frame(opcode: .continuation, payload: Array("lo".utf8)),
-        ])
+        assertParses(
+            [fragmentHel, fragmentLo], role: .client,
+            as: [
+                Frame(fin: false, opcode: .text, payload: Array("Hel".utf8)),
+                Frame(opcode: .continuation, payload: Array("lo".utf8)),
+            ])
     }
 
     func testRFCPingAndMaskedPong() {
@@ -126,15 +129,18 @@ final class FrameParserTests: XCTestCase {
 
     func testFragmentationSequenceRules() {
         assertFails([clientFrame(.continuation, [1])], with: .unexpectedContinuation, closeCode: .protocolError)
-        assertFails([clientFrame(.text, [0x61], fin: false), clientFrame(.binary, [1])],
-                    with: .expectedContinuation, closeCode: .protocolError, framesBefore: 1)
+        assertFails(
+            [clientFrame(.text, [0x61], fin: false), clientFrame(.binary, [1])],
+            with: .expectedContinuation, closeCode: .protocolError, framesBefore: 1)
         // A control frame between fragments is fine.
         let pieces = [clientFrame(.text, [0x61], fin: false), clientFrame(.ping, [9]), clientFrame(.continuation, [0x62])]
-        assertParses(pieces, role: .server, as: [
-            Frame(fin: false, opcode: .text, payload: [0x61]),
-            Frame(opcode: .ping, payload: [9]),
-            Frame(opcode: .continuation, payload: [0x62]),
-        ])
+        assertParses(
+            pieces, role: .server,
+            as: [
+                Frame(fin: false, opcode: .text, payload: [0x61]),
+                Frame(opcode: .ping, payload: [9]),
+                Frame(opcode: .continuation, payload: [0x62]),
+            ])
     }
 
     func testMessageSizeLimitIsCheckedFromTheHeaderAlone() {
@@ -142,13 +148,15 @@ final class FrameParserTests: XCTestCase {
         // Only the header of a 101-byte frame: no payload needed to refuse it.
         assertFails([[0x82, 0xE5, 1, 2, 3, 4]], configuration: configuration, with: .messageTooBig, closeCode: .messageTooBig)
         // A huge declared 64-bit length fails before anything is reserved.
-        assertFails([[0x82, 0xFF, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]],
-                    with: .messageTooBig, closeCode: .messageTooBig)
+        assertFails(
+            [[0x82, 0xFF, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]],
+            with: .messageTooBig, closeCode: .messageTooBig)
         // Two fragments of 60 bytes: the second header overflows the message.
         let first = clientFrame(.binary, Array(repeating: 1, count: 60), fin: false)
         let second = Array(clientFrame(.continuation, Array(repeating: 2, count: 60)).prefix(6))
-        assertFails([first, second], configuration: configuration, with: .messageTooBig,
-                    closeCode: .messageTooBig, framesBefore: 1)
+        assertFails(
+            [first, second], configuration: configuration, with: .messageTooBig,
+            closeCode: .messageTooBig, framesBefore: 1)
         // Exactly at the limit is accepted.
         let exact = clientFrame(.binary, Array(repeating: 1, count: 100))
         XCTAssertNil(parseFrames([exact], role: .server, configuration: configuration).error)
@@ -156,19 +164,25 @@ final class FrameParserTests: XCTestCase {
 
     func testFrameSizeLimit() {
         let configuration = WebSocketConfiguration(maxMessageSize: 1000, maxFrameSize: 10)
-        assertFails([clientFrame(.binary, Array(repeating: 0, count: 11))], configuration: configuration,
-                    with: .frameTooBig, closeCode: .messageTooBig)
+        assertFails(
+            [clientFrame(.binary, Array(repeating: 0, count: 11))], configuration: configuration,
+            with: .frameTooBig, closeCode: .messageTooBig)
     }
 
     func testFragmentCountLimit() {
         let configuration = WebSocketConfiguration(maxFragments: 3)
-        let ok = [clientFrame(.text, [0x61], fin: false), clientFrame(.continuation, [0x61], fin: false),
-                  clientFrame(.continuation, [0x61])]
+        let ok = [
+            clientFrame(.text, [0x61], fin: false), clientFrame(.continuation, [0x61], fin: false),
+            clientFrame(.continuation, [0x61]),
+        ]
         XCTAssertNil(parseFrames(ok, role: .server, configuration: configuration).error)
-        let tooMany = [clientFrame(.text, [0x61], fin: false), clientFrame(.continuation, [0x61], fin: false),
-                       clientFrame(.continuation, [0x61], fin: false), clientFrame(.continuation, [0x61])]
-        assertFails(tooMany, configuration: configuration, with: .tooManyFragments,
-                    closeCode: .messageTooBig, framesBefore: 3)
+        let tooMany = [
+            clientFrame(.text, [0x61], fin: false), clientFrame(.continuation, [0x61], fin: false),
+            clientFrame(.continuation, [0x61], fin: false), clientFrame(.continuation, [0x61]),
+        ]
+        assertFails(
+            tooMany, configuration: configuration, with: .tooManyFragments,
+            closeCode: .messageTooBig, framesBefore: 3)
     }
 
     func testErrorIsStickyAndLaterInputIgnored() {
@@ -182,8 +196,9 @@ final class FrameParserTests: XCTestCase {
     }
 
     func testZeroLengthFrames() {
-        assertParses([serverFrame(.text, []), serverFrame(.ping, [])], role: .client,
-                     as: [Frame(opcode: .text), Frame(opcode: .ping)])
+        assertParses(
+            [serverFrame(.text, []), serverFrame(.ping, [])], role: .client,
+            as: [Frame(opcode: .text), Frame(opcode: .ping)])
         assertParses([clientFrame(.binary, [])], role: .server, as: [Frame(opcode: .binary)])
     }
 }

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import WebSocket
 
 /// Seeded random mutations of valid traffic: nothing traps, and the events do not depend on how
@@ -11,7 +12,8 @@ final class RobustnessTests: XCTestCase {
             switch Int.random(in: 0..<6, using: &generator) {
             case 0: bytes += frame(.text, Array("κόσμε order".utf8), true)
             case 1: bytes += frame(.binary, (0..<Int.random(in: 0...300, using: &generator)).map { UInt8(truncatingIfNeeded: $0) }, true)
-            case 2: bytes += frame(.text, Array("frag".utf8), false) + frame(.ping, [1], true) + frame(.continuation, Array("ment".utf8), true)
+            case 2:
+                bytes += frame(.text, Array("frag".utf8), false) + frame(.ping, [1], true) + frame(.continuation, Array("ment".utf8), true)
             case 3: bytes += frame(.ping, Array("hb".utf8), true)
             case 4: bytes += frame(.close, closePayload(1000, "bye"), true)
             default: bytes += frame(.pong, [], true)
@@ -35,8 +37,9 @@ final class RobustnessTests: XCTestCase {
             let configuration = WebSocketConfiguration(maxMessageSize: 4096, maxFragments: 8)
             var results: [[WebSocketEvent]] = []
             for (_, chunks) in chunkings(of: [bytes], seed: UInt64(iteration)).dropFirst() {
-                var connection = WebSocketConnection(role: receiver, configuration: configuration,
-                                                     maskingKeySource: { 0x0BAD_F00D })
+                var connection = WebSocketConnection(
+                    role: receiver, configuration: configuration,
+                    maskingKeySource: { 0x0BAD_F00D })
                 results.append(feed(&connection, chunks))
             }
             XCTAssertEqual(results[0], results[1], "iteration \(iteration): one buffer vs one byte")
@@ -46,8 +49,10 @@ final class RobustnessTests: XCTestCase {
 
     func testMutatedHandshakesAlwaysReachAVerdict() {
         var generator = SplitMix64(seed: 99)
-        let base = ClientHandshake(host: "127.0.0.1:8080", path: "/", key: "dGhlIHNhbXBsZSBub25jZQ==",
-                                   subprotocols: ["chat"]).requestBytes
+        let base = ClientHandshake(
+            host: "127.0.0.1:8080", path: "/", key: "dGhlIHNhbXBsZSBub25jZQ==",
+            subprotocols: ["chat"]
+        ).requestBytes
         var verdicts = 0
         for _ in 0..<2000 {
             var bytes = base

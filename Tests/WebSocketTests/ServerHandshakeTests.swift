@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import WebSocket
 
 final class ServerHandshakeTests: XCTestCase {
@@ -89,7 +90,9 @@ final class ServerHandshakeTests: XCTestCase {
     func testResponseForRFCRequest() {
         guard case .accepted(let request, _) = parse(Array(rfcRequest.utf8)) else { return XCTFail() }
         let response = String(decoding: ServerHandshake.response(for: request, subprotocol: "chat"), as: UTF8.self)
-        XCTAssertEqual(response, """
+        XCTAssertEqual(
+            response,
+            """
             HTTP/1.1 101 Switching Protocols\r
             Upgrade: websocket\r
             Connection: Upgrade\r
@@ -119,7 +122,10 @@ final class ServerHandshakeTests: XCTestCase {
         }
         guard case .accepted = parse(request(replacing: "Upgrade", with: "upgrade: WebSocket")) else { return XCTFail() }
         guard case .accepted = parse(request(replacing: "Connection", with: "connection: UPGRADE")) else { return XCTFail() }
-        guard case .accepted(let request, _) = parse(request(replacing: nil, with: "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits")) else {
+        guard
+            case .accepted(let request, _) = parse(
+                request(replacing: nil, with: "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits"))
+        else {
             return XCTFail()
         }
         XCTAssertEqual(request.requestedExtensions, ["permessage-deflate; client_max_window_bits"])
@@ -151,8 +157,9 @@ final class ServerHandshakeTests: XCTestCase {
         assertRejected(request(replacing: "Upgrade", with: "Upgrade: h2c"), status: 426)
         assertRejected(request(replacing: "Connection"), status: 400)
         assertRejected(request(replacing: "Connection", with: "Connection: keep-alive"), status: 400)
-        assertRejected(request(replacing: "Sec-WebSocket-Version", with: "Sec-WebSocket-Version: 8"),
-                       status: 426, header: .init("Sec-WebSocket-Version", "13"))
+        assertRejected(
+            request(replacing: "Sec-WebSocket-Version", with: "Sec-WebSocket-Version: 8"),
+            status: 426, header: .init("Sec-WebSocket-Version", "13"))
         assertRejected(request(replacing: "Sec-WebSocket-Version"), status: 426, header: .init("Sec-WebSocket-Version", "13"))
         assertRejected(request(replacing: "Sec-WebSocket-Key"), status: 400)
         assertRejected(request(replacing: nil, with: "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA=="), status: 400)
@@ -206,7 +213,7 @@ final class ServerHandshakeTests: XCTestCase {
         XCTAssertEqual(Base64.encode(Array("foobar".utf8)), "Zm9vYmFy")
         XCTAssertEqual(Base64.decode("Zm9vYg=="), Array("foob".utf8))
         XCTAssertEqual(Base64.decode("Zm9vYmE="), Array("fooba".utf8))
-        XCTAssertNil(Base64.decode("Zm9vYh=="))   // non-zero trailing bits
+        XCTAssertNil(Base64.decode("Zm9vYh==")) // non-zero trailing bits
         XCTAssertNil(Base64.decode("Zg=a"))
         XCTAssertNil(Base64.decode("Z==="))
         XCTAssertNil(Base64.decode("Zm9v YmFy"))

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import WebSocket
 
 /// A deterministic generator so randomized tests reproduce from their seed.
@@ -67,8 +68,9 @@ func feed(_ connection: inout WebSocketConnection, _ chunks: [[UInt8]]) -> [WebS
 
 /// A frame as a client sends it (masked with a fixed key).
 func clientFrame(_ opcode: Opcode, _ payload: [UInt8], fin: Bool = true) -> [UInt8] {
-    FrameEncoder.encode(Frame(fin: fin, opcode: opcode, payload: payload),
-                        maskingKey: MaskingKey(0x37, 0xFA, 0x21, 0x3D))
+    FrameEncoder.encode(
+        Frame(fin: fin, opcode: opcode, payload: payload),
+        maskingKey: MaskingKey(0x37, 0xFA, 0x21, 0x3D))
 }
 
 /// A frame as a server sends it (unmasked).

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import WebSocket
 
 final class WebSocketConnectionTests: XCTestCase {
@@ -34,14 +35,16 @@ final class WebSocketConnectionTests: XCTestCase {
             clientFrame(.binary, [9], fin: false),
             clientFrame(.continuation, [10]),
         ]
-        assertServerEvents(pieces, [
-            .send(serverFrame(.pong, Array("p".utf8))), .ping(Array("p".utf8)), .pong([]),
-            .text("κόσμε"), .binary([9, 10]),
-        ])
+        assertServerEvents(
+            pieces,
+            [
+                .send(serverFrame(.pong, Array("p".utf8))), .ping(Array("p".utf8)), .pong([]),
+                .text("κόσμε"), .binary([9, 10]),
+            ])
     }
 
     func testTextSplitInsideACharacterAcrossFragments() {
-        let bytes = Array("€uro".utf8)    // E2 82 AC ...
+        let bytes = Array("€uro".utf8) // E2 82 AC ...
         let pieces = [clientFrame(.text, [bytes[0]], fin: false), clientFrame(.continuation, Array(bytes[1...]))]
         assertServerEvents(pieces, [.text("€uro")])
     }
@@ -62,8 +65,8 @@ final class WebSocketConnectionTests: XCTestCase {
     func testInvalidUTF8FailsInsideAFrameStillArriving() {
         // Autobahn 6.4.3/6.4.4: one frame sent in chops; fail on the chop with the bad byte.
         let frame = clientFrame(.text, Array("κόσμε".utf8) + [0xED, 0xA0, 0x80] + Array("edited".utf8))
-        let header = 6    // 2 bytes + 4-byte key
-        let badIndex = header + Array("κόσμε".utf8).count + 1    // 0xA0 after 0xED
+        let header = 6 // 2 bytes + 4-byte key
+        let badIndex = header + Array("κόσμε".utf8).count + 1 // 0xA0 after 0xED
         var connection = WebSocketConnection(role: .server)
         XCTAssertEqual(connection.receive(Array(frame[..<badIndex])), [])
         let events = connection.receive([frame[badIndex]])
@@ -139,25 +142,32 @@ final class WebSocketConnectionTests: XCTestCase {
         XCTAssertEqual(closeCode(in: events.first?.sentBytes ?? [], sentBy: .server), 1009)
 
         var fragments = WebSocketConnection(role: .server, configuration: configuration)
-        events = feed(&fragments, [clientFrame(.text, [0x61], fin: false), clientFrame(.continuation, [0x61], fin: false),
-                                    clientFrame(.continuation, [0x61])])
+        events = feed(
+            &fragments,
+            [
+                clientFrame(.text, [0x61], fin: false), clientFrame(.continuation, [0x61], fin: false),
+                clientFrame(.continuation, [0x61]),
+            ])
         XCTAssertTrue(failure(.tooManyFragments, in: events))
         XCTAssertEqual(closeCode(in: events.first?.sentBytes ?? [], sentBy: .server), 1009)
     }
 
     func testPeerCloseIsEchoed() {
-        assertServerEvents([clientFrame(.close, closePayload(1000, "bye")), clientFrame(.text, [0x41])],
-                           [.send(serverClose(1000)), .closed(code: .normal, reason: "bye")])
+        assertServerEvents(
+            [clientFrame(.close, closePayload(1000, "bye")), clientFrame(.text, [0x41])],
+            [.send(serverClose(1000)), .closed(code: .normal, reason: "bye")])
         // No code: answered with 1000, reported as nil.
         assertServerEvents([clientFrame(.close, [])], [.send(serverClose(1000)), .closed(code: nil, reason: "")])
         for code: UInt16 in [1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 3000, 3999, 4000, 4999] {
-            assertServerEvents([clientFrame(.close, closePayload(code))],
-                               [.send(serverClose(code)), .closed(code: CloseCode(code), reason: "")])
+            assertServerEvents(
+                [clientFrame(.close, closePayload(code))],
+                [.send(serverClose(code)), .closed(code: CloseCode(code), reason: "")])
         }
         // Reason of the maximum 123 bytes.
         let reason = String(repeating: "r", count: 123)
-        assertServerEvents([clientFrame(.close, closePayload(1000, reason))],
-                           [.send(serverClose(1000)), .closed(code: .normal, reason: reason)])
+        assertServerEvents(
+            [clientFrame(.close, closePayload(1000, reason))],
+            [.send(serverClose(1000)), .closed(code: .normal, reason: reason)])
     }
 
     func testInvalidClosePayloads() {
@@ -191,8 +201,9 @@ final class WebSocketConnectionTests: XCTestCase {
         XCTAssertEqual(server.sendText("late"), [])
         XCTAssertEqual(server.ping([1]), [])
         // Messages still arrive while closing; pings are not answered any more.
-        XCTAssertEqual(server.receive(clientFrame(.text, Array("in flight".utf8)) + clientFrame(.ping, [1])),
-                       [.text("in flight"), .ping([1])])
+        XCTAssertEqual(
+            server.receive(clientFrame(.text, Array("in flight".utf8)) + clientFrame(.ping, [1])),
+            [.text("in flight"), .ping([1])])
         XCTAssertEqual(server.receive(clientFrame(.close, closePayload(1001))), [.closed(code: .goingAway, reason: "")])
         XCTAssertEqual(server.state, .closed)
         // A protocol error while closing sends no second Close.
@@ -205,9 +216,12 @@ final class WebSocketConnectionTests: XCTestCase {
 
     func testCloseInTheMiddleOfAFragmentedMessageDropsIt() {
         // Autobahn 7.1.5.
-        assertServerEvents([clientFrame(.text, Array("frag".utf8), fin: false), clientFrame(.close, closePayload(1000)),
-                            clientFrame(.continuation, Array("ment".utf8))],
-                           [.send(serverClose(1000)), .closed(code: .normal, reason: "")])
+        assertServerEvents(
+            [
+                clientFrame(.text, Array("frag".utf8), fin: false), clientFrame(.close, closePayload(1000)),
+                clientFrame(.continuation, Array("ment".utf8)),
+            ],
+            [.send(serverClose(1000)), .closed(code: .normal, reason: "")])
     }
 
     func testLongCloseReasonIsTruncatedAtACharacterBoundary() {

@@ -28,15 +28,18 @@ final class TestServer {
     /// Called after each event, after `onEvent`.
     var afterEachEvent: () -> Void = {}
 
-    init(loop: EventLoop, configuration: WebSocketChannelConfiguration,
-         decide: @escaping (HandshakeRequest) -> WebSocketChannel.HandshakeDecision = { _ in .accept(subprotocol: nil) }) throws {
+    init(
+        loop: EventLoop, configuration: WebSocketChannelConfiguration,
+        decide: @escaping (HandshakeRequest) -> WebSocketChannel.HandshakeDecision = { _ in .accept(subprotocol: nil) }
+    ) throws {
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0)
         port = listener.localPort
         acceptor = try Acceptor(listener: listener, loop: loop) { _ in }
         acceptor.onAccept = { [unowned self] accepted in
             do {
-                let channel = try WebSocketChannel.accept(accepted.socket, loop: loop, configuration: configuration,
-                                                          decide: decide)
+                let channel = try WebSocketChannel.accept(
+                    accepted.socket, loop: loop, configuration: configuration,
+                    decide: decide)
                 channels.append(channel)
                 channel.onEvent = { [unowned self, unowned channel] event in
                     events.append(event)
@@ -110,8 +113,9 @@ final class RawClient {
 
 /// Short deadlines, so that each test runs in well under a second.
 func quickConfiguration() -> WebSocketChannelConfiguration {
-    WebSocketChannelConfiguration(handshakeDeadline: .milliseconds(200), frameDeadline: .milliseconds(200),
-                                  heartbeat: nil, closeTimeout: .milliseconds(200), clientCloseWait: .milliseconds(200))
+    WebSocketChannelConfiguration(
+        handshakeDeadline: .milliseconds(200), frameDeadline: .milliseconds(200),
+        heartbeat: nil, closeTimeout: .milliseconds(200), clientCloseWait: .milliseconds(200))
 }
 
 extension TestServer {

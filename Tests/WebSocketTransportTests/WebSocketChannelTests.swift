@@ -21,8 +21,9 @@ final class WebSocketChannelTests: XCTestCase {
             }
         }
         // A name, not an address: the lookup runs off the loop.
-        let client = WebSocketChannel.connect(host: "localhost", port: server.port, path: "/sync",
-                                              subprotocols: ["other", "chat"], loop: loop, configuration: quickConfiguration())
+        let client = WebSocketChannel.connect(
+            host: "localhost", port: server.port, path: "/sync",
+            subprotocols: ["other", "chat"], loop: loop, configuration: quickConfiguration())
         var clientEvents: [String] = []
         var clientEnding: WebSocketChannel.Ending?
         client.onEvent = { [unowned client] event in
@@ -72,8 +73,9 @@ final class WebSocketChannelTests: XCTestCase {
             .reject(HTTPRejection(status: 403, body: "not here"))
         }
         var clientEnding: WebSocketChannel.Ending?
-        let client = WebSocketChannel.connect(host: "127.0.0.1", port: server.port, loop: loop,
-                                              configuration: quickConfiguration())
+        let client = WebSocketChannel.connect(
+            host: "127.0.0.1", port: server.port, loop: loop,
+            configuration: quickConfiguration())
         server.afterEachEvent = { if server.ending != nil && clientEnding != nil { loop.stop() } }
         client.onEvent = { event in
             if case .ended(let ending) = event { clientEnding = ending }
@@ -82,7 +84,9 @@ final class WebSocketChannelTests: XCTestCase {
         runLoop(loop)
         server.close()
         guard case .handshakeFailed = clientEnding?.cause else { return XCTFail("client ended with \(String(describing: clientEnding))") }
-        guard case .rejected(let rejection) = server.ending?.cause else { return XCTFail("server ended with \(String(describing: server.ending))") }
+        guard case .rejected(let rejection) = server.ending?.cause else {
+            return XCTFail("server ended with \(String(describing: server.ending))")
+        }
         XCTAssertEqual(rejection.status, 403)
     }
 
@@ -132,8 +136,9 @@ final class WebSocketChannelTests: XCTestCase {
         XCTAssertEqual(server.ending?.closeCode, .policyViolation)
         guard case .send(let answer)? = raw.frameEvents.first else { return XCTFail("no Close received: \(raw.frameEvents)") }
         XCTAssertEqual(Array(answer.prefix(1)), [0x88], "a Close frame")
-        XCTAssertTrue(raw.frameEvents.contains(.closed(code: .policyViolation, reason: "frame not completed within 200 ms")),
-                      "\(raw.frameEvents)")
+        XCTAssertTrue(
+            raw.frameEvents.contains(.closed(code: .policyViolation, reason: "frame not completed within 200 ms")),
+            "\(raw.frameEvents)")
     }
 
     func testAnIdlePeerIsPingedAndOneThatAnswersStaysAlive() throws {
@@ -152,8 +157,9 @@ final class WebSocketChannelTests: XCTestCase {
             }
         }
         // The transport answers pings by itself; this client has no heartbeat of its own.
-        let client = WebSocketChannel.connect(host: "127.0.0.1", port: server.port, loop: loop,
-                                              configuration: quickConfiguration())
+        let client = WebSocketChannel.connect(
+            host: "127.0.0.1", port: server.port, loop: loop,
+            configuration: quickConfiguration())
         var clientEnded = false
         server.afterEachEvent = { if server.ending != nil && clientEnded { loop.stop() } }
         client.onEvent = { event in
@@ -177,7 +183,9 @@ final class WebSocketChannelTests: XCTestCase {
         let started = loop.now
         runLoop(loop)
         server.close()
-        guard case .peerSilent(let silence) = server.ending?.cause else { return XCTFail("ended with \(String(describing: server.ending))") }
+        guard case .peerSilent(let silence) = server.ending?.cause else {
+            return XCTFail("ended with \(String(describing: server.ending))")
+        }
         XCTAssertGreaterThanOrEqual(silence, .milliseconds(150))
         XCTAssertLessThan(loop.now - started, 1000)
         let pings = raw.frameEvents.filter { if case .ping = $0 { return true } else { return false } }

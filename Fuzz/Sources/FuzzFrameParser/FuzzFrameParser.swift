@@ -40,8 +40,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             let split = receive(input, chunks: points, role: role, configuration: configuration, closeFirst: false)
             require(split == whole, "events depend on chunking at \(points): \(whole) vs \(split)")
             if input.count <= 64 {
-                let bytewise = receive(input, chunks: Array(0..<input.count), role: role,
-                                       configuration: configuration, closeFirst: false)
+                let bytewise = receive(
+                    input, chunks: Array(0..<input.count), role: role,
+                    configuration: configuration, closeFirst: false)
                 require(bytewise == whole, "events differ when fed byte by byte: \(whole) vs \(bytewise)")
             }
             // The same bytes arriving after we started the closing handshake.
@@ -82,10 +83,13 @@ private func splitPoints(of input: [UInt8], hash: UInt64) -> [Int] {
 
 /// Feeds `input` cut at `chunks` (ascending offsets) to a fresh connection, draining
 /// `nextEvent()` after every chunk, and returns all events.
-private func receive(_ input: [UInt8], chunks: [Int], role: WebSocketRole,
-                     configuration: WebSocketConfiguration, closeFirst: Bool) -> [WebSocketEvent] {
-    var connection = WebSocketConnection(role: role, configuration: configuration,
-                                         maskingKeySource: { maskingKey })
+private func receive(
+    _ input: [UInt8], chunks: [Int], role: WebSocketRole,
+    configuration: WebSocketConfiguration, closeFirst: Bool
+) -> [WebSocketEvent] {
+    var connection = WebSocketConnection(
+        role: role, configuration: configuration,
+        maskingKeySource: { maskingKey })
     var events: [WebSocketEvent] = []
     if closeFirst {
         let frame = connection.close(code: .goingAway, reason: "shutting down")
@@ -135,8 +139,10 @@ private func sentFrame(_ bytes: [UInt8], by role: WebSocketRole) -> Frame {
 }
 
 /// Checks the limits and the event grammar of one run.
-private func checkEvents(_ events: [WebSocketEvent], role: WebSocketRole,
-                         configuration: WebSocketConfiguration, weClosed: Bool) {
+private func checkEvents(
+    _ events: [WebSocketEvent], role: WebSocketRole,
+    configuration: WebSocketConfiguration, weClosed: Bool
+) {
     var previousSend: Frame?
     for (index, event) in events.enumerated() {
         require(index == events.count - 1 || !isTerminal(event), "events after the connection ended: \(events)")
@@ -149,8 +155,9 @@ private func checkEvents(_ events: [WebSocketEvent], role: WebSocketRole,
             require(payload.count <= 125, "ping payload over 125 bytes")
             if !weClosed {
                 // RFC 6455 5.5.3: the Pong has "identical Application data" to the Ping.
-                require(previousSend?.opcode == .pong && previousSend?.payload == payload,
-                        "ping not answered by a matching pong just before it")
+                require(
+                    previousSend?.opcode == .pong && previousSend?.payload == payload,
+                    "ping not answered by a matching pong just before it")
             }
         case .pong(let payload):
             require(payload.count <= 125, "pong payload over 125 bytes")
@@ -160,8 +167,9 @@ private func checkEvents(_ events: [WebSocketEvent], role: WebSocketRole,
             if frame.opcode == .close {
                 require(!weClosed, "a second Close frame was sent")
                 require(frame.payload.count >= 2, "our Close frame has no status code")
-                require(index + 1 < events.count && isTerminal(events[index + 1]),
-                        "our Close frame is not followed by the end of the connection")
+                require(
+                    index + 1 < events.count && isTerminal(events[index + 1]),
+                    "our Close frame is not followed by the end of the connection")
             }
         case .closed(let code, let reason):
             require(reason.utf8.count <= 123, "close reason over 123 bytes")
@@ -193,8 +201,10 @@ private func isTerminal(_ event: WebSocketEvent) -> Bool {
 }
 
 /// Runs `FrameParser` directly over `input` (cut at `points`) and checks its frames.
-private func checkFrameParser(_ input: [UInt8], points: [Int], role: WebSocketRole,
-                              configuration: WebSocketConfiguration) {
+private func checkFrameParser(
+    _ input: [UInt8], points: [Int], role: WebSocketRole,
+    configuration: WebSocketConfiguration
+) {
     var parser = FrameParser(role: role, configuration: configuration)
     var frames: [Frame] = []
     var failure: WebSocketError?

@@ -75,8 +75,9 @@ private func outcome(_ result: ServerHandshakeResult) -> ServerOutcome {
     case .incomplete:
         return .incomplete
     case .accepted(let request, let consumed):
-        return .accepted(consumed: consumed, path: request.path, host: request.host, key: request.key,
-                         subprotocols: request.requestedSubprotocols)
+        return .accepted(
+            consumed: consumed, path: request.path, host: request.host, key: request.key,
+            subprotocols: request.requestedSubprotocols)
     case .rejected(let rejection):
         return .rejected(status: rejection.status)
     }
@@ -84,8 +85,10 @@ private func outcome(_ result: ServerHandshakeResult) -> ServerOutcome {
 
 /// Parses the prefixes ending at `points`, then the whole input, with one parser, stopping at
 /// the first decision, as a socket shell does.
-private func parseInPieces(_ input: [UInt8], points: [Int],
-                           configuration: WebSocketConfiguration) -> ServerHandshakeResult {
+private func parseInPieces(
+    _ input: [UInt8], points: [Int],
+    configuration: WebSocketConfiguration
+) -> ServerHandshakeResult {
     var parser = ServerHandshakeParser(configuration: configuration)
     for end in points + [input.count] {
         let result = parser.parse(Array(input[0..<end]))
@@ -103,8 +106,9 @@ private func checkServer(_ input: [UInt8], points: [Int], configuration: WebSock
     let pieces = parseInPieces(input, points: points, configuration: configuration)
     switch (outcome(whole), outcome(pieces)) {
     case (.accepted, _), (_, .accepted), (.incomplete, _), (_, .incomplete):
-        require(outcome(whole) == outcome(pieces),
-                "server decision depends on chunking at \(points): \(outcome(whole)) vs \(outcome(pieces))")
+        require(
+            outcome(whole) == outcome(pieces),
+            "server decision depends on chunking at \(points): \(outcome(whole)) vs \(outcome(pieces))")
     case (.rejected, .rejected):
         // A request line refused as soon as it is complete may be refused for a different
         // reason than the whole head; both are refusals.
@@ -114,13 +118,15 @@ private func checkServer(_ input: [UInt8], points: [Int], configuration: WebSock
     case .incomplete:
         require(input.count < configuration.maxHandshakeHeaderBytes, "incomplete past the header limit")
     case .accepted(let request, let consumed):
-        require(consumed <= input.count && consumed <= configuration.maxHandshakeHeaderBytes,
-                "consumed \(consumed) of \(input.count) bytes")
+        require(
+            consumed <= input.count && consumed <= configuration.maxHandshakeHeaderBytes,
+            "consumed \(consumed) of \(input.count) bytes")
         require(input[consumed - 4..<consumed].elementsEqual([13, 10, 13, 10]), "head does not end with CRLF CRLF")
         require(request.path.hasPrefix("/"), "accepted path \(request.path)")
         require(!request.host.isEmpty, "accepted an empty Host")
-        require(Set(request.requestedSubprotocols).count == request.requestedSubprotocols.count,
-                "accepted duplicate subprotocols")
+        require(
+            Set(request.requestedSubprotocols).count == request.requestedSubprotocols.count,
+            "accepted duplicate subprotocols")
         checkAnswer(to: request)
     case .rejected(let rejection):
         require([400, 405, 426, 431, 505].contains(rejection.status), "undocumented status \(rejection.status)")
@@ -128,8 +134,9 @@ private func checkServer(_ input: [UInt8], points: [Int], configuration: WebSock
         require(response.starts(with: Array("HTTP/1.1 \(rejection.status) ".utf8)), "malformed rejection")
         require(response.count < 4096, "rejection of \(response.count) bytes")
         if rejection.status == 426 {
-            require(rejection.headers.contains(.init("Sec-WebSocket-Version", "13")),
-                    "426 without Sec-WebSocket-Version: 13")
+            require(
+                rejection.headers.contains(.init("Sec-WebSocket-Version", "13")),
+                "426 without Sec-WebSocket-Version: 13")
         }
     }
 }
@@ -141,8 +148,9 @@ private func checkAnswer(to request: HandshakeRequest) {
         let response = ServerHandshake.response(for: request, subprotocol: subprotocol)
         var client = ClientHandshake(host: request.host, key: request.key, subprotocols: offered)
         let result = client.parseResponse(response)
-        require(result == .accepted(subprotocol: subprotocol, consumed: response.count),
-                "our client refuses our own 101 for key \(request.key): \(result)")
+        require(
+            result == .accepted(subprotocol: subprotocol, consumed: response.count),
+            "our client refuses our own 101 for key \(request.key): \(result)")
     }
 }
 
@@ -150,12 +158,14 @@ private func checkAnswer(to request: HandshakeRequest) {
 
 private func checkClient(_ input: [UInt8], points: [Int], configuration: WebSocketConfiguration) {
     let offered = ["ordersync.v1", "chat"]
-    var client = ClientHandshake(host: "127.0.0.1:8080", key: exampleKey, subprotocols: offered,
-                                 configuration: configuration)
+    var client = ClientHandshake(
+        host: "127.0.0.1:8080", key: exampleKey, subprotocols: offered,
+        configuration: configuration)
     let whole = client.parseResponse(input)
 
-    var pieces = ClientHandshake(host: "127.0.0.1:8080", key: exampleKey, subprotocols: offered,
-                                 configuration: configuration)
+    var pieces = ClientHandshake(
+        host: "127.0.0.1:8080", key: exampleKey, subprotocols: offered,
+        configuration: configuration)
     var inPieces = ClientHandshakeResult.incomplete
     for end in points + [input.count] {
         inPieces = pieces.parseResponse(Array(input[0..<end]))
@@ -170,8 +180,9 @@ private func checkClient(_ input: [UInt8], points: [Int], configuration: WebSock
     case .incomplete:
         require(input.count < configuration.maxHandshakeHeaderBytes, "incomplete past the header limit")
     case .accepted(let subprotocol, let consumed):
-        require(consumed <= input.count && consumed <= configuration.maxHandshakeHeaderBytes,
-                "consumed \(consumed) of \(input.count) bytes")
+        require(
+            consumed <= input.count && consumed <= configuration.maxHandshakeHeaderBytes,
+            "consumed \(consumed) of \(input.count) bytes")
         require(input[consumed - 4..<consumed].elementsEqual([13, 10, 13, 10]), "head does not end with CRLF CRLF")
         require(subprotocol.map(offered.contains) ?? true, "accepted subprotocol \(subprotocol ?? "")")
     case .failed(let error):

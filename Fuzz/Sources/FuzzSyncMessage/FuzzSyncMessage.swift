@@ -101,13 +101,16 @@ private let now = OrderTimestamp(epochMillis: 1_452_605_716_250, offsetMinutes: 
 /// stored as written) and one in lower case.
 private let store: [String: Order] = {
     let orders = [
-        Order(uuid: "9437C8F5-D742-46CB-9847-737C5809392C", customerName: "Kevin",
-              created: OrderTimestamp(parsing: "2016-01-12T21:35:16+0800")!, shippingMethod: "DHL", tableSize: -1),
-        Order(uuid: "E1CF0738-9400-4335-98AD-F882096C23C1", customerName: "Kevin",
-              created: OrderTimestamp(parsing: "2016-01-09T22:41:37+0800")!, shippingMethod: "DHL", tableSize: -1,
-              version: 3),
-        Order(uuid: "0f8fad5b-d9cb-469f-a165-70867728950e", customerName: "Ann",
-              created: OrderTimestamp(parsing: "2024-03-01T12:00:00Z")!, tableName: "T4", tableSize: 4),
+        Order(
+            uuid: "9437C8F5-D742-46CB-9847-737C5809392C", customerName: "Kevin",
+            created: OrderTimestamp(parsing: "2016-01-12T21:35:16+0800")!, shippingMethod: "DHL", tableSize: -1),
+        Order(
+            uuid: "E1CF0738-9400-4335-98AD-F882096C23C1", customerName: "Kevin",
+            created: OrderTimestamp(parsing: "2016-01-09T22:41:37+0800")!, shippingMethod: "DHL", tableSize: -1,
+            version: 3),
+        Order(
+            uuid: "0f8fad5b-d9cb-469f-a165-70867728950e", customerName: "Ann",
+            created: OrderTimestamp(parsing: "2024-03-01T12:00:00Z")!, tableName: "T4", tableSize: 4),
     ]
     return Dictionary(uniqueKeysWithValues: orders.map { ($0.key, $0) })
 }()
@@ -128,9 +131,10 @@ private func checkClientMessage(_ text: String) {
         }
         switch ClientMessage.decode(operation.encoded()) {
         case .success(.operation(let again)):
-            require(again.operation == operation.operation && again.opId == operation.opId
+            require(
+                again.operation == operation.operation && again.opId == operation.opId
                     && sameJSON(.array(again.orders), .array(operation.orders)),
-                    "operation round-trip changed \(operation.encoded())")
+                "operation round-trip changed \(operation.encoded())")
         case let other:
             fatalError("fuzz invariant violated: operation round-trip gave \(other)")
         }
@@ -142,8 +146,9 @@ private func checkPlan(_ operation: OperationMessage) {
     let plan = OperationPlanner.plan(operation, now: now, lookup: { store[$0.lowercased()] })
     let judged = plan.changes.count + plan.unchanged.count + plan.errors.count
     if operation.orders.count > OperationPlanner.maxOrdersPerMessage {
-        require(plan.changes.isEmpty && plan.unchanged.isEmpty && plan.errors.count == 1,
-                "an oversized message was planned")
+        require(
+            plan.changes.isEmpty && plan.unchanged.isEmpty && plan.errors.count == 1,
+            "an oversized message was planned")
         return
     }
     require(judged == operation.orders.count, "\(operation.orders.count) orders judged \(judged) times")
@@ -164,11 +169,13 @@ private func checkPlan(_ operation: OperationMessage) {
             require(operation.operation == .remove, "delete from \(operation.operation)")
         }
         // What the master broadcasts must be readable by a slave.
-        let broadcast = ServerMessage.applied(operation: operation.operation, orders: [order], seq: 1,
-                                              opId: operation.opId, origin: "fuzz", snapshot: nil)
+        let broadcast = ServerMessage.applied(
+            operation: operation.operation, orders: [order], seq: 1,
+            opId: operation.opId, origin: "fuzz", snapshot: nil)
         let decoded = ServerMessage.decode(broadcast.encoded()).map(normalized)
-        require(decoded == .success(normalized(broadcast)),
-                "a slave reads the broadcast \(broadcast.encoded()) as \(decoded)")
+        require(
+            decoded == .success(normalized(broadcast)),
+            "a slave reads the broadcast \(broadcast.encoded()) as \(decoded)")
     }
     for error in plan.errors {
         require(error.index.map { $0 >= 0 && $0 < operation.orders.count } ?? true, "error index \(error)")

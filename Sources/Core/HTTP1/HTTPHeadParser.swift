@@ -148,8 +148,10 @@ public struct HTTPHeadParser: Sendable {
     }
 
     /// Builds the head once its end is found; `fieldsEnd` is the offset of the final empty line.
-    private static func head(_ bytes: ArraySlice<UInt8>, startLine: Range<Int>,
-                             fieldsEnd: Int) throws(HTTPError) -> HTTPHead {
+    private static func head(
+        _ bytes: ArraySlice<UInt8>, startLine: Range<Int>,
+        fieldsEnd: Int
+    ) throws(HTTPError) -> HTTPHead {
         let base = bytes.startIndex
         var headers = HTTPHeaders()
         // The scan already checked every terminator, so each LF ends a line and a CR before it

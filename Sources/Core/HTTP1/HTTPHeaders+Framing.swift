@@ -14,7 +14,8 @@ extension HTTPHeaders {
         for raw in values {
             let text = String(raw).trimmingHTTPWhitespace()
             guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy(HTTPSyntax.isDigit),
-                  let value = Int(text) else {
+                let value = Int(text)
+            else {
                 throw error("invalid Content-Length")
             }
             if let result, result != value {

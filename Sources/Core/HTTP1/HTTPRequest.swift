@@ -18,15 +18,20 @@ public struct HTTPRequest: Sendable {
     public var keepAlive: Bool
 
     /// A request to send, e.g. from a command-line client. `target` must be origin-form.
-    public init(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
-                keepAlive: Bool = true) throws {
+    public init(
+        method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
+        keepAlive: Bool = true
+    ) throws {
         let parsed = try RequestTarget(parsing: target)
-        self.init(method: method, target: target, path: parsed.path, query: parsed.query,
-                  version: .http1_1, headers: headers, body: body, keepAlive: keepAlive)
+        self.init(
+            method: method, target: target, path: parsed.path, query: parsed.query,
+            version: .http1_1, headers: headers, body: body, keepAlive: keepAlive)
     }
 
-    init(method: String, target: String, path: String, query: [(String, String)], version: HTTPVersion,
-         headers: HTTPHeaders, body: [UInt8], keepAlive: Bool) {
+    init(
+        method: String, target: String, path: String, query: [(String, String)], version: HTTPVersion,
+        headers: HTTPHeaders, body: [UInt8], keepAlive: Bool
+    ) {
         self.method = method
         self.target = target
         self.path = path
@@ -50,8 +55,10 @@ public struct HTTPRequest: Sendable {
         if headers["Host"] == nil {
             text += "Host: localhost\r\n"
         }
-        for field in headers where !HTTPHeaders.equalNames(field.name, "Content-Length")
-            && !HTTPHeaders.equalNames(field.name, "Connection") {
+        for field in headers
+        where !HTTPHeaders.equalNames(field.name, "Content-Length")
+            && !HTTPHeaders.equalNames(field.name, "Connection")
+        {
             text += "\(field.name): \(field.value)\r\n"
         }
         if !keepAlive {

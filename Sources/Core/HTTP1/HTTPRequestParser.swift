@@ -116,8 +116,10 @@ public struct HTTPRequestParser {
         }
     }
 
-    private mutating func complete(_ request: HTTPRequest, _ bytes: ArraySlice<UInt8>,
-                                   headLength: Int, bodyLength: Int) -> Result {
+    private mutating func complete(
+        _ request: HTTPRequest, _ bytes: ArraySlice<UInt8>,
+        headLength: Int, bodyLength: Int
+    ) -> Result {
         guard bytes.count >= headLength + bodyLength else {
             state = .body(request, headLength: headLength, bodyLength: bodyLength)
             return .needMoreData
@@ -149,9 +151,10 @@ public struct HTTPRequestParser {
         } catch {
             preconditionFailure("RequestTarget throws only HTTPError")
         }
-        return HTTPRequest(method: line.method, target: line.target, path: target.path, query: target.query,
-                           version: line.version, headers: head.headers, body: [],
-                           keepAlive: HTTPRequestParser.keepAlive(line.version, head.headers))
+        return HTTPRequest(
+            method: line.method, target: line.target, path: target.path, query: target.query,
+            version: line.version, headers: head.headers, body: [],
+            keepAlive: HTTPRequestParser.keepAlive(line.version, head.headers))
     }
 
     /// RFC 9112 9.3: "If the received protocol is HTTP/1.1 (or later), the connection will

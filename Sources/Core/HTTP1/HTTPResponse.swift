@@ -51,8 +51,10 @@ public struct HTTPResponse: Sendable {
     /// length nor a body; every other response carries `Content-Length`.
     public func serialize() -> [UInt8] {
         var text = "HTTP/1.1 \(status) \(reason)\r\n"
-        for field in headers where !HTTPHeaders.equalNames(field.name, "Content-Length")
-            && !HTTPHeaders.equalNames(field.name, "Transfer-Encoding") {
+        for field in headers
+        where !HTTPHeaders.equalNames(field.name, "Content-Length")
+            && !HTTPHeaders.equalNames(field.name, "Transfer-Encoding")
+        {
             text += "\(field.name): \(field.value)\r\n"
         }
         let bodyless = (100..<200).contains(status) || status == 204

@@ -24,8 +24,10 @@ public struct HTTPResponseParser {
 
     /// A parser with the given limits (16 KiB of headers, 64 MiB of body by default), lenient
     /// by default (bare LF accepted, empty lines before the status line skipped).
-    public init(maxHeaderBytes: Int = 16 << 10, maxBodyBytes: Int = 64 << 20,
-                strictness: HTTPHeadStrictness = .lenient) {
+    public init(
+        maxHeaderBytes: Int = 16 << 10, maxBodyBytes: Int = 64 << 20,
+        strictness: HTTPHeadStrictness = .lenient
+    ) {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxBodyBytes = maxBodyBytes
         self.strictness = strictness

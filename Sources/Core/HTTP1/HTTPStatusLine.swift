@@ -18,7 +18,8 @@ public struct HTTPStatusLine: Sendable, Equatable {
     public init(parsing line: some Collection<UInt8>) throws(HTTPError) {
         let parts = line.split(separator: HTTPSyntax.space, maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count >= 2, let version = HTTPVersion(parsing: parts[0]),
-              parts[1].count == 3, parts[1].allSatisfy(HTTPSyntax.isDigit) else {
+            parts[1].count == 3, parts[1].allSatisfy(HTTPSyntax.isDigit)
+        else {
             throw .badRequest("malformed status line")
         }
         let reason = parts.count > 2 ? parts[2] : parts[1].suffix(0)

@@ -15,7 +15,8 @@ public struct HTTPVersion: Equatable, Hashable, Sendable, CustomStringConvertibl
     public init?(parsing bytes: some Collection<UInt8>) {
         let text = Array(bytes)
         guard text.count == 8, text[0..<5].elementsEqual("HTTP/".utf8), text[6] == UInt8(ascii: "."),
-              HTTPSyntax.isDigit(text[5]), HTTPSyntax.isDigit(text[7]) else {
+            HTTPSyntax.isDigit(text[5]), HTTPSyntax.isDigit(text[7])
+        else {
             return nil
         }
         self.init(major: Int(text[5] - 0x30), minor: Int(text[7] - 0x30))

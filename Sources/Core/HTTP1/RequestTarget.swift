@@ -78,7 +78,8 @@ public struct RequestTarget: Sendable {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%") {
                 guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
-                      let low = hexValue(bytes[index + 2]) else {
+                    let low = hexValue(bytes[index + 2])
+                else {
                     throw HTTPError.badRequest("invalid percent-encoding in request target")
                 }
                 decoded.append(high << 4 | low)

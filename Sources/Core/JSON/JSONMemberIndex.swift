@@ -21,8 +21,10 @@ struct JSONMemberIndex: Sendable {
 
     /// The position of `key` in `members`, or nil; when nil, `freeSlot` is the empty slot where
     /// the key belongs (-1 when there is no table).
-    func position(of key: String, in members: [(key: String, value: JSONValue)],
-                  probes: inout Int) -> (position: Int?, freeSlot: Int) {
+    func position(
+        of key: String, in members: [(key: String, value: JSONValue)],
+        probes: inout Int
+    ) -> (position: Int?, freeSlot: Int) {
         if slots.isEmpty {
             for (position, member) in members.enumerated() {
                 probes += 1
@@ -43,8 +45,10 @@ struct JSONMemberIndex: Sendable {
 
     /// Records the member just appended to `members`, whose key was not present: `freeSlot` is
     /// what `position(of:in:probes:)` returned for it.
-    mutating func recordAppend(freeSlot: Int, in members: [(key: String, value: JSONValue)],
-                               probes: inout Int) {
+    mutating func recordAppend(
+        freeSlot: Int, in members: [(key: String, value: JSONValue)],
+        probes: inout Int
+    ) {
         let count = members.count
         if count <= Self.scanLimit { return }
         if slots.isEmpty || count * 2 > slots.count {

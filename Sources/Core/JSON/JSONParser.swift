@@ -176,7 +176,7 @@ public struct JSONParser {
     }
 
     private mutating func string() throws -> String {
-        i += 1  // opening quote
+        i += 1 // opening quote
         var out: [UInt8] = []
         var runStart = i
         while true {

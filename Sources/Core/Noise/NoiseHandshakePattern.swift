@@ -70,8 +70,8 @@ public struct NoiseHandshakePattern: Equatable, Sendable {
         var seen: Set<Int> = []
         for modifier in modifiers {
             guard modifier.hasPrefix("psk"), let position = Int(modifier.dropFirst(3)),
-                  String(position) == modifier.dropFirst(3), position <= messages.count,
-                  seen.insert(position).inserted
+                String(position) == modifier.dropFirst(3), position <= messages.count,
+                seen.insert(position).inserted
             else {
                 throw NoiseError(.unsupportedProtocol, "invalid modifier \(modifier) in pattern \(name)")
             }

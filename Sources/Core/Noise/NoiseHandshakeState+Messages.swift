@@ -116,17 +116,21 @@ extension NoiseHandshakeState {
         let session: NoiseTransportSession
         switch (role, pattern.isOneWay) {
         case (.initiator, false):
-            session = NoiseTransportSession(sending: initiatorToResponder, receiving: responderToInitiator,
-                                            handshakeHash: symmetric.handshakeHash, remoteStaticKey: remoteStaticKey)
+            session = NoiseTransportSession(
+                sending: initiatorToResponder, receiving: responderToInitiator,
+                handshakeHash: symmetric.handshakeHash, remoteStaticKey: remoteStaticKey)
         case (.responder, false):
-            session = NoiseTransportSession(sending: responderToInitiator, receiving: initiatorToResponder,
-                                            handshakeHash: symmetric.handshakeHash, remoteStaticKey: remoteStaticKey)
+            session = NoiseTransportSession(
+                sending: responderToInitiator, receiving: initiatorToResponder,
+                handshakeHash: symmetric.handshakeHash, remoteStaticKey: remoteStaticKey)
         case (.initiator, true):
-            session = NoiseTransportSession(sending: initiatorToResponder, receiving: nil,
-                                            handshakeHash: symmetric.handshakeHash, remoteStaticKey: remoteStaticKey)
+            session = NoiseTransportSession(
+                sending: initiatorToResponder, receiving: nil,
+                handshakeHash: symmetric.handshakeHash, remoteStaticKey: remoteStaticKey)
         case (.responder, true):
-            session = NoiseTransportSession(sending: nil, receiving: initiatorToResponder,
-                                            handshakeHash: symmetric.handshakeHash, remoteStaticKey: remoteStaticKey)
+            session = NoiseTransportSession(
+                sending: nil, receiving: initiatorToResponder,
+                handshakeHash: symmetric.handshakeHash, remoteStaticKey: remoteStaticKey)
         }
         state = .complete(session)
     }

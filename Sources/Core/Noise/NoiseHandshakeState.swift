@@ -61,14 +61,18 @@ public struct NoiseHandshakeState: Sendable {
         let remotePreMessage = role == .initiator ? pattern.responderPreMessage : pattern.initiatorPreMessage
         let needsRemoteStatic = remotePreMessage.contains(.s)
         guard needsLocalStatic == (localStaticKey != nil) else {
-            throw NoiseError(.missingKey, needsLocalStatic
-                ? "\(pattern.name) needs the \(role)'s static key"
-                : "\(pattern.name) does not use the \(role)'s static key")
+            throw NoiseError(
+                .missingKey,
+                needsLocalStatic
+                    ? "\(pattern.name) needs the \(role)'s static key"
+                    : "\(pattern.name) does not use the \(role)'s static key")
         }
         guard needsRemoteStatic == (remoteStaticKey != nil) else {
-            throw NoiseError(.missingKey, needsRemoteStatic
-                ? "\(pattern.name) needs the peer's static key in advance"
-                : "\(pattern.name) does not take the peer's static key in advance")
+            throw NoiseError(
+                .missingKey,
+                needsRemoteStatic
+                    ? "\(pattern.name) needs the peer's static key in advance"
+                    : "\(pattern.name) does not take the peer's static key in advance")
         }
         if let remoteStaticKey, remoteStaticKey.count != NoiseCrypto.dhLength {
             throw NoiseError(.invalidKey, "a remote static key must be 32 bytes, got \(remoteStaticKey.count)")

@@ -35,8 +35,10 @@ public struct JournalEntry: Equatable, Sendable {
     public var recordedAtMillis: Int64
 
     /// A journal entry from its fields.
-    public init(seq: Int64, opId: String?, origin: String, operation: OperationKind, orderUUIDs: [String],
-                message: String, recordedAtMillis: Int64) {
+    public init(
+        seq: Int64, opId: String?, origin: String, operation: OperationKind, orderUUIDs: [String],
+        message: String, recordedAtMillis: Int64
+    ) {
         self.seq = seq
         self.opId = opId
         self.origin = origin

@@ -46,8 +46,9 @@ public enum OperationPlanner {
             guard let base = try OrderFields.baseVersion(of: obj, uuid: order.uuid, index: index), base != order.version else {
                 return nil
             }
-            return WireError(.conflict, "the order changed since version \(base); it is at version \(order.version) now",
-                             uuid: order.uuid, index: index, current: order)
+            return WireError(
+                .conflict, "the order changed since version \(base); it is at version \(order.version) now",
+                uuid: order.uuid, index: index, current: order)
         } catch let e as WireError {
             return e
         } catch {
@@ -56,19 +57,25 @@ public enum OperationPlanner {
     }
 
     /// Plans `message` for a store without tombstones.
-    public static func plan(_ message: OperationMessage, now: OrderTimestamp,
-                            lookup: (String) throws -> Order?) rethrows -> OperationPlan {
+    public static func plan(
+        _ message: OperationMessage, now: OrderTimestamp,
+        lookup: (String) throws -> Order?
+    ) rethrows -> OperationPlan {
         try plan(message, now: now, lookup: lookup, wasRemoved: { _ in false })
     }
 
     /// Plans `message`. `lookup` returns the stored order for a UUID (case-insensitive) or nil;
     /// `wasRemoved` tells whether a UUID with no stored order was removed before (a tombstone).
-    public static func plan(_ message: OperationMessage, now: OrderTimestamp,
-                            lookup: (String) throws -> Order?,
-                            wasRemoved: (String) throws -> Bool) rethrows -> OperationPlan {
+    public static func plan(
+        _ message: OperationMessage, now: OrderTimestamp,
+        lookup: (String) throws -> Order?,
+        wasRemoved: (String) throws -> Bool
+    ) rethrows -> OperationPlan {
         var plan = OperationPlan()
         if message.orders.count > maxOrdersPerMessage {
-            plan.errors.append(WireError(.tooLarge, "message has \(message.orders.count) orders; at most \(maxOrdersPerMessage) are accepted in one message"))
+            plan.errors.append(
+                WireError(
+                    .tooLarge, "message has \(message.orders.count) orders; at most \(maxOrdersPerMessage) are accepted in one message"))
             return plan
         }
         // Orders changed earlier in this same message, by key; nil value = removed.
@@ -102,12 +109,19 @@ public enum OperationPlanner {
                     if candidate.sameContent(as: old) {
                         plan.unchanged.append(old)
                     } else {
-                        plan.errors.append(WireError(.alreadyExists, "an order with this uuid already exists with different content; use Update (operation 1) to change it", uuid: uuid, index: index))
+                        plan.errors.append(
+                            WireError(
+                                .alreadyExists,
+                                "an order with this uuid already exists with different content; use Update (operation 1) to change it",
+                                uuid: uuid, index: index))
                     }
                     continue
                 }
                 if overlay[order.key] == nil, try wasRemoved(uuid) {
-                    plan.errors.append(WireError(.removed, "this order was removed; a removed order cannot be created again (use a new uuid)", uuid: uuid, index: index))
+                    plan.errors.append(
+                        WireError(
+                            .removed, "this order was removed; a removed order cannot be created again (use a new uuid)", uuid: uuid,
+                            index: index))
                     continue
                 }
                 overlay[order.key] = .some(order)
@@ -131,8 +145,11 @@ public enum OperationPlanner {
                     continue
                 }
                 if before.status.isFinal {
-                    plan.errors.append(WireError(.invalidTransition, "the order is \(before.status.rawValue); a \(before.status.rawValue) order does not change any more",
-                                                 uuid: order.uuid, index: index))
+                    plan.errors.append(
+                        WireError(
+                            .invalidTransition,
+                            "the order is \(before.status.rawValue); a \(before.status.rawValue) order does not change any more",
+                            uuid: order.uuid, index: index))
                     continue
                 }
                 order.version = before.version + 1

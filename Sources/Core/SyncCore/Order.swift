@@ -30,9 +30,11 @@ public struct Order: Equatable, Sendable {
     public var note: String?
 
     /// An order from its fields.
-    public init(uuid: String, customerName: String, created: OrderTimestamp, shippingMethod: String? = nil,
-                tableName: String? = nil, tableSize: Int64? = nil, extra: JSONObject = JSONObject(),
-                version: Int64 = 1, status: OrderStatus = .open, items: [LineItem]? = nil, note: String? = nil) {
+    public init(
+        uuid: String, customerName: String, created: OrderTimestamp, shippingMethod: String? = nil,
+        tableName: String? = nil, tableSize: Int64? = nil, extra: JSONObject = JSONObject(),
+        version: Int64 = 1, status: OrderStatus = .open, items: [LineItem]? = nil, note: String? = nil
+    ) {
         self.uuid = uuid
         self.customerName = customerName
         self.created = created

@@ -70,7 +70,8 @@ public enum OrderFields {
             case "tableSize":
                 if value == .null { order.tableSize = nil; continue }
                 guard let n = value.intValue else {
-                    throw fail("\"tableSize\" must be an integer, got \(value.typeName == "number" ? "\(value.serialized())" : value.typeName)")
+                    throw fail(
+                        "\"tableSize\" must be an integer, got \(value.typeName == "number" ? "\(value.serialized())" : value.typeName)")
                 }
                 guard n >= -1, n <= 100_000 else { throw fail("\"tableSize\" must be between -1 and 100000, got \(n)") }
                 order.tableSize = n
@@ -79,8 +80,9 @@ public enum OrderFields {
                     throw fail("\"status\" must be one of \(OrderStatus.names), got \(value.serialized())")
                 }
                 if !isCreate && !order.status.canMove(to: next) {
-                    throw WireError(.invalidTransition, "an order cannot go from \(order.status.rawValue) to \(next.rawValue)",
-                                    uuid: uuid, index: index)
+                    throw WireError(
+                        .invalidTransition, "an order cannot go from \(order.status.rawValue) to \(next.rawValue)",
+                        uuid: uuid, index: index)
                 }
                 order.status = next
             case "note":
@@ -98,8 +100,10 @@ public enum OrderFields {
         }
     }
 
-    static func lineItem(_ v: JSONValue, at i: Int, fail: (String) -> WireError,
-                         text: (String, JSONValue) throws -> String) throws -> LineItem {
+    static func lineItem(
+        _ v: JSONValue, at i: Int, fail: (String) -> WireError,
+        text: (String, JSONValue) throws -> String
+    ) throws -> LineItem {
         guard let o = v.objectValue else { throw fail("items[\(i)] must be an object, got \(v.typeName)") }
         guard let nameValue = o["name"] else { throw fail("items[\(i)] has no \"name\"") }
         let name = try text("items[\(i)].name", nameValue)
@@ -118,7 +122,8 @@ public enum OrderFields {
     public static func baseVersion(of o: JSONObject, uuid: String, index: Int?) throws -> Int64? {
         guard let v = o["version"], v != .null else { return nil }
         guard let n = v.intValue, case .int = v, n >= 1 else {
-            throw WireError(.invalidField, "\"version\" must be the positive integer version the change is based on", uuid: uuid, index: index)
+            throw WireError(
+                .invalidField, "\"version\" must be the positive integer version the change is based on", uuid: uuid, index: index)
         }
         return n
     }

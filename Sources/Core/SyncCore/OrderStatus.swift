@@ -19,7 +19,7 @@ public enum OrderStatus: String, Sendable, CaseIterable {
         if next == self { return true }
         switch (self, next) {
         case (.open, .inProgress), (.open, .cancelled), (.inProgress, .completed), (.inProgress, .cancelled),
-             (.open, .completed):
+            (.open, .completed):
             return true
         default:
             return false

@@ -81,13 +81,13 @@ public struct OrderTimestamp: Equatable, Hashable, Sendable, CustomStringConvert
         }
         guard i < b.count else { return nil }
         var offset = 0
-        if b[i] == 0x5A || b[i] == 0x7A {  // Z
+        if b[i] == 0x5A || b[i] == 0x7A { // Z
             i += 1
         } else if b[i] == 0x2B || b[i] == 0x2D {
             let negative = b[i] == 0x2D
             i += 1
             guard let oh = digits(2) else { return nil }
-            _ = expect(0x3A)  // StorePOS omits the colon, RFC 3339 has it
+            _ = expect(0x3A) // StorePOS omits the colon, RFC 3339 has it
             guard let om = digits(2), oh < 24, om < 60 else { return nil }
             offset = Int(oh * 60 + om) * (negative ? -1 : 1)
         } else {
@@ -95,7 +95,8 @@ public struct OrderTimestamp: Equatable, Hashable, Sendable, CustomStringConvert
         }
         guard i == b.count else { return nil }
         guard (1...12).contains(mo), d >= 1, d <= OrderTimestamp.daysIn(month: mo, year: y),
-              h < 24, mi < 60, s < 61 else { return nil }
+            h < 24, mi < 60, s < 61
+        else { return nil }
         let days = OrderTimestamp.days(fromCivil: y, mo, d)
         let localSecs = days * 86_400 + h * 3600 + mi * 60 + min(s, 59)
         self.epochMillis = (localSecs - Int64(offset) * 60) * 1000 + millis

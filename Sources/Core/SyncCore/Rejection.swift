@@ -18,8 +18,10 @@ public struct Rejection: Equatable, Sendable {
     public var message: String
 
     /// A rejection from its fields.
-    public init(id: Int64 = 0, recordedAtMillis: Int64, origin: String, opId: String?, operation: OperationKind?,
-                orderUUID: String?, code: WireErrorCode, message: String) {
+    public init(
+        id: Int64 = 0, recordedAtMillis: Int64, origin: String, opId: String?, operation: OperationKind?,
+        orderUUID: String?, code: WireErrorCode, message: String
+    ) {
         self.id = id
         self.recordedAtMillis = recordedAtMillis
         self.origin = origin

@@ -121,8 +121,11 @@ public enum ClientMessage: Equatable, Sendable {
             return .failure(WireError(.invalidMessage, "message has no \"operation\""))
         }
         guard let n = op.intValue, case .int = op else {
-            let got = op.typeName == "number" ? "a number that is not an integer" : op.typeName == "string" ? "the string \(op.serialized())" : op.typeName
-            return .failure(WireError(.unknownOperation, "\"operation\" must be the integer 0 (Create), 1 (Update) or 2 (Remove), got \(got)"))
+            let got =
+                op.typeName == "number"
+                ? "a number that is not an integer" : op.typeName == "string" ? "the string \(op.serialized())" : op.typeName
+            return .failure(
+                WireError(.unknownOperation, "\"operation\" must be the integer 0 (Create), 1 (Update) or 2 (Remove), got \(got)"))
         }
         guard let kind = OperationKind(rawValue: Int(truncatingIfNeeded: n)), n >= 0, n <= 2 else {
             return .failure(WireError(.unknownOperation, "unknown operation \(n): expected 0 (Create), 1 (Update) or 2 (Remove)"))
@@ -148,15 +151,20 @@ public enum ClientMessage: Equatable, Sendable {
             return .failure(WireError(.invalidMessage, "hello has no \"terminal\""))
         }
         let lastSeq = o["lastSeq"]?.intValue ?? 0
-        var hello = HelloMessage(terminalId: terminal, terminalName: o["name"]?.stringValue ?? terminal,
-                                 store: o["store"]?.stringValue, lastSeq: max(0, lastSeq), epoch: o["epoch"]?.stringValue)
+        var hello = HelloMessage(
+            terminalId: terminal, terminalName: o["name"]?.stringValue ?? terminal,
+            store: o["store"]?.stringValue, lastSeq: max(0, lastSeq), epoch: o["epoch"]?.stringValue)
         hello.proto = o["proto"]?.stringValue
         if let p = o["pending"] {
             let ids = p.arrayValue?.compactMap(\.stringValue) ?? []
             guard let list = p.arrayValue, list.count <= HelloMessage.maxPending, ids.count == list.count,
-                  ids.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 128 }) else {
-                return .failure(WireError(.invalidMessage,
-                    "hello \"pending\" must be an array of at most \(HelloMessage.maxPending) operation ids (strings of 1 to 128 bytes)"))
+                ids.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 128 })
+            else {
+                return .failure(
+                    WireError(
+                        .invalidMessage,
+                        "hello \"pending\" must be an array of at most \(HelloMessage.maxPending) operation ids (strings of 1 to 128 bytes)"
+                    ))
             }
             hello.pending = ids
         }
@@ -266,8 +274,9 @@ public enum ServerMessage: Equatable, Sendable {
                 return .success(.ready(seq: o["seq"]?.intValue ?? 0, epoch: o["epoch"]?.stringValue, store: o["store"]?.stringValue))
             case "error":
                 let code = WireErrorCode(rawValue: o["code"]?.stringValue ?? "") ?? .invalidMessage
-                var err = WireError(code, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue,
-                                    index: o["index"]?.intValue.map { Int($0) })
+                var err = WireError(
+                    code, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue,
+                    index: o["index"]?.intValue.map { Int($0) })
                 if let c = o["current"]?.objectValue { err.current = try? OrderFields.storedOrder(from: c, index: nil) }
                 let op = o["operation"]?.intValue.flatMap { OperationKind(rawValue: Int($0)) }
                 return .success(.error(err, opId: o["opId"]?.stringValue, operation: op))
@@ -277,8 +286,10 @@ public enum ServerMessage: Equatable, Sendable {
                 guard let id = o["opId"]?.stringValue else {
                     return .failure(WireError(.invalidMessage, "result without opId"))
                 }
-                return .success(.result(opId: id, seq: o["seq"]?.intValue, applied: Int(o["applied"]?.intValue ?? 0),
-                                        unchanged: Int(o["unchanged"]?.intValue ?? 0), failed: Int(o["failed"]?.intValue ?? 0)))
+                return .success(
+                    .result(
+                        opId: id, seq: o["seq"]?.intValue, applied: Int(o["applied"]?.intValue ?? 0),
+                        unchanged: Int(o["unchanged"]?.intValue ?? 0), failed: Int(o["failed"]?.intValue ?? 0)))
             default:
                 return .failure(WireError(.invalidMessage, "unknown message type \(t)"))
             }
@@ -309,10 +320,13 @@ public enum ServerMessage: Equatable, Sendable {
         if let s = o["snapshot"]?.objectValue {
             var applied: [String: Int64] = [:]
             for m in s["applied"]?.objectValue?.members ?? [] { if let q = m.value.intValue { applied[m.key] = q } }
-            snapshot = SnapshotPart(seq: s["seq"]?.intValue ?? 0, part: Int(s["part"]?.intValue ?? 1),
-                                    parts: Int(s["parts"]?.intValue ?? 1), epoch: s["epoch"]?.stringValue, applied: applied)
+            snapshot = SnapshotPart(
+                seq: s["seq"]?.intValue ?? 0, part: Int(s["part"]?.intValue ?? 1),
+                parts: Int(s["parts"]?.intValue ?? 1), epoch: s["epoch"]?.stringValue, applied: applied)
         }
-        return .success(.applied(operation: kind, orders: orders, seq: o["seq"]?.intValue, opId: o["opId"]?.stringValue,
-                                 origin: o["origin"]?.stringValue, snapshot: snapshot))
+        return .success(
+            .applied(
+                operation: kind, orders: orders, seq: o["seq"]?.intValue, opId: o["opId"]?.stringValue,
+                origin: o["origin"]?.stringValue, snapshot: snapshot))
     }
 }

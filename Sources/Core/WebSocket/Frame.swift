@@ -74,8 +74,9 @@ public struct MaskingKey: Equatable, Hashable, Sendable {
 
     /// Creates a key from a 32-bit value, most significant byte first on the wire.
     public init(_ value: UInt32) {
-        self.init(UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
-                  UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value))
+        self.init(
+            UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
+            UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value))
     }
 
     /// Compares the key bytes.

@@ -7,9 +7,10 @@ public enum FrameEncoder {
     public static func encode(_ frame: Frame, maskingKey: MaskingKey?) -> [UInt8] {
         var output: [UInt8] = []
         frame.payload.withUnsafeBytes { payload in
-            append(fin: frame.fin,
-                   reservedBits: (frame.rsv1 ? 0x40 : 0) | (frame.rsv2 ? 0x20 : 0) | (frame.rsv3 ? 0x10 : 0),
-                   opcode: frame.opcode, payload: payload, maskingKey: maskingKey, to: &output)
+            append(
+                fin: frame.fin,
+                reservedBits: (frame.rsv1 ? 0x40 : 0) | (frame.rsv2 ? 0x20 : 0) | (frame.rsv3 ? 0x10 : 0),
+                opcode: frame.opcode, payload: payload, maskingKey: maskingKey, to: &output)
         }
         return output
     }

@@ -135,8 +135,9 @@ public struct FrameParser: Sendable {
         payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: source[0..<count]))
         if let key = current.maskingKey {
             payload.withUnsafeMutableBytes { all in
-                key.apply(to: UnsafeMutableRawBufferPointer(rebasing: all[start..<(start + count)]),
-                          payloadOffset: start)
+                key.apply(
+                    to: UnsafeMutableRawBufferPointer(rebasing: all[start..<(start + count)]),
+                    payloadOffset: start)
             }
         }
         return count

@@ -17,8 +17,9 @@ public enum ServerHandshake {
         text += "Connection: Upgrade\r\n"
         text += "Sec-WebSocket-Accept: \(WebSocketAccept.value(forKey: request.key))\r\n"
         if let subprotocol {
-            precondition(request.requestedSubprotocols.contains(subprotocol),
-                         "the selected subprotocol must be one the client offered")
+            precondition(
+                request.requestedSubprotocols.contains(subprotocol),
+                "the selected subprotocol must be one the client offered")
             text += "Sec-WebSocket-Protocol: \(subprotocol)\r\n"
         }
         text += "\r\n"

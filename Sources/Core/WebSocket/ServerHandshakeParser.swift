@@ -78,9 +78,10 @@ public struct ServerHandshakeParser: Sendable {
         }
         // RFC 6455 4.2.1: "An HTTP/1.1 or higher GET request, including a "Request-URI"".
         guard line.method == "GET" else {
-            return .failure(HTTPRejection(
-                status: 405, headers: [.init("Allow", "GET")],
-                body: "method \(line.method) not allowed; a WebSocket handshake is a GET"))
+            return .failure(
+                HTTPRejection(
+                    status: 405, headers: [.init("Allow", "GET")],
+                    body: "method \(line.method) not allowed; a WebSocket handshake is a GET"))
         }
         // The client sends "/resource name/" (RFC 6455 4.1), i.e. an origin-form target.
         guard line.target.hasPrefix("/") else {
@@ -111,8 +112,9 @@ public struct ServerHandshakeParser: Sendable {
         // "An |Upgrade| header field containing the value "websocket", treated as an ASCII
         // case-insensitive value."
         guard headers.listContains("Upgrade", token: "websocket") else {
-            return reject(426, "Upgrade: websocket is required",
-                          [.init("Upgrade", "websocket"), .init("Sec-WebSocket-Version", "13")])
+            return reject(
+                426, "Upgrade: websocket is required",
+                [.init("Upgrade", "websocket"), .init("Sec-WebSocket-Version", "13")])
         }
         // "A |Connection| header field that includes the token "Upgrade", treated as an ASCII
         // case-insensitive value."
@@ -125,8 +127,9 @@ public struct ServerHandshakeParser: Sendable {
         // of understanding."
         let versions = headers.values("Sec-WebSocket-Version")
         guard versions == ["13"] else {
-            return reject(426, "Sec-WebSocket-Version: 13 is required",
-                          [.init("Upgrade", "websocket"), .init("Sec-WebSocket-Version", "13")])
+            return reject(
+                426, "Sec-WebSocket-Version: 13 is required",
+                [.init("Upgrade", "websocket"), .init("Sec-WebSocket-Version", "13")])
         }
         // "A |Sec-WebSocket-Key| header field with a base64-encoded (see Section 4 of [RFC4648])
         // value that, when decoded, is 16 bytes in length." 11.3.1: it "MUST NOT appear more
@@ -144,17 +147,18 @@ public struct ServerHandshakeParser: Sendable {
         // U+0021 to U+007E not including separator characters [...] and MUST all be unique".
         let subprotocols = headers.listElements("Sec-WebSocket-Protocol")
         guard subprotocols.allSatisfy({ HTTPSyntax.isToken($0) }),
-              Set(subprotocols).count == subprotocols.count
+            Set(subprotocols).count == subprotocols.count
         else {
             return reject(400, "Sec-WebSocket-Protocol must list unique tokens")
         }
-        return .success(HandshakeRequest(
-            path: path,
-            host: host,
-            key: key,
-            headers: headers.fields.map { ($0.name, $0.value) },
-            requestedSubprotocols: subprotocols,
-            requestedExtensions: headers.listElements("Sec-WebSocket-Extensions"),
-            origin: headers.values("Origin").first))
+        return .success(
+            HandshakeRequest(
+                path: path,
+                host: host,
+                key: key,
+                headers: headers.fields.map { ($0.name, $0.value) },
+                requestedSubprotocols: subprotocols,
+                requestedExtensions: headers.listElements("Sec-WebSocket-Extensions"),
+                origin: headers.values("Origin").first))
     }
 }

@@ -204,7 +204,7 @@ public struct WebSocketConnection: Sendable {
     /// before the rest of the frame or message arrives.
     private mutating func validatePendingText(into events: inout [WebSocketEvent]) {
         guard let header = parser.pendingHeader,
-              header.opcode == .text || (header.opcode == .continuation && messageOpcode == .text)
+            header.opcode == .text || (header.opcode == .continuation && messageOpcode == .text)
         else { return }
         let pending = parser.pendingPayload
         guard pending.count > validatedInPendingFrame else { return }

@@ -66,9 +66,9 @@ public struct WebSocketError: Error, Equatable, Sendable, CustomStringConvertibl
         case .frameTooBig, .messageTooBig, .tooManyFragments:
             return .messageTooBig
         case .reservedBitsSet, .reservedOpcode, .unmaskedFrame, .maskedFrame,
-             .controlFrameTooLong, .fragmentedControlFrame, .invalidLength, .nonMinimalLength,
-             .unexpectedContinuation, .expectedContinuation, .invalidClosePayload,
-             .invalidCloseCode, .handshakeFailed, .handshakeTooLarge:
+            .controlFrameTooLong, .fragmentedControlFrame, .invalidLength, .nonMinimalLength,
+            .unexpectedContinuation, .expectedContinuation, .invalidClosePayload,
+            .invalidCloseCode, .handshakeFailed, .handshakeTooLarge:
             return .protocolError
         }
     }

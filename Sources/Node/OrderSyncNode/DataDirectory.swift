@@ -56,7 +56,8 @@ public final class DataDirectory {
         }
         do {
             if let role = try db.metadata("node.role"), role != c.role.rawValue {
-                throw NodeStartupError("\(c.dataDirectory) holds a \(role)'s order store; use another --data-dir for the \(c.role.rawValue)")
+                throw NodeStartupError(
+                    "\(c.dataDirectory) holds a \(role)'s order store; use another --data-dir for the \(c.role.rawValue)")
             }
             try db.setMetadata("node.role", c.role.rawValue)
         } catch {

@@ -1,8 +1,8 @@
+import EventLoopIO
 import Foundation
 import HTTP1
 import JSON
 import OrderStore
-import EventLoopIO
 import SyncCore
 
 /// Why the CLI could not talk to a daemon.
@@ -62,7 +62,9 @@ public struct LocalAPIClient {
     public func send(method: String, path: String, body: JSONValue? = nil) throws -> LocalAPIResponse {
         let (status, bytes) = try exchange(method: method, path: path, body: body)
         let json: JSONValue
-        if bytes.isEmpty { json = .null } else {
+        if bytes.isEmpty {
+            json = .null
+        } else {
             do { json = try JSONParser.parse(bytes) } catch {
                 throw LocalAPIClientError.badResponse("body is not JSON: \(error)")
             }
@@ -130,7 +132,8 @@ public enum OrderReader {
     public static func list(dataDirectory: String, page: Int, per: Int, status: OrderStatus? = nil) throws -> JSONValue {
         do {
             let filter = status.map { "&status=\($0.rawValue)" } ?? ""
-            let r = try LocalAPIClient(dataDirectory: dataDirectory).send(method: "GET", path: "/v1/orders?page=\(page)&per=\(per)\(filter)")
+            let r = try LocalAPIClient(dataDirectory: dataDirectory).send(
+                method: "GET", path: "/v1/orders?page=\(page)&per=\(per)\(filter)")
             if r.status == 200 { return r.body }
             throw LocalAPIClientError.badResponse("HTTP \(r.status)")
         } catch LocalAPIClientError.noDaemon {
@@ -157,8 +160,10 @@ public enum OrderReader {
     }
 
     /// The journal (`{"entries":[...]}`): through the daemon, else from the file.
-    public static func journal(dataDirectory: String, since: Int64, order: String?, limit: Int,
-                               rejected: Bool = false) throws -> JSONValue {
+    public static func journal(
+        dataDirectory: String, since: Int64, order: String?, limit: Int,
+        rejected: Bool = false
+    ) throws -> JSONValue {
         var path = "/v1/\(rejected ? "rejections" : "journal")?since=\(since)&limit=\(limit)"
         if let o = order { path += "&order=\(o)" }
         do {

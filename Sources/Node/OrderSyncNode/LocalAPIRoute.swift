@@ -31,7 +31,10 @@ enum LocalAPIRoute: Equatable {
         func queryInt(_ name: String, _ def: Int, _ range: ClosedRange<Int>) -> Result<Int, Failure> {
             guard let raw = query.last(where: { $0.0 == name })?.1 else { return .success(def) }
             guard let n = Int(raw), range.contains(n) else {
-                return .failure(Failure(status: 400, code: "invalid_query", message: "'\(name)' must be an integer in \(range.lowerBound)...\(range.upperBound)"))
+                return .failure(
+                    Failure(
+                        status: 400, code: "invalid_query",
+                        message: "'\(name)' must be an integer in \(range.lowerBound)...\(range.upperBound)"))
             }
             return .success(n)
         }
@@ -64,7 +67,8 @@ enum LocalAPIRoute: Equatable {
             let rejected = p == ["rejections"]
             return queryInt("since", 0, 0...Int.max).flatMap { since in
                 queryInt("limit", 100, 1...10_000).map {
-                    rejected ? .rejections(since: Int64(since), order: order, limit: $0)
+                    rejected
+                        ? .rejections(since: Int64(since), order: order, limit: $0)
                         : .journal(since: Int64(since), order: order, limit: $0)
                 }
             }
@@ -86,7 +90,8 @@ enum LocalAPIRoute: Equatable {
             return bodyObject().flatMap { o in
                 var order = o
                 if order["uuid"] == nil {
-                    return .failure(Failure(status: 400, code: "invalid_uuid", message: "the order needs a \"uuid\" (the CLI makes one for you)"))
+                    return .failure(
+                        Failure(status: 400, code: "invalid_uuid", message: "the order needs a \"uuid\" (the CLI makes one for you)"))
                 }
                 if order["customerName"] == nil { order["customerName"] = .string("") }
                 let id = order["uuid"]?.stringValue
@@ -101,11 +106,13 @@ enum LocalAPIRoute: Equatable {
             }
         case ("DELETE", let p) where p.count == 2 && p[0] == "orders":
             if let f = checkUUID(p[1]) { return .failure(f) }
-            return .success(.write(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(p[1]))]))]), single: p[1]))
+            return .success(
+                .write(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(p[1]))]))]), single: p[1]))
         case ("POST", ["operations"]):
             switch ClientMessage.decode(String(decoding: body, as: UTF8.self)) {
             case .success(.operation(let m)): return .success(.write(m, single: nil))
-            case .success(.hello), .success(.ack): return .failure(Failure(status: 400, code: "invalid_message", message: "expected an operation message"))
+            case .success(.hello), .success(.ack):
+                return .failure(Failure(status: 400, code: "invalid_message", message: "expected an operation message"))
             case .failure(let e): return .failure(Failure(status: 400, code: e.code.rawValue, message: e.message))
             }
         case (_, let p) where ["status", "orders", "operations", "journal", "rejections"].contains(p.first ?? ""):
@@ -140,9 +147,11 @@ enum LocalAPIRoute: Equatable {
 
     /// The answer to a write, once its outcome is known: one order for REST calls, a summary for
     /// `/v1/operations`.
-    static func writeAnswer(single: String?, operation: OperationKind, applied: [Order], unchanged: [Order],
-                            errors: [WireError], seq: Int64?,
-                            decorate: (Order) -> JSONObject = { $0.json }) -> (status: Int, body: JSONValue) {
+    static func writeAnswer(
+        single: String?, operation: OperationKind, applied: [Order], unchanged: [Order],
+        errors: [WireError], seq: Int64?,
+        decorate: (Order) -> JSONObject = { $0.json }
+    ) -> (status: Int, body: JSONValue) {
         if single != nil {
             if let e = errors.first {
                 return (httpStatus(for: e.code), errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid, current: e.current))
@@ -156,47 +165,62 @@ enum LocalAPIRoute: Equatable {
         o["seq"] = seq.map { .int($0) } ?? .null
         o["applied"] = .array(applied.map { .object(decorate($0)) })
         o["unchanged"] = .array(unchanged.map { .object(decorate($0)) })
-        o["errors"] = .array(errors.map { e in
-            var x = JSONObject()
-            x["code"] = .string(e.code.rawValue)
-            x["message"] = .string(e.message)
-            if let u = e.uuid { x["uuid"] = .string(u) }
-            if let i = e.index { x["index"] = .int(Int64(i)) }
-            if let c = e.current { x["current"] = .object(c.json) }
-            return .object(x)
-        })
+        o["errors"] = .array(
+            errors.map { e in
+                var x = JSONObject()
+                x["code"] = .string(e.code.rawValue)
+                x["message"] = .string(e.message)
+                if let u = e.uuid { x["uuid"] = .string(u) }
+                if let i = e.index { x["index"] = .int(Int64(i)) }
+                if let c = e.current { x["current"] = .object(c.json) }
+                return .object(x)
+            })
         return (200, .object(o))
     }
 
     /// `{"entries":[...]}` for the journal.
     static func journalBody(_ entries: [JournalEntry]) -> JSONValue {
-        .object(JSONObject([("entries", .array(entries.map { e in
-            var o = JSONObject()
-            o["seq"] = .int(e.seq)
-            o["at"] = .string(OrderTimestamp(epochMillis: e.recordedAtMillis).storePOSText)
-            o["origin"] = .string(e.origin)
-            o["operation"] = .string(e.operation.description)
-            o["orders"] = .array(e.orderUUIDs.map { .string($0) })
-            o["opId"] = e.opId.map { .string($0) } ?? .null
-            o["result"] = .string("applied")
-            return .object(o)
-        }))]))
+        .object(
+            JSONObject([
+                (
+                    "entries",
+                    .array(
+                        entries.map { e in
+                            var o = JSONObject()
+                            o["seq"] = .int(e.seq)
+                            o["at"] = .string(OrderTimestamp(epochMillis: e.recordedAtMillis).storePOSText)
+                            o["origin"] = .string(e.origin)
+                            o["operation"] = .string(e.operation.description)
+                            o["orders"] = .array(e.orderUUIDs.map { .string($0) })
+                            o["opId"] = e.opId.map { .string($0) } ?? .null
+                            o["result"] = .string("applied")
+                            return .object(o)
+                        })
+                )
+            ]))
     }
 
     /// `{"rejections":[...]}`.
     static func rejectionsBody(_ list: [Rejection]) -> JSONValue {
-        .object(JSONObject([("rejections", .array(list.map { r in
-            var o = JSONObject()
-            o["id"] = .int(r.id)
-            o["at"] = .string(OrderTimestamp(epochMillis: r.recordedAtMillis).storePOSText)
-            o["origin"] = .string(r.origin)
-            o["operation"] = r.operation.map { .string($0.description) } ?? .null
-            o["order"] = r.orderUUID.map { .string($0) } ?? .null
-            o["opId"] = r.opId.map { .string($0) } ?? .null
-            o["code"] = .string(r.code.rawValue)
-            o["message"] = .string(r.message)
-            return .object(o)
-        }))]))
+        .object(
+            JSONObject([
+                (
+                    "rejections",
+                    .array(
+                        list.map { r in
+                            var o = JSONObject()
+                            o["id"] = .int(r.id)
+                            o["at"] = .string(OrderTimestamp(epochMillis: r.recordedAtMillis).storePOSText)
+                            o["origin"] = .string(r.origin)
+                            o["operation"] = r.operation.map { .string($0.description) } ?? .null
+                            o["order"] = r.orderUUID.map { .string($0) } ?? .null
+                            o["opId"] = r.opId.map { .string($0) } ?? .null
+                            o["code"] = .string(r.code.rawValue)
+                            o["message"] = .string(r.message)
+                            return .object(o)
+                        })
+                )
+            ]))
     }
 
     /// `{"page","per","total","orders"}`.
@@ -206,7 +230,10 @@ enum LocalAPIRoute: Equatable {
 
     /// `{"page","per","total","orders"}` from order objects as they are shown.
     static func listBody(page: Int, per: Int, total: Int, orders: [JSONObject]) -> JSONValue {
-        .object(JSONObject([("page", .int(Int64(page))), ("per", .int(Int64(per))), ("total", .int(Int64(total))),
-                            ("orders", .array(orders.map { .object($0) }))]))
+        .object(
+            JSONObject([
+                ("page", .int(Int64(page))), ("per", .int(Int64(per))), ("total", .int(Int64(total))),
+                ("orders", .array(orders.map { .object($0) })),
+            ]))
     }
 }

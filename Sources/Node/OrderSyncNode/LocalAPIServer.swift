@@ -1,8 +1,8 @@
+import EventLoopIO
 import Foundation
 import HTTP1
 import JSON
 import Logging
-import EventLoopIO
 import SyncCore
 
 /// The local API: HTTP/1.1 + JSON on a Unix domain socket in the data directory. Each request
@@ -85,10 +85,14 @@ final class LocalAPIServer {
         client.deadline = loop.schedule(after: Self.requestTimeout) { [weak client] in
             guard let client = client, !client.busy else { return }
             client.deadline = nil
-            let body = LocalAPIRoute.errorBody(code: "request_timeout",
-                                               message: "the request did not arrive completely within \(Int(Self.requestTimeout.seconds)) s")
-            client.channel.write(HTTPResponse(status: 408, headers: HTTPHeaders([("Content-Type", "application/json"), ("Connection", "close")]),
-                                              body: body.serializedBytes()).serialize())
+            let body = LocalAPIRoute.errorBody(
+                code: "request_timeout",
+                message: "the request did not arrive completely within \(Int(Self.requestTimeout.seconds)) s")
+            client.channel.write(
+                HTTPResponse(
+                    status: 408, headers: HTTPHeaders([("Content-Type", "application/json"), ("Connection", "close")]),
+                    body: body.serializedBytes()
+                ).serialize())
             client.channel.closeAfterFlush()
         }
     }
@@ -108,8 +112,11 @@ final class LocalAPIServer {
                 default: code = "bad_request"
                 }
                 let body = LocalAPIRoute.errorBody(code: code, message: e.message)
-                client.channel.write(HTTPResponse(status: e.status, headers: HTTPHeaders([("Content-Type", "application/json"), ("Connection", "close")]),
-                                                  body: body.serializedBytes()).serialize())
+                client.channel.write(
+                    HTTPResponse(
+                        status: e.status, headers: HTTPHeaders([("Content-Type", "application/json"), ("Connection", "close")]),
+                        body: body.serializedBytes()
+                    ).serialize())
                 client.channel.closeAfterFlush()
                 return
             } catch {

@@ -40,9 +40,10 @@ final class MasterLink {
 
     /// Starts connecting; the whole handshake must finish within the configuration's deadline.
     func start() {
-        let transport = WebSocketChannel.connect(host: url.host, port: url.port, path: url.path,
-                                                 subprotocols: [orderSyncSubprotocol], loop: loop,
-                                                 configuration: configuration)
+        let transport = WebSocketChannel.connect(
+            host: url.host, port: url.port, path: url.path,
+            subprotocols: [orderSyncSubprotocol], loop: loop,
+            configuration: configuration)
         self.transport = transport
         transport.onEvent = { [weak self] event in
             guard let self = self else { return }

@@ -14,9 +14,10 @@ extension MasterNode {
             let origin = "\(terminalName) (local API)"
             let (outcome, actions) = engine.localWrite(message, origin: origin, now: WallClock.nowMillis())
             perform(actions)
-            let answer = LocalAPIRoute.writeAnswer(single: single, operation: message.operation, applied: outcome.applied,
-                                                   unchanged: outcome.unchanged, errors: outcome.errors + outcome.repeatedErrors,
-                                                   seq: outcome.seq)
+            let answer = LocalAPIRoute.writeAnswer(
+                single: single, operation: message.operation, applied: outcome.applied,
+                unchanged: outcome.unchanged, errors: outcome.errors + outcome.repeatedErrors,
+                seq: outcome.seq)
             respond(answer.status, answer.body)
         }
     }

@@ -1,7 +1,7 @@
+import EventLoopIO
 import Foundation
 import Logging
 import OrderStore
-import EventLoopIO
 import SyncCore
 import WebSocket
 import WebSocketTransport
@@ -16,15 +16,21 @@ extension MasterNode {
         guard sessions.count < configuration.maxConnections else {
             // Full: refuse at once rather than let a flood of idle sockets starve the loop.
             // A legitimate slave retries with backoff.
-            logger.warning("peer.refused", metadata: ["peer.address": "\(a.peerAddress)", "reason": "connection limit",
-                                                      "limit": "\(configuration.maxConnections)"])
+            logger.warning(
+                "peer.refused",
+                metadata: [
+                    "peer.address": "\(a.peerAddress)", "reason": "connection limit",
+                    "limit": "\(configuration.maxConnections)",
+                ])
             a.socket.close()
             return
         }
         do {
             let id = nextSessionId
-            let transport = try WebSocketChannel.accept(a.socket, loop: loop,
-                                                        configuration: configuration.webSocketChannelConfiguration) { request in
+            let transport = try WebSocketChannel.accept(
+                a.socket, loop: loop,
+                configuration: configuration.webSocketChannelConfiguration
+            ) { request in
                 // StorePOS terminals ask for no subprotocol; OrderSync slaves for ours.
                 .accept(subprotocol: request.requestedSubprotocols.contains(orderSyncSubprotocol) ? orderSyncSubprotocol : nil)
             }
@@ -52,8 +58,12 @@ extension MasterNode {
         case .opened(let opening):
             s.speaksOrderSync = opening.subprotocol == orderSyncSubprotocol
             s.phase = .open
-            logger.info("peer.connected", metadata: ["peer.address": "\(s.address)", "peer.protocol": "\(s.speaksOrderSync ? "ordersync" : "storepos")",
-                                                     "peers": "\(sessions.count)"])
+            logger.info(
+                "peer.connected",
+                metadata: [
+                    "peer.address": "\(s.address)", "peer.protocol": "\(s.speaksOrderSync ? "ordersync" : "storepos")",
+                    "peers": "\(sessions.count)",
+                ])
             ensureMaintenanceTimer()
             perform(engine.peerConnected(s.id, address: s.address, speaksOrderSync: s.speaksOrderSync))
         case .text(let text):
@@ -68,8 +78,12 @@ extension MasterNode {
             case .handshakeTimedOut:
                 logger.warning("peer.handshake_timeout", metadata: ["peer.address": "\(s.address)"])
             case .rejected(let rejection):
-                logger.warning("peer.handshake_rejected", metadata: ["peer.address": "\(s.address)", "http.status": "\(rejection.status)",
-                                                                    "reason": "\(rejection.reason)"])
+                logger.warning(
+                    "peer.handshake_rejected",
+                    metadata: [
+                        "peer.address": "\(s.address)", "http.status": "\(rejection.status)",
+                        "reason": "\(rejection.reason)",
+                    ])
             case .peerSilent(let silence):
                 logger.warning("peer.dead", metadata: ["peer.address": "\(s.address)", "silent_ms": "\(silence.wholeMilliseconds)"])
             default:

@@ -1,8 +1,8 @@
 import Discovery
+import EventLoopIO
 import Foundation
 import Logging
 import OrderStore
-import EventLoopIO
 import SyncCore
 import WebSocket
 
@@ -39,8 +39,10 @@ public final class MasterNode: @unchecked Sendable {
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
     /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the
     /// terminals' port; nothing is served before `run()`.
-    public init(configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
-                discovery: (any ServiceDiscovery)?, logger: Logger) throws {
+    public init(
+        configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
+        discovery: (any ServiceDiscovery)?, logger: Logger
+    ) throws {
         self.configuration = configuration
         self.loop = loop
         self.dataDirectory = dataDirectory
@@ -48,7 +50,8 @@ public final class MasterNode: @unchecked Sendable {
         self.db = dataDirectory.database
         let savedStore = try db.metadata("store.id")
         if let wanted = configuration.store, let saved = savedStore, wanted != saved {
-            throw NodeStartupError("\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store")
+            throw NodeStartupError(
+                "\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store")
         }
         storeId = try dataDirectory.identity(key: "store.id") {
             configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
@@ -66,8 +69,9 @@ public final class MasterNode: @unchecked Sendable {
             listener = try TCPListener.bind(host: configuration.listenAddress, port: configuration.port, backlog: 128)
         } catch {
             let inUse = (error as? PosixError)?.errno == EADDRINUSE
-            throw NodeStartupError("cannot listen on \(configuration.listenAddress):\(configuration.port): \(error)"
-                                   + (inUse ? " (another program uses the port? try --port 0)" : ""))
+            throw NodeStartupError(
+                "cannot listen on \(configuration.listenAddress):\(configuration.port): \(error)"
+                    + (inUse ? " (another program uses the port? try --port 0)" : ""))
         }
         port = listener.localPort
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
@@ -79,8 +83,9 @@ public final class MasterNode: @unchecked Sendable {
     /// data directory and publishes through Avahi.
     public convenience init(configuration: NodeConfiguration, logger: Logger) throws {
         let loop = try NodeStartup.prepareProcess()
-        try self.init(configuration: configuration, loop: loop, dataDirectory: try DataDirectory(claimingFor: configuration),
-                      discovery: AvahiServiceDiscovery(), logger: logger)
+        try self.init(
+            configuration: configuration, loop: loop, dataDirectory: try DataDirectory(claimingFor: configuration),
+            discovery: AvahiServiceDiscovery(), logger: logger)
     }
 
     /// Starts everything and serves until SIGINT, SIGTERM or `requestShutdown()`; then shuts
@@ -103,20 +108,26 @@ public final class MasterNode: @unchecked Sendable {
         // instead of spinning on a readable listener.
         acceptor.backoffMilliseconds = NodeDefaults.acceptPause.wholeMilliseconds
         acceptor.onError = { [weak self] error in
-            self?.logger.error("peer.accept_failed", metadata: ["error": "\(error)",
-                                                                "retry_ms": "\(NodeDefaults.acceptPause.wholeMilliseconds)"])
+            self?.logger.error(
+                "peer.accept_failed",
+                metadata: [
+                    "error": "\(error)",
+                    "retry_ms": "\(NodeDefaults.acceptPause.wholeMilliseconds)",
+                ])
         }
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
 
-        logger.info("node.started", metadata: [
-            "role": "master", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
-            "name": "\(terminalName)", "port": "\(port)", "listen": "\(configuration.listenAddress)",
-            "service_type": "\(configuration.serviceType)", "epoch": "\(engine.epoch)", "seq": "\(engine.lastSeq)",
-            "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
-            "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
-        ])
+        logger.info(
+            "node.started",
+            metadata: [
+                "role": "master", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
+                "name": "\(terminalName)", "port": "\(port)", "listen": "\(configuration.listenAddress)",
+                "service_type": "\(configuration.serviceType)", "epoch": "\(engine.epoch)", "seq": "\(engine.lastSeq)",
+                "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
+                "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
+            ])
 
         startDiscovery(epoch: engine.epoch)
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
@@ -134,13 +145,21 @@ public final class MasterNode: @unchecked Sendable {
             try discovery.start { event in
                 loop.execute { node.value.handleDiscovery(event) }
             }
-            discovery.publish(ServiceAnnouncement(name: terminalName, type: configuration.serviceType, port: port,
-                                          txt: [("proto", orderSyncProtocolName), ("store", storeId), ("epoch", epoch),
-                                                ("path", NodeDefaults.webSocketPath)]))
+            discovery.publish(
+                ServiceAnnouncement(
+                    name: terminalName, type: configuration.serviceType, port: port,
+                    txt: [
+                        ("proto", orderSyncProtocolName), ("store", storeId), ("epoch", epoch),
+                        ("path", NodeDefaults.webSocketPath),
+                    ]))
         } catch {
             avahiState = .unavailable
-            logger.warning("avahi.unavailable", metadata: ["error": "\(error)",
-                "hint": "terminals must use --master ws://HOST:\(port)/ until avahi-daemon runs"])
+            logger.warning(
+                "avahi.unavailable",
+                metadata: [
+                    "error": "\(error)",
+                    "hint": "terminals must use --master ws://HOST:\(port)/ until avahi-daemon runs",
+                ])
         }
     }
 
@@ -152,12 +171,20 @@ public final class MasterNode: @unchecked Sendable {
         case .daemonUnavailable(let reason):
             avahiState = .down
             publishedName = nil
-            logger.warning("avahi.down", metadata: ["reason": "\(reason)",
-                "hint": "still serving on port \(port); publishing again when avahi-daemon is back"])
+            logger.warning(
+                "avahi.down",
+                metadata: [
+                    "reason": "\(reason)",
+                    "hint": "still serving on port \(port); publishing again when avahi-daemon is back",
+                ])
         case .published(let name):
             publishedName = name
-            logger.info("service.published", metadata: ["service.name": "\(name)", "service.type": "\(configuration.serviceType)",
-                                                         "port": "\(port)"])
+            logger.info(
+                "service.published",
+                metadata: [
+                    "service.name": "\(name)", "service.type": "\(configuration.serviceType)",
+                    "port": "\(port)",
+                ])
         case .nameCollision(let old, let new):
             logger.warning("service.name_collision", metadata: ["service.name": "\(old)", "service.new_name": "\(new)"])
         case .publishFailed(let reason):

@@ -145,8 +145,10 @@ public struct NodeConfiguration: Sendable {
     public var maxConnections = NodeDefaults.maxConnections
 
     /// A configuration from its parts.
-    public init(role: NodeRole, dataDirectory: String, store: String?, name: String?, serviceType: String,
-                port: UInt16, listenAddress: String, masterURL: MasterURL?) {
+    public init(
+        role: NodeRole, dataDirectory: String, store: String?, name: String?, serviceType: String,
+        port: UInt16, listenAddress: String, masterURL: MasterURL?
+    ) {
         self.role = role
         self.dataDirectory = dataDirectory
         self.store = store

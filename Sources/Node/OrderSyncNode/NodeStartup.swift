@@ -1,8 +1,8 @@
+import EventLoopIO
 import Foundation
 import JSON
 import Logging
 import OrderStore
-import EventLoopIO
 import SyncCore
 import WebSocket
 import WebSocketTransport
@@ -26,8 +26,10 @@ enum NodeStartup {
     }
 
     /// Handles the read-only routes every node answers from its own store; false for others.
-    static func answerRead(_ route: LocalAPIRoute, db: OrderDatabase, respond: LocalAPIServer.Respond,
-                           decorate: (Order) -> JSONObject = { $0.json }) -> Bool {
+    static func answerRead(
+        _ route: LocalAPIRoute, db: OrderDatabase, respond: LocalAPIServer.Respond,
+        decorate: (Order) -> JSONObject = { $0.json }
+    ) -> Bool {
         do {
             switch route {
             case .list(let page, let per, let status):

@@ -62,9 +62,10 @@ final class SQLiteSlaveStore: SlaveStore {
     func outboxEntries() throws -> [OutboxEntry] { try db.outboxEntries() }
 
     func loadReplicaState() throws -> ReplicaState {
-        ReplicaState(lastSeq: Int64(try db.metadata("replica.last_seq") ?? "0") ?? 0, epoch: try db.metadata("replica.epoch"),
-                     store: try db.metadata("replica.store"), outbox: try db.outboxEntries(), syncErrors: try db.syncErrors(),
-                     needsSnapshot: try db.metadata("replica.needs_snapshot") == "1")
+        ReplicaState(
+            lastSeq: Int64(try db.metadata("replica.last_seq") ?? "0") ?? 0, epoch: try db.metadata("replica.epoch"),
+            store: try db.metadata("replica.store"), outbox: try db.outboxEntries(), syncErrors: try db.syncErrors(),
+            needsSnapshot: try db.metadata("replica.needs_snapshot") == "1")
     }
 
     func answeredOperation(opId: String) throws -> AnsweredOperation? { try db.answeredOperation(opId: opId) }

@@ -1,6 +1,6 @@
+import EventLoopIO
 import Foundation
 import JSON
-import EventLoopIO
 import SyncCore
 
 /// A local write forwarded to the master, waiting for its answer.
@@ -22,8 +22,11 @@ extension SlaveNode {
         case .rejections:
             _ = NodeStartup.answerRead(route, db: db, respond: respond)
         case .journal:
-            respond(404, LocalAPIRoute.errorBody(code: "no_journal",
-                message: "this node is a slave; the journal is kept by the master (run this on the master's data directory)"))
+            respond(
+                404,
+                LocalAPIRoute.errorBody(
+                    code: "no_journal",
+                    message: "this node is a slave; the journal is kept by the master (run this on the master's data directory)"))
         case .list, .show:
             _ = NodeStartup.answerRead(route, db: db, respond: respond, decorate: { [unowned self] in self.decorated($0) })
         case .write(let message, let single):
@@ -36,8 +39,9 @@ extension SlaveNode {
         if let t = p.timer { loop.cancel(t) }
         if pending {
             // Still in the outbox, to be sent again: the change is pending, not refused.
-            respondPending(single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,
-                           respond: p.respond)
+            respondPending(
+                single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,
+                respond: p.respond)
             return
         }
         var unchanged: [Order] = []
@@ -47,9 +51,10 @@ extension SlaveNode {
                 if let u = raw.objectValue?["uuid"]?.stringValue, let o = try? db.order(uuid: u) { unchanged.append(o) }
             }
         }
-        let answer = LocalAPIRoute.writeAnswer(single: p.single, operation: p.message.operation, applied: applied,
-                                               unchanged: unchanged, errors: p.localErrors + errors, seq: seq,
-                                               decorate: { [unowned self] in self.decorated($0) })
+        let answer = LocalAPIRoute.writeAnswer(
+            single: p.single, operation: p.message.operation, applied: applied,
+            unchanged: unchanged, errors: p.localErrors + errors, seq: seq,
+            decorate: { [unowned self] in self.decorated($0) })
         p.respond(answer.status, answer.body)
     }
 
@@ -60,8 +65,9 @@ extension SlaveNode {
         pendingWrites.removeAll()
         for p in all.values {
             if let t = p.timer { loop.cancel(t) }
-            respondPending(single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,
-                           respond: p.respond)
+            respondPending(
+                single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,
+                respond: p.respond)
         }
     }
 
@@ -73,8 +79,9 @@ extension SlaveNode {
             sinceSeconds: (now - linkSince) / 1000, lastSeenMillisAgo: linkState.link?.link.map { now - $0.lastHeardMillis },
             lastError: lastLinkError)
         let seen = services.values.sorted { $0.seen < $1.seen }.map { entry in
-            SlaveStatus.SeenMaster(name: entry.service.name, address: "\(entry.service.address):\(entry.service.port)",
-                                   store: entry.service.txt["store"])
+            SlaveStatus.SeenMaster(
+                name: entry.service.name, address: "\(entry.service.address):\(entry.service.port)",
+                store: entry.service.txt["store"])
         }
         return SlaveStatus(
             version: NodeVersion.string, store: configuration.store ?? engine.joinedStore, name: terminalName,

@@ -1,7 +1,7 @@
 import Discovery
+import EventLoopIO
 import Foundation
 import Logging
-import EventLoopIO
 import SyncCore
 import WebSocket
 
@@ -15,8 +15,12 @@ extension SlaveNode {
             logger.info("avahi.up")
         case .daemonUnavailable(let reason):
             avahiState = .down
-            logger.warning("avahi.down", metadata: ["reason": "\(reason)",
-                "hint": "cannot discover a master until avahi-daemon is back; a live link stays up"])
+            logger.warning(
+                "avahi.down",
+                metadata: [
+                    "reason": "\(reason)",
+                    "hint": "cannot discover a master until avahi-daemon is back; a live link stays up",
+                ])
         case .serviceFound(let service):
             guard service.txt["proto"] == orderSyncProtocolName else { return }
             let key = "\(service.name)|\(service.domain)|\(service.interfaceIndex)"
@@ -24,8 +28,12 @@ extension SlaveNode {
             seenCounter += 1
             services[key] = (service, seenCounter)
             if previous != service {
-                logger.info("master.found", metadata: ["service.name": "\(service.name)", "master.address": "\(service.address):\(service.port)",
-                                                       "master.store": "\(service.txt["store"] ?? "?")"])
+                logger.info(
+                    "master.found",
+                    metadata: [
+                        "service.name": "\(service.name)", "master.address": "\(service.address):\(service.port)",
+                        "master.store": "\(service.txt["store"] ?? "?")",
+                    ])
             }
             if mustChooseStore && !storeChoiceSettled {
                 // mDNS answers from every host arrive within about a second of the query.
@@ -64,14 +72,22 @@ extension SlaveNode {
         if let w = wanted {
             pool = candidates.filter { $0.service.txt["store"] == w }
             if pool.isEmpty, !candidates.isEmpty {
-                logStoreChoice("slave.waiting_for_store", ["store": "\(w)",
-                    "seen": "\(Set(candidates.compactMap { $0.service.txt["store"] }).sorted().joined(separator: ","))"])
+                logStoreChoice(
+                    "slave.waiting_for_store",
+                    [
+                        "store": "\(w)",
+                        "seen": "\(Set(candidates.compactMap { $0.service.txt["store"] }).sorted().joined(separator: ","))",
+                    ])
             }
         } else {
             let stores = Set(candidates.compactMap { $0.service.txt["store"] })
             if stores.count > 1 {
-                logStoreChoice("slave.several_stores", ["stores": "\(stores.sorted().joined(separator: ","))",
-                    "hint": "start the slave with --store ID to choose one"])
+                logStoreChoice(
+                    "slave.several_stores",
+                    [
+                        "stores": "\(stores.sorted().joined(separator: ","))",
+                        "hint": "start the slave with --store ID to choose one",
+                    ])
                 return nil
             }
         }
@@ -79,8 +95,12 @@ extension SlaveNode {
         // one): keep to the master whose database this replica comes from, and say so.
         let masters = Set(pool.map { "\($0.service.address):\($0.service.port)|\($0.service.txt["epoch"] ?? "")" })
         if Set(pool.compactMap { $0.service.txt["epoch"] }).count > 1 {
-            logStoreChoice("slave.several_masters", ["store": "\(wanted ?? "-")", "masters": "\(masters.sorted().joined(separator: ","))",
-                "hint": "more than one master announces this store; keeping to the one this terminal synced from"])
+            logStoreChoice(
+                "slave.several_masters",
+                [
+                    "store": "\(wanted ?? "-")", "masters": "\(masters.sorted().joined(separator: ","))",
+                    "hint": "more than one master announces this store; keeping to the one this terminal synced from",
+                ])
         }
         if let known = engine.epoch {
             let same = pool.filter { $0.service.txt["epoch"] == known }
@@ -138,7 +158,9 @@ extension SlaveNode {
         l.onOpen = { [weak self, weak l] subprotocol in
             guard let self = self, let l = l, case .connecting(let current, let target) = self.linkState, current === l else { return }
             guard subprotocol == orderSyncSubprotocol else {
-                self.logger.error("master.incompatible", metadata: ["master.address": "\(url)", "reason": "master did not accept subprotocol \(orderSyncSubprotocol)"])
+                self.logger.error(
+                    "master.incompatible",
+                    metadata: ["master.address": "\(url)", "reason": "master did not accept subprotocol \(orderSyncSubprotocol)"])
                 l.close(code: .policyViolation, reason: "OrderSync subprotocol required")
                 return
             }
@@ -235,7 +257,8 @@ extension SlaveNode {
                 guard case .syncing(let l, let target) = linkState else { break }
                 reconnectBackoff.reset()
                 enter(.live(l, target))
-                logger.info("master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
+                logger.info(
+                    "master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
             case .log(let record):
                 logger.log(record)
             }

@@ -1,7 +1,7 @@
+import EventLoopIO
 import Foundation
 import JSON
 import OrderStore
-import EventLoopIO
 import SyncCore
 
 /// The offline-first write path of a slave.
@@ -23,8 +23,9 @@ extension SlaveNode {
             return
         case .answered(let first)?:
             // A retry of an operation the master answered before: that answer, nothing applied.
-            let answer = LocalAPIRoute.writeAnswer(single: single, operation: message.operation, applied: first.applied,
-                                                   unchanged: [], errors: first.errors, seq: first.seq)
+            let answer = LocalAPIRoute.writeAnswer(
+                single: single, operation: message.operation, applied: first.applied,
+                unchanged: [], errors: first.errors, seq: first.seq)
             respond(answer.status, answer.body)
             return
         case .storage(let reason)?:
@@ -35,8 +36,9 @@ extension SlaveNode {
         }
         guard !write.changes.isEmpty else {
             // Nothing to change here: invalid orders, or repeats of what the replica holds.
-            let answer = LocalAPIRoute.writeAnswer(single: single, operation: message.operation, applied: [],
-                                                   unchanged: write.unchanged, errors: write.errors, seq: nil)
+            let answer = LocalAPIRoute.writeAnswer(
+                single: single, operation: message.operation, applied: [],
+                unchanged: write.unchanged, errors: write.errors, seq: nil)
             respond(answer.status, answer.body)
             perform(actions)
             return
@@ -52,16 +54,19 @@ extension SlaveNode {
         pending.timer = loop.schedule(after: NodeDefaults.forwardTimeout) { [weak self] in
             // The master is slow: the change is safe in the outbox; say so now.
             guard let self = self, let p = self.pendingWrites.removeValue(forKey: opId) else { return }
-            self.respondPending(single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,
-                                respond: p.respond)
+            self.respondPending(
+                single: p.single, operation: p.message.operation, changes: p.localChanges, errors: p.localErrors,
+                respond: p.respond)
         }
         pendingWrites[opId] = pending
         perform(actions)
     }
 
     /// `202 Accepted`: stored on this terminal, waiting for the master.
-    func respondPending(single: String?, operation: OperationKind, changes: [OrderChange], errors: [WireError],
-                        respond: LocalAPIServer.Respond) {
+    func respondPending(
+        single: String?, operation: OperationKind, changes: [OrderChange], errors: [WireError],
+        respond: LocalAPIServer.Respond
+    ) {
         if single != nil, let e = errors.first {
             respond(LocalAPIRoute.httpStatus(for: e.code), LocalAPIRoute.errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid))
             return
@@ -76,8 +81,11 @@ extension SlaveNode {
         body["pending"] = .array(orders.map { .object($0) })
         body["applied"] = .array([])
         body["unchanged"] = .array([])
-        body["errors"] = LocalAPIRoute.writeAnswer(single: nil, operation: operation, applied: [], unchanged: [], errors: errors,
-                                                   seq: nil).body.objectValue?["errors"] ?? .array([])
+        body["errors"] =
+            LocalAPIRoute.writeAnswer(
+                single: nil, operation: operation, applied: [], unchanged: [], errors: errors,
+                seq: nil
+            ).body.objectValue?["errors"] ?? .array([])
         respond(202, .object(body))
     }
 

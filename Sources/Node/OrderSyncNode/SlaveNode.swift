@@ -1,8 +1,8 @@
 import Discovery
+import EventLoopIO
 import Foundation
 import Logging
 import OrderStore
-import EventLoopIO
 import SyncCore
 import WebSocket
 
@@ -52,9 +52,11 @@ public final class SlaveNode: @unchecked Sendable {
     /// A slave on `loop` (not running yet, on the thread that will run it), keeping its replica
     /// in `dataDirectory` and finding its master through `discovery` (nil: only
     /// `configuration.masterURL`). Nothing starts before `run()`.
-    public init(configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
-                discovery: (any ServiceDiscovery)?, logger: Logger,
-                reconnectJitter: ReconnectBackoff.Jitter = .downToHalf()) throws {
+    public init(
+        configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
+        discovery: (any ServiceDiscovery)?, logger: Logger,
+        reconnectJitter: ReconnectBackoff.Jitter = .downToHalf()
+    ) throws {
         self.configuration = configuration
         self.loop = loop
         self.dataDirectory = dataDirectory
@@ -62,18 +64,21 @@ public final class SlaveNode: @unchecked Sendable {
         self.db = dataDirectory.database
         terminalId = try dataDirectory.identity(key: "terminal.id") { UUID().uuidString.lowercased() }
         terminalName = configuration.name ?? DataDirectory.hostName()
-        engine = try SlaveEngine(store: SQLiteSlaveStore(db: db), terminalId: terminalId, terminalName: terminalName,
-                                 configuredStore: configuration.store)
+        engine = try SlaveEngine(
+            store: SQLiteSlaveStore(db: db), terminalId: terminalId, terminalName: terminalName,
+            configuredStore: configuration.store)
         if let wanted = configuration.store, let joined = engine.joinedStore, wanted != joined {
-            throw NodeStartupError("\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir")
+            throw NodeStartupError(
+                "\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir")
         }
         var logger = logger
         if let s = configuration.store ?? engine.joinedStore { logger[metadataKey: "store"] = "\(s)" }
         self.logger = logger
         avahiState = configuration.masterURL != nil ? .notUsedWithFixedMaster : (discovery == nil ? .notUsed : .starting)
         linkSince = loop.now
-        reconnectBackoff = ReconnectBackoff(initial: NodeDefaults.reconnectDelay, maximum: NodeDefaults.reconnectDelayLimit,
-                                            jitter: reconnectJitter)
+        reconnectBackoff = ReconnectBackoff(
+            initial: NodeDefaults.reconnectDelay, maximum: NodeDefaults.reconnectDelayLimit,
+            jitter: reconnectJitter)
         api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
     }
 
@@ -81,8 +86,9 @@ public final class SlaveNode: @unchecked Sendable {
     /// data directory and discovers its master through Avahi unless `--master` names it.
     public convenience init(configuration: NodeConfiguration, logger: Logger) throws {
         let loop = try NodeStartup.prepareProcess()
-        try self.init(configuration: configuration, loop: loop, dataDirectory: try DataDirectory(claimingFor: configuration),
-                      discovery: configuration.masterURL == nil ? AvahiServiceDiscovery() : nil, logger: logger)
+        try self.init(
+            configuration: configuration, loop: loop, dataDirectory: try DataDirectory(claimingFor: configuration),
+            discovery: configuration.masterURL == nil ? AvahiServiceDiscovery() : nil, logger: logger)
     }
 
     /// Starts everything and runs until SIGINT, SIGTERM or `requestShutdown()`. Runs the loop
@@ -102,13 +108,15 @@ public final class SlaveNode: @unchecked Sendable {
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
-        logger.info("node.started", metadata: [
-            "role": "slave", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
-            "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
-            "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
-            "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
-            "outbox": "\(engine.outboxCount)",
-        ])
+        logger.info(
+            "node.started",
+            metadata: [
+                "role": "slave", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
+                "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
+                "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
+                "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
+                "outbox": "\(engine.outboxCount)",
+            ])
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
             self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
         }
@@ -134,8 +142,12 @@ public final class SlaveNode: @unchecked Sendable {
             logger.info("master.searching", metadata: ["service_type": "\(configuration.serviceType)"])
         } catch {
             avahiState = .unavailable
-            logger.warning("avahi.unavailable", metadata: ["error": "\(error)",
-                "hint": "waiting for avahi-daemon; or start with --master ws://HOST:PORT/"])
+            logger.warning(
+                "avahi.unavailable",
+                metadata: [
+                    "error": "\(error)",
+                    "hint": "waiting for avahi-daemon; or start with --master ws://HOST:PORT/",
+                ])
         }
     }
 

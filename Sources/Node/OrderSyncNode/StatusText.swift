@@ -32,8 +32,10 @@ public enum StatusText {
     }
 
     private static func common(role: NodeRole, store: String?, name: String, orders: Int, seq: Int64, avahi: AvahiState) -> [String] {
-        ["role:      \(role.rawValue)", "store:     \(store ?? "-")", "name:      \(name)",
-         "orders:    \(orders)", "seq:       \(seq)", "avahi:     \(avahi.rawValue)"]
+        [
+            "role:      \(role.rawValue)", "store:     \(store ?? "-")", "name:      \(name)",
+            "orders:    \(orders)", "seq:       \(seq)", "avahi:     \(avahi.rawValue)",
+        ]
     }
 
     /// The master's terminals: every open link (with the slave's acknowledged sequence and lag
@@ -45,7 +47,8 @@ public enum StatusText {
         var lines = ["terminals: \(m.peers.count) connected, \(known) known slave\(known == 1 ? "" : "s"), \(away.count) away"]
         for p in m.peers {
             let heard = String(format: "%.1f s", Double(p.lastSeenMillisAgo) / 1000)
-            var line = "  connected  \(p.terminal ?? "-")  \(p.address)  \(p.protocol.rawValue)  up \(p.connectedSeconds) s  last heard \(heard) ago"
+            var line =
+                "  connected  \(p.terminal ?? "-")  \(p.address)  \(p.protocol.rawValue)  up \(p.connectedSeconds) s  last heard \(heard) ago"
             // Until a slave acks on this link, what the master recorded of it stands.
             if let acked = p.ackedSeq, let lag = p.lag {
                 line += "  acked \(acked)  lag \(lag)"

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Noise
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // ordersync-noise-peer: the Noise module as a line-driven test peer, for interop tests against
 // an independent implementation (Tests/noise drives it against Python's `noiseprotocol`).

@@ -45,16 +45,19 @@ final class AutobahnClient {
 
     private func fetchCaseCount() {
         var count: Int?
-        open(path: "/getCaseCount", echoes: false, onText: { text in
-            count = Int(text)
-        }, onFinish: { [self] ending in
-            guard let count, count >= 0 else {
-                finish(.failure(EchoError("getCaseCount returned no count (\(ending))")))
-                return
-            }
-            summary.caseCount = count
-            runCase(1)
-        })
+        open(
+            path: "/getCaseCount", echoes: false,
+            onText: { text in
+                count = Int(text)
+            },
+            onFinish: { [self] ending in
+                guard let count, count >= 0 else {
+                    finish(.failure(EchoError("getCaseCount returned no count (\(ending))")))
+                    return
+                }
+                summary.caseCount = count
+                runCase(1)
+            })
     }
 
     private func runCase(_ number: Int) {
@@ -62,34 +65,38 @@ final class AutobahnClient {
             updateReports()
             return
         }
-        open(path: "/runCase?case=\(number)&agent=\(agent)", echoes: true, onFinish: { [self] ending in
-            switch ending.cause {
-            case .handshakeFailed, .handshakeTimedOut, .unreachable:
-                summary.unreachableCases.append((number, "\(ending)"))
-            case .dropped(.error(let error)) where error.call == "connect":
-                summary.unreachableCases.append((number, "\(ending)"))
-            case .closed, .failed, .dropped, .rejected, .frameTimedOut, .closeTimedOut, .peerSilent, .aborted:
-                // Whatever the case did to the connection is for the fuzzing server to judge.
-                break
-            }
-            runCase(number + 1)
-        })
+        open(
+            path: "/runCase?case=\(number)&agent=\(agent)", echoes: true,
+            onFinish: { [self] ending in
+                switch ending.cause {
+                case .handshakeFailed, .handshakeTimedOut, .unreachable:
+                    summary.unreachableCases.append((number, "\(ending)"))
+                case .dropped(.error(let error)) where error.call == "connect":
+                    summary.unreachableCases.append((number, "\(ending)"))
+                case .closed, .failed, .dropped, .rejected, .frameTimedOut, .closeTimedOut, .peerSilent, .aborted:
+                    // Whatever the case did to the connection is for the fuzzing server to judge.
+                    break
+                }
+                runCase(number + 1)
+            })
     }
 
     /// Reports are written once the server saw the handshake; kosoku then drops the TCP
     /// connection without a closing handshake, the original fuzzing server answers our Close.
     private func updateReports() {
         var opened = false
-        let webSocket = open(path: "/updateReports?agent=\(agent)", echoes: false, onFinish: { [self] ending in
-            summary.updateOutcome = "\(ending)"
-            switch ending.cause {
-            case .closed, .dropped(.endOfFile):
-                summary.reportsUpdated = opened
-            default:
-                summary.reportsUpdated = false
-            }
-            finish(.success(summary))
-        })
+        let webSocket = open(
+            path: "/updateReports?agent=\(agent)", echoes: false,
+            onFinish: { [self] ending in
+                summary.updateOutcome = "\(ending)"
+                switch ending.cause {
+                case .closed, .dropped(.endOfFile):
+                    summary.reportsUpdated = opened
+                default:
+                    summary.reportsUpdated = false
+                }
+                finish(.success(summary))
+            })
         let report = webSocket.onEvent
         webSocket.onEvent = { [unowned webSocket] event in
             if case .opened = event {
@@ -102,10 +109,13 @@ final class AutobahnClient {
 
     /// Opens one connection; its end, however early, is reported through `onFinish`.
     @discardableResult
-    private func open(path: String, echoes: Bool, onText: ((String) -> Void)? = nil,
-                      onFinish: @escaping (WebSocketChannel.Ending) -> Void) -> WebSocketChannel {
-        let webSocket = WebSocketChannel.connect(host: host, port: port, path: path, loop: loop,
-                                                 configuration: EchoServer.channelConfiguration(configuration))
+    private func open(
+        path: String, echoes: Bool, onText: ((String) -> Void)? = nil,
+        onFinish: @escaping (WebSocketChannel.Ending) -> Void
+    ) -> WebSocketChannel {
+        let webSocket = WebSocketChannel.connect(
+            host: host, port: port, path: path, loop: loop,
+            configuration: EchoServer.channelConfiguration(configuration))
         webSocket.onEvent = { [unowned webSocket] event in
             switch event {
             case .text(let text):

@@ -19,8 +19,10 @@ final class EchoServer {
     private var connectionCount = 0
 
     /// Binds `host:port` and starts accepting on `loop`.
-    init(host: String, port: UInt16, limits: WebSocketConfiguration,
-         maxConnections: Int = 256, loop: EventLoop) throws {
+    init(
+        host: String, port: UInt16, limits: WebSocketConfiguration,
+        maxConnections: Int = 256, loop: EventLoop
+    ) throws {
         let listener = try TCPListener.bind(host: host, port: port)
         self.loop = loop
         self.configuration = EchoServer.channelConfiguration(limits)
@@ -40,9 +42,10 @@ final class EchoServer {
     /// that holds an echo of the largest message plus the frames behind it, large reads, and a
     /// frame deadline loose enough for the largest Autobahn messages.
     static func channelConfiguration(_ limits: WebSocketConfiguration) -> WebSocketChannelConfiguration {
-        WebSocketChannelConfiguration(limits: limits, handshakeDeadline: .seconds(5), frameDeadline: .seconds(60),
-                                      heartbeat: nil, maxPendingSendBytes: limits.maxMessageSize * 2 + (1 << 20),
-                                      maxReadBytes: 256 << 10, acceptsBinary: true)
+        WebSocketChannelConfiguration(
+            limits: limits, handshakeDeadline: .seconds(5), frameDeadline: .seconds(60),
+            heartbeat: nil, maxPendingSendBytes: limits.maxMessageSize * 2 + (1 << 20),
+            maxReadBytes: 256 << 10, acceptsBinary: true)
     }
 
     /// Stops accepting; connections in progress continue until they end.

@@ -1,5 +1,5 @@
-import Glibc
 import EventLoopIO
+import Glibc
 import WebSocket
 
 // ordersync-wsecho: a WebSocket echo server and an Autobahn fuzzing-server client built from
@@ -44,7 +44,9 @@ func run(_ command: EchoCommand) throws -> Int32 {
         client.start { result in
             switch result {
             case .success(let summary):
-                print("ran \(summary.caseCount) cases; /updateReports \(summary.reportsUpdated ? "done" : "FAILED"): \(summary.updateOutcome)")
+                print(
+                    "ran \(summary.caseCount) cases; /updateReports \(summary.reportsUpdated ? "done" : "FAILED"): \(summary.updateOutcome)"
+                )
                 for (number, reason) in summary.unreachableCases {
                     printError("case \(number) did not start: \(reason)")
                 }

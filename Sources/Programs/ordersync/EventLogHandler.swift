@@ -1,8 +1,8 @@
 import Foundation
 import JSON
 import Logging
-import Synchronization
 import SyncCore
+import Synchronization
 
 /// How log lines are written: logfmt (`key=value` pairs) or one JSON object per line.
 enum LogFormat: String, CaseIterable {

@@ -9,7 +9,9 @@ struct JournalCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "journal",
         abstract: "Show applied operations (who, what, when) from the master's journal. Works read-only when no daemon runs.",
-        discussion: "Run it on the master's data directory; a slave keeps no journal. With --rejected it also works on a slave: the changes that terminal refused or that its master refused.")
+        discussion:
+            "Run it on the master's data directory; a slave keeps no journal. With --rejected it also works on a slave: the changes that terminal refused or that its master refused."
+    )
 
     @OptionGroup var data: DataDirOption
     @Option(name: .long, help: "Only operations on this order.") var order: String?
@@ -41,9 +43,10 @@ struct JournalCommand: ParsableCommand {
             let list = result.objectValue?["rejections"]?.arrayValue ?? []
             for r in list {
                 let o = r.objectValue ?? JSONObject()
-                print("#\(o["id"]?.intValue ?? 0)  \(o["at"]?.stringValue ?? "")  \(o["operation"]?.stringValue ?? "-")  "
-                      + "by \(OrderText.quote(o["origin"]?.stringValue ?? ""))  \(o["code"]?.stringValue ?? "")  "
-                      + "\(o["order"]?.stringValue ?? "-")  \(OrderText.quote(o["message"]?.stringValue ?? ""))")
+                print(
+                    "#\(o["id"]?.intValue ?? 0)  \(o["at"]?.stringValue ?? "")  \(o["operation"]?.stringValue ?? "-")  "
+                        + "by \(OrderText.quote(o["origin"]?.stringValue ?? ""))  \(o["code"]?.stringValue ?? "")  "
+                        + "\(o["order"]?.stringValue ?? "-")  \(OrderText.quote(o["message"]?.stringValue ?? ""))")
             }
             if list.isEmpty { print("no rejections after #\(since)") }
             return
@@ -52,8 +55,9 @@ struct JournalCommand: ParsableCommand {
         for e in entries {
             let o = e.objectValue ?? JSONObject()
             let orders = (o["orders"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ",")
-            print("\(o["seq"]?.intValue ?? 0)  \(o["at"]?.stringValue ?? "")  \(o["operation"]?.stringValue ?? "")  "
-                  + "by \(OrderText.quote(o["origin"]?.stringValue ?? ""))  \(o["result"]?.stringValue ?? "")  \(orders)")
+            print(
+                "\(o["seq"]?.intValue ?? 0)  \(o["at"]?.stringValue ?? "")  \(o["operation"]?.stringValue ?? "")  "
+                    + "by \(OrderText.quote(o["origin"]?.stringValue ?? ""))  \(o["result"]?.stringValue ?? "")  \(orders)")
         }
         if entries.isEmpty { print("no journal entries after \(since)") }
     }

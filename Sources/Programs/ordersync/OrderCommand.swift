@@ -19,8 +19,10 @@ func printOrder(_ order: JSONObject, json: Bool, verb: String? = nil) {
         return
     }
     let uuid = order["uuid"]?.stringValue ?? "?"
-    var parts = ["customer=\(OrderText.quote(order["customerName"]?.stringValue ?? ""))",
-                 "created=\(order["created"]?.stringValue ?? "")"]
+    var parts = [
+        "customer=\(OrderText.quote(order["customerName"]?.stringValue ?? ""))",
+        "created=\(order["created"]?.stringValue ?? "")",
+    ]
     if let s = order["shippingMethod"]?.stringValue { parts.append("shipping=\(OrderText.quote(s))") }
     if let t = order["tableName"]?.stringValue { parts.append("table=\(OrderText.quote(t))") }
     if let n = order["tableSize"]?.intValue { parts.append("table-size=\(n)") }
@@ -64,15 +66,19 @@ struct OrderFieldOptions: ParsableArguments {
     @Option(name: .long, help: "Table name.")
     var table: String?
 
-    @Option(name: .long, parsing: .unconditional,
-            help: ArgumentHelp("Table size (-1 means no table, as in StorePOS).", valueName: "n"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("Table size (-1 means no table, as in StorePOS).", valueName: "n"))
     var tableSize: Int?
 
     @Option(name: .long, help: "A note (\"no nuts\").")
     var note: String?
 
-    @Option(name: .long, help: ArgumentHelp("A line item, repeatable: NAME:QUANTITY:UNIT_PRICE_CENTS[:SKU]. Replaces the order's items.",
-                                            valueName: "item"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A line item, repeatable: NAME:QUANTITY:UNIT_PRICE_CENTS[:SKU]. Replaces the order's items.",
+            valueName: "item"))
     var item: [String] = []
 
     var isEmpty: Bool { shipping == nil && table == nil && tableSize == nil && note == nil && item.isEmpty }
@@ -85,7 +91,8 @@ struct OrderFieldOptions: ParsableArguments {
         try item.map { text in
             let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
             guard (3...4).contains(parts.count), !parts[0].isEmpty, let q = Int64(parts[1]), q >= 1,
-                  let p = Int64(parts[2]), p >= 0 else {
+                let p = Int64(parts[2]), p >= 0
+            else {
                 throw ValidationError("--item '\(text)' must be NAME:QUANTITY:UNIT_PRICE_CENTS[:SKU], e.g. Latte:2:350")
             }
             var o = JSONObject([("name", .string(parts[0])), ("quantity", .int(q)), ("unitPrice", .int(p))])
@@ -153,7 +160,8 @@ extension OrderCommand {
                 throw ValidationError("--status must be one of \(OrderStatus.names).")
             }
             if customer == nil && status == nil && fields.isEmpty {
-                throw ValidationError("Nothing to change: give at least one of --customer, --status, --shipping, --table, --table-size, --note, --item.")
+                throw ValidationError(
+                    "Nothing to change: give at least one of --customer, --status, --shipping, --table, --table-size, --note, --item.")
             }
         }
 
@@ -186,8 +194,18 @@ extension OrderCommand {
             let dir = try data.resolved()
             let reply: JSONValue
             if let v = ifVersion {
-                let message = JSONObject([("operation", .int(2)), ("orders", .array([.object(JSONObject([
-                    ("uuid", .string(uuid)), ("version", .int(Int64(v)))]))]))])
+                let message = JSONObject([
+                    ("operation", .int(2)),
+                    (
+                        "orders",
+                        .array([
+                            .object(
+                                JSONObject([
+                                    ("uuid", .string(uuid)), ("version", .int(Int64(v))),
+                                ]))
+                        ])
+                    ),
+                ])
                 reply = try callDaemon(dir, "POST", "/v1/operations", body: .object(message))
                 if let e = reply.objectValue?["errors"]?.arrayValue?.first?.objectValue {
                     var line = "ordersync: \(e["message"]?.stringValue ?? "refused") [\(e["code"]?.stringValue ?? "error")]"

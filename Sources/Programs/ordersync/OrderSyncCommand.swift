@@ -10,11 +10,11 @@ struct OrderSyncCommand: ParsableCommand {
         commandName: "ordersync",
         abstract: "Keep the orders of every POS terminal in a shop in sync over the LAN.",
         discussion: """
-        One terminal runs `ordersync master`, the others `ordersync slave`. Slaves find the master \
-        through DNS-SD (Avahi) and sync over WebSocket; every node keeps its orders in SQLite in its \
-        data directory. POS apps use the local API (Unix socket in the data directory); the `order` \
-        and `status` commands are clients of it.
-        """,
+            One terminal runs `ordersync master`, the others `ordersync slave`. Slaves find the master \
+            through DNS-SD (Avahi) and sync over WebSocket; every node keeps its orders in SQLite in its \
+            data directory. POS apps use the local API (Unix socket in the data directory); the `order` \
+            and `status` commands are clients of it.
+            """,
         version: NodeVersion.string,
         subcommands: [MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, JournalCommand.self]
     )
@@ -22,8 +22,11 @@ struct OrderSyncCommand: ParsableCommand {
 
 /// `--data-dir`, shared by every command (also read from ORDERSYNC_DATA_DIR).
 struct DataDirOption: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The node's data directory (SQLite file and local API socket). Default: $ORDERSYNC_DATA_DIR.",
-                                            valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The node's data directory (SQLite file and local API socket). Default: $ORDERSYNC_DATA_DIR.",
+            valueName: "dir"))
     var dataDir: String?
 
     /// The data directory, from the option or the environment.
@@ -44,7 +47,8 @@ struct LoggingOptions: ParsableArguments {
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("Unknown --log-level '\(logLevel)'. Use one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
+            throw ValidationError(
+                "Unknown --log-level '\(logLevel)'. Use one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
         guard LogFormat(rawValue: logFormat) != nil else {
             throw ValidationError("Unknown --log-format '\(logFormat)'. Use text or json.")
@@ -66,7 +70,8 @@ struct LoggingOptions: ParsableArguments {
 struct NodeOptions: ParsableArguments {
     @OptionGroup var data: DataDirOption
 
-    @Option(name: .long, help: "Store id. A master without it makes one once and keeps it; a slave without it joins the only store it sees.")
+    @Option(
+        name: .long, help: "Store id. A master without it makes one once and keeps it; a slave without it joins the only store it sees.")
     var store: String?
 
     @Option(name: .long, help: "Terminal name (master: the DNS-SD instance name). Default: the host name.")
@@ -102,8 +107,10 @@ struct NodeOptions: ParsableArguments {
     }
 
     func validate() throws {
-        for (name, v) in [("--ping-interval", pingInterval), ("--peer-timeout", peerTimeout),
-                          ("--handshake-timeout", handshakeTimeout), ("--frame-timeout", frameTimeout)] {
+        for (name, v) in [
+            ("--ping-interval", pingInterval), ("--peer-timeout", peerTimeout),
+            ("--handshake-timeout", handshakeTimeout), ("--frame-timeout", frameTimeout),
+        ] {
             guard v >= 0.1, v <= 3600 else { throw ValidationError("\(name) must be between 0.1 and 3600 seconds.") }
         }
         guard peerTimeout > pingInterval else {
@@ -161,9 +168,10 @@ struct MasterCommand: ParsableCommand {
     func run() throws {
         let dir = try node.data.resolved()
         let logger = node.logging.bootstrap(label: "ordersync.master")
-        var config = NodeConfiguration(role: .master, dataDirectory: dir, store: node.store, name: node.name,
-                                       serviceType: node.serviceType, port: UInt16(port), listenAddress: listen,
-                                       masterURL: nil)
+        var config = NodeConfiguration(
+            role: .master, dataDirectory: dir, store: node.store, name: node.name,
+            serviceType: node.serviceType, port: UInt16(port), listenAddress: listen,
+            masterURL: nil)
         node.apply(to: &config)
         config.maxConnections = maxConnections
         try runNode { try MasterNode(configuration: config, logger: logger).run() }
@@ -192,9 +200,10 @@ struct SlaveCommand: ParsableCommand {
     func run() throws {
         let dir = try node.data.resolved()
         let logger = node.logging.bootstrap(label: "ordersync.slave")
-        var config = NodeConfiguration(role: .slave, dataDirectory: dir, store: node.store, name: node.name,
-                                       serviceType: node.serviceType, port: 0, listenAddress: "0.0.0.0",
-                                       masterURL: master.flatMap { MasterURL(parsing: $0) })
+        var config = NodeConfiguration(
+            role: .slave, dataDirectory: dir, store: node.store, name: node.name,
+            serviceType: node.serviceType, port: 0, listenAddress: "0.0.0.0",
+            masterURL: master.flatMap { MasterURL(parsing: $0) })
         node.apply(to: &config)
         try runNode { try SlaveNode(configuration: config, logger: logger).run() }
     }

@@ -21,39 +21,48 @@ func reconnectTimerFired(_ timeout: OpaquePointer?, _ userdata: UnsafeMutableRaw
     discovery(from: userdata)?.reconnect()
 }
 
-func clientStateCallback(_ client: OpaquePointer?, _ state: AvahiClientState,
-                         _ userdata: UnsafeMutableRawPointer?) {
+func clientStateCallback(
+    _ client: OpaquePointer?, _ state: AvahiClientState,
+    _ userdata: UnsafeMutableRawPointer?
+) {
     guard let client, let discovery = discovery(from: userdata) else {
         return
     }
     discovery.clientStateChanged(client, state)
 }
 
-func entryGroupCallback(_ group: OpaquePointer?, _ state: AvahiEntryGroupState,
-                        _ userdata: UnsafeMutableRawPointer?) {
+func entryGroupCallback(
+    _ group: OpaquePointer?, _ state: AvahiEntryGroupState,
+    _ userdata: UnsafeMutableRawPointer?
+) {
     guard let group, let discovery = discovery(from: userdata) else {
         return
     }
     discovery.entryGroupStateChanged(group, state)
 }
 
-func serviceBrowserCallback(_ browser: OpaquePointer?, _ interface: AvahiIfIndex, _ family: AvahiProtocol,
-                            _ event: AvahiBrowserEvent, _ name: UnsafePointer<CChar>?,
-                            _ type: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?,
-                            _ flags: AvahiLookupResultFlags, _ userdata: UnsafeMutableRawPointer?) {
+func serviceBrowserCallback(
+    _ browser: OpaquePointer?, _ interface: AvahiIfIndex, _ family: AvahiProtocol,
+    _ event: AvahiBrowserEvent, _ name: UnsafePointer<CChar>?,
+    _ type: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?,
+    _ flags: AvahiLookupResultFlags, _ userdata: UnsafeMutableRawPointer?
+) {
     guard let browser, let discovery = discovery(from: userdata) else {
         return
     }
-    discovery.browserEvent(browser, interface: interface, protocol: family, event: event,
-                           name: copyString(name), type: copyString(type), domain: copyString(domain))
+    discovery.browserEvent(
+        browser, interface: interface, protocol: family, event: event,
+        name: copyString(name), type: copyString(type), domain: copyString(domain))
 }
 
-func serviceResolverCallback(_ resolver: OpaquePointer?, _ interface: AvahiIfIndex, _ family: AvahiProtocol,
-                             _ event: AvahiResolverEvent, _ name: UnsafePointer<CChar>?,
-                             _ type: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?,
-                             _ hostName: UnsafePointer<CChar>?, _ address: UnsafePointer<AvahiAddress>?,
-                             _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?,
-                             _ flags: AvahiLookupResultFlags, _ userdata: UnsafeMutableRawPointer?) {
+func serviceResolverCallback(
+    _ resolver: OpaquePointer?, _ interface: AvahiIfIndex, _ family: AvahiProtocol,
+    _ event: AvahiResolverEvent, _ name: UnsafePointer<CChar>?,
+    _ type: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?,
+    _ hostName: UnsafePointer<CChar>?, _ address: UnsafePointer<AvahiAddress>?,
+    _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?,
+    _ flags: AvahiLookupResultFlags, _ userdata: UnsafeMutableRawPointer?
+) {
     guard let resolver, let discovery = discovery(from: userdata) else {
         return
     }

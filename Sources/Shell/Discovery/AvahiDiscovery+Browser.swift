@@ -10,8 +10,9 @@ extension AvahiDiscovery {
         // Browse over IPv4 mDNS unless IPv6 addresses were asked for: one report per interface.
         let browseProtocol = family == .ipv6 ? AVAHI_PROTO_INET6 : AVAHI_PROTO_INET
         let browser = type.withCString { cType in
-            avahi_service_browser_new(client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(browseProtocol),
-                                      cType, nil, AvahiLookupFlags(0), serviceBrowserCallback, userdata)
+            avahi_service_browser_new(
+                client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(browseProtocol),
+                cType, nil, AvahiLookupFlags(0), serviceBrowserCallback, userdata)
         }
         guard let browser else {
             emit(.browseFailed(reason: "browsing \(type): \(avahiErrorText(avahi_client_errno(client)))"))
@@ -21,23 +22,27 @@ extension AvahiDiscovery {
     }
 
     /// AvahiServiceBrowserCallback. `name`, `type` and `domain` are copied before anything else.
-    func browserEvent(_ browser: OpaquePointer, interface: AvahiIfIndex, protocol family: AvahiProtocol,
-                      event: AvahiBrowserEvent, name: String?, type: String?, domain: String?) {
+    func browserEvent(
+        _ browser: OpaquePointer, interface: AvahiIfIndex, protocol family: AvahiProtocol,
+        event: AvahiBrowserEvent, name: String?, type: String?, domain: String?
+    ) {
         switch event {
         case AVAHI_BROWSER_NEW:
             guard let name, let type, let domain, client != nil else {
                 return
             }
-            let key = ServiceKey(interfaceIndex: interface, protocolFamily: family, name: name,
-                                 type: type, domain: domain)
+            let key = ServiceKey(
+                interfaceIndex: interface, protocolFamily: family, name: name,
+                type: type, domain: domain)
             services.appeared(key)
             startResolver(for: key)
         case AVAHI_BROWSER_REMOVE:
             guard let name, let type, let domain else {
                 return
             }
-            let key = ServiceKey(interfaceIndex: interface, protocolFamily: family, name: name,
-                                 type: type, domain: domain)
+            let key = ServiceKey(
+                interfaceIndex: interface, protocolFamily: family, name: name,
+                type: type, domain: domain)
             if let resolver = resolvers.removeValue(forKey: key) {
                 avahi_service_resolver_free(resolver)
             }
@@ -70,9 +75,10 @@ extension AvahiDiscovery {
         let resolver = key.name.withCString { cName in
             key.type.withCString { cType in
                 key.domain.withCString { cDomain in
-                    avahi_service_resolver_new(client, key.interfaceIndex, key.protocolFamily, cName, cType, cDomain,
-                                               resolveProtocol(for: key.type), AvahiLookupFlags(0),
-                                               serviceResolverCallback, userdata)
+                    avahi_service_resolver_new(
+                        client, key.interfaceIndex, key.protocolFamily, cName, cType, cDomain,
+                        resolveProtocol(for: key.type), AvahiLookupFlags(0),
+                        serviceResolverCallback, userdata)
                 }
             }
         }

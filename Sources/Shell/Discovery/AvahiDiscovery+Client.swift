@@ -1,5 +1,5 @@
-import Glibc
 internal import CAvahi
+import Glibc
 
 /// The client's life: connect, notice the daemon going away, reconnect. Runs on Avahi's thread.
 extension AvahiDiscovery {
@@ -17,8 +17,9 @@ extension AvahiDiscovery {
         guard let created else {
             dropClientObjects()
             let delay = backoff.next().avahiTimerMilliseconds
-            reportUnavailable("cannot connect to avahi-daemon: \(avahiErrorText(error)); "
-                + "retrying in \(Double(delay) / 1000) s")
+            reportUnavailable(
+                "cannot connect to avahi-daemon: \(avahiErrorText(error)); "
+                    + "retrying in \(Double(delay) / 1000) s")
             schedule(afterMilliseconds: delay)
             return
         }
@@ -68,8 +69,9 @@ extension AvahiDiscovery {
             // AVAHI_CLIENT_FAILURE with AVAHI_ERR_DISCONNECTED; it is not reconnected by Avahi:
             // the application frees it and creates a new one.
             let disconnected = error == Int32(AVAHI_ERR_DISCONNECTED)
-            clientFailed(reason: disconnected ? "avahi-daemon disconnected" : avahiErrorText(error),
-                         retryAfter: disconnected ? 0 : backoff.next().avahiTimerMilliseconds)
+            clientFailed(
+                reason: disconnected ? "avahi-daemon disconnected" : avahiErrorText(error),
+                retryAfter: disconnected ? 0 : backoff.next().avahiTimerMilliseconds)
         default:
             break
         }

@@ -1,6 +1,6 @@
+internal import CAvahi
 import Glibc
 import Synchronization
-internal import CAvahi
 
 /// Publishes one DNS-SD service and browses for service types through avahi-daemon
 /// (libavahi-client), surviving daemon restarts and name collisions.
@@ -107,14 +107,16 @@ public final class AvahiDiscovery: @unchecked Sendable {
             case .running:
                 throw DiscoveryError(code: .misuse, message: "already started", context: "AvahiDiscovery.start")
             case .stopped:
-                throw DiscoveryError(code: .misuse, message: "cannot start after stop()",
-                                     context: "AvahiDiscovery.start")
+                throw DiscoveryError(
+                    code: .misuse, message: "cannot start after stop()",
+                    context: "AvahiDiscovery.start")
             case .idle:
                 break
             }
             guard let poll = avahi_threaded_poll_new() else {
-                throw DiscoveryError(code: .avahi, message: "cannot create Avahi's event loop",
-                                     context: "avahi_threaded_poll_new")
+                throw DiscoveryError(
+                    code: .avahi, message: "cannot create Avahi's event loop",
+                    context: "avahi_threaded_poll_new")
             }
             let api = avahi_threaded_poll_get(poll)!
             pollAPI = api
@@ -130,8 +132,9 @@ public final class AvahiDiscovery: @unchecked Sendable {
                 reconnectTimer = nil
                 pollAPI = nil
                 avahi_threaded_poll_free(poll)
-                throw DiscoveryError(code: .avahi, avahiError: result, message: avahiErrorText(result),
-                                     context: "avahi_threaded_poll_start")
+                throw DiscoveryError(
+                    code: .avahi, avahiError: result, message: avahiErrorText(result),
+                    context: "avahi_threaded_poll_start")
             }
             phase = .running(poll)
         }

@@ -19,8 +19,10 @@ public struct ResolvedService: Hashable, Sendable {
     public var interfaceIndex: Int32
 
     /// Creates a resolved service.
-    public init(name: String, type: String, domain: String, hostName: String, address: String,
-                port: UInt16, txt: [String: String], interfaceIndex: Int32) {
+    public init(
+        name: String, type: String, domain: String, hostName: String, address: String,
+        port: UInt16, txt: [String: String], interfaceIndex: Int32
+    ) {
         self.name = name
         self.type = type
         self.domain = domain

@@ -43,8 +43,9 @@ public struct ServiceAnnouncement: Sendable {
             throw invalid("the instance name is empty", context: "name")
         }
         if name.utf8.count > 63 {
-            throw invalid("the instance name is \(name.utf8.count) bytes of UTF-8; at most 63 are allowed",
-                          context: "name")
+            throw invalid(
+                "the instance name is \(name.utf8.count) bytes of UTF-8; at most 63 are allowed",
+                context: "name")
         }
         if name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
             throw invalid("the instance name contains an ASCII control character", context: "name")
@@ -57,8 +58,9 @@ public struct ServiceAnnouncement: Sendable {
         // protocols that run over TCP) or "_udp" (for all others)."
         let labels = type.split(separator: ".", omittingEmptySubsequences: false)
         guard labels.count == 2, labels[1] == "_tcp" || labels[1] == "_udp", labels[0].first == "_" else {
-            throw invalid("service type \"\(type)\" is not of the form _name._tcp or _name._udp",
-                          context: "type")
+            throw invalid(
+                "service type \"\(type)\" is not of the form _name._tcp or _name._udp",
+                context: "type")
         }
         // RFC 6335 5.1: "Valid service names ... MUST be at least 1 character and no more than
         // 15 characters long; MUST contain only US-ASCII letters 'A' - 'Z' and 'a' - 'z',
@@ -68,8 +70,9 @@ public struct ServiceAnnouncement: Sendable {
         let service = labels[0].dropFirst()
         let isAllowed: (Character) -> Bool = { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
         guard (1...15).contains(service.count), service.allSatisfy(isAllowed),
-              service.contains(where: { $0.isASCII && $0.isLetter }),
-              service.first != "-", service.last != "-", !service.contains("--") else {
+            service.contains(where: { $0.isASCII && $0.isLetter }),
+            service.first != "-", service.last != "-", !service.contains("--")
+        else {
             throw invalid("\"\(service)\" is not a valid service name (RFC 6335 5.1)", context: "type")
         }
     }

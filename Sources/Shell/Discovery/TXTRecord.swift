@@ -33,8 +33,9 @@ enum TXTRecord {
             }
             let entry = Array(key.utf8) + [UInt8(ascii: "=")] + Array(value.utf8)
             guard entry.count <= maximumEntryLength else {
-                throw invalid("TXT entry \"\(key)=...\" is \(entry.count) bytes; at most 255 are allowed",
-                              context: "txt")
+                throw invalid(
+                    "TXT entry \"\(key)=...\" is \(entry.count) bytes; at most 255 are allowed",
+                    context: "txt")
             }
             total += entry.count + 1
             entries.append(entry)

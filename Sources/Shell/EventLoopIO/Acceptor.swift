@@ -21,8 +21,10 @@ public final class Acceptor {
     private var closed = false
 
     /// Registers `listener` on `loop` and starts accepting.
-    public init(listener: any ListeningSocket, loop: EventLoop,
-                onAccept: @escaping (AcceptedSocket) -> Void) throws {
+    public init(
+        listener: any ListeningSocket, loop: EventLoop,
+        onAccept: @escaping (AcceptedSocket) -> Void
+    ) throws {
         self.listener = listener
         self.loop = loop
         self.onAccept = onAccept

@@ -1,5 +1,5 @@
-import Glibc
 internal import CLinux
+import Glibc
 import Synchronization
 
 /// A single-threaded, level-triggered epoll event loop with timers and cross-thread wakeups.

@@ -14,25 +14,29 @@ public enum HostResolver {
     /// Resolves `host` on a new thread and calls `completion` on `loop` with its numeric
     /// addresses, in the resolver's order, or the error. `completion` travels to the resolver
     /// thread and back, so it is `@Sendable`; it runs on the loop thread.
-    public static func resolve(host: String, port: UInt16, on loop: EventLoop,
-                               completion: @escaping @Sendable (Result<[String], PosixError>) -> Void) {
+    public static func resolve(
+        host: String, port: UInt16, on loop: EventLoop,
+        completion: @escaping @Sendable (Result<[String], PosixError>) -> Void
+    ) {
         let box = ResolveJob(host: host, port: port)
         var thread = pthread_t()
         let context = Unmanaged.passRetained(JobContext(job: box, loop: loop, completion: completion)).toOpaque()
-        let started = pthread_create(&thread, nil, { raw in
-            let context = Unmanaged<JobContext>.fromOpaque(raw!).takeRetainedValue()
-            let result: Result<[String], PosixError>
-            do {
-                result = .success(try SocketAddress.resolve(host: context.job.host, port: context.job.port, passive: false).map(\.host))
-            } catch let e as PosixError {
-                result = .failure(e)
-            } catch {
-                result = .failure(PosixError(call: "getaddrinfo", errno: EINVAL, detail: "\(error)"))
-            }
-            let completion = context.completion
-            context.loop.execute { completion(result) }
-            return nil
-        }, context)
+        let started = pthread_create(
+            &thread, nil,
+            { raw in
+                let context = Unmanaged<JobContext>.fromOpaque(raw!).takeRetainedValue()
+                let result: Result<[String], PosixError>
+                do {
+                    result = .success(try SocketAddress.resolve(host: context.job.host, port: context.job.port, passive: false).map(\.host))
+                } catch let e as PosixError {
+                    result = .failure(e)
+                } catch {
+                    result = .failure(PosixError(call: "getaddrinfo", errno: EINVAL, detail: "\(error)"))
+                }
+                let completion = context.completion
+                context.loop.execute { completion(result) }
+                return nil
+            }, context)
         if started == 0 {
             pthread_detach(thread)
         } else {
@@ -52,8 +56,10 @@ public enum HostResolver {
         let loop: EventLoop
         let completion: @Sendable (Result<[String], PosixError>) -> Void
 
-        init(job: ResolveJob, loop: EventLoop,
-             completion: @escaping @Sendable (Result<[String], PosixError>) -> Void) {
+        init(
+            job: ResolveJob, loop: EventLoop,
+            completion: @escaping @Sendable (Result<[String], PosixError>) -> Void
+        ) {
             self.job = job
             self.loop = loop
             self.completion = completion

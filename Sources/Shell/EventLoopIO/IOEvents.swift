@@ -1,5 +1,5 @@
-import Glibc
 internal import CLinux
+import Glibc
 
 /// What a registration wants to hear about.
 public struct Interest: OptionSet, Hashable, Sendable {

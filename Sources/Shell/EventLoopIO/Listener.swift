@@ -1,5 +1,5 @@
-import Glibc
 internal import CLinux
+import Glibc
 
 /// A connection taken from a listener's queue.
 public struct AcceptedSocket {

@@ -1,5 +1,5 @@
-import Glibc
 internal import CLinux
+import Glibc
 import Synchronization
 
 /// The thread-safe way into an event loop: a task queue under a `Mutex` plus an `eventfd` that

@@ -67,8 +67,10 @@ public final class Socket {
 
     /// Enables TCP keepalive probes (`SO_KEEPALIVE`), optionally with the idle time, interval
     /// and probe count after which a silent peer is declared dead.
-    public func setKeepAlive(_ enabled: Bool, idleSeconds: Int32? = nil,
-                             intervalSeconds: Int32? = nil, probes: Int32? = nil) throws {
+    public func setKeepAlive(
+        _ enabled: Bool, idleSeconds: Int32? = nil,
+        intervalSeconds: Int32? = nil, probes: Int32? = nil
+    ) throws {
         try setOption(SOL_SOCKET, SO_KEEPALIVE, enabled ? 1 : 0, "setsockopt(SO_KEEPALIVE)")
         if let idleSeconds {
             try setOption(Int32(IPPROTO_TCP), TCP_KEEPIDLE, idleSeconds, "setsockopt(TCP_KEEPIDLE)")

@@ -25,8 +25,9 @@ struct SocketAddress {
         let bytes = Array(path.utf8)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard !bytes.isEmpty, bytes.count < capacity, !bytes.contains(0) else {
-            throw PosixError(call: "bind", errno: ENAMETOOLONG,
-                             detail: "unix socket path must be 1...\(capacity - 1) bytes: \(path)")
+            throw PosixError(
+                call: "bind", errno: ENAMETOOLONG,
+                detail: "unix socket path must be 1...\(capacity - 1) bytes: \(path)")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)

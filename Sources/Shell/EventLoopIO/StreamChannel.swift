@@ -63,8 +63,10 @@ public final class StreamChannel {
     /// ``TCPSocket/connect(host:port:)``). `onConnected` runs once it is connected; a failed
     /// connect calls ``onClose`` with ``CloseReason/error(_:)`` (e.g. `ECONNREFUSED`) instead.
     /// Writes made before the connection completes are buffered.
-    public static func connecting(_ socket: Socket, loop: EventLoop,
-                                  onConnected: @escaping (StreamChannel) -> Void) throws -> StreamChannel {
+    public static func connecting(
+        _ socket: Socket, loop: EventLoop,
+        onConnected: @escaping (StreamChannel) -> Void
+    ) throws -> StreamChannel {
         let channel = try StreamChannel(socket: socket, loop: loop, state: .connecting)
         channel.onConnected = onConnected
         return channel

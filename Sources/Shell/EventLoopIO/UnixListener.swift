@@ -55,8 +55,9 @@ public final class UnixListener: ListeningSocket {
         do {
             let probe = try UnixSocket.connectBlocking(path: path)
             probe.close()
-            throw PosixError(call: "bind", errno: EADDRINUSE,
-                             detail: "another process is listening on \(path)")
+            throw PosixError(
+                call: "bind", errno: EADDRINUSE,
+                detail: "another process is listening on \(path)")
         } catch let error as PosixError where error.errno == ECONNREFUSED || error.errno == ENOENT {
             // Nobody listens: the file is left over from a process that is gone.
             unlink(path)

@@ -18,10 +18,12 @@ extension OrderDatabase {
         let uuids = JSONValue.array(entry.orderUUIDs.map { JSONValue.string($0) }).serialized()
         do {
             try transaction {
-                try connection.execute("""
+                try connection.execute(
+                    """
                     INSERT INTO journal (seq, op_id, origin, operation, order_uuids, message, recorded_at_ms)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """, [
+                    """,
+                    [
                         .integer(entry.seq), .text(entry.opId), .text(entry.origin),
                         .integer(Int64(entry.operation.rawValue)), .text(uuids), .text(entry.message),
                         .integer(entry.recordedAtMillis),
@@ -34,7 +36,8 @@ extension OrderDatabase {
                 }
             }
         } catch var error as StoreError where error.kind == .duplicate {
-            error.message = "journal entry \(entry.seq) (op id \(entry.opId ?? "none")) is already recorded ("
+            error.message =
+                "journal entry \(entry.seq) (op id \(entry.opId ?? "none")) is already recorded ("
                 + error.message + ")"
             throw error
         }
@@ -42,16 +45,20 @@ extension OrderDatabase {
 
     /// The entry recorded with operation id `opId`, or nil.
     public func journalEntry(opId: String) throws -> JournalEntry? {
-        try connection.withStatement("SELECT \(Self.journalColumns) FROM journal WHERE op_id = ?",
-                                     [.text(opId)]) { statement in
+        try connection.withStatement(
+            "SELECT \(Self.journalColumns) FROM journal WHERE op_id = ?",
+            [.text(opId)]
+        ) { statement in
             try statement.step() ? try decodeJournalEntry(statement) : nil
         }
     }
 
     /// The entry with sequence number `seq`, or nil.
     public func journalEntry(seq: Int64) throws -> JournalEntry? {
-        try connection.withStatement("SELECT \(Self.journalColumns) FROM journal WHERE seq = ?",
-                                     [.integer(seq)]) { statement in
+        try connection.withStatement(
+            "SELECT \(Self.journalColumns) FROM journal WHERE seq = ?",
+            [.integer(seq)]
+        ) { statement in
             try statement.step() ? try decodeJournalEntry(statement) : nil
         }
     }
@@ -64,16 +71,19 @@ extension OrderDatabase {
         }
         let limitValue = SQLiteValue.integer(Int64(limit))
         if let orderUUID {
-            return try connection.withStatement("""
+            return try connection.withStatement(
+                """
                 SELECT j.seq, j.op_id, j.origin, j.operation, j.order_uuids, j.message, j.recorded_at_ms
                 FROM journal_orders AS o JOIN journal AS j ON j.seq = o.seq
                 WHERE o.uuid_key = ? AND o.seq > ?
                 ORDER BY o.seq LIMIT ?
-                """, [.text(orderUUID.lowercased()), .integer(seq), limitValue]) { try decodeJournalEntries($0) }
+                """, [.text(orderUUID.lowercased()), .integer(seq), limitValue]
+            ) { try decodeJournalEntries($0) }
         }
         return try connection.withStatement(
             "SELECT \(Self.journalColumns) FROM journal WHERE seq > ? ORDER BY seq LIMIT ?",
-            [.integer(seq), limitValue]) { try decodeJournalEntries($0) }
+            [.integer(seq), limitValue]
+        ) { try decodeJournalEntries($0) }
     }
 
     /// The highest recorded sequence number, or 0 when the journal is empty.
@@ -103,8 +113,9 @@ extension OrderDatabase {
     @discardableResult
     public func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int {
         // A range scan of the primary key from the oldest entry, stopping at the first young one.
-        let young = try connection.scalarInt("SELECT seq FROM journal WHERE seq <= ? AND recorded_at_ms >= ? ORDER BY seq LIMIT 1",
-                                             [.integer(seq), .integer(millis)])
+        let young = try connection.scalarInt(
+            "SELECT seq FROM journal WHERE seq <= ? AND recorded_at_ms >= ? ORDER BY seq LIMIT 1",
+            [.integer(seq), .integer(millis)])
         let limit = min(seq, (young ?? Int64.max) - 1)
         guard limit > 0 else { return 0 }
         return try deleteJournal(through: limit)
@@ -131,13 +142,15 @@ extension OrderDatabase {
         var uuids: [String] = []
         for value in array {
             guard let uuid = value.stringValue else {
-                throw StoreError(kind: .corruptRow, message: "journal entry \(seq) has a malformed order list",
-                                 path: path)
+                throw StoreError(
+                    kind: .corruptRow, message: "journal entry \(seq) has a malformed order list",
+                    path: path)
             }
             uuids.append(uuid)
         }
-        return JournalEntry(seq: seq, opId: statement.optionalText(1), origin: statement.text(2),
-                            operation: operation, orderUUIDs: uuids, message: statement.text(5),
-                            recordedAtMillis: statement.int64(6))
+        return JournalEntry(
+            seq: seq, opId: statement.optionalText(1), origin: statement.text(2),
+            operation: operation, orderUUIDs: uuids, message: statement.text(5),
+            recordedAtMillis: statement.int64(6))
     }
 }

@@ -17,8 +17,10 @@ extension OrderDatabase {
 
     /// The order with this UUID (any case), or nil.
     public func order(uuid: String) throws -> Order? {
-        try connection.withStatement("SELECT \(Self.orderColumns) FROM orders WHERE uuid_key = ?",
-                                     [.text(uuid.lowercased())]) { statement in
+        try connection.withStatement(
+            "SELECT \(Self.orderColumns) FROM orders WHERE uuid_key = ?",
+            [.text(uuid.lowercased())]
+        ) { statement in
             try statement.step() ? try decodeOrder(statement) : nil
         }
     }
@@ -28,7 +30,8 @@ extension OrderDatabase {
     public func insertOrder(_ order: Order) throws {
         try requireWritable()
         do {
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO orders (uuid_key, uuid, customer_name, created_text, created_ms, created_offset_min,
                                     shipping_method, table_name, table_size, extra_json, version, status, items_json, note)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -45,7 +48,8 @@ extension OrderDatabase {
         try requireWritable()
         var values = Array(Self.values(of: order).dropFirst())
         values.append(.text(order.key))
-        let changed = try connection.execute("""
+        let changed = try connection.execute(
+            """
             UPDATE orders SET uuid = ?, customer_name = ?, created_text = ?, created_ms = ?, created_offset_min = ?,
                               shipping_method = ?, table_name = ?, table_size = ?, extra_json = ?, version = ?,
                               status = ?, items_json = ?, note = ?
@@ -58,7 +62,8 @@ extension OrderDatabase {
     /// replica applying what its master decided.
     public func upsertOrder(_ order: Order) throws {
         try requireWritable()
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO orders (uuid_key, uuid, customer_name, created_text, created_ms, created_offset_min,
                                 shipping_method, table_name, table_size, extra_json, version, status, items_json, note)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -87,16 +92,18 @@ extension OrderDatabase {
     /// One page of the orders with `status` (all when nil), ordered like `orders(page:per:)`.
     public func orders(page: Int, per: Int, status: OrderStatus?) throws -> (total: Int, orders: [Order]) {
         guard page >= 1, per >= 1 else {
-            throw StoreError(kind: .invalidArgument,
-                             message: "page and per must be at least 1 (got page \(page), per \(per))", path: path)
+            throw StoreError(
+                kind: .invalidArgument,
+                message: "page and per must be at least 1 (got page \(page), per \(per))", path: path)
         }
         let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: per)
         return try reading {
             let total: Int
             if let s = status {
-                total = Int(try connection.withStatement("SELECT count(*) FROM orders WHERE status = ?", [.text(s.rawValue)]) {
-                    try $0.step() ? $0.int64(0) : 0
-                })
+                total = Int(
+                    try connection.withStatement("SELECT count(*) FROM orders WHERE status = ?", [.text(s.rawValue)]) {
+                        try $0.step() ? $0.int64(0) : 0
+                    })
             } else {
                 total = try orderCount()
             }
@@ -104,9 +111,11 @@ extension OrderDatabase {
             let filter = status == nil ? "" : "WHERE status = ?"
             var values: [SQLiteValue] = status.map { [.text($0.rawValue)] } ?? []
             values += [.integer(Int64(per)), .integer(Int64(offset))]
-            let orders = try connection.withStatement("""
+            let orders = try connection.withStatement(
+                """
                 SELECT \(Self.orderColumns) FROM orders \(filter) ORDER BY created_ms, uuid_key LIMIT ? OFFSET ?
-                """, values) { statement in
+                """, values
+            ) { statement in
                 try decodeOrders(statement)
             }
             return (total, orders)
@@ -173,13 +182,15 @@ extension OrderDatabase {
         let extra: JSONObject
         do {
             guard let object = try JSONParser.parse(extraText).objectValue else {
-                throw StoreError(kind: .corruptRow, message: "extra_json of order \(uuid) is not a JSON object",
-                                 path: path)
+                throw StoreError(
+                    kind: .corruptRow, message: "extra_json of order \(uuid) is not a JSON object",
+                    path: path)
             }
             extra = object
         } catch let error as JSONParseError {
-            throw StoreError(kind: .corruptRow, message: "extra_json of order \(uuid) is not JSON: \(error)",
-                             path: path)
+            throw StoreError(
+                kind: .corruptRow, message: "extra_json of order \(uuid) is not JSON: \(error)",
+                path: path)
         }
         guard let status = OrderStatus(rawValue: statement.text(9)) else {
             throw StoreError(kind: .corruptRow, message: "order \(uuid) has an unknown status \(statement.text(9))", path: path)
@@ -191,7 +202,8 @@ extension OrderDatabase {
             }
             items = try list.map { v in
                 guard let o = v.objectValue, let name = o["name"]?.stringValue, let q = o["quantity"]?.intValue,
-                      let p = o["unitPrice"]?.intValue else {
+                    let p = o["unitPrice"]?.intValue
+                else {
                     throw StoreError(kind: .corruptRow, message: "a line item of order \(uuid) is malformed", path: path)
                 }
                 return LineItem(sku: o["sku"]?.stringValue, name: name, quantity: q, unitPrice: p)

@@ -9,8 +9,9 @@ extension OrderDatabase {
     public func appendOutbox(_ entry: OutboxEntry) throws -> OutboxEntry {
         try requireWritable()
         let keys = JSONValue.array(entry.orderKeys.map { .string($0) }).serialized()
-        try connection.execute("INSERT INTO outbox (op_id, message, order_keys, created_ms, base_seq) VALUES (?, ?, ?, ?, ?)",
-                               [.text(entry.opId), .text(entry.message), .text(keys), .integer(entry.createdMillis), .integer(entry.baseSeq)])
+        try connection.execute(
+            "INSERT INTO outbox (op_id, message, order_keys, created_ms, base_seq) VALUES (?, ?, ?, ?, ?)",
+            [.text(entry.opId), .text(entry.message), .text(keys), .integer(entry.createdMillis), .integer(entry.baseSeq)])
         var stored = entry
         stored.position = try connection.scalarInt("SELECT last_insert_rowid()") ?? 0
         return stored
@@ -18,12 +19,15 @@ extension OrderDatabase {
 
     /// Every entry, oldest first.
     public func outboxEntries() throws -> [OutboxEntry] {
-        try connection.withStatement("SELECT position, op_id, message, order_keys, created_ms, base_seq FROM outbox ORDER BY position") { statement in
+        try connection.withStatement("SELECT position, op_id, message, order_keys, created_ms, base_seq FROM outbox ORDER BY position") {
+            statement in
             var out: [OutboxEntry] = []
             while try statement.step() {
                 let keys = (try? JSONParser.parse(statement.text(3)).arrayValue?.compactMap(\.stringValue)) ?? nil
-                out.append(OutboxEntry(position: statement.int64(0), opId: statement.text(1), message: statement.text(2),
-                                       orderKeys: keys ?? [], createdMillis: statement.int64(4), baseSeq: statement.int64(5)))
+                out.append(
+                    OutboxEntry(
+                        position: statement.int64(0), opId: statement.text(1), message: statement.text(2),
+                        orderKeys: keys ?? [], createdMillis: statement.int64(4), baseSeq: statement.int64(5)))
             }
             return out
         }
@@ -45,8 +49,9 @@ extension OrderDatabase {
     public func setSyncError(orderKey: String, _ error: WireError?) throws {
         try requireWritable()
         if let e = error {
-            try connection.execute("INSERT OR REPLACE INTO sync_errors (uuid_key, code, message) VALUES (?, ?, ?)",
-                                   [.text(orderKey.lowercased()), .text(e.code.rawValue), .text(e.message)])
+            try connection.execute(
+                "INSERT OR REPLACE INTO sync_errors (uuid_key, code, message) VALUES (?, ?, ?)",
+                [.text(orderKey.lowercased()), .text(e.code.rawValue), .text(e.message)])
         } else {
             try connection.execute("DELETE FROM sync_errors WHERE uuid_key = ?", [.text(orderKey.lowercased())])
         }
@@ -73,37 +78,47 @@ extension OrderDatabase {
     public func recordAnswered(_ answer: AnsweredOperation, keep: Int) throws {
         try requireWritable()
         let applied = JSONValue.array(answer.applied.map { .object($0.json) }).serialized()
-        let errors = JSONValue.array(answer.errors.map { e in
-            var o = JSONObject()
-            o["code"] = .string(e.code.rawValue)
-            o["message"] = .string(e.message)
-            if let u = e.uuid { o["uuid"] = .string(u) }
-            return .object(o)
-        }).serialized()
+        let errors = JSONValue.array(
+            answer.errors.map { e in
+                var o = JSONObject()
+                o["code"] = .string(e.code.rawValue)
+                o["message"] = .string(e.message)
+                if let u = e.uuid { o["uuid"] = .string(u) }
+                return .object(o)
+            }
+        ).serialized()
         try connection.execute("DELETE FROM answered_ops WHERE op_id = ?", [.text(answer.opId)])
-        try connection.execute("INSERT INTO answered_ops (op_id, seq, applied_json, errors_json, answered_ms) VALUES (?, ?, ?, ?, ?)",
-                               [.text(answer.opId), answer.seq.map { .integer($0) } ?? .null, .text(applied), .text(errors),
-                                .integer(answer.answeredMillis)])
-        try connection.execute("DELETE FROM answered_ops WHERE position <= (SELECT max(position) FROM answered_ops) - ?",
-                               [.integer(Int64(keep))])
+        try connection.execute(
+            "INSERT INTO answered_ops (op_id, seq, applied_json, errors_json, answered_ms) VALUES (?, ?, ?, ?, ?)",
+            [
+                .text(answer.opId), answer.seq.map { .integer($0) } ?? .null, .text(applied), .text(errors),
+                .integer(answer.answeredMillis),
+            ])
+        try connection.execute(
+            "DELETE FROM answered_ops WHERE position <= (SELECT max(position) FROM answered_ops) - ?",
+            [.integer(Int64(keep))])
     }
 
     /// The kept answer to `opId`, if any.
     public func answeredOperation(opId: String) throws -> AnsweredOperation? {
         let row: (Int64?, String, String, Int64)? = try connection.withStatement(
-            "SELECT seq, applied_json, errors_json, answered_ms FROM answered_ops WHERE op_id = ?", [.text(opId)]) { statement in
+            "SELECT seq, applied_json, errors_json, answered_ms FROM answered_ops WHERE op_id = ?", [.text(opId)]
+        ) { statement in
             guard try statement.step() else { return nil }
             return (statement.isNull(0) ? nil : statement.int64(0), statement.text(1), statement.text(2), statement.int64(3))
         }
         guard let (seq, appliedText, errorsText, at) = row else { return nil }
         do {
             let applied = try (JSONParser.parse(appliedText).arrayValue ?? []).map { v -> Order in
-                guard let o = v.objectValue else { throw StoreError(kind: .corruptRow, message: "answered_ops.applied_json of \(opId) holds a non-object", path: path) }
+                guard let o = v.objectValue else {
+                    throw StoreError(kind: .corruptRow, message: "answered_ops.applied_json of \(opId) holds a non-object", path: path)
+                }
                 return try OrderFields.storedOrder(from: o, index: nil)
             }
             let errors = (try JSONParser.parse(errorsText).arrayValue ?? []).compactMap { v -> WireError? in
                 guard let o = v.objectValue, let c = o["code"]?.stringValue else { return nil }
-                return WireError(WireErrorCode(rawValue: c) ?? .invalidMessage, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue)
+                return WireError(
+                    WireErrorCode(rawValue: c) ?? .invalidMessage, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue)
             }
             return AnsweredOperation(opId: opId, seq: seq, applied: applied, errors: errors, answeredMillis: at)
         } catch let e as StoreError {

@@ -11,12 +11,16 @@ extension OrderDatabase {
     public func appendRejection(_ r: Rejection) throws -> Rejection {
         try requireWritable()
         return try transaction {
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO rejections (recorded_at_ms, origin, op_id, operation, order_uuid_key, order_uuid, code, message)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, [.integer(r.recordedAtMillis), .text(r.origin), .text(r.opId),
-                      .integer(r.operation.map { Int64($0.rawValue) }), .text(r.orderUUID?.lowercased()), .text(r.orderUUID),
-                      .text(r.code.rawValue), .text(r.message)])
+                """,
+                [
+                    .integer(r.recordedAtMillis), .text(r.origin), .text(r.opId),
+                    .integer(r.operation.map { Int64($0.rawValue) }), .text(r.orderUUID?.lowercased()), .text(r.orderUUID),
+                    .text(r.code.rawValue), .text(r.message),
+                ])
             let id = try connection.scalarInt("SELECT last_insert_rowid()") ?? 0
             try connection.execute("DELETE FROM rejections WHERE id <= ?", [.integer(id - Self.maxRejections)])
             var stored = r
@@ -45,11 +49,12 @@ extension OrderDatabase {
         ) { statement in
             var out: [Rejection] = []
             while try statement.step() {
-                out.append(Rejection(
-                    id: statement.int64(0), recordedAtMillis: statement.int64(1), origin: statement.text(2),
-                    opId: statement.optionalText(3), operation: statement.optionalInt64(4).flatMap { OperationKind(rawValue: Int($0)) },
-                    orderUUID: statement.optionalText(5), code: WireErrorCode(rawValue: statement.text(6)) ?? .invalidMessage,
-                    message: statement.text(7)))
+                out.append(
+                    Rejection(
+                        id: statement.int64(0), recordedAtMillis: statement.int64(1), origin: statement.text(2),
+                        opId: statement.optionalText(3), operation: statement.optionalInt64(4).flatMap { OperationKind(rawValue: Int($0)) },
+                        orderUUID: statement.optionalText(5), code: WireErrorCode(rawValue: statement.text(6)) ?? .invalidMessage,
+                        message: statement.text(7)))
             }
             return out
         }

@@ -5,7 +5,8 @@ extension OrderDatabase {
     /// Records (or refreshes) a terminal.
     public func saveTerminal(_ t: KnownTerminal) throws {
         try requireWritable()
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO terminals (terminal_id, name, address, acked_seq, last_seen_ms) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (terminal_id) DO UPDATE SET name = excluded.name, address = excluded.address,
                 acked_seq = excluded.acked_seq, last_seen_ms = excluded.last_seen_ms
@@ -14,10 +15,12 @@ extension OrderDatabase {
 
     /// Every known terminal, by name.
     public func knownTerminals() throws -> [KnownTerminal] {
-        try connection.withStatement("SELECT terminal_id, name, address, acked_seq, last_seen_ms FROM terminals ORDER BY name, terminal_id") { s in
+        try connection.withStatement("SELECT terminal_id, name, address, acked_seq, last_seen_ms FROM terminals ORDER BY name, terminal_id")
+        { s in
             var out: [KnownTerminal] = []
             while try s.step() {
-                out.append(KnownTerminal(id: s.text(0), name: s.text(1), address: s.text(2), ackedSeq: s.int64(3), lastSeenMillis: s.int64(4)))
+                out.append(
+                    KnownTerminal(id: s.text(0), name: s.text(1), address: s.text(2), ackedSeq: s.int64(3), lastSeenMillis: s.int64(4)))
             }
             return out
         }
@@ -33,7 +36,8 @@ extension OrderDatabase {
     /// Records that the order was removed by operation `seq` (inside the caller's transaction).
     public func addTombstone(uuid: String, seq: Int64) throws {
         try requireWritable()
-        try connection.execute("INSERT OR REPLACE INTO tombstones (uuid_key, seq) VALUES (?, ?)", [.text(uuid.lowercased()), .integer(seq)])
+        try connection.execute(
+            "INSERT OR REPLACE INTO tombstones (uuid_key, seq) VALUES (?, ?)", [.text(uuid.lowercased()), .integer(seq)])
     }
 
     /// Whether the order was removed (and its tombstone not compacted yet).

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A node's SQLite order store: its orders, its metadata and (on a master) its journal.
@@ -47,8 +47,10 @@ public final class OrderDatabase {
             // reopening the database." The pragma answers with the mode now in effect.
             let mode = try connection.scalarText("PRAGMA journal_mode = WAL")
             guard mode?.lowercased() == "wal" else {
-                throw StoreError(kind: .sqlite, message: "could not switch to WAL mode (journal_mode is "
-                                     + "\(mode ?? "unknown"))", sql: "PRAGMA journal_mode = WAL", path: path)
+                throw StoreError(
+                    kind: .sqlite,
+                    message: "could not switch to WAL mode (journal_mode is "
+                        + "\(mode ?? "unknown"))", sql: "PRAGMA journal_mode = WAL", path: path)
             }
             // "With synchronous=FULL in WAL mode, an additional sync operation of the WAL file
             // happens after each transaction commit. The extra WAL sync following each
@@ -78,9 +80,10 @@ public final class OrderDatabase {
     /// build's schema. Every write method throws `.readOnly`.
     public static func openReadOnly(path: String) throws -> OrderDatabase {
         guard access(path, F_OK) == 0 else {
-            throw StoreError(kind: .missingDatabase,
-                             message: "no database at \(path); start the node for this data dir first",
-                             path: path)
+            throw StoreError(
+                kind: .missingDatabase,
+                message: "no database at \(path); start the node for this data dir first",
+                path: path)
         }
         let connection = try SQLiteConnection(path: path, readOnly: true)
         do {
@@ -169,8 +172,9 @@ public final class OrderDatabase {
         // An error such as SQLITE_FULL may have rolled back the whole transaction already; a
         // SAVEPOINT now would silently start a new one outside the caller's.
         guard !connection.isAutocommit else {
-            throw StoreError(kind: .sqlite, message: "the enclosing transaction was already rolled back by SQLite",
-                             path: path)
+            throw StoreError(
+                kind: .sqlite, message: "the enclosing transaction was already rolled back by SQLite",
+                path: path)
         }
         // "The RELEASE command starts with the most recent addition to the transaction stack
         // and releases savepoints backwards in time until it releases a savepoint with a matching

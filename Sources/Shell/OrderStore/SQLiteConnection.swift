@@ -74,8 +74,10 @@ final class SQLiteConnection {
     ///
     /// If the cached statement is already in use (a caller nested a query inside another one),
     /// a one-off statement is prepared instead so the outer one is not disturbed.
-    func withStatement<T>(_ sql: String, _ values: [SQLiteValue] = [],
-                          _ body: (SQLiteStatement) throws -> T) throws -> T {
+    func withStatement<T>(
+        _ sql: String, _ values: [SQLiteValue] = [],
+        _ body: (SQLiteStatement) throws -> T
+    ) throws -> T {
         let db = try openHandle()
         let statement: SQLiteStatement
         if let cached = cache[sql], !cached.inUse {
@@ -148,7 +150,8 @@ final class SQLiteConnection {
             if extended & 0xFF == rc & 0xFF { code = extended }
             if let text = sqlite3_errmsg(db) { message = String(cString: text) }
         }
-        return StoreError(kind: StoreError.kind(forSQLiteCode: code), code: code, message: message, sql: sql,
-                          path: path)
+        return StoreError(
+            kind: StoreError.kind(forSQLiteCode: code), code: code, message: message, sql: sql,
+            path: path)
     }
 }

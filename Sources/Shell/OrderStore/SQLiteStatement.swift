@@ -55,8 +55,9 @@ final class SQLiteStatement {
     /// Binds `values` to parameters 1, 2, ... in order.
     func bind(_ values: [SQLiteValue]) throws {
         guard let handle else { preconditionFailure("statement used after finalize: \(sql)") }
-        precondition(Int32(values.count) == sqlite3_bind_parameter_count(handle),
-                     "wrong number of parameters for \(sql)")
+        precondition(
+            Int32(values.count) == sqlite3_bind_parameter_count(handle),
+            "wrong number of parameters for \(sql)")
         for (i, value) in values.enumerated() {
             let index = Int32(i + 1)
             let rc: Int32
@@ -83,8 +84,9 @@ final class SQLiteStatement {
                 return "".withCString { sqlite3_bind_text(handle, index, $0, 0, ordersync_sqlite_transient()) }
             }
             return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                sqlite3_bind_text64(handle, index, $0, UInt64(buffer.count), ordersync_sqlite_transient(),
-                                    UInt8(SQLITE_UTF8))
+                sqlite3_bind_text64(
+                    handle, index, $0, UInt64(buffer.count), ordersync_sqlite_transient(),
+                    UInt8(SQLITE_UTF8))
             }
         }
     }

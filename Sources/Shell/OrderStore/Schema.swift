@@ -19,146 +19,160 @@ enum Schema {
 
     /// Every migration, in order; `version` is 1, 2, 3, ...
     static let migrations: [Migration] = [
-        Migration(version: 1, name: "orders, metadata and journal", statements: [
-            """
-            CREATE TABLE metadata (
-                key TEXT PRIMARY KEY NOT NULL,
-                value TEXT NOT NULL
-            ) WITHOUT ROWID
-            """,
-            """
-            CREATE TABLE orders (
-                uuid_key TEXT PRIMARY KEY NOT NULL,
-                uuid TEXT NOT NULL,
-                customer_name TEXT NOT NULL,
-                created_text TEXT NOT NULL,
-                created_ms INTEGER NOT NULL,
-                created_offset_min INTEGER NOT NULL,
-                shipping_method TEXT,
-                table_name TEXT,
-                table_size INTEGER,
-                extra_json TEXT NOT NULL DEFAULT '{}',
-                version INTEGER NOT NULL
-            ) WITHOUT ROWID
-            """,
-            "CREATE INDEX orders_by_created ON orders (created_ms, uuid_key)",
-            // "If a table contains a column of type INTEGER PRIMARY KEY, then that column becomes
-            // an alias for the ROWID": the caller assigns `seq`, SQLite never invents one.
-            """
-            CREATE TABLE journal (
-                seq INTEGER PRIMARY KEY,
-                op_id TEXT UNIQUE,
-                origin TEXT NOT NULL,
-                operation INTEGER NOT NULL CHECK (operation IN (0, 1, 2)),
-                order_uuids TEXT NOT NULL,
-                message TEXT NOT NULL,
-                recorded_at_ms INTEGER NOT NULL
-            )
-            """,
-            // One row per (order, journal entry), so the history of one order is an index lookup.
-            """
-            CREATE TABLE journal_orders (
-                uuid_key TEXT NOT NULL,
-                seq INTEGER NOT NULL REFERENCES journal (seq) ON DELETE CASCADE,
-                PRIMARY KEY (uuid_key, seq)
-            ) WITHOUT ROWID
-            """,
-            "CREATE INDEX journal_orders_by_seq ON journal_orders (seq)",
-            // The database epoch: a random (version 4) UUID made once, with the database. A file
-            // made from scratch gets a new one; a copy of a file keeps it.
-            """
-            INSERT INTO metadata (key, value) VALUES ('database.epoch',
-                lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' ||
-                substr(lower(hex(randomblob(2))), 2) || '-' ||
-                substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' ||
-                lower(hex(randomblob(6))))
-            """,
-        ]),
-        Migration(version: 2, name: "order status, line items and note", statements: [
-            "ALTER TABLE orders ADD COLUMN status TEXT NOT NULL DEFAULT 'open'",
-            "ALTER TABLE orders ADD COLUMN items_json TEXT",
-            "ALTER TABLE orders ADD COLUMN note TEXT",
-            "CREATE INDEX orders_by_status ON orders (status, created_ms, uuid_key)",
-        ]),
-        Migration(version: 3, name: "rejections", statements: [
-            """
-            CREATE TABLE rejections (
-                id INTEGER PRIMARY KEY,
-                recorded_at_ms INTEGER NOT NULL,
-                origin TEXT NOT NULL,
-                op_id TEXT,
-                operation INTEGER,
-                order_uuid_key TEXT,
-                order_uuid TEXT,
-                code TEXT NOT NULL,
-                message TEXT NOT NULL
-            )
-            """,
-            "CREATE INDEX rejections_by_order ON rejections (order_uuid_key, id)",
-        ]),
-        Migration(version: 4, name: "slave outbox", statements: [
-            // A slave's local changes not yet answered by the master, in the order they were made.
-            """
-            CREATE TABLE outbox (
-                position INTEGER PRIMARY KEY AUTOINCREMENT,
-                op_id TEXT NOT NULL UNIQUE,
-                message TEXT NOT NULL,
-                order_keys TEXT NOT NULL,
-                created_ms INTEGER NOT NULL
-            )
-            """,
-        ]),
-        Migration(version: 5, name: "known terminals and tombstones", statements: [
-            // Every slave that ever said hello, with how far it got: the master's status lists
-            // them even while they are away, and tombstones are kept until all have passed them.
-            """
-            CREATE TABLE terminals (
-                terminal_id TEXT PRIMARY KEY NOT NULL,
-                name TEXT NOT NULL,
-                address TEXT NOT NULL,
-                acked_seq INTEGER NOT NULL,
-                last_seen_ms INTEGER NOT NULL
-            ) WITHOUT ROWID
-            """,
-            // Removed orders: a late or replayed Create of one is refused.
-            """
-            CREATE TABLE tombstones (
-                uuid_key TEXT PRIMARY KEY NOT NULL,
-                seq INTEGER NOT NULL
-            ) WITHOUT ROWID
-            """,
-            "INSERT OR IGNORE INTO tombstones (uuid_key, seq) SELECT o.uuid_key, max(o.seq) FROM journal_orders o JOIN journal j ON j.seq = o.seq WHERE j.operation = 2 GROUP BY o.uuid_key",
-        ]),
-        Migration(version: 6, name: "sync errors and outbox base sequence on a slave", statements: [
-            // The master's last refusal of a local change, per order, shown by the local API
-            // until the next local change to that order (it survives a restart).
-            """
-            CREATE TABLE sync_errors (
-                uuid_key TEXT PRIMARY KEY NOT NULL,
-                code TEXT NOT NULL,
-                message TEXT NOT NULL
-            ) WITHOUT ROWID
-            """,
-            // The replica's sequence when an outbox entry was made: acks stay at or below it
-            // while the entry waits (0 for entries made before: the most cautious value).
-            "ALTER TABLE outbox ADD COLUMN base_seq INTEGER NOT NULL DEFAULT 0",
-            // The master looks up the refusals of an operation id for every operation it applies.
-            "CREATE INDEX rejections_by_op ON rejections (op_id)",
-        ]),
-        Migration(version: 7, name: "answered operations on a slave", statements: [
-            // The master's answer to each of this terminal's own operations (the newest ones): a
-            // retry of an operation id through the local API gets it again, nothing is re-applied.
-            """
-            CREATE TABLE answered_ops (
-                position INTEGER PRIMARY KEY AUTOINCREMENT,
-                op_id TEXT NOT NULL UNIQUE,
-                seq INTEGER,
-                applied_json TEXT NOT NULL,
-                errors_json TEXT NOT NULL,
-                answered_ms INTEGER NOT NULL
-            )
-            """,
-        ]),
+        Migration(
+            version: 1, name: "orders, metadata and journal",
+            statements: [
+                """
+                CREATE TABLE metadata (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID
+                """,
+                """
+                CREATE TABLE orders (
+                    uuid_key TEXT PRIMARY KEY NOT NULL,
+                    uuid TEXT NOT NULL,
+                    customer_name TEXT NOT NULL,
+                    created_text TEXT NOT NULL,
+                    created_ms INTEGER NOT NULL,
+                    created_offset_min INTEGER NOT NULL,
+                    shipping_method TEXT,
+                    table_name TEXT,
+                    table_size INTEGER,
+                    extra_json TEXT NOT NULL DEFAULT '{}',
+                    version INTEGER NOT NULL
+                ) WITHOUT ROWID
+                """,
+                "CREATE INDEX orders_by_created ON orders (created_ms, uuid_key)",
+                // "If a table contains a column of type INTEGER PRIMARY KEY, then that column becomes
+                // an alias for the ROWID": the caller assigns `seq`, SQLite never invents one.
+                """
+                CREATE TABLE journal (
+                    seq INTEGER PRIMARY KEY,
+                    op_id TEXT UNIQUE,
+                    origin TEXT NOT NULL,
+                    operation INTEGER NOT NULL CHECK (operation IN (0, 1, 2)),
+                    order_uuids TEXT NOT NULL,
+                    message TEXT NOT NULL,
+                    recorded_at_ms INTEGER NOT NULL
+                )
+                """,
+                // One row per (order, journal entry), so the history of one order is an index lookup.
+                """
+                CREATE TABLE journal_orders (
+                    uuid_key TEXT NOT NULL,
+                    seq INTEGER NOT NULL REFERENCES journal (seq) ON DELETE CASCADE,
+                    PRIMARY KEY (uuid_key, seq)
+                ) WITHOUT ROWID
+                """,
+                "CREATE INDEX journal_orders_by_seq ON journal_orders (seq)",
+                // The database epoch: a random (version 4) UUID made once, with the database. A file
+                // made from scratch gets a new one; a copy of a file keeps it.
+                """
+                INSERT INTO metadata (key, value) VALUES ('database.epoch',
+                    lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' ||
+                    substr(lower(hex(randomblob(2))), 2) || '-' ||
+                    substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' ||
+                    lower(hex(randomblob(6))))
+                """,
+            ]),
+        Migration(
+            version: 2, name: "order status, line items and note",
+            statements: [
+                "ALTER TABLE orders ADD COLUMN status TEXT NOT NULL DEFAULT 'open'",
+                "ALTER TABLE orders ADD COLUMN items_json TEXT",
+                "ALTER TABLE orders ADD COLUMN note TEXT",
+                "CREATE INDEX orders_by_status ON orders (status, created_ms, uuid_key)",
+            ]),
+        Migration(
+            version: 3, name: "rejections",
+            statements: [
+                """
+                CREATE TABLE rejections (
+                    id INTEGER PRIMARY KEY,
+                    recorded_at_ms INTEGER NOT NULL,
+                    origin TEXT NOT NULL,
+                    op_id TEXT,
+                    operation INTEGER,
+                    order_uuid_key TEXT,
+                    order_uuid TEXT,
+                    code TEXT NOT NULL,
+                    message TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX rejections_by_order ON rejections (order_uuid_key, id)",
+            ]),
+        Migration(
+            version: 4, name: "slave outbox",
+            statements: [
+                // A slave's local changes not yet answered by the master, in the order they were made.
+                """
+                CREATE TABLE outbox (
+                    position INTEGER PRIMARY KEY AUTOINCREMENT,
+                    op_id TEXT NOT NULL UNIQUE,
+                    message TEXT NOT NULL,
+                    order_keys TEXT NOT NULL,
+                    created_ms INTEGER NOT NULL
+                )
+                """
+            ]),
+        Migration(
+            version: 5, name: "known terminals and tombstones",
+            statements: [
+                // Every slave that ever said hello, with how far it got: the master's status lists
+                // them even while they are away, and tombstones are kept until all have passed them.
+                """
+                CREATE TABLE terminals (
+                    terminal_id TEXT PRIMARY KEY NOT NULL,
+                    name TEXT NOT NULL,
+                    address TEXT NOT NULL,
+                    acked_seq INTEGER NOT NULL,
+                    last_seen_ms INTEGER NOT NULL
+                ) WITHOUT ROWID
+                """,
+                // Removed orders: a late or replayed Create of one is refused.
+                """
+                CREATE TABLE tombstones (
+                    uuid_key TEXT PRIMARY KEY NOT NULL,
+                    seq INTEGER NOT NULL
+                ) WITHOUT ROWID
+                """,
+                "INSERT OR IGNORE INTO tombstones (uuid_key, seq) SELECT o.uuid_key, max(o.seq) FROM journal_orders o JOIN journal j ON j.seq = o.seq WHERE j.operation = 2 GROUP BY o.uuid_key",
+            ]),
+        Migration(
+            version: 6, name: "sync errors and outbox base sequence on a slave",
+            statements: [
+                // The master's last refusal of a local change, per order, shown by the local API
+                // until the next local change to that order (it survives a restart).
+                """
+                CREATE TABLE sync_errors (
+                    uuid_key TEXT PRIMARY KEY NOT NULL,
+                    code TEXT NOT NULL,
+                    message TEXT NOT NULL
+                ) WITHOUT ROWID
+                """,
+                // The replica's sequence when an outbox entry was made: acks stay at or below it
+                // while the entry waits (0 for entries made before: the most cautious value).
+                "ALTER TABLE outbox ADD COLUMN base_seq INTEGER NOT NULL DEFAULT 0",
+                // The master looks up the refusals of an operation id for every operation it applies.
+                "CREATE INDEX rejections_by_op ON rejections (op_id)",
+            ]),
+        Migration(
+            version: 7, name: "answered operations on a slave",
+            statements: [
+                // The master's answer to each of this terminal's own operations (the newest ones): a
+                // retry of an operation id through the local API gets it again, nothing is re-applied.
+                """
+                CREATE TABLE answered_ops (
+                    position INTEGER PRIMARY KEY AUTOINCREMENT,
+                    op_id TEXT NOT NULL UNIQUE,
+                    seq INTEGER,
+                    applied_json TEXT NOT NULL,
+                    errors_json TEXT NOT NULL,
+                    answered_ms INTEGER NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// The schema version this build writes and reads.
@@ -198,7 +212,8 @@ enum Schema {
             } catch {
                 if !connection.isAutocommit { try? connection.executeOnce("ROLLBACK") }
                 if var storeError = error as? StoreError, storeError.kind != .schemaTooNew {
-                    storeError.message = "migration \(migration.version) (\(migration.name)) failed: "
+                    storeError.message =
+                        "migration \(migration.version) (\(migration.name)) failed: "
                         + storeError.message
                     throw storeError
                 }
@@ -215,22 +230,25 @@ enum Schema {
             throw tooNew(current, path: connection.path)
         }
         if current == 0 {
-            throw StoreError(kind: .schemaMismatch,
-                             message: "not an OrderSync database (no schema); start the node once to create it",
-                             path: connection.path)
+            throw StoreError(
+                kind: .schemaMismatch,
+                message: "not an OrderSync database (no schema); start the node once to create it",
+                path: connection.path)
         }
         if current < currentVersion {
-            throw StoreError(kind: .schemaMismatch,
-                             message: "the database has schema version \(current), this build reads "
-                                 + "\(currentVersion); start the node once to upgrade it",
-                             path: connection.path)
+            throw StoreError(
+                kind: .schemaMismatch,
+                message: "the database has schema version \(current), this build reads "
+                    + "\(currentVersion); start the node once to upgrade it",
+                path: connection.path)
         }
     }
 
     private static func tooNew(_ version: Int64, path: String) -> StoreError {
-        StoreError(kind: .schemaTooNew,
-                   message: "the database has schema version \(version), newer than this build's "
-                       + "\(currentVersion); use a newer ordersync",
-                   path: path)
+        StoreError(
+            kind: .schemaTooNew,
+            message: "the database has schema version \(version), newer than this build's "
+                + "\(currentVersion); use a newer ordersync",
+            path: path)
     }
 }

@@ -82,8 +82,9 @@ public struct StoreError: Error, CustomStringConvertible, Equatable {
 
     /// A write attempted on a connection opened with `openReadOnly`.
     static func readOnlyConnection(path: String) -> StoreError {
-        StoreError(kind: .readOnly, message: "the database is open read-only; writes go through the daemon",
-                   path: path)
+        StoreError(
+            kind: .readOnly, message: "the database is open read-only; writes go through the daemon",
+            path: path)
     }
 
     // The extended codes are macros Swift cannot import ("(SQLITE_CONSTRAINT | (6<<8))").

@@ -74,8 +74,10 @@ extension WebSocketChannel {
             case .open(let channel), .closing(let channel):
                 // RFC 6455 7.4.1: 1008 "indicates that an endpoint is terminating the connection
                 // because it has received a message that violates its policy".
-                channel.write(connection.close(code: .policyViolation,
-                                               reason: "frame not completed within \(limit.wholeMilliseconds) ms"))
+                channel.write(
+                    connection.close(
+                        code: .policyViolation,
+                        reason: "frame not completed within \(limit.wholeMilliseconds) ms"))
                 webSocketEnded(channel, Ending(.frameTimedOut(limit)), promptly: true)
             case .resolving, .handshaking, .closed, .ended:
                 return

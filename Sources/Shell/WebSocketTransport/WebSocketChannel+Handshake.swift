@@ -34,10 +34,12 @@ extension WebSocketChannel {
     ) -> WebSocketChannel {
         // RFC 7230 5.4: Host is "the authority component of the target URI".
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        let handshake = ClientHandshake(host: authority, path: path, key: ClientHandshake.makeKey(),
-                                        subprotocols: subprotocols, configuration: configuration.limits)
-        let webSocket = WebSocketChannel(loop: loop, role: .client, handshake: .client(handshake),
-                                         state: .resolving, configuration: configuration)
+        let handshake = ClientHandshake(
+            host: authority, path: path, key: ClientHandshake.makeKey(),
+            subprotocols: subprotocols, configuration: configuration.limits)
+        let webSocket = WebSocketChannel(
+            loop: loop, role: .client, handshake: .client(handshake),
+            state: .resolving, configuration: configuration)
         webSocket.startHandshakeDeadline()
         if HostResolver.isNumeric(host) {
             webSocket.connect(toAddress: host, port: port)
@@ -50,8 +52,10 @@ extension WebSocketChannel {
                 switch result {
                 case .success(let addresses):
                     guard let first = addresses.first else {
-                        webSocket.finish(Ending(.unreachable(
-                            PosixError(call: "getaddrinfo", errno: 0, detail: "no address for \(host)"))))
+                        webSocket.finish(
+                            Ending(
+                                .unreachable(
+                                    PosixError(call: "getaddrinfo", errno: 0, detail: "no address for \(host)"))))
                         return
                     }
                     webSocket.connect(toAddress: first, port: port)

@@ -81,8 +81,10 @@ public final class WebSocketChannel {
     var frameTimer: TimerHandle?
     var heartbeatTimer: TimerHandle?
 
-    init(loop: EventLoop, role: WebSocketRole, handshake: Handshake, state: State,
-         configuration: WebSocketChannelConfiguration) {
+    init(
+        loop: EventLoop, role: WebSocketRole, handshake: Handshake, state: State,
+        configuration: WebSocketChannelConfiguration
+    ) {
         self.loop = loop
         self.role = role
         self.handshake = handshake

@@ -106,8 +106,9 @@ public final class MasterEngine {
     /// A terminal finished its WebSocket handshake. A StorePOS terminal (no `ordersync.v1`
     /// subprotocol) sends no hello: it gets the snapshot at once.
     public func peerConnected(_ id: Int, address: String, speaksOrderSync: Bool) -> [Action] {
-        peers[id] = Peer(id: id, address: address, speaksOrderSync: speaksOrderSync,
-                         phase: speaksOrderSync ? .awaitingHello : .live)
+        peers[id] = Peer(
+            id: id, address: address, speaksOrderSync: speaksOrderSync,
+            phase: speaksOrderSync ? .awaitingHello : .live)
         guard !speaksOrderSync else { return [] }
         var out: [Action] = []
         sendSnapshot(to: id, &out)
@@ -138,8 +139,9 @@ public final class MasterEngine {
             peers[id]?.ackedSeq = min(max(0, seq), lastSeq)
         case .success(.operation(let message)):
             if p.phase == .awaitingHello {
-                reject(WireError(.invalidMessage, "send hello first (subprotocol \(orderSyncSubprotocol))"), opId: message.opId,
-                       operation: message.operation, to: id, now: now, &out)
+                reject(
+                    WireError(.invalidMessage, "send hello first (subprotocol \(orderSyncSubprotocol))"), opId: message.opId,
+                    operation: message.operation, to: id, now: now, &out)
                 break
             }
             let outcome = apply(message, origin: p.origin, now: now)
@@ -184,7 +186,9 @@ public final class MasterEngine {
             let through = min(passed, lastSeq - journalKeepNewest)
             if through > 0 {
                 let dropped = try store.compactJournal(through: through, recordedBefore: now - journalKeepMillis)
-                if dropped > 0 { out.append(.log(EngineLog(.info, "journal.compacted", [("count", "\(dropped)"), ("through", "\(through)")]))) }
+                if dropped > 0 {
+                    out.append(.log(EngineLog(.info, "journal.compacted", [("count", "\(dropped)"), ("through", "\(through)")])))
+                }
             }
         } catch {
             out.append(.log(EngineLog(.error, "maintenance.failed", [("error", "\(error)")])))
@@ -196,19 +200,22 @@ public final class MasterEngine {
 
     private func hello(_ hello: HelloMessage, from id: Int, now: Int64, _ out: inout [Action]) {
         guard peers[id]?.phase == .awaitingHello else {
-            reject(WireError(.invalidMessage, "hello is only accepted once, as the first message"), opId: nil, operation: nil,
-                   to: id, now: now, &out)
+            reject(
+                WireError(.invalidMessage, "hello is only accepted once, as the first message"), opId: nil, operation: nil,
+                to: id, now: now, &out)
             return
         }
         if let proto = hello.proto, proto != orderSyncProtocolName {
-            reject(WireError(.invalidMessage, "this master speaks \(orderSyncProtocolName), not \(proto)"), opId: nil,
-                   operation: nil, to: id, now: now, &out)
+            reject(
+                WireError(.invalidMessage, "this master speaks \(orderSyncProtocolName), not \(proto)"), opId: nil,
+                operation: nil, to: id, now: now, &out)
             out.append(.close(peer: id, code: MasterEngine.policyViolation, reason: "unsupported protocol version"))
             return
         }
         if let wanted = hello.store, wanted != storeId {
-            reject(WireError(.wrongStore, "this master serves store '\(storeId)', not '\(wanted)'"), opId: nil, operation: nil,
-                   to: id, now: now, &out)
+            reject(
+                WireError(.wrongStore, "this master serves store '\(storeId)', not '\(wanted)'"), opId: nil, operation: nil,
+                to: id, now: now, &out)
             out.append(.close(peer: id, code: MasterEngine.policyViolation, reason: "wrong store"))
             return
         }
@@ -221,15 +228,27 @@ public final class MasterEngine {
             peers[id]?.ackedSeq = min(saved.ackedSeq, lastSeq)
         }
         if let p = peers[id] { remember([p], now: now, &out) }
-        out.append(.log(EngineLog(.info, "peer.hello", [("peer.address", peers[id]?.address ?? "?"), ("terminal", hello.terminalName),
-                                                        ("terminal.id", hello.terminalId), ("peer.last_seq", "\(hello.lastSeq)")])))
+        out.append(
+            .log(
+                EngineLog(
+                    .info, "peer.hello",
+                    [
+                        ("peer.address", peers[id]?.address ?? "?"), ("terminal", hello.terminalName),
+                        ("terminal.id", hello.terminalId), ("peer.last_seq", "\(hello.lastSeq)"),
+                    ])))
         do {
             if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch) {
                 // Resumable catch-up: exactly the operations it missed, then "ready".
                 for m in missed { out.append(.send(peer: id, text: m)) }
                 out.append(.send(peer: id, text: ServerMessage.ready(seq: lastSeq, epoch: epoch, store: storeId).encoded()))
-                out.append(.log(EngineLog(.info, "catchup.sent", [("peer.address", peers[id]?.address ?? "?"),
-                    ("from_seq", "\(hello.lastSeq)"), ("operations", "\(missed.count)"), ("seq", "\(lastSeq)")])))
+                out.append(
+                    .log(
+                        EngineLog(
+                            .info, "catchup.sent",
+                            [
+                                ("peer.address", peers[id]?.address ?? "?"),
+                                ("from_seq", "\(hello.lastSeq)"), ("operations", "\(missed.count)"), ("seq", "\(lastSeq)"),
+                            ])))
                 peers[id]?.phase = .live
                 return
             }
@@ -270,9 +289,13 @@ public final class MasterEngine {
         var messages: [String] = []
         for p in 0..<parts {
             let slice = Array(orders[min(orders.count, p * chunk)..<min(orders.count, (p + 1) * chunk)])
-            messages.append(ServerMessage.applied(operation: .create, orders: slice, seq: nil, opId: nil, origin: nil,
-                                                  snapshot: SnapshotPart(seq: lastSeq, part: p + 1, parts: parts, epoch: epoch,
-                                                                         applied: p + 1 == parts ? applied : [:])).encoded())
+            messages.append(
+                ServerMessage.applied(
+                    operation: .create, orders: slice, seq: nil, opId: nil, origin: nil,
+                    snapshot: SnapshotPart(
+                        seq: lastSeq, part: p + 1, parts: parts, epoch: epoch,
+                        applied: p + 1 == parts ? applied : [:])
+                ).encoded())
         }
         return (messages, orders.count, lastSeq)
     }
@@ -286,8 +309,14 @@ public final class MasterEngine {
                 out.append(.send(peer: id, text: ServerMessage.ready(seq: snap.seq, epoch: epoch, store: storeId).encoded()))
             }
             peers[id]?.phase = .live
-            out.append(.log(EngineLog(.info, "snapshot.sent", [("peer.address", p.address), ("orders", "\(snap.count)"),
-                                                               ("seq", "\(snap.seq)"), ("messages", "\(snap.messages.count)")])))
+            out.append(
+                .log(
+                    EngineLog(
+                        .info, "snapshot.sent",
+                        [
+                            ("peer.address", p.address), ("orders", "\(snap.count)"),
+                            ("seq", "\(snap.seq)"), ("messages", "\(snap.messages.count)"),
+                        ])))
         } catch {
             out.append(.log(EngineLog(.error, "snapshot.failed", [("peer.address", p.address), ("error", "\(error)")])))
             out.append(.close(peer: id, code: MasterEngine.internalError, reason: "could not read the store"))
@@ -340,8 +369,9 @@ public final class MasterEngine {
         }
         let plan: OperationPlan
         do {
-            plan = try OperationPlanner.plan(message, now: OrderTimestamp(epochMillis: now), lookup: { try store.order(uuid: $0) },
-                                             wasRemoved: { try store.hasTombstone(uuid: $0) })
+            plan = try OperationPlanner.plan(
+                message, now: OrderTimestamp(epochMillis: now), lookup: { try store.order(uuid: $0) },
+                wasRemoved: { try store.hasTombstone(uuid: $0) })
         } catch {
             outcome.errors = [WireError(.storageFailed, "could not read orders: \(error)")]
             return outcome
@@ -351,17 +381,21 @@ public final class MasterEngine {
         guard !plan.changes.isEmpty else { return outcome }
         let seq = lastSeq + 1
         let orders = plan.changes.map(\.order)
-        let text = ServerMessage.applied(operation: message.operation, orders: orders, seq: seq, opId: message.opId,
-                                         origin: origin, snapshot: nil).encoded()
-        let entry = JournalEntry(seq: seq, opId: message.opId, origin: origin, operation: message.operation,
-                                 orderUUIDs: orders.map(\.uuid), message: text, recordedAtMillis: now)
+        let text = ServerMessage.applied(
+            operation: message.operation, orders: orders, seq: seq, opId: message.opId,
+            origin: origin, snapshot: nil
+        ).encoded()
+        let entry = JournalEntry(
+            seq: seq, opId: message.opId, origin: origin, operation: message.operation,
+            orderUUIDs: orders.map(\.uuid), message: text, recordedAtMillis: now)
         do {
             try store.commit(plan.changes, entry: entry)
         } catch {
             // The transaction rolled back, or reached the disk although reported as failed:
             // read the sequence again. A retry of the same operation id then finds the entry.
             lastSeq = (try? store.lastJournalSeq()) ?? lastSeq
-            outcome.errors = plan.errors + orders.map { WireError(.storageFailed, "the master could not store the change: \(error)", uuid: $0.uuid) }
+            outcome.errors =
+                plan.errors + orders.map { WireError(.storageFailed, "the master could not store the change: \(error)", uuid: $0.uuid) }
             return outcome
         }
         lastSeq = seq
@@ -373,8 +407,10 @@ public final class MasterEngine {
 
     /// Answers the sender (refusals first, so they precede the broadcast carrying the
     /// operation id; then `result`) and broadcasts an applied operation to every live terminal.
-    private func deliver(_ outcome: ApplyOutcome, message: OperationMessage, origin: String, sender: Int?, now: Int64,
-                         _ out: inout [Action]) {
+    private func deliver(
+        _ outcome: ApplyOutcome, message: OperationMessage, origin: String, sender: Int?, now: Int64,
+        _ out: inout [Action]
+    ) {
         if let s = sender {
             for e in outcome.errors { reject(e, opId: message.opId, operation: message.operation, to: s, now: now, &out) }
             for e in outcome.repeatedErrors {
@@ -382,23 +418,36 @@ public final class MasterEngine {
             }
         } else {
             for e in outcome.errors {
-                out.append(.log(EngineLog(.warning, "message.rejected", [("origin", origin), ("code", e.code.rawValue), ("reason", e.message)])))
+                out.append(
+                    .log(EngineLog(.warning, "message.rejected", [("origin", origin), ("code", e.code.rawValue), ("reason", e.message)])))
                 record(e, origin: origin, opId: message.opId, operation: message.operation, now: now, &out)
             }
         }
         if let text = outcome.broadcast, !outcome.isRepeat {
-            out.append(.log(EngineLog(.debug, "op.applied", [("op.seq", "\(outcome.seq ?? 0)"), ("op.kind", "\(message.operation)"),
-                ("orders", "\(outcome.applied.count)"), ("origin", origin), ("op.id", message.opId ?? "")])))
+            out.append(
+                .log(
+                    EngineLog(
+                        .debug, "op.applied",
+                        [
+                            ("op.seq", "\(outcome.seq ?? 0)"), ("op.kind", "\(message.operation)"),
+                            ("orders", "\(outcome.applied.count)"), ("origin", origin), ("op.id", message.opId ?? ""),
+                        ])))
             out.append(.broadcast(text: text, peers: livePeers))
         } else if outcome.isRepeat, let s = sender {
             // A retry of an operation already answered: the original answer, to the sender only.
-            out.append(.log(EngineLog(.info, "op.repeat", [("op.id", message.opId ?? ""), ("op.seq", "\(outcome.seq ?? 0)"), ("origin", origin)])))
+            out.append(
+                .log(EngineLog(.info, "op.repeat", [("op.id", message.opId ?? ""), ("op.seq", "\(outcome.seq ?? 0)"), ("origin", origin)])))
             if let text = outcome.broadcast { out.append(.send(peer: s, text: text)) }
         }
         if let s = sender, let id = message.opId, peers[s]?.speaksOrderSync == true {
-            out.append(.send(peer: s, text: ServerMessage.result(opId: id, seq: outcome.seq, applied: outcome.applied.count,
-                                                                 unchanged: outcome.unchanged.count,
-                                                                 failed: outcome.errors.count + outcome.repeatedErrors.count).encoded()))
+            out.append(
+                .send(
+                    peer: s,
+                    text: ServerMessage.result(
+                        opId: id, seq: outcome.seq, applied: outcome.applied.count,
+                        unchanged: outcome.unchanged.count,
+                        failed: outcome.errors.count + outcome.repeatedErrors.count
+                    ).encoded()))
         }
         if let s = sender, peers[s]?.speaksOrderSync == true, outcome.errors.contains(where: { $0.code == .storageFailed }) {
             // Operations after this one on the link may depend on it: none may overtake it. The
@@ -422,8 +471,10 @@ public final class MasterEngine {
     /// Keeps a rejection where an operator can list it (`ordersync journal --rejected`).
     private func record(_ e: WireError, origin: String, opId: String?, operation: OperationKind?, now: Int64, _ out: inout [Action]) {
         do {
-            try store.appendRejection(Rejection(recordedAtMillis: now, origin: origin, opId: opId, operation: operation,
-                                                orderUUID: e.uuid, code: e.code, message: e.message))
+            try store.appendRejection(
+                Rejection(
+                    recordedAtMillis: now, origin: origin, opId: opId, operation: operation,
+                    orderUUID: e.uuid, code: e.code, message: e.message))
         } catch {
             out.append(.log(EngineLog(.error, "rejection.record_failed", [("error", "\(error)")])))
         }
@@ -432,8 +483,11 @@ public final class MasterEngine {
     /// Persists what the master knows of these terminals.
     private func remember(_ list: [Peer], now: Int64, _ out: inout [Action]) {
         let terminals = list.compactMap { p in
-            p.terminalId.map { KnownTerminal(id: $0, name: p.terminalName ?? $0, address: p.address, ackedSeq: p.ackedSeq ?? 0,
-                                             lastSeenMillis: now) }
+            p.terminalId.map {
+                KnownTerminal(
+                    id: $0, name: p.terminalName ?? $0, address: p.address, ackedSeq: p.ackedSeq ?? 0,
+                    lastSeenMillis: now)
+            }
         }
         guard !terminals.isEmpty else { return }
         do {

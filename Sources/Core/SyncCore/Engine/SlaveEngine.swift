@@ -89,8 +89,9 @@ public final class SlaveEngine {
     public func linkOpened() -> [Action] {
         link = .syncing
         resetLink()
-        var hello = HelloMessage(terminalId: terminalId, terminalName: terminalName, store: configuredStore ?? joinedStore,
-                                 lastSeq: lastSeq, epoch: needsSnapshot ? nil : epoch)
+        var hello = HelloMessage(
+            terminalId: terminalId, terminalName: terminalName, store: configuredStore ?? joinedStore,
+            lastSeq: lastSeq, epoch: needsSnapshot ? nil : epoch)
         hello.pending = outbox.prefix(HelloMessage.maxPending).map(\.opId)
         return [.send(hello.encoded())]
     }
@@ -175,7 +176,8 @@ public final class SlaveEngine {
             if link == .live, seq > lastSeq {
                 // Broadcasts arrive before the heartbeat on the same link: a higher sequence
                 // means something was missed. Reconnect and catch up.
-                out.append(.log(EngineLog(.warning, "sync.behind", [("seq", "\(lastSeq)"), ("master.seq", "\(seq)"), ("action", "resync")])))
+                out.append(
+                    .log(EngineLog(.warning, "sync.behind", [("seq", "\(lastSeq)"), ("master.seq", "\(seq)"), ("action", "resync")])))
                 out.append(.resync(reason: "resync"))
                 return out
             }
@@ -236,7 +238,7 @@ public final class SlaveEngine {
 
     private func applied(_ op: OperationKind, _ orders: [Order], seq: Int64?, opId: String?, _ out: inout [Action]) {
         if let s = seq {
-            if s <= lastSeq { return }  // already applied
+            if s <= lastSeq { return } // already applied
             if s != lastSeq + 1 {
                 out.append(.log(EngineLog(.warning, "sync.gap", [("expected", "\(lastSeq + 1)"), ("got", "\(s)"), ("action", "resync")])))
                 out.append(.resync(reason: "resync"))
@@ -268,7 +270,8 @@ public final class SlaveEngine {
             try rebase(&overlay, keys: Set(overlay.keys), fallBackToStore: true, skipping: Set([settled?.opId].compactMap { $0 }))
             c.changes = overlay.sorted { $0.key < $1.key }.map { key, value in
                 if let o = value { return .update(o) }
-                return .delete(orders.first { $0.key == key } ?? Order(uuid: key, customerName: "", created: OrderTimestamp(epochMillis: 0)))
+                return .delete(
+                    orders.first { $0.key == key } ?? Order(uuid: key, customerName: "", created: OrderTimestamp(epochMillis: 0)))
             }
             if let s = seq { c.lastSeq = s }
             try store.commit(c)
@@ -298,11 +301,13 @@ public final class SlaveEngine {
             if let t = keys, !e.orderKeys.contains(where: { t.contains($0) }) { continue }
             guard case .success(.operation(let m)) = ClientMessage.decode(e.message) else { continue }
             let current = overlay
-            let plan = try OperationPlanner.plan(m, now: OrderTimestamp(epochMillis: 0), lookup: { uuid in
-                let k = uuid.lowercased()
-                if let v = current[k] { return v }
-                return fallBackToStore ? try self.store.order(uuid: uuid) : nil
-            }, wasRemoved: { _ in false })
+            let plan = try OperationPlanner.plan(
+                m, now: OrderTimestamp(epochMillis: 0),
+                lookup: { uuid in
+                    let k = uuid.lowercased()
+                    if let v = current[k] { return v }
+                    return fallBackToStore ? try self.store.order(uuid: uuid) : nil
+                }, wasRemoved: { _ in false })
             for change in plan.changes {
                 // Only the orders the master's message changes are re-planned: the replica's
                 // copy of any other order already holds this entry's change.
@@ -343,15 +348,17 @@ public final class SlaveEngine {
             let stamp = OrderTimestamp(epochMillis: now).truncatedToSeconds.storePOSText
             message.orders = message.orders.map { raw in
                 guard var o = raw.objectValue, o["created"] == nil, let u = o["uuid"]?.stringValue,
-                      (try? store.order(uuid: u)) == nil else { return raw }
+                    (try? store.order(uuid: u)) == nil
+                else { return raw }
                 o["created"] = .string(stamp)
                 return .object(o)
             }
         }
         let plan: OperationPlan
         do {
-            plan = try OperationPlanner.plan(message, now: OrderTimestamp(epochMillis: now), lookup: { try self.store.order(uuid: $0) },
-                                             wasRemoved: { _ in false })
+            plan = try OperationPlanner.plan(
+                message, now: OrderTimestamp(epochMillis: now), lookup: { try self.store.order(uuid: $0) },
+                wasRemoved: { _ in false })
         } catch {
             result.failure = .storage("\(error)")
             return (result, out)
@@ -361,8 +368,9 @@ public final class SlaveEngine {
         var c = SlaveCommit()
         // Refused here, before reaching the master: recorded on this terminal.
         c.rejections = plan.errors.map {
-            Rejection(recordedAtMillis: now, origin: "\(terminalName) (local API)", opId: opId, operation: message.operation,
-                      orderUUID: $0.uuid, code: $0.code, message: $0.message)
+            Rejection(
+                recordedAtMillis: now, origin: "\(terminalName) (local API)", opId: opId, operation: message.operation,
+                orderUUID: $0.uuid, code: $0.code, message: $0.message)
         }
         guard !plan.changes.isEmpty else {
             if !c.isEmpty { try? store.commit(c) }
@@ -385,8 +393,14 @@ public final class SlaveEngine {
         outbox.append(entry)
         track(entry)
         for k in keys { syncErrors[k] = nil }
-        out.append(.log(EngineLog(.debug, "outbox.queued", [("op.id", opId), ("op.kind", "\(message.operation)"),
-                                                            ("orders", "\(keys.count)"), ("outbox", "\(outbox.count)")])))
+        out.append(
+            .log(
+                EngineLog(
+                    .debug, "outbox.queued",
+                    [
+                        ("op.id", opId), ("op.kind", "\(message.operation)"),
+                        ("orders", "\(keys.count)"), ("outbox", "\(outbox.count)"),
+                    ])))
         if link == .live {
             // In outbox order: an older entry waiting to be sent again goes first.
             flushOutbox(&out, quiet: true)
@@ -423,8 +437,14 @@ public final class SlaveEngine {
             // before). The change stays in the outbox and is sent again shortly; it is never
             // dropped unanswered.
             let reason = unheard ? "refusals not received" : "the master could not store it"
-            out.append(.log(EngineLog(.warning, "outbox.retry", [("op.id", opId), ("reason", reason),
-                                                                 ("retry_ms", "\(SlaveEngine.outboxRetryMillis)")])))
+            out.append(
+                .log(
+                    EngineLog(
+                        .warning, "outbox.retry",
+                        [
+                            ("op.id", opId), ("reason", reason),
+                            ("retry_ms", "\(SlaveEngine.outboxRetryMillis)"),
+                        ])))
             if !retryScheduled {
                 retryScheduled = true
                 out.append(.scheduleOutboxRetry(millis: SlaveEngine.outboxRetryMillis))
@@ -463,8 +483,10 @@ public final class SlaveEngine {
         c.answered.append(AnsweredOperation(opId: opId, seq: seq, applied: applied, errors: errors, answeredMillis: now))
         for e in errors {
             if let u = e.uuid { c.syncErrors[u.lowercased()] = .some(e) }
-            c.rejections.append(Rejection(recordedAtMillis: now, origin: "master", opId: opId, operation: nil, orderUUID: e.uuid,
-                                          code: e.code, message: e.message))
+            c.rejections.append(
+                Rejection(
+                    recordedAtMillis: now, origin: "master", opId: opId, operation: nil, orderUUID: e.uuid,
+                    code: e.code, message: e.message))
         }
     }
 
@@ -478,8 +500,14 @@ public final class SlaveEngine {
         }
         for e in errors {
             if let u = e.uuid { syncErrors[u.lowercased()] = e }
-            out.append(.log(EngineLog(.warning, "outbox.rejected", [("op.id", opId), ("code", e.code.rawValue), ("reason", e.message),
-                                                                    ("order.uuid", e.uuid ?? "-")])))
+            out.append(
+                .log(
+                    EngineLog(
+                        .warning, "outbox.rejected",
+                        [
+                            ("op.id", opId), ("code", e.code.rawValue), ("reason", e.message),
+                            ("order.uuid", e.uuid ?? "-"),
+                        ])))
         }
     }
 

@@ -38,8 +38,10 @@ public struct ReplicaState: Equatable, Sendable {
     /// from before): the next hello asks for a snapshot.
     public var needsSnapshot: Bool
 
-    public init(lastSeq: Int64 = 0, epoch: String? = nil, store: String? = nil, outbox: [OutboxEntry] = [],
-                syncErrors: [String: WireError] = [:], needsSnapshot: Bool = false) {
+    public init(
+        lastSeq: Int64 = 0, epoch: String? = nil, store: String? = nil, outbox: [OutboxEntry] = [],
+        syncErrors: [String: WireError] = [:], needsSnapshot: Bool = false
+    ) {
         self.lastSeq = lastSeq
         self.epoch = epoch
         self.store = store
