@@ -48,8 +48,8 @@ let package = Package(
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "SyncCore"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
         // The deterministic simulation of a whole store: master and slave engines over an
-        // in-memory network and store, with faults, many seeds.
-        .testTarget(name: "SyncSimulationTests", dependencies: ["SyncCore"],
+        // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.
+        .testTarget(name: "SyncSimulationTests", dependencies: ["SyncCore", "OrderStore"],
                     swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(name: "OrderSyncNodeTests", dependencies: ["OrderSyncNode", "SyncCore", "Posix", "OrderStore"],

@@ -35,6 +35,10 @@ final class SimulationSelfCheckTests: XCTestCase {
         assertCaught(.reorderTerminalOps, by: "per-terminal order", seeds: 1...40)
     }
 
+    func testCheckerCatchesAMasterEngineThatAppliesARepeat() {
+        assertCaught(.applyRepeat, by: "applied twice", seeds: 1...40)
+    }
+
     /// Seeds whose run hash is compared across processes.
     private static let hashSeeds: [UInt64] = Array(1...8)
     /// Set in the second process: it prints the hash of `hashSeeds` and does nothing else.
