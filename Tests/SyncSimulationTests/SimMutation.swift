@@ -16,8 +16,10 @@ enum SimMutation: String, CaseIterable {
     case reorderTerminalOps
     /// The master engine takes an operation it already applied for a new one: now and then a
     /// copy of an Update a slave sent (same operation id, no base `version`) reaches the engine
-    /// with its repeat lookup bypassed and the journal's unique operation ids off for that call,
-    /// so it is applied and journalled a second time. Caught by "applied twice".
+    /// (on that slave's link when it has one, else through the local API) with its repeat lookup
+    /// bypassed and the journal's unique operation ids off for that call, so it is applied and
+    /// journalled a second time. Caught by "applied twice" (two journal entries for one
+    /// operation id, and on a link two sequence numbers answered for it).
     case applyRepeat
 }
 
@@ -37,11 +39,11 @@ extension Simulation {
 
     /// Keeps an Update without a base `version` the master received from a slave, for
     /// `applyRepeat` (a copy with a base version would be refused as a conflict, not applied).
-    func noteReceivedUpdate(_ text: String) {
+    func noteReceivedUpdate(_ text: String, from slave: Int) {
         guard case .success(.operation(let m)) = ClientMessage.decode(text), m.operation == .update, let id = m.opId,
               !m.orders.contains(where: { $0.objectValue?["version"] != nil }),
               !receivedUpdates.contains(where: { $0.opId == id }) else { return }
-        receivedUpdates.append((id, m))
+        receivedUpdates.append((id, m, text, slave))
     }
 
     /// Feeds the master engine a copy of an Update it applied, whose journal entry it still
@@ -56,14 +58,22 @@ extension Simulation {
             return rows.contains { $0.seq > first.seq && $0.orderUUIDs.contains { keys.contains($0.lowercased()) } }
         }
         guard let picked = candidate else { return }
-        let (opId, message) = (picked.opId, picked.message)
+        let link = master.links.values.filter { $0.slave == picked.slave }.min { $0.id < $1.id }
         store.opIdsHidden = true
         store.uniqueOpIds = false
-        let (outcome, actions) = e.localWrite(message, origin: "office (local API)", now: masterNow)
-        store.opIdsHidden = false
-        store.uniqueOpIds = true
-        trace.add(clock.now, "sim", "mutation", "op \(opId) fed to the master again as new: seq \(outcome.seq.map(String.init) ?? "nil")")
-        performMaster(actions)
+        defer {
+            store.opIdsHidden = false
+            store.uniqueOpIds = true
+        }
+        if let c = link {
+            trace.add(clock.now, "sim", "mutation", "op \(picked.opId) of s\(picked.slave) fed to the master again as new on link \(c.id)")
+            performMaster(e.received(picked.text, from: c.id, now: masterNow))
+        } else {
+            let (outcome, actions) = e.localWrite(picked.message, origin: "office (local API)", now: masterNow)
+            trace.add(clock.now, "sim", "mutation", "op \(picked.opId) fed to the master again as new: seq "
+                      + (outcome.seq.map(String.init) ?? "nil"))
+            performMaster(actions)
+        }
     }
 
     /// Sends a slave engine's message on its link; under `reorderTerminalOps` every fourth

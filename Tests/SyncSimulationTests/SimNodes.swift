@@ -132,7 +132,7 @@ extension Simulation {
         case .master:
             guard let e = master.engine, master.links[c.id] === c else { return }
             trace.add(clock.now, "m", "<- s\(c.slave)#\(c.id)", text)
-            if config.mutation == .applyRepeat { noteReceivedUpdate(text) }
+            if config.mutation == .applyRepeat { noteReceivedUpdate(text, from: c.slave) }
             performMaster(e.received(text, from: c.id, now: masterNow))
         case .slave:
             let s = slaves[c.slave]

@@ -67,9 +67,9 @@ final class Simulation {
     var answersSeen = 0
     var droppedAnswers: Set<String> = []
     var operationsSent = 0
-    /// Update messages the master received from slaves (for the `applyRepeat` mutation), by
-    /// operation id, in arrival order.
-    var receivedUpdates: [(opId: String, message: OperationMessage)] = []
+    /// Update messages the master received from slaves (for the `applyRepeat` mutation), in
+    /// arrival order, with their text and sender.
+    var receivedUpdates: [(opId: String, message: OperationMessage, text: String, slave: Int)] = []
 
     // Fault rates of this seed.
     var cutWeight = 0.45
