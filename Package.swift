@@ -83,8 +83,8 @@ let package = Package(
         .testTarget(name: "NoiseTests", dependencies: ["Noise"], resources: [.copy("Resources")]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore"]),
         // The deterministic simulation of a whole store: master and slave engines over an
-        // in-memory network and store, with faults, many seeds.
-        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore"]),
+        // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.
+        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore"]),
         // HTTP1 only for the request/response round trip over a Unix socket.
         .testTarget(name: "EventLoopIOTests", dependencies: ["EventLoopIO", "HTTP1"]),
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "EventLoopIO"]),

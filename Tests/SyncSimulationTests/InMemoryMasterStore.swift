@@ -49,6 +49,9 @@ class InMemoryMasterStore: MasterStore {
     private(set) var lostRejections: [Rejection] = []
     /// The journal's UNIQUE constraint on `op_id` (off only in a deliberately broken store).
     var uniqueOpIds = true
+    /// While true the engine's lookups of operation ids find nothing (the `applyRepeat`
+    /// mutation turns it on for one call).
+    var opIdsHidden = false
 
     init() {}
 
@@ -74,11 +77,11 @@ class InMemoryMasterStore: MasterStore {
     }
 
     func journalEntry(opId: String) throws -> JournalEntry? {
-        journalRows.first { $0.opId == opId }
+        opIdsHidden ? nil : journalRows.first { $0.opId == opId }
     }
 
     func rejections(opId: String) throws -> [Rejection] {
-        rejectionRows.filter { $0.opId == opId }
+        opIdsHidden ? [] : rejectionRows.filter { $0.opId == opId }
     }
 
     func commit(_ changes: [OrderChange], entry: JournalEntry) throws {

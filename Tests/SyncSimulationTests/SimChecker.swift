@@ -69,6 +69,9 @@ final class SimChecker {
     private var unchanged: [String: Int64] = [:]
     /// The most orders any `result` for an operation called harmless repeats.
     private var unchangedCount: [String: Int] = [:]
+    /// Every sequence number the master's `result`s gave an operation, by operation id (one
+    /// operation applied once has one).
+    private var answeredSeqs: [String: Set<Int64>] = [:]
     private var provisional: [Provisional] = []
     private var provisionalSeen: Set<String> = []
     private var expectations: [String: [String: Expectation]] = [:]
@@ -86,7 +89,7 @@ final class SimChecker {
         let entry = s.engine?.outbox.last { $0.opId == opId }
         acked.append(Acked(slave: s.index, opId: opId, time: sim.clock.now, keys: entry.map { expectation($0).keys.sorted() } ?? []))
         for change in changes {
-            let shown = s.store.orders[change.order.key]
+            let shown = s.store.shownOrder(change.order.key)
             switch change {
             case .insert(let o), .update(let o):
                 if shown != o {
@@ -101,7 +104,7 @@ final class SimChecker {
     /// The master's local API applied a write: its store shows it.
     func masterAcknowledged(_ sim: Simulation, _ outcome: ApplyOutcome) {
         for o in outcome.applied {
-            let shown = sim.master.store.orders[o.key]
+            let shown = sim.master.store.shownOrder(o.key)
             if outcome.operation == .remove ? shown != nil : shown != o {
                 fail(sim, "read-your-writes", "the master applied seq \(outcome.seq ?? 0) but shows \(describe(shown)) for \(o.key)")
             }
@@ -113,6 +116,7 @@ final class SimChecker {
     func masterAnswered(_ sim: Simulation, _ text: String) {
         guard case .success(.result(let opId, let seq, _, let same, let failed)) = ServerMessage.decode(text) else { return }
         unchangedCount[opId] = max(unchangedCount[opId] ?? 0, same)
+        if let s = seq { answeredSeqs[opId, default: []].insert(s) }
         guard seq == nil, same > 0, failed == 0, unchanged[opId] == nil else { return }
         unchanged[opId] = sim.master.engine?.lastSeq ?? 0
     }
@@ -128,7 +132,7 @@ final class SimChecker {
         for k in newest.keys.sorted() {
             guard let i = newest[k] else { continue }
             let entry = e.outbox[i]
-            guard let expected = expectation(entry)[k], let problem = expected.problem(with: s.store.orders[k]) else { continue }
+            guard let expected = expectation(entry)[k], let problem = expected.problem(with: s.store.shownOrder(k)) else { continue }
             guard provisionalSeen.insert("\(s.index) \(entry.opId) \(k)").inserted else { continue }
             provisional.append(
                 Provisional(
@@ -196,16 +200,22 @@ final class SimChecker {
                 }
             }
         }
+        // The master's answers tell the same: an operation id answered with two sequence numbers
+        // was applied twice, whatever the journal kept.
+        for id in answeredSeqs.keys.sorted() {
+            guard let seqs = answeredSeqs[id], seqs.count > 1, !explained.contains(id) else { continue }
+            fail(sim, "applied twice", "op \(id) was answered with seqs \(seqs.sorted().map(String.init).joined(separator: " and "))")
+        }
         let rows = sim.master.store.journalRows.map(\.seq)
         if rows != history.suffix(rows.count).map(\.seq) {
             fail(sim, "journal gapless", "the journal is not the newest part of what was appended")
         }
 
         func refused(_ opId: String, _ slave: Int?) -> Bool {
-            if sim.master.store.rejectionRows.contains(where: { $0.opId == opId && $0.code != .storageFailed }) { return true }
+            if sim.master.store.recordedRejections(opId: opId).contains(where: { $0.code != .storageFailed }) { return true }
             // The master refused it and told the slave, but could not record it (injected failure).
             guard let i = slave else { return false }
-            return sim.slaves[i].store.rejections.contains { $0.opId == opId && $0.origin == "master" && $0.code != .storageFailed }
+            return sim.slaves[i].store.recordedRejections(opId: opId).contains { $0.origin == "master" && $0.code != .storageFailed }
         }
 
         for a in acked where settled && seqOf[a.opId] == nil && unchanged[a.opId] == nil && !refused(a.opId, a.slave) {
@@ -222,8 +232,8 @@ final class SimChecker {
             guard let seq = seqOf[a.opId], let entry = history.first(where: { $0.seq == seq }) else { continue }
             var known = Set(entry.orderUUIDs.map { $0.lowercased() })
             let refusals =
-                sim.master.store.rejectionRows + sim.master.store.lostRejections
-                + sim.slaves[a.slave].store.rejections.filter { $0.origin == "master" }
+                sim.master.store.recordedRejections(opId: a.opId) + sim.master.store.lostRejections
+                + sim.slaves[a.slave].store.recordedRejections(opId: a.opId).filter { $0.origin == "master" }
             for r in refusals where r.opId == a.opId && r.code != .storageFailed {
                 if let u = r.orderUUID { known.insert(u.lowercased()) }
             }
@@ -264,6 +274,13 @@ final class SimChecker {
                 }
                 last = applied.seq
             }
+        }
+
+        for problem in sim.master.store.readFailures {
+            fail(sim, "store", "the master's store: \(problem)")
+        }
+        for s in sim.slaves {
+            for problem in s.store.readFailures { fail(sim, "store", "\(s.tag)'s store: \(problem)") }
         }
 
         guard settled else { return }
@@ -308,7 +325,7 @@ final class SimChecker {
     /// What the master recorded about an operation: its journal entry and its refusals.
     static func history(of opId: String, _ sim: Simulation) -> String {
         let seq = sim.master.store.history.first { $0.opId == opId }?.seq
-        let codes = sim.master.store.rejectionRows.filter { $0.opId == opId }.map(\.code.rawValue)
+        let codes = sim.master.store.recordedRejections(opId: opId).map(\.code.rawValue)
         return "op \(opId.prefix(8)): journal seq \(seq.map(String.init) ?? "none"), refusals recorded [\(codes.joined(separator: ","))]"
     }
 

@@ -2,7 +2,7 @@
 
 /// The master's process: its store (which survives crashes) and, while it runs, its engine.
 final class MasterNode {
-    let store: InMemoryMasterStore
+    let store: any SimMasterStore
     var engine: MasterEngine?
     /// Bumped at every start and crash: timers of an earlier process do nothing.
     var incarnation = 0
@@ -12,7 +12,7 @@ final class MasterNode {
     /// Its own wall clock (skewed against the slaves').
     var wallClock = SimNodeClock(offsetMillis: 0, driftPPM: 0)
 
-    init(store: InMemoryMasterStore) {
+    init(store: any SimMasterStore) {
         self.store = store
     }
 }
@@ -21,7 +21,7 @@ final class MasterNode {
 final class SlaveNode {
     let index: Int
     let terminalId: String
-    let store: InMemorySlaveStore
+    let store: any SimSlaveStore
     let configuredStore: String?
     var engine: SlaveEngine?
     var incarnation = 0
@@ -36,7 +36,7 @@ final class SlaveNode {
     /// An operation message held back by the reordering mutation, with the link it was for.
     var heldBack: (link: Int, text: String)?
 
-    init(index: Int, terminalId: String, store: InMemorySlaveStore, configuredStore: String?) {
+    init(index: Int, terminalId: String, store: any SimSlaveStore, configuredStore: String?) {
         self.index = index
         self.terminalId = terminalId
         self.store = store
@@ -133,6 +133,7 @@ extension Simulation {
         case .master:
             guard let e = master.engine, master.links[c.id] === c else { return }
             trace.add(clock.now, "m", "<- s\(c.slave)#\(c.id)", text)
+            if config.mutation == .applyRepeat { noteReceivedUpdate(text, from: c.slave) }
             performMaster(e.received(text, from: c.id, now: masterNow))
         case .slave:
             let s = slaves[c.slave]

@@ -12,7 +12,9 @@ extension Simulation {
 
     func writeTick() {
         guard faultsOn else { return }
-        if rng.chance(0.1) {
+        if config.mutation == .applyRepeat, rng.chance(0.2) {
+            applyRepeat()
+        } else if rng.chance(0.1) {
             masterWrite()
         } else {
             let up = slaves.filter { $0.engine != nil }
@@ -30,7 +32,7 @@ extension Simulation {
             submit(s, r.message, opId: r.opId, retry: true)
             return
         }
-        let message = makeMessage { [s] key in s.store.orders[key] }
+        let message = makeMessage { [s] key in s.store.shownOrder(key) }
         submit(s, message, opId: rng.uuid(), retry: false)
     }
 
@@ -66,7 +68,7 @@ extension Simulation {
 
     private func masterWrite() {
         guard let e = master.engine else { return }
-        let message0 = makeMessage { [master] key in master.store.orders[key] }
+        let message0 = makeMessage { [master] key in master.store.shownOrder(key) }
         var message = message0
         message.opId = rng.uuid()
         stats.writes += 1

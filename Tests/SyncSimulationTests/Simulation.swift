@@ -14,10 +14,11 @@ struct SimConfig {
     /// Fault kinds left out (for narrowing a failure down): cut, master-crash, slave-crash,
     /// master-disk, master-disk-after, slave-disk, records, duplicate, delay, client-retry.
     var disabledFaults: Set<String> = []
-    /// Makes the master's store (a broken one for the checker's self-tests).
-    var makeMasterStore: () -> InMemoryMasterStore = { InMemoryMasterStore() }
+    /// Makes the master's store (in memory, on SQLite, or a broken one for the checker's
+    /// self-tests).
+    var makeMasterStore: () -> any SimMasterStore = { InMemoryMasterStore() }
     /// Makes each slave's store.
-    var makeSlaveStore: () -> InMemorySlaveStore = { InMemorySlaveStore() }
+    var makeSlaveStore: () -> any SimSlaveStore = { InMemorySlaveStore() }
     /// A deliberate engine bug (for the checker's self-tests; nil: the engines as shipped).
     var mutation: SimMutation?
 }
@@ -66,6 +67,9 @@ final class Simulation {
     var answersSeen = 0
     var droppedAnswers: Set<String> = []
     var operationsSent = 0
+    /// Update messages the master received from slaves (for the `applyRepeat` mutation), in
+    /// arrival order, with their text and sender.
+    var receivedUpdates: [(opId: String, message: OperationMessage, text: String, slave: Int)] = []
 
     // Fault rates of this seed.
     var cutWeight = 0.45
@@ -268,6 +272,7 @@ final class Simulation {
         guard master.engine != nil else { return }
         trace.add(clock.now, "m", "crash")
         master.engine = nil
+        master.store.crashed()
         master.incarnation += 1
         master.crashes += 1
         for id in master.links.keys.sorted() {

@@ -7,14 +7,15 @@ final class SimulationSelfCheckTests: XCTestCase {
     /// Finds the first seed in `seeds` where `mutation` breaks `invariant`, and requires the
     /// same seed to pass with the engines as shipped (so the mutation, not the seed, broke it).
     private func assertCaught(
-        _ mutation: SimMutation, by invariant: String, seeds: ClosedRange<UInt64>,
-        file: StaticString = #filePath, line: UInt = #line
+        _ mutation: SimMutation, by invariant: String, saying words: String = "",
+        seeds: ClosedRange<UInt64>, file: StaticString = #filePath, line: UInt = #line
     ) {
         for seed in seeds {
             var config = SimConfig(seed: seed)
             config.mutation = mutation
             let broken = Simulation(config).run()
-            guard let v = broken.violations.first(where: { $0.invariant == invariant }) else { continue }
+            guard let v = broken.violations.first(where: { $0.invariant == invariant && (words.isEmpty || $0.detail.contains(words)) })
+            else { continue }
             print("mutation \(mutation.rawValue), seed \(seed): \(v.invariant): \(v.detail.prefix(300))")
             let clean = Simulation(SimConfig(seed: seed)).run()
             XCTAssertEqual(
@@ -23,7 +24,7 @@ final class SimulationSelfCheckTests: XCTestCase {
             return
         }
         XCTFail(
-            "the engine mutation \(mutation.rawValue) went unnoticed by \"\(invariant)\" on seeds \(seeds)",
+            "the engine mutation \(mutation.rawValue) went unnoticed by \"\(invariant)\" (\(words)) on seeds \(seeds)",
             file: file, line: line)
     }
 
@@ -37,6 +38,11 @@ final class SimulationSelfCheckTests: XCTestCase {
 
     func testCheckerCatchesASlaveEngineThatReordersItsOperations() {
         assertCaught(.reorderTerminalOps, by: "per-terminal order", seeds: 1...40)
+    }
+
+    func testCheckerCatchesAMasterEngineThatAppliesARepeat() {
+        assertCaught(.applyRepeat, by: "applied twice", saying: "journal entries", seeds: 1...40)
+        assertCaught(.applyRepeat, by: "applied twice", saying: "answered with seqs", seeds: 1...40)
     }
 
     /// Seeds whose run hash is compared across processes.

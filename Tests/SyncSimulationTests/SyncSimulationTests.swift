@@ -140,6 +140,57 @@ final class SyncSimulationTests: XCTestCase {
         }
     }
 
+    /// Every tenth seed (all of them when fewer than ten are asked for) again on the real SQLite
+    /// adapters (`SQLiteMasterStore`, `SQLiteSlaveStore`) over in-memory databases: every invariant
+    /// must hold, the run must do its share of the work, and it must end with the same orders as
+    /// the same seed on the in-memory stores (which claim to behave like SQLite).
+    func testSeedsOnSQLite() {
+        let all = Self.seeds()
+        let seeds = all.count < 10 ? all : all.filter { $0 % 10 == 0 }
+        var total = SimStats()
+        var failed: [SimOutcome] = []
+        var differing: [UInt64] = []
+        let started = Date()
+        for seed in seeds {
+            var config = SimConfig(seed: seed)
+            config.disabledFaults = Self.disabledFaults()
+            config.traceLines = ProcessInfo.processInfo.environment["ORDERSYNC_SIM_TRACE"].flatMap { Int($0) } ?? 40
+            let inMemory = config
+            Self.useSQLite(&config)
+            let outcome = Simulation(config).run()
+            var figures = outcome.stats
+            figures.seeds = 1
+            total.add(figures)
+            if !outcome.violations.isEmpty {
+                failed.append(outcome)
+                if failed.count <= 3 { print("on SQLite: " + Self.report(outcome)) }
+            } else if Simulation(inMemory).run().stateHash != outcome.stateHash {
+                differing.append(seed)
+            }
+        }
+        let seconds = Date().timeIntervalSince(started)
+        print(
+            "simulation on SQLite: \(seeds.count) seeds in \(Int(seconds * 1000)) ms wall clock, \(failed.count) failed, "
+                + "\(differing.count) ended differently than on the in-memory stores")
+        print(total.summary)
+        XCTAssertEqual(failed.map(\.seed), [], "seeds broke an invariant on SQLite" + (failed.first.map { "\n" + Self.report($0) } ?? ""))
+        XCTAssertEqual(
+            differing, [],
+            "seeds ended with other orders on SQLite than on the in-memory stores "
+                + "(reproduce: ORDERSYNC_SIM_SEED=<seed> swift test --filter testSeedsOnSQLite)")
+        assertMinimumVolumes(total, seeds: seeds.count)
+    }
+
+    /// Runs the master and every slave on the SQLite adapters over in-memory databases.
+    static func useSQLite(_ config: inout SimConfig) {
+        config.makeMasterStore = {
+            do { return try SQLiteSimMasterStore() } catch { fatalError("cannot open an in-memory SQLite database: \(error)") }
+        }
+        config.makeSlaveStore = {
+            do { return try SQLiteSimSlaveStore() } catch { fatalError("cannot open an in-memory SQLite database: \(error)") }
+        }
+    }
+
     /// Runs seeds with a deliberately broken store until the checker reports one of `expected`;
     /// returns what it said.
     private func objection(

@@ -37,7 +37,21 @@ public final class OrderDatabase {
 
     /// Opens (or creates) the database at `path` for reading and writing: WAL mode,
     /// `synchronous=FULL`, a busy timeout, and every pending migration applied.
-    public init(path: String) throws {
+    public convenience init(path: String) throws {
+        try self.init(opening: path, journalMode: "wal")
+    }
+
+    /// A new, empty database in memory (`:memory:`) with the same schema and settings, for tests
+    /// and the simulation: SQLite keeps such a database in "memory" journal mode (no WAL, no
+    /// file), transactions commit and roll back as on disk, and everything is gone when it is
+    /// closed. A node never runs on one.
+    public static func inMemory() throws -> OrderDatabase {
+        try OrderDatabase(opening: ":memory:", journalMode: "memory")
+    }
+
+    /// Opens `path` read-write; `journalMode` is the mode SQLite must report after the WAL
+    /// pragma ("wal" for a file, "memory" for `:memory:`).
+    private init(opening path: String, journalMode expected: String) throws {
         connection = try SQLiteConnection(path: path, readOnly: false)
         do {
             try connection.setBusyTimeout(milliseconds: OrderDatabase.busyTimeoutMilliseconds)
@@ -46,7 +60,7 @@ public final class OrderDatabase {
             // stays in effect across multiple database connections and after closing and
             // reopening the database." The pragma answers with the mode now in effect.
             let mode = try connection.scalarText("PRAGMA journal_mode = WAL")
-            guard mode?.lowercased() == "wal" else {
+            guard mode?.lowercased() == expected else {
                 throw StoreError(
                     kind: .sqlite,
                     message: "could not switch to WAL mode (journal_mode is "

@@ -1,26 +1,26 @@
-import Foundation
-import OrderStore
 import SyncCore
 
 /// The master engine's store on SQLite: every change and its journal entry in one
 /// `synchronous=FULL` transaction.
-final class SQLiteMasterStore: MasterStore {
-    let db: OrderDatabase
+public final class SQLiteMasterStore: MasterStore {
+    /// The database it reads and writes.
+    public let db: OrderDatabase
 
-    init(db: OrderDatabase) {
+    /// The store on `db` (the node's read-write database, or an in-memory one in tests).
+    public init(db: OrderDatabase) {
         self.db = db
     }
 
-    func order(uuid: String) throws -> Order? { try db.order(uuid: uuid) }
-    func hasTombstone(uuid: String) throws -> Bool { try db.hasTombstone(uuid: uuid) }
-    func allOrders() throws -> [Order] { try db.allOrders() }
-    func lastJournalSeq() throws -> Int64 { try db.lastJournalSeq() }
-    func firstJournalSeq() throws -> Int64? { try db.firstJournalSeq() }
-    func journal(since seq: Int64, limit: Int) throws -> [JournalEntry] { try db.journal(since: seq, orderUUID: nil, limit: limit) }
-    func journalEntry(opId: String) throws -> JournalEntry? { try db.journalEntry(opId: opId) }
-    func rejections(opId: String) throws -> [Rejection] { try db.rejections(opId: opId) }
+    public func order(uuid: String) throws -> Order? { try db.order(uuid: uuid) }
+    public func hasTombstone(uuid: String) throws -> Bool { try db.hasTombstone(uuid: uuid) }
+    public func allOrders() throws -> [Order] { try db.allOrders() }
+    public func lastJournalSeq() throws -> Int64 { try db.lastJournalSeq() }
+    public func firstJournalSeq() throws -> Int64? { try db.firstJournalSeq() }
+    public func journal(since seq: Int64, limit: Int) throws -> [JournalEntry] { try db.journal(since: seq, orderUUID: nil, limit: limit) }
+    public func journalEntry(opId: String) throws -> JournalEntry? { try db.journalEntry(opId: opId) }
+    public func rejections(opId: String) throws -> [Rejection] { try db.rejections(opId: opId) }
 
-    func commit(_ changes: [OrderChange], entry: JournalEntry) throws {
+    public func commit(_ changes: [OrderChange], entry: JournalEntry) throws {
         try db.transaction {
             for change in changes {
                 switch change {
@@ -35,42 +35,44 @@ final class SQLiteMasterStore: MasterStore {
         }
     }
 
-    func appendRejection(_ rejection: Rejection) throws { _ = try db.appendRejection(rejection) }
+    public func appendRejection(_ rejection: Rejection) throws { _ = try db.appendRejection(rejection) }
 
-    func saveTerminals(_ terminals: [KnownTerminal]) throws {
+    public func saveTerminals(_ terminals: [KnownTerminal]) throws {
         try db.transaction { for t in terminals { try db.saveTerminal(t) } }
     }
 
-    func knownTerminals() throws -> [KnownTerminal] { try db.knownTerminals() }
-    func forgetTerminals(lastSeenBefore millis: Int64) throws -> Int { try db.forgetTerminals(lastSeenBefore: millis) }
-    func compactTombstones(through seq: Int64) throws -> Int { try db.compactTombstones(through: seq) }
-    func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int {
+    public func knownTerminals() throws -> [KnownTerminal] { try db.knownTerminals() }
+    public func forgetTerminals(lastSeenBefore millis: Int64) throws -> Int { try db.forgetTerminals(lastSeenBefore: millis) }
+    public func compactTombstones(through seq: Int64) throws -> Int { try db.compactTombstones(through: seq) }
+    public func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int {
         try db.compactJournal(through: seq, recordedBefore: millis)
     }
 }
 
 /// The slave engine's store on SQLite: the replica, its position, the outbox and the sync
 /// errors, each `SlaveCommit` in one `synchronous=FULL` transaction.
-final class SQLiteSlaveStore: SlaveStore {
-    let db: OrderDatabase
+public final class SQLiteSlaveStore: SlaveStore {
+    /// The database it reads and writes.
+    public let db: OrderDatabase
 
-    init(db: OrderDatabase) {
+    /// The store on `db` (the node's read-write database, or an in-memory one in tests).
+    public init(db: OrderDatabase) {
         self.db = db
     }
 
-    func order(uuid: String) throws -> Order? { try db.order(uuid: uuid) }
-    func outboxEntries() throws -> [OutboxEntry] { try db.outboxEntries() }
+    public func order(uuid: String) throws -> Order? { try db.order(uuid: uuid) }
+    public func outboxEntries() throws -> [OutboxEntry] { try db.outboxEntries() }
 
-    func loadReplicaState() throws -> ReplicaState {
+    public func loadReplicaState() throws -> ReplicaState {
         ReplicaState(
             lastSeq: Int64(try db.metadata("replica.last_seq") ?? "0") ?? 0, epoch: try db.metadata("replica.epoch"),
             store: try db.metadata("replica.store"), outbox: try db.outboxEntries(), syncErrors: try db.syncErrors(),
             needsSnapshot: try db.metadata("replica.needs_snapshot") == "1")
     }
 
-    func answeredOperation(opId: String) throws -> AnsweredOperation? { try db.answeredOperation(opId: opId) }
+    public func answeredOperation(opId: String) throws -> AnsweredOperation? { try db.answeredOperation(opId: opId) }
 
-    func commit(_ c: SlaveCommit) throws {
+    public func commit(_ c: SlaveCommit) throws {
         try db.transaction {
             if let all = c.replaceAll { try db.replaceAllOrders(with: all) }
             for change in c.changes {
@@ -92,15 +94,4 @@ final class SQLiteSlaveStore: SlaveStore {
             for a in c.answered { try db.recordAnswered(a, keep: SlaveCommit.answeredKept) }
         }
     }
-}
-
-/// Wall-clock time for records and `created` defaults; never used to order operations.
-enum WallClock {
-    static func nowMillis() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
-
-    static func now() -> OrderTimestamp { OrderTimestamp(epochMillis: nowMillis()) }
 }
