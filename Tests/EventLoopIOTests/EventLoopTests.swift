@@ -9,22 +9,22 @@ final class EventLoopTests: XCTestCase {
         let loop = try EventLoop()
         var fired: [String] = []
         let start = loop.now
-        var lastFiredAt: Int64 = 0
-        loop.schedule(after: 30) {
+        var lastFiredAt = start
+        loop.schedule(after: .milliseconds(30)) {
             fired.append("30")
             lastFiredAt = loop.now
             loop.stop()
         }
-        loop.schedule(after: 10) { fired.append("10a") }
-        let cancelled = loop.schedule(after: 15) { fired.append("15") }
-        loop.schedule(after: 20) { fired.append("20") }
-        loop.schedule(after: 10) { fired.append("10b") }
-        loop.schedule(after: 0) { fired.append("0") }
+        loop.schedule(after: .milliseconds(10)) { fired.append("10a") }
+        let cancelled = loop.schedule(after: .milliseconds(15)) { fired.append("15") }
+        loop.schedule(after: .milliseconds(20)) { fired.append("20") }
+        loop.schedule(after: .milliseconds(10)) { fired.append("10b") }
+        loop.schedule(after: .zero) { fired.append("0") }
         XCTAssertTrue(loop.cancel(cancelled))
         XCTAssertFalse(loop.cancel(cancelled), "a cancelled timer cannot be cancelled twice")
         runLoop(loop)
         XCTAssertEqual(fired, ["0", "10a", "10b", "20", "30"])
-        XCTAssertGreaterThanOrEqual(lastFiredAt - start, 30)
+        XCTAssertGreaterThanOrEqual(lastFiredAt - start, .milliseconds(30))
         XCTAssertEqual(loop.scheduledTimerCount, 0)
     }
 
@@ -32,11 +32,11 @@ final class EventLoopTests: XCTestCase {
         let loop = try EventLoop()
         var ran = false
         var later: TimerHandle?
-        loop.schedule(after: 5) {
+        loop.schedule(after: .milliseconds(5)) {
             if let later { loop.cancel(later) }
         }
-        later = loop.schedule(after: 40) { ran = true }
-        loop.schedule(after: 60) { loop.stop() }
+        later = loop.schedule(after: .milliseconds(40)) { ran = true }
+        loop.schedule(after: .milliseconds(60)) { loop.stop() }
         runLoop(loop)
         XCTAssertFalse(ran)
     }
@@ -45,17 +45,17 @@ final class EventLoopTests: XCTestCase {
         let loop = try EventLoop()
         var handles: [TimerHandle] = []
         for index in 0..<1000 {
-            handles.append(loop.schedule(after: Int64(1000 + index)) { XCTFail("cancelled timer ran") })
+            handles.append(loop.schedule(after: .milliseconds(1000 + index)) { XCTFail("cancelled timer ran") })
         }
         var order: [Int] = []
         // Deadlines 20 ms apart: the clock moving on between two `schedule` calls (a slow,
         // sanitized build) cannot make two of them fall due in the same millisecond.
         for index in 0..<5 {
-            loop.schedule(after: Int64(20 * (5 - index))) { order.append(index) }
+            loop.schedule(after: .milliseconds(20 * (5 - index))) { order.append(index) }
         }
         for handle in handles { loop.cancel(handle) }
         XCTAssertEqual(loop.scheduledTimerCount, 5)
-        loop.schedule(after: 120) { loop.stop() }
+        loop.schedule(after: .milliseconds(120)) { loop.stop() }
         runLoop(loop)
         XCTAssertEqual(order, [4, 3, 2, 1, 0])
     }
@@ -103,7 +103,7 @@ final class EventLoopTests: XCTestCase {
         XCTAssertTrue(loop.mayUseLoopBoundState, "the owner of a loop that is not running sets it up")
         let onLoop = Shared<[Bool]>([])
         let offLoop = Shared<[Bool]>([])
-        loop.schedule(after: 0) {
+        loop.schedule(after: .zero) {
             onLoop.value = [loop.inEventLoop, loop.mayUseLoopBoundState]
             Thread {
                 // Read on the other thread, handed back through `execute` (which synchronizes).
@@ -128,7 +128,7 @@ final class EventLoopTests: XCTestCase {
         let loop = try EventLoop()
         let counter = Counter()
         let bound = LoopBound(counter, loop: loop)
-        loop.schedule(after: 0) {
+        loop.schedule(after: .zero) {
             Thread {
                 // Only carried here; unwrapped once the closure is back on the loop.
                 loop.execute {
@@ -157,10 +157,10 @@ final class EventLoopTests: XCTestCase {
         try loop.register(fd: fds[0], interest: .readable) { _ in XCTFail("nothing was written") }
         let start = loop.now
         let cpuBefore = threadCPUMilliseconds()
-        loop.schedule(after: 300) { loop.stop() }
+        loop.schedule(after: .milliseconds(300)) { loop.stop() }
         runLoop(loop)
         let cpu = threadCPUMilliseconds() - cpuBefore
-        XCTAssertGreaterThanOrEqual(loop.now - start, 300)
+        XCTAssertGreaterThanOrEqual(loop.now - start, .milliseconds(300))
         XCTAssertLessThan(cpu, 30, "an idle loop must sleep in epoll_wait, not spin")
         loop.unregister(fd: fds[0])
     }

@@ -5,7 +5,7 @@ import XCTest
 /// Runs `loop` until something stops it, failing the test if that takes longer than `seconds`.
 func runLoop(_ loop: EventLoop, timeoutSeconds: Int64 = 10, file: StaticString = #filePath, line: UInt = #line) {
     var timedOut = false
-    let watchdog = loop.schedule(after: timeoutSeconds * 1000) {
+    let watchdog = loop.schedule(after: .seconds(timeoutSeconds)) {
         timedOut = true
         loop.stop()
     }

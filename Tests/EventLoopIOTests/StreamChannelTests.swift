@@ -37,7 +37,7 @@ final class StreamChannelTests: XCTestCase {
         var clientCloses: [StreamChannel.CloseReason] = []
         var connected = false
         let socket = try TCPSocket.connect(host: "127.0.0.1", port: port)
-        try socket.setKeepAlive(true, idleSeconds: 30, intervalSeconds: 5, probes: 3)
+        try socket.setKeepAlive(true, idle: .seconds(30), interval: .seconds(5), probes: 3)
         let client = try StreamChannel.connecting(socket, loop: loop) { channel in
             connected = true
             XCTAssertEqual(channel.peerAddress, "127.0.0.1:\(port)")
@@ -202,7 +202,7 @@ final class StreamChannelTests: XCTestCase {
         let loop = try EventLoop()
         var reasons: [StreamChannel.CloseReason] = []
         let (acceptor, port) = try makeServer(loop) { server in
-            server.closeTimeoutMilliseconds = 100
+            server.closeTimeout = .milliseconds(100)
             server.write(Array("last words".utf8))
             server.closeAfterFlush()
             server.onClose = { reason in
@@ -214,10 +214,10 @@ final class StreamChannelTests: XCTestCase {
         let silent = try TCPSocket.connect(host: "127.0.0.1", port: port)
         let start = loop.now
         runLoop(loop)
-        XCTAssertGreaterThanOrEqual(loop.now - start, 100)
+        XCTAssertGreaterThanOrEqual(loop.now - start, .milliseconds(100))
         XCTAssertEqual(reasons, [.localClose], "everything was sent; only the peer's close was missing")
         try silent.setNonBlocking(true)
-        XCTAssertEqual(try silent.readAll(timeoutMilliseconds: 1000), Array("last words".utf8))
+        XCTAssertEqual(try silent.readAll(timeout: .seconds(1)), Array("last words".utf8))
         silent.close()
         acceptor.close()
     }
@@ -342,7 +342,7 @@ final class StreamChannelTests: XCTestCase {
             accepted.append(connection)
             loop.stop()
         }
-        acceptor.backoffMilliseconds = 50
+        acceptor.backoff = .milliseconds(50)
         acceptor.onError = { error in
             errors.append(error)
             XCTAssertTrue(acceptor.isBackingOff == false, "onError runs before the pause starts")

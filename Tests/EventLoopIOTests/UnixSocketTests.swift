@@ -47,10 +47,10 @@ final class UnixSocketTests: XCTestCase {
                 let second = try HTTPRequest(
                     method: "POST", target: "/orders/a%20b", body: Array("{}".utf8),
                     keepAlive: false)
-                try socket.writeAll(first.serialize() + second.serialize(), timeoutMilliseconds: 5000)
+                try socket.writeAll(first.serialize() + second.serialize(), timeout: .seconds(5))
                 var parser = HTTPResponseParser()
                 while true {
-                    let chunk = try socket.readSome(timeoutMilliseconds: 5000)
+                    let chunk = try socket.readSome(timeout: .seconds(5))
                     if chunk.isEmpty {
                         if let last = try parser.finish() { responses.value.append(last) }
                         return
@@ -107,10 +107,10 @@ final class UnixSocketTests: XCTestCase {
         let probe = try UnixSocket.connectBlocking(path: path)
         let accepted = try XCTUnwrap(try listener.accept())
         XCTAssertNil(try listener.accept())
-        try probe.writeAll(Array("ok".utf8), timeoutMilliseconds: 1000)
+        try probe.writeAll(Array("ok".utf8), timeout: .seconds(1))
         probe.close()
         try accepted.socket.setNonBlocking(true)
-        XCTAssertEqual(try accepted.socket.readAll(timeoutMilliseconds: 1000), Array("ok".utf8))
+        XCTAssertEqual(try accepted.socket.readAll(timeout: .seconds(1)), Array("ok".utf8))
         listener.close()
         XCTAssertThrowsError(try UnixSocket.connectBlocking(path: path)) { error in
             XCTAssertEqual((error as? PosixError)?.errno, ENOENT)
@@ -132,11 +132,11 @@ final class UnixSocketTests: XCTestCase {
         let path = directory + "/quiet.sock"
         let listener = try UnixListener.bind(path: path)
         let client = try UnixSocket.connectBlocking(path: path)
-        let start = MonotonicClock.milliseconds()
-        XCTAssertThrowsError(try client.readSome(timeoutMilliseconds: 50)) { error in
+        let start = MonotonicInstant.now
+        XCTAssertThrowsError(try client.readSome(timeout: .milliseconds(50))) { error in
             XCTAssertEqual((error as? PosixError)?.errno, ETIMEDOUT)
         }
-        XCTAssertGreaterThanOrEqual(MonotonicClock.milliseconds() - start, 50)
+        XCTAssertGreaterThanOrEqual(MonotonicInstant.now - start, .milliseconds(50))
         client.close()
         listener.close()
     }

@@ -76,8 +76,8 @@ final class SchemaTests: StoreTestCase {
         XCTAssertEqual(try db.connection.scalarText("PRAGMA journal_mode"), "wal")
         XCTAssertEqual(try db.connection.scalarInt("PRAGMA synchronous"), 2, "2 is FULL")
         XCTAssertEqual(
-            try db.connection.scalarInt("PRAGMA busy_timeout"),
-            Int64(OrderDatabase.busyTimeoutMilliseconds))
+            try db.connection.scalarInt("PRAGMA busy_timeout").map { Duration.milliseconds($0) },
+            OrderDatabase.busyTimeout)
         XCTAssertEqual(try db.connection.scalarInt("PRAGMA foreign_keys"), 1)
     }
 

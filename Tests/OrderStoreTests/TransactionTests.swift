@@ -101,7 +101,7 @@ final class TransactionTests: StoreTestCase {
     func testASecondWriterWaitsForTheBusyTimeoutThenFailsAsBusy() throws {
         let first = try openDatabase()
         let second = try openDatabase()
-        try second.connection.setBusyTimeout(milliseconds: 50)
+        try second.connection.setBusyTimeout(.milliseconds(50))
         try first.transaction {
             try first.insertOrder(makeOrder())
             let error = assertStoreError(.busy) { try second.transaction { try second.insertOrder(makeOrder()) } }

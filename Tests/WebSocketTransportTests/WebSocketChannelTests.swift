@@ -63,7 +63,7 @@ final class WebSocketChannelTests: XCTestCase {
         runLoop(loop)
         server.close()
         XCTAssertEqual(server.ending?.cause, .handshakeTimedOut(.milliseconds(200)))
-        XCTAssertGreaterThanOrEqual(loop.now - started, 200)
+        XCTAssertGreaterThanOrEqual(loop.now - started, .milliseconds(200))
         XCTAssertEqual(raw.received, [], "nothing may be sent to a client that never finished its request")
     }
 
@@ -187,7 +187,7 @@ final class WebSocketChannelTests: XCTestCase {
             return XCTFail("ended with \(String(describing: server.ending))")
         }
         XCTAssertGreaterThanOrEqual(silence, .milliseconds(150))
-        XCTAssertLessThan(loop.now - started, 1000)
+        XCTAssertLessThan(loop.now - started, .milliseconds(1000))
         let pings = raw.frameEvents.filter { if case .ping = $0 { return true } else { return false } }
         XCTAssertGreaterThanOrEqual(pings.count, 2, "pinged at 40 ms, then every 20 ms: \(raw.frameEvents)")
     }
@@ -225,7 +225,7 @@ final class WebSocketChannelTests: XCTestCase {
         runLoop(loop)
         server.close()
         XCTAssertEqual(server.ending?.cause, .closeTimedOut(.goingAway, reason: "bye"))
-        XCTAssertGreaterThanOrEqual(loop.now - started, 200)
+        XCTAssertGreaterThanOrEqual(loop.now - started, .milliseconds(200))
         XCTAssertTrue(raw.frameEvents.contains(.closed(code: .goingAway, reason: "bye")), "\(raw.frameEvents)")
     }
 

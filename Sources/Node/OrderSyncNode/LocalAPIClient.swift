@@ -96,9 +96,8 @@ public struct LocalAPIClient {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: \(payload.count)\r\n"
         if !payload.isEmpty { head += "Content-Type: application/json\r\n" }
         head += "\r\n"
-        let timeout = Self.timeout.wholeMilliseconds
         do {
-            try socket.writeAll(Array(head.utf8) + payload, timeoutMilliseconds: timeout)
+            try socket.writeAll(Array(head.utf8) + payload, timeout: Self.timeout)
         } catch {
             throw LocalAPIClientError.noDaemon(dataDirectory: dataDirectory)
         }
@@ -106,7 +105,7 @@ public struct LocalAPIClient {
         while true {
             let chunk: [UInt8]
             do {
-                chunk = try socket.readSome(maxBytes: 65_536, timeoutMilliseconds: timeout)
+                chunk = try socket.readSome(maxBytes: 65_536, timeout: Self.timeout)
             } catch let e as PosixError where e.errno == ETIMEDOUT {
                 throw LocalAPIClientError.timeout(seconds: Int(Self.timeout.seconds))
             } catch {

@@ -1,3 +1,4 @@
+import EventLoopIO
 import Foundation
 import JSON
 import SyncCore
@@ -32,8 +33,8 @@ extension MasterNode {
             let e = known[s.id]
             return MasterStatus.Peer(
                 address: s.address, protocol: s.speaksOrderSync ? .ordersync : .storepos,
-                terminal: e?.terminalName, terminalId: e?.terminalId, connectedSeconds: (now - s.connectedAt) / 1000,
-                lastSeenMillisAgo: now - link.lastHeardMillis, ackedSeq: e?.ackedSeq, lag: e?.ackedSeq.map { lastSeq - $0 },
+                terminal: e?.terminalName, terminalId: e?.terminalId, connectedSeconds: (now - s.connectedAt).components.seconds,
+                lastSeenMillisAgo: (now - link.lastHeard).wholeMilliseconds, ackedSeq: e?.ackedSeq, lag: e?.ackedSeq.map { lastSeq - $0 },
                 messages: e?.messagesIn ?? 0, rejected: e?.rejected ?? 0)
         }
         let connectedIds = Set(known.values.compactMap(\.terminalId))

@@ -106,7 +106,7 @@ public final class MasterNode: @unchecked Sendable {
         acceptor.onAccept = { [weak self] accepted in self?.terminalConnected(accepted) }
         // Out of descriptors (EMFILE/ENFILE): the connection stays queued; the acceptor pauses
         // instead of spinning on a readable listener.
-        acceptor.backoffMilliseconds = NodeDefaults.acceptPause.wholeMilliseconds
+        acceptor.backoff = NodeDefaults.acceptPause
         acceptor.onError = { [weak self] error in
             self?.logger.error(
                 "peer.accept_failed",

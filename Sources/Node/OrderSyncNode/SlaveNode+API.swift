@@ -76,7 +76,8 @@ extension SlaveNode {
         let now = loop.now
         let link = SlaveStatus.Link(
             state: linkState.name, url: linkState.target?.url.description, serviceName: linkState.target?.serviceName,
-            sinceSeconds: (now - linkSince) / 1000, lastSeenMillisAgo: linkState.link?.link.map { now - $0.lastHeardMillis },
+            sinceSeconds: (now - linkSince).components.seconds,
+            lastSeenMillisAgo: linkState.link?.link.map { (now - $0.lastHeard).wholeMilliseconds },
             lastError: lastLinkError)
         let seen = services.values.sorted { $0.seen < $1.seen }.map { entry in
             SlaveStatus.SeenMaster(

@@ -244,8 +244,9 @@ extension SlaveNode {
                     self.perform(self.engine.ackDue())
                 }
             case .scheduleOutboxRetry(let millis):
+                // The engine counts time in milliseconds of its clock.
                 if let t = retryFlushTimer { loop.cancel(t) }
-                retryFlushTimer = loop.schedule(after: millis) { [weak self] in
+                retryFlushTimer = loop.schedule(after: .milliseconds(millis)) { [weak self] in
                     guard let self = self else { return }
                     self.retryFlushTimer = nil
                     self.perform(self.engine.retryOutbox())

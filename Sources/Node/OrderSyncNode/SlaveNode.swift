@@ -39,8 +39,8 @@ public final class SlaveNode: @unchecked Sendable {
 
     /// The link to the master: one state, changed only by `enter(_:)`.
     private(set) var linkState = SlaveLinkState.idle
-    /// When the link entered its state (loop milliseconds).
-    private(set) var linkSince: Int64
+    /// When the link entered its state, on the loop's clock.
+    private(set) var linkSince: MonotonicInstant
     /// Why the last link ended or the last attempt failed.
     var lastLinkError: String?
     /// Delays between attempts to reach the master.

@@ -1,3 +1,4 @@
+import EventLoopIO
 import WebSocket
 import WebSocketTransport
 
@@ -17,12 +18,13 @@ final class TerminalSession {
     let id: Int
     let transport: WebSocketChannel
     let address: String
-    let connectedAt: Int64
+    /// When the connection was accepted, on the loop's clock.
+    let connectedAt: MonotonicInstant
     var phase: Phase = .handshaking
     /// True when it asked for the `ordersync.v1` subprotocol; StorePOS terminals do not.
     var speaksOrderSync = false
 
-    init(id: Int, transport: WebSocketChannel, address: String, now: Int64) {
+    init(id: Int, transport: WebSocketChannel, address: String, now: MonotonicInstant) {
         self.id = id
         self.transport = transport
         self.address = address

@@ -16,11 +16,9 @@ extension AvahiDiscovery {
         let created = avahi_client_new(pollAPI, AVAHI_CLIENT_NO_FAIL, clientStateCallback, userdata, &error)
         guard let created else {
             dropClientObjects()
-            let delay = backoff.next().avahiTimerMilliseconds
-            reportUnavailable(
-                "cannot connect to avahi-daemon: \(avahiErrorText(error)); "
-                    + "retrying in \(Double(delay) / 1000) s")
-            schedule(afterMilliseconds: delay)
+            let delay = backoff.next()
+            reportUnavailable("cannot connect to avahi-daemon: \(avahiErrorText(error)); retrying in \(delay)")
+            schedule(after: delay)
             return
         }
         client = created
@@ -58,7 +56,7 @@ extension AvahiDiscovery {
         case AVAHI_CLIENT_CONNECTING:
             if clientPhase == .running || clientPhase == .registering {
                 // The daemon went away under a connected client: start over with a fresh one.
-                clientFailed(reason: "avahi-daemon disconnected", retryAfter: 0)
+                clientFailed(reason: "avahi-daemon disconnected", retryAfter: .zero)
             } else {
                 clientPhase = .connecting
                 reportUnavailable("avahi-daemon is not running; waiting for it to start")
@@ -71,7 +69,7 @@ extension AvahiDiscovery {
             let disconnected = error == Int32(AVAHI_ERR_DISCONNECTED)
             clientFailed(
                 reason: disconnected ? "avahi-daemon disconnected" : avahiErrorText(error),
-                retryAfter: disconnected ? 0 : backoff.next().avahiTimerMilliseconds)
+                retryAfter: disconnected ? .zero : backoff.next())
         default:
             break
         }
@@ -79,10 +77,10 @@ extension AvahiDiscovery {
 
     /// The client is unusable: report it, report every known service lost, and schedule a new
     /// client. The old one is freed by the timer, outside its own callback.
-    private func clientFailed(reason: String, retryAfter delay: UInt32) {
+    private func clientFailed(reason: String, retryAfter delay: Duration) {
         clientPhase = .failed
         reportUnavailable(reason)
-        schedule(afterMilliseconds: delay)
+        schedule(after: delay)
     }
 
     /// Reports the daemon unavailable (once per transition) and every service known so far lost.
@@ -118,14 +116,15 @@ extension AvahiDiscovery {
     }
 
     /// Arms the reconnect timer. Avahi timeouts take an absolute time of day.
-    func schedule(afterMilliseconds delay: UInt32) {
+    func schedule(after delay: Duration) {
         guard let api = pollAPI, let timer = reconnectTimer else {
             return
         }
+        let (seconds, attoseconds) = max(.zero, delay).components
         var when = timeval()
         gettimeofday(&when, nil)
-        let micros = Int(when.tv_usec) + Int(delay % 1000) * 1000
-        when.tv_sec += Int(delay / 1000) + micros / 1_000_000
+        let micros = Int(when.tv_usec) + Int(attoseconds / 1_000_000_000_000)
+        when.tv_sec += Int(seconds) + micros / 1_000_000
         when.tv_usec = micros % 1_000_000
         api.pointee.timeout_update(timer, &when)
     }

@@ -70,9 +70,4 @@ extension Duration {
         let (sum, overflowSum) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
         return overflowSum ? .max : sum
     }
-
-    /// Whole milliseconds for Avahi's timers (`struct timeval`), saturating at `UInt32.max`.
-    var avahiTimerMilliseconds: UInt32 {
-        UInt32(clamping: nanosecondCount / 1_000_000)
-    }
 }

@@ -7,10 +7,10 @@ public final class Acceptor {
     public let loop: EventLoop
     /// Called with every accepted connection; the callee owns the socket.
     public var onAccept: (AcceptedSocket) -> Void
-    /// Called when `accept` fails; accepting pauses for ``backoffMilliseconds`` afterwards.
+    /// Called when `accept` fails; accepting pauses for ``backoff`` afterwards.
     public var onError: ((PosixError) -> Void)?
     /// How long to stop accepting after an error such as `EMFILE` (default 100 ms).
-    public var backoffMilliseconds: Int64 = 100
+    public var backoff: Duration = .milliseconds(100)
     /// The most connections accepted per readiness notification, so one busy listener cannot
     /// starve the other descriptors of the loop.
     public var maxAcceptsPerWakeup = 64
@@ -59,7 +59,7 @@ public final class Acceptor {
     private func pause() {
         guard !closed, backoffTimer == nil else { return }
         try? loop.setInterest(fd: descriptor, [])
-        backoffTimer = loop.schedule(after: backoffMilliseconds) { [self] in
+        backoffTimer = loop.schedule(after: backoff) { [self] in
             backoffTimer = nil
             guard !closed else { return }
             do {

@@ -79,8 +79,8 @@ public final class EventLoop: @unchecked Sendable {
         readBuffer.deallocate()
     }
 
-    /// Monotonic milliseconds (`CLOCK_MONOTONIC`), the clock timers use.
-    public var now: Int64 { MonotonicClock.milliseconds() }
+    /// The current instant on `CLOCK_MONOTONIC`, the clock timers use.
+    public var now: MonotonicInstant { .now }
 
     /// Number of registered descriptors, including the loop's own wakeup descriptor.
     public var registrationCount: Int {
@@ -162,17 +162,11 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Tasks and timers
 
-    /// Runs `body` on the loop thread after `milliseconds` (0 = on the next loop turn).
-    @discardableResult
-    public func schedule(after milliseconds: Int64, _ body: @escaping () -> Void) -> TimerHandle {
-        assertInEventLoop()
-        return timers.schedule(deadline: now + max(0, milliseconds), body)
-    }
-
     /// Runs `body` on the loop thread after `delay` (zero or less = on the next loop turn).
     @discardableResult
     public func schedule(after delay: Duration, _ body: @escaping () -> Void) -> TimerHandle {
-        schedule(after: delay.wholeMilliseconds, body)
+        assertInEventLoop()
+        return timers.schedule(deadline: now + max(.zero, delay), body)
     }
 
     /// Cancels a timer; returns `false` when it already ran or was cancelled.
@@ -261,7 +255,7 @@ public final class EventLoop: @unchecked Sendable {
         guard let deadline = timers.nextDeadline() else {
             return -1
         }
-        return Int32(clamping: max(0, deadline - now))
+        return (deadline - now).pollTimeout
     }
 
     private func waitForEvents(_ events: UnsafeMutablePointer<epoll_event>, timeout: Int32) -> Int {

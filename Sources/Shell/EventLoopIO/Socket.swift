@@ -66,21 +66,28 @@ public final class Socket {
     }
 
     /// Enables TCP keepalive probes (`SO_KEEPALIVE`), optionally with the idle time, interval
-    /// and probe count after which a silent peer is declared dead.
+    /// and probe count after which a silent peer is declared dead. The kernel counts the times
+    /// in whole seconds (tcp(7)); they are rounded down, to at least one second.
     public func setKeepAlive(
-        _ enabled: Bool, idleSeconds: Int32? = nil,
-        intervalSeconds: Int32? = nil, probes: Int32? = nil
+        _ enabled: Bool, idle: Duration? = nil,
+        interval: Duration? = nil, probes: Int32? = nil
     ) throws {
         try setOption(SOL_SOCKET, SO_KEEPALIVE, enabled ? 1 : 0, "setsockopt(SO_KEEPALIVE)")
-        if let idleSeconds {
-            try setOption(Int32(IPPROTO_TCP), TCP_KEEPIDLE, idleSeconds, "setsockopt(TCP_KEEPIDLE)")
+        if let idle {
+            try setOption(Int32(IPPROTO_TCP), TCP_KEEPIDLE, Self.keepAliveSeconds(idle), "setsockopt(TCP_KEEPIDLE)")
         }
-        if let intervalSeconds {
-            try setOption(Int32(IPPROTO_TCP), TCP_KEEPINTVL, intervalSeconds, "setsockopt(TCP_KEEPINTVL)")
+        if let interval {
+            try setOption(
+                Int32(IPPROTO_TCP), TCP_KEEPINTVL, Self.keepAliveSeconds(interval), "setsockopt(TCP_KEEPINTVL)")
         }
         if let probes {
             try setOption(Int32(IPPROTO_TCP), TCP_KEEPCNT, probes, "setsockopt(TCP_KEEPCNT)")
         }
+    }
+
+    /// `TCP_KEEPIDLE` and `TCP_KEEPINTVL` take whole seconds from 1 up.
+    private static func keepAliveSeconds(_ duration: Duration) -> Int32 {
+        Int32(clamping: max(1, duration.components.seconds))
     }
 
     func setOption(_ level: Int32, _ name: Int32, _ value: Int32, _ call: StaticString) throws {

@@ -38,7 +38,7 @@ public final class StreamChannel {
     /// The most bytes read per readiness notification (default 64 KiB, at most 256 KiB).
     public var maxReadBytes = 64 << 10
     /// How long ``closeAfterFlush()`` may take before the channel is closed anyway.
-    public var closeTimeoutMilliseconds: Int64 = 5000
+    public var closeTimeout: Duration = .seconds(5)
     /// Bytes accepted by ``write(_:)`` but not yet handed to the kernel.
     public private(set) var pendingBytes = 0
 
@@ -197,7 +197,7 @@ public final class StreamChannel {
     }
 
     /// Sends what is pending, then shuts down the sending side (`SHUT_WR`) and closes once the
-    /// peer closes too (input meanwhile is discarded), or after ``closeTimeoutMilliseconds``.
+    /// peer closes too (input meanwhile is discarded), or after ``closeTimeout``.
     /// Later writes are ignored. ``onClose`` gets ``CloseReason/localClose`` (or an error if the
     /// pending bytes could not be sent in time).
     public func closeAfterFlush() {
@@ -224,7 +224,7 @@ public final class StreamChannel {
     }
 
     private func startCloseTimer() {
-        closeTimer = loop.schedule(after: closeTimeoutMilliseconds) { [self] in
+        closeTimer = loop.schedule(after: closeTimeout) { [self] in
             closeTimer = nil
             if state == .halfClosed {
                 finish(reasonAfterFlush)

@@ -9,7 +9,7 @@ public struct TimerHandle: Hashable, Sendable {
 /// they reach the top; the heap is rebuilt when stale entries outnumber live ones.
 struct TimerQueue {
     private struct Entry {
-        let deadline: Int64
+        let deadline: MonotonicInstant
         let id: UInt64
 
         func precedes(_ other: Entry) -> Bool {
@@ -24,7 +24,7 @@ struct TimerQueue {
     /// Number of timers still scheduled.
     var count: Int { bodies.count }
 
-    mutating func schedule(deadline: Int64, _ body: @escaping () -> Void) -> TimerHandle {
+    mutating func schedule(deadline: MonotonicInstant, _ body: @escaping () -> Void) -> TimerHandle {
         let id = nextID
         nextID += 1
         bodies[id] = body
@@ -46,13 +46,13 @@ struct TimerQueue {
     }
 
     /// The earliest live deadline, if any.
-    mutating func nextDeadline() -> Int64? {
+    mutating func nextDeadline() -> MonotonicInstant? {
         dropCancelledTop()
         return heap.first?.deadline
     }
 
     /// Removes and returns the bodies of every timer due at `now`, earliest first.
-    mutating func popExpired(now: Int64) -> [() -> Void] {
+    mutating func popExpired(now: MonotonicInstant) -> [() -> Void] {
         var due: [() -> Void] = []
         while true {
             dropCancelledTop()

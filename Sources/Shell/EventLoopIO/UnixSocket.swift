@@ -4,9 +4,9 @@ import Glibc
 public enum UnixSocket {
     /// Connects to the listener at `path`, waiting for the connection.
     ///
-    /// The returned socket is nonblocking; use its ``Socket/writeAll(_:timeoutMilliseconds:)``,
-    /// ``Socket/readSome(maxBytes:timeoutMilliseconds:)`` and
-    /// ``Socket/readAll(timeoutMilliseconds:maxBytes:)`` helpers, which wait with `poll`.
+    /// The returned socket is nonblocking; use its ``Socket/writeAll(_:timeout:)``,
+    /// ``Socket/readSome(maxBytes:timeout:)`` and ``Socket/readAll(timeout:maxBytes:)``
+    /// helpers, which wait with `poll`.
     /// Throws `ENOENT` when no socket file exists and `ECONNREFUSED` when nobody listens.
     public static func connectBlocking(path: String) throws -> Socket {
         let address = try SocketAddress(unixPath: path)
@@ -21,26 +21,26 @@ public enum UnixSocket {
 }
 
 extension Socket {
-    /// Waits with `poll` until the socket is ready for `events` or `deadline` (monotonic
-    /// milliseconds) passes; throws `ETIMEDOUT` then.
-    private func wait(for events: Int16, until deadline: Int64) throws {
+    /// Waits with `poll` until the socket is ready for `events` or `deadline` passes; throws
+    /// `ETIMEDOUT` then.
+    private func wait(for events: Int16, until deadline: MonotonicInstant) throws {
         var entry = pollfd(fd: descriptor, events: events, revents: 0)
         while true {
-            let remaining = deadline - MonotonicClock.milliseconds()
-            if remaining <= 0 {
+            let remaining = deadline - .now
+            if remaining <= .zero {
                 throw PosixError(call: "poll", errno: ETIMEDOUT)
             }
-            let ready = try Syscall.call("poll") { poll(&entry, 1, Int32(clamping: remaining)) }
+            let ready = try Syscall.call("poll") { poll(&entry, 1, remaining.pollTimeout) }
             if ready > 0 {
                 return
             }
         }
     }
 
-    /// Writes every byte, waiting up to `timeoutMilliseconds` in total; throws `ETIMEDOUT`
-    /// or the send error.
-    public func writeAll(_ bytes: [UInt8], timeoutMilliseconds: Int64) throws {
-        let deadline = MonotonicClock.milliseconds() + timeoutMilliseconds
+    /// Writes every byte, waiting up to `timeout` in total; throws `ETIMEDOUT` or the send
+    /// error.
+    public func writeAll(_ bytes: [UInt8], timeout: Duration) throws {
+        let deadline = MonotonicInstant.now + timeout
         var offset = 0
         while offset < bytes.count {
             let result = try bytes.withUnsafeBytes { raw in
@@ -55,10 +55,10 @@ extension Socket {
         }
     }
 
-    /// Reads what is available, waiting up to `timeoutMilliseconds` for at least one byte;
-    /// an empty result means the peer closed its side.
-    public func readSome(maxBytes: Int = 65536, timeoutMilliseconds: Int64) throws -> [UInt8] {
-        let deadline = MonotonicClock.milliseconds() + timeoutMilliseconds
+    /// Reads what is available, waiting up to `timeout` for at least one byte; an empty
+    /// result means the peer closed its side.
+    public func readSome(maxBytes: Int = 65536, timeout: Duration) throws -> [UInt8] {
+        let deadline = MonotonicInstant.now + timeout
         var buffer = [UInt8](repeating: 0, count: maxBytes)
         while true {
             let result = try buffer.withUnsafeMutableBytes { try receive(into: $0) }
@@ -72,14 +72,14 @@ extension Socket {
         }
     }
 
-    /// Reads until the peer closes its side, waiting up to `timeoutMilliseconds` in total;
-    /// throws `EMSGSIZE` when more than `maxBytes` arrive.
-    public func readAll(timeoutMilliseconds: Int64, maxBytes: Int = 16 << 20) throws -> [UInt8] {
-        let deadline = MonotonicClock.milliseconds() + timeoutMilliseconds
+    /// Reads until the peer closes its side, waiting up to `timeout` in total; throws
+    /// `EMSGSIZE` when more than `maxBytes` arrive.
+    public func readAll(timeout: Duration, maxBytes: Int = 16 << 20) throws -> [UInt8] {
+        let deadline = MonotonicInstant.now + timeout
         var result: [UInt8] = []
         while true {
-            let remaining = max(1, deadline - MonotonicClock.milliseconds())
-            let chunk = try readSome(timeoutMilliseconds: remaining)
+            let remaining = max(.milliseconds(1), deadline - .now)
+            let chunk = try readSome(timeout: remaining)
             if chunk.isEmpty {
                 return result
             }

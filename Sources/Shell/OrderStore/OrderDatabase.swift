@@ -16,8 +16,8 @@
 /// may still have reached the disk (an fsync that failed after the write): callers make
 /// operations idempotent (operation ids in the journal) instead of assuming it did not.
 public final class OrderDatabase {
-    /// The busy timeout of every connection, in milliseconds.
-    public static let busyTimeoutMilliseconds: Int32 = 5_000
+    /// The busy timeout of every connection.
+    public static let busyTimeout: Duration = .seconds(5)
 
     /// The schema version this build creates and reads.
     public static var schemaVersion: Int64 { Schema.currentVersion }
@@ -54,7 +54,7 @@ public final class OrderDatabase {
     private init(opening path: String, journalMode expected: String) throws {
         connection = try SQLiteConnection(path: path, readOnly: false)
         do {
-            try connection.setBusyTimeout(milliseconds: OrderDatabase.busyTimeoutMilliseconds)
+            try connection.setBusyTimeout(OrderDatabase.busyTimeout)
             // "The WAL journaling mode uses a write-ahead log instead of a rollback journal to
             // implement transactions. The WAL journaling mode is persistent; after being set it
             // stays in effect across multiple database connections and after closing and
@@ -101,7 +101,7 @@ public final class OrderDatabase {
         }
         let connection = try SQLiteConnection(path: path, readOnly: true)
         do {
-            try connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds)
+            try connection.setBusyTimeout(busyTimeout)
             try Schema.checkReadable(connection)
         } catch {
             connection.close()

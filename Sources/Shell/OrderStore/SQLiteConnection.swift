@@ -61,11 +61,14 @@ final class SQLiteConnection {
         return handle
     }
 
-    /// Sets the busy timeout in milliseconds.
-    func setBusyTimeout(milliseconds: Int32) throws {
+    /// Sets the busy timeout (SQLite counts it in whole milliseconds; rounded down).
+    func setBusyTimeout(_ timeout: Duration) throws {
         let db = try openHandle()
+        let (seconds, attoseconds) = timeout.components
+        let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         // "This routine sets a busy handler that sleeps for a specified amount of time when a
-        // table is locked."
+        // table is locked. The handler will sleep multiple times until at least "ms"
+        // milliseconds of sleeping have accumulated."
         let rc = sqlite3_busy_timeout(db, milliseconds)
         guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc: rc, db: db, sql: nil, path: path) }
     }

@@ -4,7 +4,7 @@ import WebSocket
 extension WebSocketChannel {
     /// Bytes from the socket, during the handshake or after it.
     func received(_ bytes: [UInt8]) {
-        lastHeardMillis = loop.now
+        lastHeard = loop.now
         switch state {
         case .handshaking(let channel):
             handshakeBuffer.append(contentsOf: bytes)
@@ -90,11 +90,11 @@ extension WebSocketChannel {
     /// Arms the heartbeat check for when the peer will have been silent for the idle interval.
     func startHeartbeat() {
         guard let heartbeat = configuration.heartbeat else { return }
-        scheduleHeartbeatCheck(at: lastHeardMillis + heartbeat.idleInterval.wholeMilliseconds)
+        scheduleHeartbeatCheck(at: lastHeard + heartbeat.idleInterval)
     }
 
-    private func scheduleHeartbeatCheck(at deadline: Int64) {
-        heartbeatTimer = loop.schedule(after: max(1, deadline - loop.now)) { [self] in
+    private func scheduleHeartbeatCheck(at deadline: MonotonicInstant) {
+        heartbeatTimer = loop.schedule(after: max(.milliseconds(1), deadline - loop.now)) { [self] in
             heartbeatTimer = nil
             checkHeartbeat()
         }
@@ -105,22 +105,22 @@ extension WebSocketChannel {
     private func checkHeartbeat() {
         guard case .open(let channel) = state, let heartbeat = configuration.heartbeat else { return }
         let now = loop.now
-        let silent = now - lastHeardMillis
-        let idle = heartbeat.idleInterval.wholeMilliseconds
-        let limit = heartbeat.silenceLimit.wholeMilliseconds
+        let silent = now - lastHeard
+        let idle = heartbeat.idleInterval
+        let limit = heartbeat.silenceLimit
         if silent >= limit {
-            state = .closed(channel, Ending(.peerSilent(.milliseconds(silent))))
+            state = .closed(channel, Ending(.peerSilent(silent)))
             channel.close()
             return
         }
         guard silent >= idle else {
-            scheduleHeartbeatCheck(at: lastHeardMillis + idle)
+            scheduleHeartbeatCheck(at: lastHeard + idle)
             return
         }
         if (onIdle?() ?? .ping) == .ping {
             ping()
         }
         guard case .open = state else { return }
-        scheduleHeartbeatCheck(at: min(now + max(1, idle / 2), lastHeardMillis + limit))
+        scheduleHeartbeatCheck(at: min(now + max(.milliseconds(1), idle / 2), lastHeard + limit))
     }
 }

@@ -62,7 +62,7 @@ public final class WebSocketChannel {
     /// The deadlines and limits in force.
     public let configuration: WebSocketChannelConfiguration
     /// When a byte last came from the peer, on the loop's clock (``EventLoop/now``).
-    public internal(set) var lastHeardMillis: Int64
+    public internal(set) var lastHeard: MonotonicInstant
     /// Receives every event; see ``Event``.
     public var onEvent: ((Event) -> Void)?
     /// Called when the peer has been silent for the heartbeat's idle interval; the owner may
@@ -91,7 +91,7 @@ public final class WebSocketChannel {
         self.state = state
         self.configuration = configuration
         self.connection = WebSocketConnection(role: role, configuration: configuration.limits)
-        self.lastHeardMillis = loop.now
+        self.lastHeard = loop.now
     }
 
     // MARK: - State
