@@ -126,7 +126,9 @@ def test_slow_reader_is_disconnected_and_memory_stays_bounded(lan2):
 
 def test_out_of_file_descriptors_backs_off_instead_of_spinning(lan2):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, extra=["--handshake-timeout", "3"])
+    # The per-address caps would close the flood at accept before the descriptors run out.
+    master = OrderSyncNode.master(h1, extra=["--handshake-timeout", "3", "--max-handshakes-per-address", "1000",
+                                             "--max-connections-per-address", "1000"])
     port = port_of(master)
     subprocess.run(["prlimit", "--pid", str(master.process.pid), "--nofile=40:40"], check=True)
     flood = h2.popen([PYTHON, os.path.join(HERE, "resil_flood.py"), h1.address, str(port), "100", "30"],

@@ -4,6 +4,9 @@ public struct JSONParseError: Error, Equatable, CustomStringConvertible {
     public var message: String
     /// Byte offset into the input.
     public var offset: Int
+    /// True when the text broke a limit of the parser (members per object, nesting depth)
+    /// rather than the JSON grammar: the sender's message is too large, not malformed.
+    public var isLimitExceeded = false
     /// The message and the offset, as "expected ':' at byte 12".
     public var description: String { "\(message) at byte \(offset)" }
 }
@@ -12,6 +15,13 @@ public struct JSONParseError: Error, Equatable, CustomStringConvertible {
 public struct JSONParser {
     /// Deepest nesting of arrays and objects accepted.
     public static let maxDepth = 64
+    /// Most members per object in a message from a peer (a terminal, a slave or the master):
+    /// an order has ten known members and a few unknown ones, so 256 leaves room while a
+    /// message with tens of thousands of members is refused after its 257th, in microseconds.
+    public static let peerMaxMembersPerObject = 256
+
+    /// Most members accepted in one object of the text being parsed.
+    private let maxMembersPerObject: Int
 
     private let bytes: [UInt8]
     private var i = 0
@@ -20,17 +30,24 @@ public struct JSONParser {
     /// the work that grows with the number of members (see `JSONMemberIndex`).
     private var keyProbes = 0
 
-    private init(_ bytes: [UInt8]) { self.bytes = bytes }
+    private init(_ bytes: [UInt8], maxMembersPerObject: Int) {
+        self.bytes = bytes
+        self.maxMembersPerObject = maxMembersPerObject
+    }
 
-    /// Parses one JSON text; anything but white space after it is an error.
-    public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
-        try parseCountingKeyProbes(bytes).value
+    /// Parses one JSON text; anything but white space after it is an error. An object with
+    /// more than `maxMembersPerObject` members is an error too (`isLimitExceeded`), found as
+    /// soon as the member after the last one allowed begins.
+    public static func parse(_ bytes: [UInt8], maxMembersPerObject: Int = .max) throws -> JSONValue {
+        try parseCountingKeyProbes(bytes, maxMembersPerObject: maxMembersPerObject).value
     }
 
     /// Parses one JSON text and says how many member keys and index slots it inspected to find
     /// repeated keys and build the objects; tests use the count to check the work is linear.
-    static func parseCountingKeyProbes(_ bytes: [UInt8]) throws -> (value: JSONValue, keyProbes: Int) {
-        var p = JSONParser(bytes)
+    static func parseCountingKeyProbes(
+        _ bytes: [UInt8], maxMembersPerObject: Int = .max
+    ) throws -> (value: JSONValue, keyProbes: Int) {
+        var p = JSONParser(bytes, maxMembersPerObject: maxMembersPerObject)
         p.skipSpace()
         let v = try p.value()
         p.skipSpace()
@@ -38,12 +55,16 @@ public struct JSONParser {
         return (v, p.keyProbes)
     }
 
-    /// Parses one JSON text from a string.
-    public static func parse(_ text: String) throws -> JSONValue {
-        try parse(Array(text.utf8))
+    /// Parses one JSON text from a string, with the same limits.
+    public static func parse(_ text: String, maxMembersPerObject: Int = .max) throws -> JSONValue {
+        try parse(Array(text.utf8), maxMembersPerObject: maxMembersPerObject)
     }
 
     private func error(_ m: String) -> JSONParseError { JSONParseError(message: m, offset: i) }
+
+    private func limitError(_ m: String) -> JSONParseError {
+        JSONParseError(message: m, offset: i, isLimitExceeded: true)
+    }
 
     private mutating func skipSpace() {
         while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 {
@@ -74,7 +95,7 @@ public struct JSONParser {
 
     private mutating func enter() throws {
         depth += 1
-        if depth > JSONParser.maxDepth { throw error("JSON nested deeper than \(JSONParser.maxDepth) levels") }
+        if depth > JSONParser.maxDepth { throw limitError("JSON nested deeper than \(JSONParser.maxDepth) levels") }
     }
 
     private mutating func object() throws -> JSONValue {
@@ -86,6 +107,9 @@ public struct JSONParser {
         while true {
             skipSpace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            guard obj.members.count < maxMembersPerObject else {
+                throw limitError("object has more than \(maxMembersPerObject) members")
+            }
             let key = try string()
             // RFC 8259 section 4: "The names within an object SHOULD be unique." A repeated name
             // is refused: peers disagree on which value wins.

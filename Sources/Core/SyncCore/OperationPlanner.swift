@@ -38,6 +38,19 @@ public struct OperationPlan: Equatable, Sendable {
 public enum OperationPlanner {
     /// Most orders accepted in one message.
     public static let maxOrdersPerMessage = 1000
+    /// Largest order accepted, with its unknown members, measured as its encoded JSON (UTF-8
+    /// bytes): what a terminal sends, and what an order becomes after the change.
+    public static let maxOrderBytes = 16 * 1024
+
+    /// The refusal for an order whose JSON is over `maxOrderBytes`; nil when it fits.
+    static func oversized(_ value: JSONValue, uuid: String, index: Int, after change: Bool) -> WireError? {
+        let size = value.serialized().utf8.count
+        guard size > maxOrderBytes else { return nil }
+        let what = change ? "with this change the order would encode to" : "the order encodes to"
+        return WireError(
+            .orderTooLarge, "\(what) \(size) bytes of JSON; at most \(maxOrderBytes) are accepted, unknown members included",
+            uuid: uuid, index: index)
+    }
 
     /// The refusal for an Update or Remove that carries a `version` other than the current one
     /// (or a malformed one); nil when it may go ahead.
@@ -94,6 +107,10 @@ public enum OperationPlanner {
                 plan.errors.append(e)
                 continue
             } catch { continue }
+            if let e = oversized(raw, uuid: uuid, index: index, after: false) {
+                plan.errors.append(e)
+                continue
+            }
             let existing: Order?
             do { existing = try current(uuid) } catch let e as WireError { plan.errors.append(e); continue }
             switch message.operation {
@@ -115,6 +132,10 @@ public enum OperationPlanner {
                                 "an order with this uuid already exists with different content; use Update (operation 1) to change it",
                                 uuid: uuid, index: index))
                     }
+                    continue
+                }
+                if let e = oversized(.object(order.json), uuid: uuid, index: index, after: true) {
+                    plan.errors.append(e)
                     continue
                 }
                 if overlay[order.key] == nil, try wasRemoved(uuid) {
@@ -153,6 +174,10 @@ public enum OperationPlanner {
                     continue
                 }
                 order.version = before.version + 1
+                if let e = oversized(.object(order.json), uuid: order.uuid, index: index, after: true) {
+                    plan.errors.append(e)
+                    continue
+                }
                 overlay[order.key] = .some(order)
                 plan.changes.append(.update(order))
             case .remove:

@@ -23,8 +23,15 @@ public enum WireErrorCode: String, Sendable, CaseIterable {
     /// An Update or Remove based on a `version` that is not the current one; the error carries
     /// the current order.
     case conflict = "conflict"
-    /// The message or a field is larger than allowed.
+    /// The message or a field is larger than allowed (more than 1000 orders, a text field over
+    /// 4096 bytes, an object with more than 256 members).
     case tooLarge = "too_large"
+    /// One order, with its unknown members, encodes to more than 16 KiB of JSON; nothing is
+    /// applied for it.
+    case orderTooLarge = "order_too_large"
+    /// The terminal sent more operations than its rate limit allows; nothing was applied. The
+    /// error's `retryAfterMillis` says when to send it again.
+    case rateLimited = "rate_limited"
     /// The master could not store the change (disk full, I/O error); nothing was applied.
     case storageFailed = "storage_failed"
     /// The store of the sender is not this master's store.
@@ -43,6 +50,8 @@ public struct WireError: Error, Equatable, Sendable, CustomStringConvertible {
     public var index: Int?
     /// For `conflict`: the order as the master has it now.
     public var current: Order?
+    /// For `rate_limited`: milliseconds to wait before sending the operation again.
+    public var retryAfterMillis: Int64?
 
     /// An error from its fields.
     public init(_ code: WireErrorCode, _ message: String, uuid: String? = nil, index: Int? = nil, current: Order? = nil) {

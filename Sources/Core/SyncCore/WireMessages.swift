@@ -95,7 +95,9 @@ public enum ClientMessage: Equatable, Sendable {
     public static func decode(_ text: String) -> Result<ClientMessage, WireError> {
         let value: JSONValue
         do {
-            value = try JSONParser.parse(text)
+            value = try JSONParser.parse(text, maxMembersPerObject: JSONParser.peerMaxMembersPerObject)
+        } catch let e as JSONParseError where e.isLimitExceeded {
+            return .failure(WireError(.tooLarge, "message refused: \(e)"))
         } catch let e as JSONParseError {
             return .failure(WireError(.malformedJSON, "message is not valid JSON: \(e)"))
         } catch {
@@ -243,6 +245,7 @@ public enum ServerMessage: Equatable, Sendable {
             if let u = err.uuid { o["uuid"] = .string(u) }
             if let i = err.index { o["index"] = .int(Int64(i)) }
             if let c = err.current { o["current"] = .object(c.json) }
+            if let wait = err.retryAfterMillis { o["retryAfterMs"] = .int(wait) }
             if let id = opId { o["opId"] = .string(id) }
             if let op = operation { o["operation"] = .int(Int64(op.rawValue)) }
         case let .heartbeat(seq):
@@ -262,7 +265,10 @@ public enum ServerMessage: Equatable, Sendable {
     /// Decodes a message from the master (used by slaves).
     public static func decode(_ text: String) -> Result<ServerMessage, WireError> {
         let value: JSONValue
-        do { value = try JSONParser.parse(text) } catch {
+        do {
+            // The last snapshot part's `applied` lists up to `HelloMessage.maxPending` ids.
+            value = try JSONParser.parse(text, maxMembersPerObject: max(JSONParser.peerMaxMembersPerObject, HelloMessage.maxPending))
+        } catch {
             return .failure(WireError(.malformedJSON, "message from master is not valid JSON: \(error)"))
         }
         guard let o = value.objectValue else {
@@ -278,6 +284,7 @@ public enum ServerMessage: Equatable, Sendable {
                     code, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue,
                     index: o["index"]?.intValue.map { Int($0) })
                 if let c = o["current"]?.objectValue { err.current = try? OrderFields.storedOrder(from: c, index: nil) }
+                if let wait = o["retryAfterMs"]?.intValue, wait >= 0 { err.retryAfterMillis = wait }
                 let op = o["operation"]?.intValue.flatMap { OperationKind(rawValue: Int($0)) }
                 return .success(.error(err, opId: o["opId"]?.stringValue, operation: op))
             case "heartbeat":

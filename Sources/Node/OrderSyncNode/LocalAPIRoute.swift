@@ -129,7 +129,8 @@ enum LocalAPIRoute: Equatable {
         case .notFound: return 404
         case .alreadyExists, .invalidTransition, .conflict: return 409
         case .removed: return 410
-        case .tooLarge: return 413
+        case .tooLarge, .orderTooLarge: return 413
+        case .rateLimited: return 429
         case .wrongStore: return 409
         case .storageFailed: return 500
         }

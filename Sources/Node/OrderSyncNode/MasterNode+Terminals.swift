@@ -25,6 +25,11 @@ extension MasterNode {
             a.socket.close()
             return
         }
+        if let reason = addressLimitReached(a.peerAddress) {
+            logger.warning("peer.refused", metadata: ["peer.address": "\(a.peerAddress)", "reason": "\(reason)"])
+            a.socket.close()
+            return
+        }
         do {
             let id = nextSessionId
             let transport = try WebSocketChannel.accept(

@@ -59,6 +59,7 @@ public final class MasterNode: @unchecked Sendable {
         terminalName = configuration.name ?? DataDirectory.hostName()
         engine = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: try db.databaseEpoch())
         engine.snapshotChunk = NodeDefaults.snapshotChunk
+        engine.rateLimit = RateLimit(operationsPerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger

@@ -34,6 +34,14 @@ public enum NodeDefaults {
     public static let handshakeTimeout: Duration = .seconds(5)
     /// Most terminals (TCP connections) the master serves at once.
     public static let maxConnections = 1024
+    /// Most connections from one IP address still in the opening handshake.
+    public static let maxHandshakesPerAddress = 8
+    /// Most connections from one IP address open at once.
+    public static let maxConnectionsPerAddress = 64
+    /// Operations per second one terminal may send, sustained.
+    public static let rateLimitPerSecond: Double = 200
+    /// Operations one terminal may send at once (the token bucket's capacity).
+    public static let rateLimitBurst: Double = 1000
     /// How long a slave that knows no store watches the LAN before joining the only store.
     public static let storeChoiceSettle: Duration = .milliseconds(1500)
     /// How long a slave's local API waits for the master's answer.
@@ -143,6 +151,14 @@ public struct NodeConfiguration: Sendable {
     public var frameTimeout = NodeDefaults.frameTimeout
     /// Master: most connections at once.
     public var maxConnections = NodeDefaults.maxConnections
+    /// Master: most connections from one IP address in the opening handshake.
+    public var maxHandshakesPerAddress = NodeDefaults.maxHandshakesPerAddress
+    /// Master: most connections from one IP address open at once.
+    public var maxConnectionsPerAddress = NodeDefaults.maxConnectionsPerAddress
+    /// Master: operations per second one terminal may send, sustained.
+    public var rateLimitPerSecond = NodeDefaults.rateLimitPerSecond
+    /// Master: operations one terminal may send in a burst.
+    public var rateLimitBurst = NodeDefaults.rateLimitBurst
 
     /// A configuration from its parts.
     public init(

@@ -160,9 +160,27 @@ struct MasterCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Most terminal connections at once.", valueName: "n"))
     var maxConnections: Int = NodeDefaults.maxConnections
 
+    @Option(name: .long, help: ArgumentHelp("Most connections from one IP address still in the WebSocket handshake.", valueName: "n"))
+    var maxHandshakesPerAddress: Int = NodeDefaults.maxHandshakesPerAddress
+
+    @Option(name: .long, help: ArgumentHelp("Most connections from one IP address open at once.", valueName: "n"))
+    var maxConnectionsPerAddress: Int = NodeDefaults.maxConnectionsPerAddress
+
+    @Option(name: .long, help: ArgumentHelp("Operations per second one terminal may send, sustained.", valueName: "n"))
+    var rateLimit: Double = NodeDefaults.rateLimitPerSecond
+
+    @Option(name: .long, help: ArgumentHelp("Operations one terminal may send in a burst.", valueName: "n"))
+    var rateBurst: Double = NodeDefaults.rateLimitBurst
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535.") }
         guard (1...100_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1-100000.") }
+        guard (1...100_000).contains(maxHandshakesPerAddress), (1...100_000).contains(maxConnectionsPerAddress) else {
+            throw ValidationError("--max-handshakes-per-address and --max-connections-per-address must be 1-100000.")
+        }
+        guard (1...1_000_000).contains(rateLimit), (1...1_000_000).contains(rateBurst) else {
+            throw ValidationError("--rate-limit and --rate-burst must be 1-1000000.")
+        }
     }
 
     func run() throws {
@@ -174,6 +192,10 @@ struct MasterCommand: ParsableCommand {
             masterURL: nil)
         node.apply(to: &config)
         config.maxConnections = maxConnections
+        config.maxHandshakesPerAddress = maxHandshakesPerAddress
+        config.maxConnectionsPerAddress = maxConnectionsPerAddress
+        config.rateLimitPerSecond = rateLimit
+        config.rateLimitBurst = rateBurst
         try runNode { try MasterNode(configuration: config, logger: logger).run() }
     }
 }

@@ -56,6 +56,8 @@ public final class MasterEngine {
         public var ackedSeq: Int64?
         public var messagesIn = 0
         public var rejected = 0
+        /// Whether its operations are let through (the rate limit).
+        public var admission = Admission.admitting
 
         /// Who sent an operation, for the journal: "name@address", or the address.
         public var origin: String { terminalName.map { "\($0)@\(address)" } ?? address }
@@ -77,7 +79,12 @@ public final class MasterEngine {
     /// Settable inside the module only, so the simulation's self-checks can make the engine skip
     /// a sequence number (`@testable import`); nothing else sets it.
     public internal(set) var lastSeq: Int64
-    public private(set) var peers: [Int: Peer] = [:]
+    /// Settable inside the module, for the rate limit (`MasterEngine+RateLimit.swift`).
+    public internal(set) var peers: [Int: Peer] = [:]
+    /// Operations a terminal may send (see `MasterEngine+RateLimit.swift`).
+    public var rateLimit = RateLimit.default
+    /// The terminals' token buckets, by `bucketKey(for:)`; full ones are forgotten.
+    var buckets: [String: TokenBucket] = [:]
 
     /// Orders per snapshot message.
     public var snapshotChunk = 500
@@ -144,6 +151,7 @@ public final class MasterEngine {
                     operation: message.operation, to: id, now: now, &out)
                 break
             }
+            guard admit(message, from: id, now: now, &out) else { break }
             let outcome = apply(message, origin: p.origin, now: now)
             deliver(outcome, message: message, origin: p.origin, sender: id, now: now, &out)
         }
@@ -172,6 +180,7 @@ public final class MasterEngine {
         var out: [Action] = []
         let live = peers.values.filter { $0.terminalId != nil && $0.phase == .live }.sorted { $0.id < $1.id }
         remember(live, now: now, &out)
+        forgetFullBuckets(now: now)
         do {
             try store.forgetTerminals(lastSeenBefore: now - terminalHorizonMillis)
             let known = try store.knownTerminals()

@@ -431,23 +431,27 @@ public final class SlaveEngine {
         guard let heard = inFlight.removeValue(forKey: opId) else { return }
         let errors = heard.errors
         let unheard = seq == nil && failed > errors.count && outboxKeys[opId] != nil
-        if seq == nil && errors.contains(where: { $0.code == .storageFailed }) || unheard {
+        let limited = errors.filter { $0.code == .rateLimited }
+        if seq == nil && errors.contains(where: { $0.code == .storageFailed || $0.code == .rateLimited }) || unheard {
             // The master could not commit (disk full, I/O error): nothing was applied there.
             // Or it refused orders whose refusals did not arrive on this link (an answer from
-            // before). The change stays in the outbox and is sent again shortly; it is never
-            // dropped unanswered.
-            let reason = unheard ? "refusals not received" : "the master could not store it"
+            // before). Or this terminal went over its rate limit: it waits as long as the
+            // master said. The change stays in the outbox and is sent again shortly; it is
+            // never dropped unanswered.
+            let reason =
+                unheard ? "refusals not received" : limited.isEmpty ? "the master could not store it" : "rate limited by the master"
+            let retryMillis = limited.compactMap(\.retryAfterMillis).max() ?? SlaveEngine.outboxRetryMillis
             out.append(
                 .log(
                     EngineLog(
                         .warning, "outbox.retry",
                         [
                             ("op.id", opId), ("reason", reason),
-                            ("retry_ms", "\(SlaveEngine.outboxRetryMillis)"),
+                            ("retry_ms", "\(retryMillis)"),
                         ])))
             if !retryScheduled {
                 retryScheduled = true
-                out.append(.scheduleOutboxRetry(millis: SlaveEngine.outboxRetryMillis))
+                out.append(.scheduleOutboxRetry(millis: retryMillis))
             }
             out.append(.answered(opId: opId, seq: nil, applied: [], errors: errors, pending: true))
             return
