@@ -38,6 +38,7 @@ public final class OrderDatabase {
     /// Opens (or creates) the database at `path` for reading and writing: WAL mode,
     /// `synchronous=FULL`, a busy timeout, and every pending migration applied.
     public init(path: String) throws {
+        try DatabaseFileMode.restrictToOwner(path)
         connection = try SQLiteConnection(path: path, readOnly: false)
         do {
             try connection.setBusyTimeout(milliseconds: OrderDatabase.busyTimeoutMilliseconds)
@@ -63,6 +64,7 @@ public final class OrderDatabase {
             // must be enabled separately for each database connection."
             try connection.executeOnce("PRAGMA foreign_keys = ON")
             migrationsApplied = try Schema.migrate(connection)
+            try DatabaseFileMode.restrictCompanions(of: path)
         } catch {
             connection.close()
             throw error
