@@ -96,4 +96,18 @@ final class DataDirectoryTests: XCTestCase {
         XCTAssertTrue(status.nodeId.range(of: #"^([A-Z2-7]{4}-){7}[A-Z2-7]{4}$"#, options: .regularExpression) != nil, status.nodeId)
         XCTAssertTrue(StatusText.render(status).contains("node id:   \(status.nodeId)"))
     }
+
+    func testASlaveNamesTheCallersUidInTheRefusalsItMakes() throws {
+        let slave = try RunningNode(
+            role: .slave, dataDirectory: temporaryPath(), name: "bar-2", masterURL: MasterURL(host: "127.0.0.1", port: 9))
+        defer { slave.stop() }
+        let client = LocalAPIClient(dataDirectory: slave.dataDirectory)
+        let uuid = UUID().uuidString.lowercased()
+        let refused = try client.send(
+            method: "PATCH", path: "/v1/orders/\(uuid)", body: .object(JSONObject([("customerName", .string("Bo"))])))
+        XCTAssertEqual(refused.status, 404, "\(refused.body)")
+        let rejections = try client.send(method: "GET", path: "/v1/rejections")
+        let entries = try XCTUnwrap(rejections.body.objectValue?["rejections"]?.arrayValue, "\(rejections.body)")
+        XCTAssertEqual(entries.last?.objectValue?["origin"]?.stringValue, "bar-2 (local API, uid \(geteuid()))")
+    }
 }
