@@ -36,7 +36,8 @@ public final class OrderDatabase {
     public var isReadOnly: Bool { connection.isReadOnly }
 
     /// Opens (or creates) the database at `path` for reading and writing: WAL mode,
-    /// `synchronous=FULL`, a busy timeout, and every pending migration applied.
+    /// `synchronous=FULL`, a busy timeout, and every pending migration applied. The file and
+    /// its `-wal` and `-shm` companions are mode 0600 whatever the umask (`DatabaseFileMode`).
     public init(path: String) throws {
         try DatabaseFileMode.restrictToOwner(path)
         connection = try SQLiteConnection(path: path, readOnly: false)
