@@ -56,7 +56,7 @@ let package = Package(
             name: "OrderSyncNode",
             dependencies: [
                 "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
             ], path: "Sources/Node/OrderSyncNode"),
 
         // MARK: Programs

@@ -7,7 +7,7 @@ import XCTest
 
 /// A node running in this process on a thread of its own, built on its own loop, a temp data
 /// directory and no discovery.
-private final class RunningNode: Sendable {
+final class RunningNode: Sendable {
     let dataDirectory: String
     let port: UInt16
     private let shutdown: @Sendable () -> Void
@@ -173,7 +173,7 @@ final class NodeStatusTests: XCTestCase {
         XCTAssertEqual(response.status, 200)
         let object = try XCTUnwrap(response.body.objectValue)
         for member in [
-            "role", "version", "store", "name", "epoch", "seq", "orders", "port", "dataDir", "serviceType",
+            "role", "version", "store", "name", "nodeId", "epoch", "seq", "orders", "port", "dataDir", "serviceType",
             "serviceName", "avahi", "uptimeSeconds", "peers", "terminals", "tombstones",
         ] {
             XCTAssertNotNil(object[member], "status has no \(member): \(response.body)")

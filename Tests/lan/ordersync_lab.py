@@ -61,11 +61,14 @@ class OrderSyncNode:
     """One `ordersync master` or `ordersync slave` process on a host, with its data dir and log."""
 
     def __init__(self, host: Host, role: str, args: list[str], data_dir: str | None = None,
-                 log_format: str = "json"):
+                 log_format: str = "json", umask: int | None = None):
         self.host = host
         self.role = role
         self.data_dir = data_dir or os.path.join(host.dir, f"{role}-data")
-        os.makedirs(self.data_dir, exist_ok=True)
+        # With `umask`, the process runs with that umask and makes its data dir itself.
+        self.umask = umask
+        if umask is None:
+            os.makedirs(self.data_dir, mode=0o700, exist_ok=True)
         self.log_path = os.path.join(host.dir, f"{role}-{int(time.time() * 1000)}.log")
         self.args = args
         self.log_format = log_format
@@ -74,13 +77,14 @@ class OrderSyncNode:
 
     @classmethod
     def master(cls, host: Host, store: str | None = "shop1", name: str | None = None,
-               port: int = 0, extra: list[str] | None = None, data_dir: str | None = None) -> "OrderSyncNode":
+               port: int = 0, extra: list[str] | None = None, data_dir: str | None = None,
+               umask: int | None = None) -> "OrderSyncNode":
         args = ["--port", str(port)]
         if store:
             args += ["--store", store]
         if name:
             args += ["--name", name]
-        return cls(host, "master", args + (extra or []), data_dir=data_dir)
+        return cls(host, "master", args + (extra or []), data_dir=data_dir, umask=umask)
 
     @classmethod
     def slave(cls, host: Host, store: str | None = None, master_url: str | None = None,
@@ -98,7 +102,8 @@ class OrderSyncNode:
         argv = [ordersync_binary(), self.role, "--data-dir", self.data_dir, "--log-format", self.log_format,
                 "--log-level", "debug", *self.args]
         self.log_file = open(self.log_path, "ab")
-        self.process = self.host.popen(argv, stdout=self.log_file, stderr=self.log_file)
+        self.process = self.host.popen(argv, stdout=self.log_file, stderr=self.log_file,
+                                       umask=-1 if self.umask is None else self.umask)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
         """Sends `sig` and waits for the exit; returns the exit code."""

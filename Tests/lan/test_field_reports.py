@@ -5,13 +5,15 @@ StorePOS clients and `opId`, and half-sent local API requests."""
 
 import json
 import os
+import re
 import socket
+import stat
 import subprocess
 import time
 from datetime import datetime
 
 from lanharness import PYTHON, HERE, wait_until
-from ordersync_lab import OrderSyncNode, wait_converged
+from ordersync_lab import OrderSyncNode, ordersync_binary, read_sqlite, wait_converged
 
 
 def test_a_second_master_of_the_same_store_does_not_take_over_a_synced_terminal(make_lan):
@@ -207,3 +209,42 @@ def test_a_master_given_by_host_name_is_looked_up_without_stalling_the_terminal(
     assert master.orders()[0]["uuid"] == order["uuid"]
     for n in (lost, named, master):
         assert n.stop() == 0
+
+
+def test_a_master_run_with_umask_000_keeps_its_files_private_and_names_the_api_callers_uid(lan2):
+    h1 = lan2.hosts[0]
+    data = os.path.join(h1.dir, "umask000", "data")
+    master = OrderSyncNode.master(h1, store="shop1", name="front", data_dir=data, umask=0)
+    started = master.wait_event("node.started")
+    master.create(customer="Ada")
+
+    def mode(name):
+        return stat.S_IMODE(os.lstat(os.path.join(data, name)).st_mode)
+
+    assert mode("") == 0o700
+    for name in ("ordersync.sqlite", "ordersync.sqlite-wal", "ordersync.sqlite-shm", "ordersync.lock", "node.key"):
+        assert mode(name) == 0o600, name
+    assert mode("ordersync.sock") == 0o660
+    node_id = master.status()["nodeId"]
+    assert re.fullmatch(r"([A-Z2-7]{4}-){7}[A-Z2-7]{4}", node_id), node_id
+    assert started["node.id"] == node_id
+    assert f"node id:   {node_id}" in master.cli("status").stdout
+    origins = [row["origin"] for row in read_sqlite(data, "SELECT origin FROM journal")]
+    assert origins == [f"front (local API, uid {os.geteuid()})"]
+    assert master.stop() == 0
+
+    # The same key, so the same id, after a restart.
+    master.start()
+    master.wait_event("node.started", count=2)
+    assert master.status()["nodeId"] == node_id
+    assert master.stop() == 0
+
+    # A data directory any user may write is refused before anything is written in it.
+    shared = os.path.join(h1.dir, "shared-data")
+    os.makedirs(shared)
+    os.chmod(shared, 0o777)
+    refused = h1.run([ordersync_binary(), "master", "--data-dir", shared, "--store", "shop1", "--port", "0"],
+                     check=False, timeout=15)
+    assert refused.returncode == 1
+    assert "is writable by its group and others (mode 777)" in refused.stderr, refused.stderr
+    assert os.listdir(shared) == []

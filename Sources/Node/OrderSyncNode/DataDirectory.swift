@@ -2,22 +2,28 @@ import Foundation
 import Glibc
 import OrderStore
 
-/// The node's data directory, claimed: created when missing, locked so two daemons never share
-/// it, with its order store open and checked to belong to the node's role. The store a node is
+/// The node's data directory, claimed: created when missing (mode 0700) and refused when other
+/// users could write it, locked so two daemons never share it, with the node's key loaded (made
+/// on first start) and its order store open and checked to belong to the node's role. Every
+/// file in it is made readable by its owner only (0600), whatever the umask. The store a node is
 /// built on; `close()` closes the store and releases the lock.
 public final class DataDirectory {
     /// The directory.
     public let path: String
     /// The order store in it.
     public let database: OrderDatabase
+    /// The node's static key pair and id, from the key file in it.
+    public let nodeIdentity: NodeIdentity
     private var lockDescriptor: Int32
 
-    /// Creates the directory, takes its exclusive lock and opens its store for `configuration`'s
-    /// role, or explains why not.
+    /// Creates the directory, takes its exclusive lock, loads (or makes) the node key and opens
+    /// its store for `configuration`'s role, or explains why not.
     public init(claimingFor configuration: NodeConfiguration) throws {
         path = configuration.dataDirectory
+        try PrivateDirectory.create(path, what: "data directory")
         lockDescriptor = try Self.lock(directory: path, lockPath: configuration.lockPath)
         do {
+            nodeIdentity = try NodeIdentity.loadOrCreate(path: configuration.keyPath)
             database = try Self.openStore(configuration)
         } catch {
             Glibc.close(lockDescriptor)
@@ -26,15 +32,13 @@ public final class DataDirectory {
     }
 
     private static func lock(directory: String, lockPath: String) throws -> Int32 {
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw NodeStartupError("cannot create data directory \(directory): \(error.localizedDescription)")
-        }
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             throw NodeStartupError("cannot open \(lockPath): \(String(cString: strerror(errno)))")
         }
+        // The mode given to open(2) is reduced by the umask; fchmod(2) sets it exactly (and
+        // narrows a lock file an older build left at 0644).
+        _ = fchmod(fd, 0o600)
         // flock(2): "Only one process may hold an exclusive lock for a given file at a given time."
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             Glibc.close(fd)

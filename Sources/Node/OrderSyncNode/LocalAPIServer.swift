@@ -25,8 +25,10 @@ final class LocalAPIServer {
         self.logger = logger
     }
 
-    /// Binds the socket (mode 0660) and starts accepting.
+    /// Checks the socket's directory (see `PrivateDirectory.check`), binds the socket (mode
+    /// 0660) and starts accepting.
     func start() throws {
+        try PrivateDirectory.check((path as NSString).deletingLastPathComponent, what: "local API socket directory")
         let l = try UnixListener.bind(path: path, mode: 0o660)
         acceptor = try Acceptor(listener: l, loop: loop) { [weak self] accepted in self?.accepted(accepted) }
         acceptor?.onError = { [weak self] error in
@@ -51,7 +53,8 @@ final class LocalAPIServer {
             logger.warning("api.accept_failed", metadata: ["error": "\(error)"])
             return
         }
-        let client = APIClientConnection(channel: channel)
+        // The uid of whoever connected, as the kernel saw it at connect(2): the journal names it.
+        let client = APIClientConnection(channel: channel, caller: LocalAPICaller(uid: try? channel.peerCredentials().uid))
         let id = ObjectIdentifier(client)
         clients[id] = client
         channel.onRead = { [weak self, weak client] bytes in
@@ -127,7 +130,7 @@ final class LocalAPIServer {
             client.busy = true
             let keepAlive = req.keepAlive
             let route = LocalAPIRoute.decode(method: req.method, path: req.path, query: req.query, body: req.body)
-            let respond = LocalAPIResponder { [weak self, weak client] status, body in
+            let respond = LocalAPIResponder(caller: client.caller) { [weak self, weak client] status, body in
                 guard let self = self, let client = client, client.busy else { return }
                 var headers = [("Content-Type", "application/json")]
                 if !keepAlive { headers.append(("Connection", "close")) }
@@ -153,17 +156,34 @@ final class LocalAPIServer {
 /// One connection to the local API.
 final class APIClientConnection {
     let channel: StreamChannel
+    let caller: LocalAPICaller
     var parser = HTTPRequestParser()
     var busy = false
     var deadline: TimerHandle?
 
-    init(channel: StreamChannel) {
+    init(channel: StreamChannel, caller: LocalAPICaller) {
         self.channel = channel
+        self.caller = caller
+    }
+}
+
+/// Who sent a local API request: the user id the kernel reports for the connecting process
+/// (`SO_PEERCRED`), nil if it could not be read.
+struct LocalAPICaller: Equatable {
+    /// The caller's effective user id.
+    var uid: uid_t?
+
+    /// The journal origin of an operation submitted through the API of the node named `node`:
+    /// `NAME (local API, uid 1000)`.
+    func origin(node: String) -> String {
+        uid.map { "\(node) (local API, uid \($0))" } ?? "\(node) (local API)"
     }
 }
 
 /// Answers one local API request, once: a JSON value, or a typed value encoded as JSON.
 struct LocalAPIResponder {
+    /// Who sent the request.
+    var caller = LocalAPICaller(uid: nil)
     /// Writes the HTTP response with this status and JSON body.
     let send: (_ status: Int, _ body: [UInt8]) -> Void
 

@@ -4,6 +4,9 @@ import JSON
 import SyncCore
 
 extension MasterNode {
+    /// The node's static key pair and id, from its data directory.
+    var nodeIdentity: NodeIdentity { dataDirectory.nodeIdentity }
+
     func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
         switch route {
         case .status:
@@ -12,7 +15,7 @@ extension MasterNode {
             _ = NodeStartup.answerRead(route, db: db, respond: respond)
         case .write(var message, let single):
             if message.opId == nil { message.opId = UUID().uuidString.lowercased() }
-            let origin = "\(terminalName) (local API)"
+            let origin = respond.caller.origin(node: terminalName)
             let (outcome, actions) = engine.localWrite(message, origin: origin, now: WallClock.nowMillis())
             perform(actions)
             let answer = LocalAPIRoute.writeAnswer(
@@ -45,7 +48,7 @@ extension MasterNode {
                 lag: max(0, lastSeq - acked), lastSeen: OrderTimestamp(epochMillis: t.lastSeenMillis).storePOSText)
         }
         return MasterStatus(
-            version: NodeVersion.string, store: storeId, name: terminalName, epoch: engine.epoch, seq: lastSeq,
+            version: NodeVersion.string, store: storeId, name: terminalName, nodeId: nodeIdentity.nodeId, epoch: engine.epoch, seq: lastSeq,
             orders: (try? db.orderCount()) ?? 0, port: port, dataDir: configuration.dataDirectory,
             serviceType: configuration.serviceType, serviceName: publishedName, avahi: avahiState,
             uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)), peers: peers, terminals: terminals,

@@ -124,6 +124,7 @@ public final class MasterNode: @unchecked Sendable {
             "node.started",
             metadata: [
                 "role": "master", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
+                "node.id": "\(nodeIdentity.nodeId)",
                 "name": "\(terminalName)", "port": "\(port)", "listen": "\(configuration.listenAddress)",
                 "service_type": "\(configuration.serviceType)", "epoch": "\(engine.epoch)", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",

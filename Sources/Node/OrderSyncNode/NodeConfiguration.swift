@@ -18,6 +18,8 @@ public enum NodeDefaults {
     public static let socketFile = "ordersync.sock"
     /// Name of the lock file that keeps two daemons off one data directory.
     public static let lockFile = "ordersync.lock"
+    /// Name of the file holding the node's static private key (mode 0600).
+    public static let keyFile = "node.key"
     /// WebSocket path on the master.
     public static let webSocketPath = "/"
     /// Orders per snapshot message.
@@ -125,7 +127,7 @@ public struct MasterURL: Equatable, Sendable, CustomStringConvertible {
 public struct NodeConfiguration: Sendable {
     /// Master or slave.
     public var role: NodeRole
-    /// The data directory (created if missing).
+    /// The data directory (created with mode 0700 if missing).
     public var dataDirectory: String
     /// Store id from `--store`, if given.
     public var store: String?
@@ -181,6 +183,8 @@ public struct NodeConfiguration: Sendable {
     public var socketPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.socketFile) }
     /// Path of the lock file.
     public var lockPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.lockFile) }
+    /// Path of the node's key file.
+    public var keyPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.keyFile) }
 
     /// Store ids: 1-64 letters, digits, '-', '_', '.'.
     public static func isValidStoreId(_ s: String) -> Bool {

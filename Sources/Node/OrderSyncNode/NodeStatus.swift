@@ -54,6 +54,8 @@ public struct MasterStatus: Codable, Sendable, Equatable {
     public var store: String
     /// The terminal (and DNS-SD instance) name.
     public var name: String
+    /// The node id: a readable hash of the node's static public key (see `NodeIdentity`).
+    public var nodeId: String
     /// The database epoch: changes when the master's database is replaced.
     public var epoch: String
     /// The last journal sequence.
@@ -140,6 +142,8 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
     public var store: String?
     /// The terminal name.
     public var name: String
+    /// The node id: a readable hash of the node's static public key (see `NodeIdentity`).
+    public var nodeId: String
     /// The terminal id.
     public var terminalId: String
     /// The last sequence applied to the replica.
@@ -219,6 +223,7 @@ extension MasterStatus {
         try c.encode(version, forKey: .version)
         try c.encode(store, forKey: .store)
         try c.encode(name, forKey: .name)
+        try c.encode(nodeId, forKey: .nodeId)
         try c.encode(epoch, forKey: .epoch)
         try c.encode(seq, forKey: .seq)
         try c.encode(orders, forKey: .orders)
@@ -259,6 +264,7 @@ extension SlaveStatus {
         try c.encode(version, forKey: .version)
         try c.encode(store, forKey: .store)
         try c.encode(name, forKey: .name)
+        try c.encode(nodeId, forKey: .nodeId)
         try c.encode(terminalId, forKey: .terminalId)
         try c.encode(seq, forKey: .seq)
         try c.encode(masterSeq, forKey: .masterSeq)

@@ -15,6 +15,9 @@ struct PendingWrite {
 }
 
 extension SlaveNode {
+    /// The node's static key pair and id, from its data directory.
+    var nodeIdentity: NodeIdentity { dataDirectory.nodeIdentity }
+
     func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
         switch route {
         case .status:
@@ -86,7 +89,7 @@ extension SlaveNode {
         }
         return SlaveStatus(
             version: NodeVersion.string, store: configuration.store ?? engine.joinedStore, name: terminalName,
-            terminalId: terminalId, seq: engine.lastSeq, masterSeq: max(engine.masterSeq, engine.lastSeq),
+            nodeId: nodeIdentity.nodeId, terminalId: terminalId, seq: engine.lastSeq, masterSeq: max(engine.masterSeq, engine.lastSeq),
             lag: max(0, engine.masterSeq - engine.lastSeq), epoch: engine.epoch, orders: (try? db.orderCount()) ?? 0,
             dataDir: configuration.dataDirectory, avahi: avahiState, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
             master: link, pendingWrites: pendingWrites.count, outbox: engine.outboxCount, mastersSeen: seen)

@@ -16,7 +16,8 @@ extension SlaveNode {
     /// Handles a write from the local API.
     func localWrite(_ message: OperationMessage, single: String?, respond: LocalAPIServer.Respond) {
         let opId = message.opId ?? UUID().uuidString.lowercased()
-        let (write, actions) = engine.localWrite(message, opId: opId, now: WallClock.nowMillis())
+        let (write, actions) = engine.localWrite(
+            message, opId: opId, now: WallClock.nowMillis(), origin: respond.caller.origin(node: terminalName))
         switch write.failure {
         case .duplicateOperation?:
             respond(409, LocalAPIRoute.errorBody(code: "already_exists", message: "operation \(opId) is already waiting in the outbox"))

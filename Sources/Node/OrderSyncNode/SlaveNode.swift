@@ -112,6 +112,7 @@ public final class SlaveNode: @unchecked Sendable {
             "node.started",
             metadata: [
                 "role": "slave", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
+                "node.id": "\(nodeIdentity.nodeId)",
                 "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
                 "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",

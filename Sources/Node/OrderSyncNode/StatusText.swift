@@ -12,7 +12,7 @@ public enum StatusText {
 
     /// A master: its store, service and terminals.
     public static func render(_ m: MasterStatus) -> String {
-        var lines = common(role: m.role, store: m.store, name: m.name, orders: m.orders, seq: m.seq, avahi: m.avahi)
+        var lines = common(role: m.role, store: m.store, name: m.name, orders: m.orders, seq: m.seq, avahi: m.avahi, nodeId: m.nodeId)
         lines.append("port:      \(m.port)")
         lines.append("service:   \(m.serviceName ?? "-") (\(m.serviceType))")
         lines += terminalLines(m)
@@ -22,7 +22,7 @@ public enum StatusText {
 
     /// A slave: its link to the master, how far behind it is and what waits in its outbox.
     public static func render(_ s: SlaveStatus) -> String {
-        var lines = common(role: s.role, store: s.store, name: s.name, orders: s.orders, seq: s.seq, avahi: s.avahi)
+        var lines = common(role: s.role, store: s.store, name: s.name, orders: s.orders, seq: s.seq, avahi: s.avahi, nodeId: s.nodeId)
         let link = s.master
         lines.append("master:    \(link.state.rawValue) \(link.url ?? "-") \(link.serviceName ?? "-") (for \(link.sinceSeconds) s)")
         if let e = link.lastError { lines.append("last error: \(e)") }
@@ -31,10 +31,12 @@ public enum StatusText {
         return lines.joined(separator: "\n")
     }
 
-    private static func common(role: NodeRole, store: String?, name: String, orders: Int, seq: Int64, avahi: AvahiState) -> [String] {
+    private static func common(
+        role: NodeRole, store: String?, name: String, orders: Int, seq: Int64, avahi: AvahiState, nodeId: String
+    ) -> [String] {
         [
             "role:      \(role.rawValue)", "store:     \(store ?? "-")", "name:      \(name)",
-            "orders:    \(orders)", "seq:       \(seq)", "avahi:     \(avahi.rawValue)",
+            "orders:    \(orders)", "seq:       \(seq)", "avahi:     \(avahi.rawValue)", "node id:   \(nodeId)",
         ]
     }
 

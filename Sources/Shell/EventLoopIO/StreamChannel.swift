@@ -90,6 +90,13 @@ public final class StreamChannel {
     /// `true` until the channel closed (it stays `true` while ``closeAfterFlush()`` runs).
     public var isOpen: Bool { state != .closed }
 
+    /// The credentials of the process at the other end of a Unix domain socket
+    /// (`SO_PEERCRED`); throws `EBADF` once the channel is closed.
+    public func peerCredentials() throws -> PeerCredentials {
+        guard socket.isOpen else { throw PosixError(call: "getsockopt(SO_PEERCRED)", errno: EBADF) }
+        return try socket.peerCredentials()
+    }
+
     /// `true` while writes are accepted (connected or connecting, and no close requested).
     public var isWritable: Bool { state == .open || state == .connecting }
 

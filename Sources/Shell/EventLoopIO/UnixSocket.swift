@@ -1,3 +1,4 @@
+internal import CLinux
 import Glibc
 
 /// Client side of a Unix domain stream socket, for command-line tools that talk to a daemon.
@@ -88,5 +89,40 @@ extension Socket {
                 throw PosixError(call: "read", errno: EMSGSIZE, detail: "more than \(maxBytes) bytes")
             }
         }
+    }
+}
+
+/// Who is at the other end of a Unix domain socket, as the kernel recorded it when the
+/// connection was made (`SO_PEERCRED`).
+public struct PeerCredentials: Equatable, Sendable {
+    /// The peer's process id.
+    public var pid: Int32
+    /// The peer's effective user id.
+    public var uid: UInt32
+    /// The peer's effective group id.
+    public var gid: UInt32
+
+    /// Credentials from their parts.
+    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+}
+
+extension Socket {
+    /// The credentials of the process that connected this Unix domain socket.
+    ///
+    /// unix(7): "SO_PEERCRED: Return the credentials of the peer process connected to this
+    /// socket. [...] The returned credentials are those that were in effect at the time of the
+    /// call to connect(2) or socketpair(2)." Throws for sockets of other families.
+    public func peerCredentials() throws -> PeerCredentials {
+        let fd = descriptor
+        precondition(fd >= 0, "use of a closed socket")
+        var pid: Int32 = 0
+        var uid: UInt32 = 0
+        var gid: UInt32 = 0
+        _ = try Syscall.call("getsockopt(SO_PEERCRED)") { CLinux_peer_credentials(fd, &pid, &uid, &gid) }
+        return PeerCredentials(pid: pid, uid: uid, gid: gid)
     }
 }

@@ -36,8 +36,10 @@ public final class OrderDatabase {
     public var isReadOnly: Bool { connection.isReadOnly }
 
     /// Opens (or creates) the database at `path` for reading and writing: WAL mode,
-    /// `synchronous=FULL`, a busy timeout, and every pending migration applied.
+    /// `synchronous=FULL`, a busy timeout, and every pending migration applied. The file and
+    /// its `-wal` and `-shm` companions are mode 0600 whatever the umask (`DatabaseFileMode`).
     public convenience init(path: String) throws {
+        try DatabaseFileMode.restrictToOwner(path)
         try self.init(opening: path, journalMode: "wal")
     }
 
@@ -77,6 +79,7 @@ public final class OrderDatabase {
             // must be enabled separately for each database connection."
             try connection.executeOnce("PRAGMA foreign_keys = ON")
             migrationsApplied = try Schema.migrate(connection)
+            try DatabaseFileMode.restrictCompanions(of: path)
         } catch {
             connection.close()
             throw error

@@ -323,8 +323,11 @@ public final class SlaveEngine {
     // MARK: The outbox
 
     /// Handles a write from the local API. `opId` is the operation id (the caller's, or one
-    /// made for it); `now` is wall-clock milliseconds (the default `created` of a new order).
-    public func localWrite(_ original: OperationMessage, opId: String, now: Int64) -> (LocalWrite, [Action]) {
+    /// made for it); `now` is wall-clock milliseconds (the default `created` of a new order);
+    /// `origin` names the caller in the rejections recorded here (default `NAME (local API)`).
+    public func localWrite(
+        _ original: OperationMessage, opId: String, now: Int64, origin: String? = nil
+    ) -> (LocalWrite, [Action]) {
         var message = original
         message.opId = opId
         var result = LocalWrite(opId: opId, operation: message.operation)
@@ -369,7 +372,8 @@ public final class SlaveEngine {
         // Refused here, before reaching the master: recorded on this terminal.
         c.rejections = plan.errors.map {
             Rejection(
-                recordedAtMillis: now, origin: "\(terminalName) (local API)", opId: opId, operation: message.operation,
+                recordedAtMillis: now, origin: origin ?? "\(terminalName) (local API)", opId: opId,
+                operation: message.operation,
                 orderUUID: $0.uuid, code: $0.code, message: $0.message)
         }
         guard !plan.changes.isEmpty else {

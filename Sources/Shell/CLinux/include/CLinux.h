@@ -14,6 +14,11 @@
 // C library module Swift imports is not built with. CLinux.c defines _GNU_SOURCE and forwards.
 int CLinux_accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 
+// `SO_PEERCRED` fills a `struct ucred`, which <sys/socket.h> also declares only with
+// _GNU_SOURCE: reads the peer's pid, uid and gid of a connected Unix socket. Returns what
+// getsockopt returns (-1 and errno on failure).
+int CLinux_peer_credentials(int sockfd, int32_t *pid, uint32_t *uid, uint32_t *gid);
+
 // The epoll flags are members of the C enum `EPOLL_EVENTS`; as plain constants they read the
 // same on every architecture.
 static const uint32_t CLinux_EPOLLIN = EPOLLIN;

@@ -1,0 +1,135 @@
+import Crypto
+import Foundation
+import Glibc
+
+/// A node's static key pair and the id derived from it.
+///
+/// Every node has one X25519 key pair (`Curve25519.KeyAgreement`), made on its first start and
+/// kept in its data directory (``NodeDefaults/keyFile``) readable by its owner only. The node id
+/// is a readable hash of the public key, as Syncthing's device ids are: the first 20 bytes of
+/// the SHA-256 of the 32-byte public key, in RFC 4648 base32 (no padding), in groups of four
+/// (`ABCD-EFGH-...`, 8 groups). Whoever holds the public key can check the id; nobody can choose
+/// a key for a given id.
+public struct NodeIdentity {
+    /// The static private key.
+    public let privateKey: Curve25519.KeyAgreement.PrivateKey
+    /// The node id of ``publicKey``.
+    public let nodeId: String
+
+    /// The static public key.
+    public var publicKey: Curve25519.KeyAgreement.PublicKey { privateKey.publicKey }
+
+    /// An identity for `privateKey`.
+    public init(privateKey: Curve25519.KeyAgreement.PrivateKey) {
+        self.privateKey = privateKey
+        self.nodeId = Self.nodeId(publicKey: Array(privateKey.publicKey.rawRepresentation))
+    }
+
+    /// The node id of a 32-byte X25519 public key.
+    public static func nodeId(publicKey: [UInt8]) -> String {
+        let digest = Array(SHA256.hash(data: publicKey).prefix(20))
+        let text = Array(base32(digest))
+        return stride(from: 0, to: text.count, by: 4).map { String(text[$0..<min($0 + 4, text.count)]) }
+            .joined(separator: "-")
+    }
+
+    /// RFC 4648 section 6 base32 without padding ("The Base 32 Alphabet": A-Z then 2-7).
+    static func base32(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        var out = ""
+        var buffer: UInt32 = 0
+        var bits = 0
+        for byte in bytes {
+            buffer = (buffer << 8) | UInt32(byte)
+            bits += 8
+            while bits >= 5 {
+                out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
+                bits -= 5
+            }
+        }
+        if bits > 0 {
+            out.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)])
+        }
+        return out
+    }
+
+    /// Loads the key file at `path`, or makes a new key and writes it there when no file exists.
+    ///
+    /// Refuses a key file that is not a regular file owned by this user, or that its group or
+    /// others may read, with a message that says how to fix it; a damaged key file is reported,
+    /// never replaced (replacing it would change the node's id).
+    public static func loadOrCreate(path: String) throws -> NodeIdentity {
+        if let existing = try load(path: path) {
+            return existing
+        }
+        let identity = NodeIdentity(privateKey: Curve25519.KeyAgreement.PrivateKey())
+        try write(identity, to: path)
+        return identity
+    }
+
+    /// The key file's text: one line, the 32-byte private key in base64.
+    static func fileText(_ identity: NodeIdentity) -> String {
+        identity.privateKey.rawRepresentation.base64EncodedString() + "\n"
+    }
+
+    private static func load(path: String) throws -> NodeIdentity? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw NodeStartupError("cannot open the node key \(path): \(String(cString: strerror(code)))")
+        }
+        defer { Glibc.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw NodeStartupError("the node key \(path) is not a regular file")
+        }
+        guard info.st_uid == geteuid() else {
+            throw NodeStartupError(
+                "the node key \(path) belongs to uid \(info.st_uid), not to this user (uid \(geteuid())); run the node as its owner")
+        }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw NodeStartupError(
+                "the node key \(path) is readable by group or others (mode \(String(mode, radix: 8))); "
+                    + "run `chmod 600 \(path)`, and if others may have read it, treat the key as leaked")
+        }
+        var bytes = [UInt8](repeating: 0, count: 256)
+        let count = Glibc.read(fd, &bytes, bytes.count)
+        guard count > 0,
+            let text = String(bytes: bytes[0..<count], encoding: .utf8),
+            let raw = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)),
+            let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: raw)
+        else {
+            throw NodeStartupError(
+                "the node key \(path) is damaged (expected one line of base64, 32 bytes); restore it from a backup")
+        }
+        return NodeIdentity(privateKey: key)
+    }
+
+    /// Writes the key to a new file (mode 0600 whatever the umask) and moves it into place, so a
+    /// crash never leaves a half-written key.
+    private static func write(_ identity: NodeIdentity, to path: String) throws {
+        let temporary = path + ".new"
+        unlink(temporary)
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw NodeStartupError("cannot create the node key \(temporary): \(String(cString: strerror(errno)))")
+        }
+        let bytes = Array(fileText(identity).utf8)
+        // fchmod(2) is not subject to the umask, unlike open's mode.
+        let ok = fchmod(fd, 0o600) == 0 && Glibc.write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
+        let code = errno
+        Glibc.close(fd)
+        guard ok, rename(temporary, path) == 0 else {
+            let failure = ok ? errno : code
+            unlink(temporary)
+            throw NodeStartupError("cannot write the node key \(path): \(String(cString: strerror(failure)))")
+        }
+        let directory = Glibc.open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            _ = fsync(directory)
+            Glibc.close(directory)
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import EventLoopIO
+import Foundation
+import Glibc
+import JSON
+import OrderSyncNode
+import XCTest
+
+/// The data directory's files are private whatever the umask; a directory others may write is
+/// refused; the local API names the caller's uid in the journal.
+final class DataDirectoryTests: XCTestCase {
+    private func temporaryPath() -> String {
+        let d = NSTemporaryDirectory() + "ordersync-datadir-" + UUID().uuidString
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: d) }
+        return d
+    }
+
+    private func configuration(_ directory: String, role: NodeRole = .master) -> NodeConfiguration {
+        NodeConfiguration(
+            role: role, dataDirectory: directory, store: "shop1", name: "front", serviceType: NodeDefaults.serviceType,
+            port: 0, listenAddress: "127.0.0.1", masterURL: nil)
+    }
+
+    private func mode(_ path: String) -> mode_t? {
+        var info = stat()
+        return lstat(path, &info) == 0 ? info.st_mode & 0o7777 : nil
+    }
+
+    func testFilesAreOwnerOnlyUnderUmask000() throws {
+        try assertFilesAreOwnerOnly(umask: 0o000)
+    }
+
+    func testFilesAreOwnerOnlyUnderUmask022() throws {
+        try assertFilesAreOwnerOnly(umask: 0o022)
+    }
+
+    private func assertFilesAreOwnerOnly(umask mask: mode_t) throws {
+        let previous = umask(mask)
+        defer { umask(previous) }
+        let path = temporaryPath() + "/nested/data"
+        let c = configuration(path)
+        let directory = try DataDirectory(claimingFor: c)
+        try directory.database.setMetadata("probe", "1")
+        XCTAssertEqual(mode(path), 0o700)
+        for file in [c.databasePath, c.databasePath + "-wal", c.databasePath + "-shm", c.lockPath, c.keyPath] {
+            XCTAssertEqual(mode(file), 0o600, file)
+        }
+        let id = directory.nodeIdentity.nodeId
+        directory.close()
+        let again = try DataDirectory(claimingFor: c)
+        XCTAssertEqual(again.nodeIdentity.nodeId, id, "the key is made once and reloaded")
+        again.close()
+    }
+
+    func testAWorldOrGroupWritableDirectoryIsRefused() throws {
+        let path = temporaryPath()
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        for bits: mode_t in [0o777, 0o770, 0o1777] {
+            XCTAssertEqual(chmod(path, bits), 0)
+            XCTAssertThrowsError(try DataDirectory(claimingFor: configuration(path))) { error in
+                let text = "\(error)"
+                XCTAssertTrue(text.contains("is writable by"), text)
+                XCTAssertTrue(text.contains("chmod 700"), text)
+            }
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: configuration(path).databasePath), "nothing is written")
+        XCTAssertEqual(chmod(path, 0o750), 0)
+        try DataDirectory(claimingFor: configuration(path)).close()
+    }
+
+    func testADirectoryOfAnotherUserIsRefused() throws {
+        guard geteuid() == 0 else { throw XCTSkip("changing a directory's owner needs root") }
+        let path = temporaryPath()
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        XCTAssertEqual(chown(path, 65534, 65534), 0)
+        XCTAssertThrowsError(try DataDirectory(claimingFor: configuration(path))) { error in
+            XCTAssertTrue("\(error)".contains("belongs to uid 65534"), "\(error)")
+        }
+    }
+
+    func testLocalAPIWritesNameTheCallersUidInTheJournal() throws {
+        let master = try RunningNode(role: .master, dataDirectory: temporaryPath(), name: "front")
+        defer { master.stop() }
+        let client = LocalAPIClient(dataDirectory: master.dataDirectory)
+        let uuid = UUID().uuidString.lowercased()
+        let created = try client.send(
+            method: "POST", path: "/v1/orders",
+            body: .object(JSONObject([("uuid", .string(uuid)), ("customerName", .string("Ada"))])))
+        XCTAssertEqual(created.status, 201, "\(created.body)")
+        let journal = try client.send(method: "GET", path: "/v1/journal")
+        let entries = try XCTUnwrap(journal.body.objectValue?["entries"]?.arrayValue)
+        XCTAssertEqual(entries.last?.objectValue?["origin"]?.stringValue, "front (local API, uid \(geteuid()))")
+
+        guard case .master(let status) = try master.status() else { return XCTFail("not a master") }
+        let key = try String(contentsOfFile: master.dataDirectory + "/" + NodeDefaults.keyFile, encoding: .utf8)
+        XCTAssertFalse(key.isEmpty)
+        XCTAssertTrue(status.nodeId.range(of: #"^([A-Z2-7]{4}-){7}[A-Z2-7]{4}$"#, options: .regularExpression) != nil, status.nodeId)
+        XCTAssertTrue(StatusText.render(status).contains("node id:   \(status.nodeId)"))
+    }
+
+    func testASlaveNamesTheCallersUidInTheRefusalsItMakes() throws {
+        let slave = try RunningNode(
+            role: .slave, dataDirectory: temporaryPath(), name: "bar-2", masterURL: MasterURL(host: "127.0.0.1", port: 9))
+        defer { slave.stop() }
+        let client = LocalAPIClient(dataDirectory: slave.dataDirectory)
+        let uuid = UUID().uuidString.lowercased()
+        let refused = try client.send(
+            method: "PATCH", path: "/v1/orders/\(uuid)", body: .object(JSONObject([("customerName", .string("Bo"))])))
+        XCTAssertEqual(refused.status, 404, "\(refused.body)")
+        let rejections = try client.send(method: "GET", path: "/v1/rejections")
+        let entries = try XCTUnwrap(rejections.body.objectValue?["rejections"]?.arrayValue, "\(rejections.body)")
+        XCTAssertEqual(entries.last?.objectValue?["origin"]?.stringValue, "bar-2 (local API, uid \(geteuid()))")
+    }
+}

@@ -1,0 +1,74 @@
+import Crypto
+import Foundation
+import Glibc
+import XCTest
+
+@testable import OrderSyncNode
+
+/// The node key: made once, kept 0600, reloaded; its id a stable readable hash.
+final class NodeIdentityTests: XCTestCase {
+    private func temporaryDirectory() throws -> String {
+        let d = NSTemporaryDirectory() + "ordersync-identity-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: d) }
+        return d
+    }
+
+    func testBase32FollowsRFC4648() {
+        // RFC 4648 section 10 test vectors, without their padding.
+        let vectors = ["": "", "f": "MY", "fo": "MZXQ", "foo": "MZXW6", "foob": "MZXW6YQ", "fooba": "MZXW6YTB", "foobar": "MZXW6YTBOI"]
+        for (input, output) in vectors {
+            XCTAssertEqual(NodeIdentity.base32(Array(input.utf8)), output, input)
+        }
+    }
+
+    func testNodeIdOfAFixedKeyIsStable() throws {
+        // Private key 01 02 ... 20; its public key and id computed independently (Python's
+        // `cryptography` X25519, hashlib SHA-256, base64.b32encode).
+        let key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: Array(1...32) as [UInt8])
+        XCTAssertEqual(
+            key.publicKey.rawRepresentation.map { String(format: "%02x", $0) }.joined(),
+            "07a37cbc142093c8b755dc1b10e86cb426374ad16aa853ed0bdfc0b2b86d1c7c")
+        let identity = NodeIdentity(privateKey: key)
+        XCTAssertEqual(identity.nodeId, "VKUP-75YD-WUFS-FF7U-63QT-KCHX-EQQN-S36Q")
+        XCTAssertEqual(NodeIdentity.fileText(identity), "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\n")
+    }
+
+    func testKeyIsCreatedOnceWithMode0600AndReloaded() throws {
+        let path = try temporaryDirectory() + "/node.key"
+        let previous = umask(0)
+        defer { umask(previous) }
+        let first = try NodeIdentity.loadOrCreate(path: path)
+        var info = stat()
+        XCTAssertEqual(stat(path, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o7777, 0o600)
+        let second = try NodeIdentity.loadOrCreate(path: path)
+        XCTAssertEqual(second.nodeId, first.nodeId)
+        XCTAssertEqual(second.privateKey.rawRepresentation, first.privateKey.rawRepresentation)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), NodeIdentity.fileText(first))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + ".new"))
+    }
+
+    func testAKeyReadableByOthersIsRefused() throws {
+        let path = try temporaryDirectory() + "/node.key"
+        _ = try NodeIdentity.loadOrCreate(path: path)
+        XCTAssertEqual(chmod(path, 0o644), 0)
+        XCTAssertThrowsError(try NodeIdentity.loadOrCreate(path: path)) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("readable by group or others (mode 644)"), text)
+            XCTAssertTrue(text.contains("chmod 600"), text)
+        }
+        XCTAssertEqual(chmod(path, 0o640), 0)
+        XCTAssertThrowsError(try NodeIdentity.loadOrCreate(path: path))
+    }
+
+    func testADamagedKeyIsReportedAndKept() throws {
+        let path = try temporaryDirectory() + "/node.key"
+        XCTAssertTrue(
+            FileManager.default.createFile(atPath: path, contents: Data("not a key\n".utf8), attributes: [.posixPermissions: 0o600]))
+        XCTAssertThrowsError(try NodeIdentity.loadOrCreate(path: path)) { error in
+            XCTAssertTrue("\(error)".contains("damaged"), "\(error)")
+        }
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "not a key\n")
+    }
+}
