@@ -14,13 +14,17 @@ final class RunningNode: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// Starts a master (`masterURL` nil) or a slave of `masterURL`; returns once it serves.
-    init(role: NodeRole, dataDirectory: String, name: String, masterURL: MasterURL? = nil) throws {
+    init(
+        role: NodeRole, dataDirectory: String, name: String, masterURL: MasterURL? = nil,
+        configure: (inout NodeConfiguration) -> Void = { _ in }
+    ) throws {
         self.dataDirectory = dataDirectory
         var configuration = NodeConfiguration(
             role: role, dataDirectory: dataDirectory, store: role == .master ? "shop1" : nil,
             name: name, serviceType: NodeDefaults.serviceType, port: 0,
             listenAddress: "127.0.0.1", masterURL: masterURL)
         configuration.pingInterval = .seconds(1)
+        configure(&configuration)
         let config = configuration
         let started = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<(UInt16, @Sendable () -> Void), any Error>?>(nil)

@@ -48,6 +48,11 @@ extension MasterNode {
             }
             // The heartbeat tells the slave the latest sequence: it notices what it missed, and
             // its ack tells the master how far behind it is. StorePOS terminals are pinged.
+            // Flow control: the next snapshot part when the link has sent most of what waits.
+            transport.onSendDrained = { [weak self, weak session] in
+                guard let self = self, let s = session else { return }
+                self.sendSnapshotParts(to: s)
+            }
             transport.onIdle = { [weak self, weak session] in
                 guard let self = self, let s = session, let beat = self.engine.heartbeat(for: s.id) else { return .ping }
                 s.transport.sendText(beat)
@@ -71,6 +76,7 @@ extension MasterNode {
                 ])
             ensureMaintenanceTimer()
             perform(engine.peerConnected(s.id, address: s.address, speaksOrderSync: s.speaksOrderSync))
+            sendSnapshotParts(to: s)
         case .text(let text):
             terminalMessage(text, from: s)
         case .binary:
@@ -116,6 +122,16 @@ extension MasterNode {
 
     func terminalMessage(_ text: String, from s: TerminalSession) {
         perform(engine.received(text, from: s.id, now: WallClock.nowMillis()))
+        sendSnapshotParts(to: s)
+    }
+
+    /// Sends the terminal's next snapshot parts while its link has room (fewer unsent bytes
+    /// than the low-water mark); the transport's drained callback calls again for the rest.
+    func sendSnapshotParts(to s: TerminalSession) {
+        let lowWater = min(configuration.snapshotLowWaterBytes, configuration.maxPendingSendBytes / 2)
+        while s.phase == .open, s.transport.isOpen, engine.isReceivingSnapshot(s.id), s.transport.pendingSendBytes < lowWater {
+            perform(engine.snapshotDue(for: s.id))
+        }
     }
 
     /// Carries out what the engine asked for. A broadcast frame is encoded once and the same

@@ -59,6 +59,8 @@ public final class MasterNode: @unchecked Sendable {
         terminalName = configuration.name ?? DataDirectory.hostName()
         engine = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: try db.databaseEpoch())
         engine.snapshotChunk = NodeDefaults.snapshotChunk
+        engine.pacesSnapshots = true
+        engine.maxHeldSnapshotBytes = configuration.maxHeldSnapshotBytes
         engine.rateLimit = RateLimit(operationsPerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"

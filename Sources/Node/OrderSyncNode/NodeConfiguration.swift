@@ -60,6 +60,12 @@ public enum NodeDefaults {
     public static let acceptPause: Duration = .milliseconds(500)
     /// Per-connection limit of bytes queued for a slow reader before it is disconnected.
     public static let maxPendingSendBytes = 16 << 20
+    /// The master sends a terminal the next snapshot part only while fewer bytes than this
+    /// wait unsent on its link.
+    public static let snapshotLowWaterBytes = 1 << 20
+    /// The most bytes of operations held for a terminal while its snapshot goes out; beyond,
+    /// it is closed and gets a fresh snapshot when it reconnects.
+    public static let maxHeldSnapshotBytes = 8 << 20
 }
 
 /// A node's role.
@@ -161,6 +167,12 @@ public struct NodeConfiguration: Sendable {
     public var rateLimitPerSecond = NodeDefaults.rateLimitPerSecond
     /// Master: operations one terminal may send in a burst.
     public var rateLimitBurst = NodeDefaults.rateLimitBurst
+    /// Per-connection limit of bytes queued for a slow reader before it is disconnected.
+    public var maxPendingSendBytes = NodeDefaults.maxPendingSendBytes
+    /// Master: the unsent bytes below which a terminal gets its next snapshot part.
+    public var snapshotLowWaterBytes = NodeDefaults.snapshotLowWaterBytes
+    /// Master: the most bytes of operations held for a terminal during its snapshot.
+    public var maxHeldSnapshotBytes = NodeDefaults.maxHeldSnapshotBytes
 
     /// A configuration from its parts.
     public init(

@@ -70,6 +70,7 @@ extension NodeConfiguration {
             handshakeDeadline: handshakeTimeout,
             frameDeadline: frameTimeout,
             heartbeat: .init(idleInterval: pingInterval, silenceLimit: peerTimeout),
-            maxPendingSendBytes: NodeDefaults.maxPendingSendBytes)
+            maxPendingSendBytes: maxPendingSendBytes,
+            sendLowWaterBytes: min(snapshotLowWaterBytes, maxPendingSendBytes / 2))
     }
 }

@@ -41,6 +41,11 @@ public final class StreamChannel {
     public var closeTimeout: Duration = .seconds(5)
     /// Bytes accepted by ``write(_:)`` but not yet handed to the kernel.
     public private(set) var pendingBytes = 0
+    /// Called on the loop thread when a flush brings ``pendingBytes`` from above
+    /// ``drainedThreshold`` to at most it: the owner may write more (flow control).
+    public var onDrained: (() -> Void)?
+    /// The low-water mark for ``onDrained`` (default 1 MiB).
+    public var drainedThreshold = 1 << 20
 
     let socket: Socket
     let descriptor: Int32
@@ -157,6 +162,7 @@ public final class StreamChannel {
 
     /// Sends as much of the outbound buffer as the kernel takes.
     private func flush() {
+        let wasAboveThreshold = pendingBytes > drainedThreshold
         do {
             while outboundHead < outbound.count {
                 let chunk = outbound[outboundHead]
@@ -192,6 +198,7 @@ public final class StreamChannel {
             flushedBeforeClose()
         } else {
             updateInterest()
+            if wasAboveThreshold, pendingBytes <= drainedThreshold, isWritable { onDrained?() }
         }
     }
 
@@ -278,6 +285,7 @@ public final class StreamChannel {
         let callback = onClose
         onRead = nil
         onClose = nil
+        onDrained = nil
         onConnected = nil
         loop.runSoon {
             callback?(reason)

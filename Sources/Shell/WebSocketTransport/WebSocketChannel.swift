@@ -68,6 +68,13 @@ public final class WebSocketChannel {
     /// Called when the peer has been silent for the heartbeat's idle interval; the owner may
     /// send a message of its own and answer ``IdleResponse/sentHeartbeat``. Unset: a ping.
     public var onIdle: (() -> IdleResponse)?
+    /// Called while open when the unsent bytes fall from above
+    /// ``WebSocketChannelConfiguration/sendLowWaterBytes`` to at most it: the owner may send
+    /// more (flow control for long transfers, see ``pendingSendBytes``).
+    public var onSendDrained: (() -> Void)?
+
+    /// Bytes sent but not yet handed to the kernel (0 before the handshake and after the end).
+    public var pendingSendBytes: Int { streamChannel?.pendingBytes ?? 0 }
 
     var state: State
     var handshake: Handshake
@@ -130,6 +137,11 @@ public final class WebSocketChannel {
     func attach(_ channel: StreamChannel) {
         channel.maxPendingBytes = configuration.maxPendingSendBytes
         channel.maxReadBytes = configuration.maxReadBytes
+        channel.drainedThreshold = configuration.sendLowWaterBytes
+        channel.onDrained = { [self] in
+            guard case .open = state else { return }
+            onSendDrained?()
+        }
         channel.onRead = { [self] bytes in received(bytes) }
         channel.onClose = { [self] reason in channelClosed(reason) }
     }
@@ -253,6 +265,7 @@ public final class WebSocketChannel {
             let callback = onEvent
             onEvent = nil
             onIdle = nil
+            onSendDrained = nil
             callback?(.ended(ending))
         }
         if wasResolving {

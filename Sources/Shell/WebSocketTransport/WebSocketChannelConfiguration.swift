@@ -40,6 +40,9 @@ public struct WebSocketChannelConfiguration: Sendable, Equatable {
     /// Bytes a peer that does not read may leave unsent before the connection is dropped
     /// (`StreamChannel.maxPendingBytes`).
     public var maxPendingSendBytes: Int
+    /// The low-water mark of unsent bytes below which ``WebSocketChannel/onSendDrained`` is
+    /// called again (`StreamChannel.drainedThreshold`).
+    public var sendLowWaterBytes: Int
     /// The most bytes read per readiness notification (`StreamChannel.maxReadBytes`).
     public var maxReadBytes: Int
     /// Whether binary messages are delivered. When `false` (text-only), a binary message
@@ -57,7 +60,8 @@ public struct WebSocketChannelConfiguration: Sendable, Equatable {
         clientCloseWait: Duration = .seconds(2),
         maxPendingSendBytes: Int = 16 << 20,
         maxReadBytes: Int = 64 << 10,
-        acceptsBinary: Bool = false
+        acceptsBinary: Bool = false,
+        sendLowWaterBytes: Int = 1 << 20
     ) {
         self.limits = limits
         self.handshakeDeadline = handshakeDeadline
@@ -68,5 +72,6 @@ public struct WebSocketChannelConfiguration: Sendable, Equatable {
         self.maxPendingSendBytes = maxPendingSendBytes
         self.maxReadBytes = maxReadBytes
         self.acceptsBinary = acceptsBinary
+        self.sendLowWaterBytes = sendLowWaterBytes
     }
 }

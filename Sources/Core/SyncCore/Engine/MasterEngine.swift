@@ -34,10 +34,15 @@ public final class MasterEngine {
     /// Close codes the engine asks for (RFC 6455 7.4.1).
     public static let policyViolation: UInt16 = 1008
     public static let internalError: UInt16 = 1011
+    /// A terminal that fell too far behind during its snapshot: it reconnects and starts again.
+    public static let tryAgainLater: UInt16 = 1013
 
     public enum PeerPhase: Equatable, Sendable {
         /// An OrderSync slave: waiting for its `hello`.
         case awaitingHello
+        /// Its snapshot is going out a part at a time (`pacesSnapshots`); what it must also
+        /// receive meanwhile is held and follows the last part.
+        case receivingSnapshot
         /// Receives broadcasts.
         case live
         /// Its link is being closed; nothing more is read from it or sent to it.
@@ -88,6 +93,18 @@ public final class MasterEngine {
 
     /// Orders per snapshot message.
     public var snapshotChunk = 500
+    /// When true, a snapshot goes out only a part at a time as the shell asks for it
+    /// (`snapshotDue(for:)`, when the terminal's send buffer has room); when false, every part
+    /// at once (the simulation, tests).
+    public var pacesSnapshots = false
+    /// The most bytes held for a terminal while its snapshot goes out; beyond, its link is
+    /// closed (`tryAgainLater`) and it gets a fresh snapshot when it reconnects.
+    public var maxHeldSnapshotBytes = 8 << 20
+    /// Snapshots going out, by terminal (see `MasterEngine+Snapshot.swift`).
+    var snapshots: [Int: SnapshotStream] = [:]
+    /// The orders last read for a snapshot and the sequence they stand at: terminals joining
+    /// at the same sequence share one read (and, copy-on-write, one array).
+    var snapshotRead: (seq: Int64, orders: [Order])?
     /// Most journal entries sent to catch a terminal up; further behind, a snapshot is cheaper.
     public var maxCatchUpEntries = 10_000
     /// Terminals not heard from for this long are forgotten (they get a snapshot if they come
@@ -119,12 +136,13 @@ public final class MasterEngine {
         guard !speaksOrderSync else { return [] }
         var out: [Action] = []
         sendSnapshot(to: id, &out)
-        return out
+        return route(out)
     }
 
     /// A terminal's link ended.
     public func peerDisconnected(_ id: Int, now: Int64) -> [Action] {
         guard let p = peers.removeValue(forKey: id) else { return [] }
+        endSnapshot(of: id)
         var out: [Action] = []
         remember([p], now: now, &out)
         return out
@@ -155,7 +173,7 @@ public final class MasterEngine {
             let outcome = apply(message, origin: p.origin, now: now)
             deliver(outcome, message: message, origin: p.origin, sender: id, now: now, &out)
         }
-        return out
+        return route(out)
     }
 
     /// A write through the master's own local API.
@@ -163,7 +181,7 @@ public final class MasterEngine {
         var out: [Action] = []
         let outcome = apply(message, origin: origin, now: now)
         deliver(outcome, message: message, origin: origin, sender: nil, now: now, &out)
-        return (outcome, out)
+        return (outcome, route(out))
     }
 
     /// The heartbeat for an idle OrderSync terminal: the latest sequence, so it notices what it
@@ -286,50 +304,6 @@ public final class MasterEngine {
         // Gapless by construction (sequence numbers are assigned in the commit's transaction).
         guard entries.first?.seq == seq + 1, entries.last?.seq == lastSeq, entries.count == Int(lastSeq - seq) else { return nil }
         return entries.map(\.message)
-    }
-
-    /// The snapshot messages (all orders, in parts) and the sequence they stand at.
-    /// `applied` (operation ids the terminal still holds that the snapshot already contains)
-    /// goes with the last part.
-    public func snapshotMessages(applied: [String: Int64] = [:]) throws -> (messages: [String], count: Int, seq: Int64) {
-        let orders = try store.allOrders()
-        let chunk = max(1, snapshotChunk)
-        let parts = max(1, (orders.count + chunk - 1) / chunk)
-        var messages: [String] = []
-        for p in 0..<parts {
-            let slice = Array(orders[min(orders.count, p * chunk)..<min(orders.count, (p + 1) * chunk)])
-            messages.append(
-                ServerMessage.applied(
-                    operation: .create, orders: slice, seq: nil, opId: nil, origin: nil,
-                    snapshot: SnapshotPart(
-                        seq: lastSeq, part: p + 1, parts: parts, epoch: epoch,
-                        applied: p + 1 == parts ? applied : [:])
-                ).encoded())
-        }
-        return (messages, orders.count, lastSeq)
-    }
-
-    private func sendSnapshot(to id: Int, applied: [String: Int64] = [:], _ out: inout [Action]) {
-        guard let p = peers[id] else { return }
-        do {
-            let snap = try snapshotMessages(applied: applied)
-            for m in snap.messages { out.append(.send(peer: id, text: m)) }
-            if p.speaksOrderSync {
-                out.append(.send(peer: id, text: ServerMessage.ready(seq: snap.seq, epoch: epoch, store: storeId).encoded()))
-            }
-            peers[id]?.phase = .live
-            out.append(
-                .log(
-                    EngineLog(
-                        .info, "snapshot.sent",
-                        [
-                            ("peer.address", p.address), ("orders", "\(snap.count)"),
-                            ("seq", "\(snap.seq)"), ("messages", "\(snap.messages.count)"),
-                        ])))
-        } catch {
-            out.append(.log(EngineLog(.error, "snapshot.failed", [("peer.address", p.address), ("error", "\(error)")])))
-            out.append(.close(peer: id, code: MasterEngine.internalError, reason: "could not read the store"))
-        }
     }
 
     // MARK: Applying operations

@@ -1,0 +1,142 @@
+/// Snapshots: read once at a sequence, sent a part at a time, with the terminal's other
+/// messages held until the last part.
+///
+/// Consistency: the orders are read in one store read while the engine (single-threaded, like
+/// every caller of it) stands at `lastSeq`; the parts are cut from that array, never read again,
+/// so writes applied meanwhile cannot tear the snapshot. Those writes reach the terminal as the
+/// held broadcasts after `ready`, in sequence order, exactly as a terminal expects operations
+/// after a snapshot at `seq`.
+extension MasterEngine {
+    /// The snapshot messages (all orders, in parts) and the sequence they stand at.
+    /// `applied` (operation ids the terminal still holds that the snapshot already contains)
+    /// goes with the last part.
+    public func snapshotMessages(applied: [String: Int64] = [:]) throws -> (messages: [String], count: Int, seq: Int64) {
+        var stream = try snapshotStream(applied: applied, sendsReady: false)
+        var messages: [String] = []
+        while let part = stream.nextPart() { messages.append(part) }
+        return (messages, stream.orderCount, stream.seq)
+    }
+
+    /// A snapshot of the store as it stands now, ready to be handed out a part at a time.
+    public func snapshotStream(applied: [String: Int64] = [:], sendsReady: Bool) throws -> SnapshotStream {
+        let orders: [Order]
+        if let read = snapshotRead, read.seq == lastSeq {
+            orders = read.orders
+        } else {
+            orders = try store.allOrders()
+            snapshotRead = (lastSeq, orders)
+        }
+        return SnapshotStream(
+            orders: orders, seq: lastSeq, chunk: snapshotChunk, epoch: epoch, storeId: storeId, applied: applied,
+            sendsReady: sendsReady)
+    }
+
+    /// Whether the terminal's snapshot is still going out.
+    public func isReceivingSnapshot(_ id: Int) -> Bool { snapshots[id] != nil }
+
+    /// The next part of the terminal's snapshot (the shell asks when the terminal's send buffer
+    /// has room); after the last part, `ready` and every message held meanwhile. Nothing when
+    /// no snapshot is going out to it.
+    public func snapshotDue(for id: Int) -> [Action] {
+        guard var stream = snapshots[id], let part = stream.nextPart() else { return [] }
+        var out: [Action] = [.send(peer: id, text: part)]
+        if stream.isComplete {
+            completeSnapshot(stream, to: id, &out)
+        } else {
+            snapshots[id] = stream
+        }
+        return out
+    }
+
+    /// Starts the terminal's snapshot: every part at once, or (`pacesSnapshots`) none yet.
+    func sendSnapshot(to id: Int, applied: [String: Int64] = [:], _ out: inout [Action]) {
+        guard let p = peers[id] else { return }
+        do {
+            var stream = try snapshotStream(applied: applied, sendsReady: p.speaksOrderSync)
+            if pacesSnapshots {
+                snapshots[id] = stream
+                peers[id]?.phase = .receivingSnapshot
+                out.append(
+                    .log(
+                        EngineLog(
+                            .debug, "snapshot.started",
+                            [
+                                ("peer.address", p.address), ("orders", "\(stream.orderCount)"),
+                                ("seq", "\(stream.seq)"), ("messages", "\(stream.parts)"),
+                            ])))
+                return
+            }
+            while let part = stream.nextPart() { out.append(.send(peer: id, text: part)) }
+            completeSnapshot(stream, to: id, &out)
+        } catch {
+            out.append(.log(EngineLog(.error, "snapshot.failed", [("peer.address", p.address), ("error", "\(error)")])))
+            out.append(.close(peer: id, code: MasterEngine.internalError, reason: "could not read the store"))
+        }
+    }
+
+    /// After the last part: `ready`, the held messages; the terminal is live.
+    private func completeSnapshot(_ stream: SnapshotStream, to id: Int, _ out: inout [Action]) {
+        var stream = stream
+        let held = stream.held.count
+        for text in stream.finish() { out.append(.send(peer: id, text: text)) }
+        endSnapshot(of: id)
+        peers[id]?.phase = .live
+        out.append(
+            .log(
+                EngineLog(
+                    .info, "snapshot.sent",
+                    [
+                        ("peer.address", peers[id]?.address ?? "?"), ("orders", "\(stream.orderCount)"),
+                        ("seq", "\(stream.seq)"), ("messages", "\(stream.parts)"), ("held", "\(held)"),
+                    ])))
+    }
+
+    /// Forgets the terminal's snapshot, and the shared read once no snapshot uses it.
+    func endSnapshot(of id: Int) {
+        snapshots[id] = nil
+        if snapshots.isEmpty { snapshotRead = nil }
+    }
+
+    /// Holds what is meant for terminals whose snapshot is still going out: a message to one of
+    /// them, and every broadcast (they are not among its live peers). A terminal whose held
+    /// messages outgrow `maxHeldSnapshotBytes` is closed; it gets a fresh snapshot when it
+    /// reconnects.
+    func route(_ actions: [Action]) -> [Action] {
+        guard !snapshots.isEmpty else { return actions }
+        var out: [Action] = []
+        var overrun: [Int] = []
+        for action in actions {
+            switch action {
+            case .send(let id, let text) where snapshots[id] != nil:
+                snapshots[id]?.hold(text)
+                if (snapshots[id]?.heldBytes ?? 0) > maxHeldSnapshotBytes { overrun.append(id) }
+            case .broadcast(let text, _):
+                out.append(action)
+                for id in snapshots.keys.sorted() {
+                    snapshots[id]?.hold(text)
+                    if (snapshots[id]?.heldBytes ?? 0) > maxHeldSnapshotBytes { overrun.append(id) }
+                }
+            case .close(let id, _, _):
+                endSnapshot(of: id)
+                out.append(action)
+            default:
+                out.append(action)
+            }
+        }
+        for id in Set(overrun).sorted() where snapshots[id] != nil {
+            let stream = snapshots[id]
+            endSnapshot(of: id)
+            peers[id]?.phase = .closing
+            out.append(
+                .log(
+                    EngineLog(
+                        .warning, "snapshot.overrun",
+                        [
+                            ("peer.address", peers[id]?.address ?? "?"), ("held_bytes", "\(stream?.heldBytes ?? 0)"),
+                            ("part", "\(stream?.sentParts ?? 0)"), ("parts", "\(stream?.parts ?? 0)"),
+                        ])))
+            out.append(.close(peer: id, code: MasterEngine.tryAgainLater, reason: "too far behind during its snapshot"))
+        }
+        return out
+    }
+}

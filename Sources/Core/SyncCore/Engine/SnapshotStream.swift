@@ -1,0 +1,78 @@
+/// One terminal's snapshot on its way, handed out a part at a time, with what must follow it.
+///
+/// The orders are read once, in one store read at `seq`, when the snapshot starts: every part
+/// comes from that one consistent view, however many operations the master applies while the
+/// parts go out. Those operations are held (`hold(_:)`) and follow the last part and `ready`, in
+/// order; the terminal expects them there, since they carry sequence numbers above `seq`.
+/// Pure: no I/O, the caller decides when the next part is due (flow control).
+public struct SnapshotStream: Sendable {
+    /// The journal sequence the snapshot stands at.
+    public let seq: Int64
+    /// How many orders the snapshot holds.
+    public var orderCount: Int { orders.count }
+    /// How many `applied` messages the snapshot takes (at least one, even when empty).
+    public let parts: Int
+    /// How many parts were handed out.
+    public private(set) var sentParts = 0
+    /// The messages held for the terminal while its snapshot goes out, oldest first.
+    public private(set) var held: [String] = []
+    /// The UTF-8 bytes of `held`.
+    public private(set) var heldBytes = 0
+
+    private let orders: [Order]
+    private let chunk: Int
+    private let epoch: String
+    private let storeId: String
+    private let applied: [String: Int64]
+    private let sendsReady: Bool
+
+    /// A stream of `orders` (as they stood at `seq`) in parts of `chunk`. `applied` (the
+    /// terminal's waiting operations the snapshot already holds) goes with the last part;
+    /// `sendsReady` adds `ready` after it (OrderSync terminals, not StorePOS ones).
+    public init(
+        orders: [Order], seq: Int64, chunk: Int, epoch: String, storeId: String, applied: [String: Int64] = [:],
+        sendsReady: Bool
+    ) {
+        self.orders = orders
+        self.seq = seq
+        self.chunk = max(1, chunk)
+        self.parts = max(1, (orders.count + self.chunk - 1) / self.chunk)
+        self.epoch = epoch
+        self.storeId = storeId
+        self.applied = applied
+        self.sendsReady = sendsReady
+    }
+
+    /// True once every part was handed out.
+    public var isComplete: Bool { sentParts == parts }
+
+    /// The next part's message, or nil when every part was handed out.
+    public mutating func nextPart() -> String? {
+        guard sentParts < parts else { return nil }
+        let start = min(orders.count, sentParts * chunk)
+        let end = min(orders.count, start + chunk)
+        sentParts += 1
+        return ServerMessage.applied(
+            operation: .create, orders: Array(orders[start..<end]), seq: nil, opId: nil, origin: nil,
+            snapshot: SnapshotPart(
+                seq: seq, part: sentParts, parts: parts, epoch: epoch, applied: sentParts == parts ? applied : [:])
+        ).encoded()
+    }
+
+    /// Keeps `text` for after the snapshot.
+    public mutating func hold(_ text: String) {
+        held.append(text)
+        heldBytes += text.utf8.count
+    }
+
+    /// What follows the last part: `ready` (for an OrderSync terminal), then the held messages.
+    /// Empties the held messages.
+    public mutating func finish() -> [String] {
+        var tail: [String] = []
+        if sendsReady { tail.append(ServerMessage.ready(seq: seq, epoch: epoch, store: storeId).encoded()) }
+        tail += held
+        held = []
+        heldBytes = 0
+        return tail
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import JSON
+import OrderStore
+import SyncCore
+import XCTest
+
+/// Snapshots handed out a part at a time (`MasterEngine.pacesSnapshots`), with the operations
+/// applied meanwhile held and sent after the last part, on the real SQLite stores.
+final class SnapshotStreamTests: XCTestCase {
+    var dir: String!
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "ordersync-stream-tests-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    private func order(_ uuid: String, _ name: String) -> JSONValue {
+        .object(
+            JSONObject([
+                ("uuid", .string(uuid)), ("customerName", .string(name)),
+                ("created", .string("2016-01-12T21:35:16+0800")),
+            ]))
+    }
+
+    private func sends(_ actions: [MasterEngine.Action], to peer: Int) -> [String] {
+        actions.compactMap {
+            switch $0 {
+            case .send(let p, let text) where p == peer: return text
+            case .broadcast(let text, let peers) where peers.contains(peer): return text
+            default: return nil
+            }
+        }
+    }
+
+    /// A paced master with `count` orders, snapshot parts of 2, and a slave engine connected
+    /// as peer 1 that has sent its hello.
+    private func joinedPair(orders count: Int) throws -> (MasterEngine, SlaveEngine, OrderDatabase, [MasterEngine.Action]) {
+        let master = try MasterEngine(
+            store: SQLiteMasterStore(db: try OrderDatabase(path: dir + "/m.sqlite")), storeId: "s", epoch: "e")
+        master.pacesSnapshots = true
+        master.snapshotChunk = 2
+        for i in 0..<count {
+            _ = master.apply(OperationMessage(operation: .create, orders: [order(UUID().uuidString, "c\(i)")]), origin: "m", now: 1_000)
+        }
+        let sdb = try OrderDatabase(path: dir + "/s.sqlite")
+        let slave = try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: "s")
+        XCTAssertEqual(master.peerConnected(1, address: "10.0.0.2:1", speaksOrderSync: true), [])
+        var hello: String?
+        for case .send(let text) in slave.linkOpened() { hello = text }
+        let started = master.received(try XCTUnwrap(hello), from: 1, now: 1_000)
+        return (master, slave, sdb, started)
+    }
+
+    func testPartsComeOnlyWhenAskedAndOperationsMeanwhileFollowTheLastPartInOrder() throws {
+        let (master, slave, sdb, started) = try joinedPair(orders: 5)
+        XCTAssertEqual(sends(started, to: 1), [], "a paced snapshot sends nothing until asked")
+        XCTAssertTrue(master.isReceivingSnapshot(1))
+        XCTAssertEqual(master.peers[1]?.phase, .receivingSnapshot)
+
+        // A second terminal is live; it writes while peer 1's snapshot goes out.
+        _ = master.peerConnected(2, address: "10.0.0.3:1", speaksOrderSync: false)
+        XCTAssertTrue(master.isReceivingSnapshot(2), "a StorePOS terminal's snapshot is paced too")
+        var toPeer2: [String] = []
+        while master.isReceivingSnapshot(2) { toPeer2 += sends(master.snapshotDue(for: 2), to: 2) }
+        XCTAssertEqual(toPeer2.count, 3, "three parts of two orders, no ready for StorePOS")
+
+        var toPeer1: [String] = []
+        toPeer1 += sends(master.snapshotDue(for: 1), to: 1)
+        let extra = UUID().uuidString
+        let (outcome, write) = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(extra, "during")], opId: "w1"), origin: "api", now: 2_000)
+        XCTAssertEqual(outcome.seq, 6)
+        XCTAssertEqual(sends(write, to: 1), [], "a live operation does not overtake the snapshot")
+        XCTAssertEqual(sends(write, to: 2).count, 1, "a live terminal gets it at once")
+        let update = master.localWrite(
+            OperationMessage(operation: .update, orders: [.object(JSONObject([("uuid", .string(extra)), ("tableSize", .int(4))]))]),
+            origin: "api", now: 2_001
+        ).1
+        XCTAssertEqual(sends(update, to: 1), [])
+
+        while master.isReceivingSnapshot(1) { toPeer1 += sends(master.snapshotDue(for: 1), to: 1) }
+        XCTAssertEqual(master.snapshotDue(for: 1), [], "nothing more once complete")
+        XCTAssertEqual(master.peers[1]?.phase, .live)
+        // Parts 1-3 (at seq 5), ready, then the two held operations (seq 6, 7).
+        XCTAssertEqual(toPeer1.count, 6, "\(toPeer1)")
+        XCTAssertTrue(toPeer1[0].contains("\"part\":1") && toPeer1[2].contains("\"part\":3"), toPeer1[2])
+        XCTAssertTrue(toPeer1[3].contains("ready"), toPeer1[3])
+        XCTAssertTrue(toPeer1[4].contains("\"seq\":6") && toPeer1[5].contains("\"seq\":7"), "\(toPeer1[4...])")
+
+        for text in toPeer1 { _ = slave.received(text, now: 3_000) }
+        XCTAssertEqual(slave.lastSeq, 7)
+        XCTAssertEqual(try sdb.orderCount(), 6)
+        XCTAssertEqual(try sdb.order(uuid: extra)?.tableSize, 4)
+
+        // Once live, broadcasts reach it directly.
+        let later = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "after")]), origin: "api", now: 4_000)
+        XCTAssertEqual(sends(later.1, to: 1).count, 1)
+    }
+
+    func testATerminalFallingTooFarBehindDuringItsSnapshotIsClosedToStartAgain() throws {
+        let (master, _, _, _) = try joinedPair(orders: 3)
+        master.maxHeldSnapshotBytes = 400
+        _ = master.snapshotDue(for: 1)
+        var closed: [MasterEngine.Action] = []
+        for i in 0..<10 where closed.isEmpty {
+            let write = master.localWrite(
+                OperationMessage(operation: .create, orders: [order(UUID().uuidString, "w\(i)")]), origin: "api", now: 2_000
+            ).1
+            closed = write.filter { if case .close(1, _, _) = $0 { return true } else { return false } }
+        }
+        XCTAssertEqual(closed, [.close(peer: 1, code: MasterEngine.tryAgainLater, reason: "too far behind during its snapshot")])
+        XCTAssertFalse(master.isReceivingSnapshot(1))
+        XCTAssertEqual(master.peers[1]?.phase, .closing)
+        XCTAssertEqual(master.snapshotDue(for: 1), [])
+        _ = master.peerDisconnected(1, now: 3_000)
+        XCTAssertNil(master.peers[1])
+    }
+
+    func testTerminalsJoiningAtOneSequenceShareOneRead() throws {
+        let (master, _, _, _) = try joinedPair(orders: 4)
+        _ = master.peerConnected(2, address: "10.0.0.3:1", speaksOrderSync: false)
+        var a: [String] = []
+        var b: [String] = []
+        while master.isReceivingSnapshot(1) || master.isReceivingSnapshot(2) {
+            a += sends(master.snapshotDue(for: 1), to: 1)
+            b += sends(master.snapshotDue(for: 2), to: 2)
+        }
+        XCTAssertEqual(Array(a.prefix(2)), b, "the same parts from the same read")
+        XCTAssertEqual(try master.snapshotMessages().messages, b, "the unpaced snapshot is the same")
+    }
+}
