@@ -115,10 +115,10 @@ extension SlaveNode {
         switch linkState {
         case .idle:
             connect(to: chosen)
-        case .waiting(let last, _):
-            // A master announced at a new address is tried at once; one that failed before waits
-            // for the retry timer (a fresh browse reports stale addresses again).
-            if chosen.url == last.url || candidates.failures(address: chosen.url.host, port: chosen.url.port) > 0 { return }
+        case .waiting:
+            // A master announced at an address that has not failed is tried at once; one that
+            // failed waits for the retry timer (a fresh browse reports stale addresses again).
+            if candidates.failures(address: chosen.url.host, port: chosen.url.port) > 0 { return }
             connect(to: chosen)
         case .connecting(let l, _):
             // Only an address no longer announced is given up; a stale one reported again
