@@ -93,7 +93,7 @@ let package = Package(
         .testTarget(
             name: "OrderSyncNodeTests",
             dependencies: [
-                "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore",
+                "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
             ]),
     ],
     swiftLanguageModes: [.v6]

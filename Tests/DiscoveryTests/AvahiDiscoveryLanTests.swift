@@ -87,6 +87,23 @@ final class AvahiDiscoveryLanTests: XCTestCase {
         }
     }
 
+    func testRebrowseResolvesAServiceAgainAndReportsItFoundAgain() throws {
+        let name = "Rebrowsed POS \(tag)"
+        publishers.append(try host.publishOnPeer(name: name, port: 8127, txt: ["proto=ordersync/1"]))
+        discovery.browse(type: "_pos._tcp")
+        try discovery.start()
+        _ = try awaitEvent("serviceFound \(name)") { $0.found?.name == name }
+
+        let mark = recorder.mark
+        discovery.rebrowse(type: "_pos._tcp")
+        let again = try awaitEvent(since: mark, "serviceFound \(name) after rebrowse") { $0.found?.name == name }
+        XCTAssertEqual(again.found?.port, 8127)
+        XCTAssertEqual(again.found?.address, host.peerAddress)
+        XCTAssertFalse(
+            recorder.all.dropFirst(mark).contains { $0 == .serviceLost(name: name, type: "_pos._tcp", domain: "local") },
+            "a fresh browse reports nothing lost")
+    }
+
     func testServiceThatMovesToAnotherPortIsReportedAgain() throws {
         let name = "Moving POS \(tag)"
         discovery.browse(type: "_pos._tcp")

@@ -98,4 +98,21 @@ final class DiscoveredServicesTests: XCTestCase {
         var wild = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(1), jitter: .downToHalf(random: { _ in -7 }))
         XCTAssertEqual(wild.next(), .milliseconds(500), "a source outside the range is clamped into it")
     }
+
+    func testForgettingATypeReportsItsServicesFoundAgainWithoutLosingThem() {
+        var table = DiscoveredServices()
+        let other = ServiceKey(interfaceIndex: 2, protocolFamily: 0, name: "B", type: "_http._tcp", domain: "local")
+        table.appeared(key("A"))
+        table.appeared(other)
+        XCTAssertTrue(table.resolved(key("A"), as: service("A")))
+        XCTAssertTrue(table.resolved(other, as: service("B")))
+        table.forget(type: "_pos._tcp")
+        XCTAssertEqual(table.count, 1)
+        XCTAssertNil(table.resolution(for: key("A")))
+        XCTAssertNotNil(table.resolution(for: other))
+        XCTAssertFalse(table.resolved(key("A"), as: service("A")), "not browsed again yet")
+        table.appeared(key("A"))
+        XCTAssertTrue(table.resolved(key("A"), as: service("A")), "the same resolution is reported again")
+        XCTAssertNil(table.disappeared(ServiceKey(interfaceIndex: 9, protocolFamily: 0, name: "A", type: "_pos._tcp", domain: "local")))
+    }
 }

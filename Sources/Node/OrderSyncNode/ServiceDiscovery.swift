@@ -12,6 +12,9 @@ public protocol ServiceDiscovery: AnyObject {
     func unpublish()
     /// Browses for services of `type`.
     func browse(type: String)
+    /// Browses for `type` afresh: every service still announced is resolved again and reported
+    /// found, whatever was resolved before.
+    func rebrowse(type: String)
     /// Stops; no event is reported afterwards.
     func stop()
 }
@@ -40,6 +43,9 @@ public final class AvahiServiceDiscovery: ServiceDiscovery {
 
     /// Browses for `type` (IPv4).
     public func browse(type: String) { avahi?.browse(type: type) }
+
+    /// Restarts the browse for `type` and resolves what it finds anew.
+    public func rebrowse(type: String) { avahi?.rebrowse(type: type) }
 
     /// Stops the Avahi client.
     public func stop() {

@@ -82,10 +82,8 @@ extension SlaveNode {
             sinceSeconds: (now - linkSince).components.seconds,
             lastSeenMillisAgo: linkState.link?.link.map { (now - $0.lastHeard).wholeMilliseconds },
             lastError: lastLinkError)
-        let seen = services.values.sorted { $0.seen < $1.seen }.map { entry in
-            SlaveStatus.SeenMaster(
-                name: entry.service.name, address: "\(entry.service.address):\(entry.service.port)",
-                store: entry.service.txt["store"])
+        let seen = candidates.seen.map { service in
+            SlaveStatus.SeenMaster(name: service.name, address: "\(service.address):\(service.port)", store: service.txt["store"])
         }
         return SlaveStatus(
             version: NodeVersion.string, store: configuration.store ?? engine.joinedStore, name: terminalName,

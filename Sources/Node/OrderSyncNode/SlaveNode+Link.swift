@@ -23,11 +23,7 @@ extension SlaveNode {
                 ])
         case .serviceFound(let service):
             guard service.txt["proto"] == orderSyncProtocolName else { return }
-            let key = "\(service.name)|\(service.domain)|\(service.interfaceIndex)"
-            let previous = services[key]?.service
-            seenCounter += 1
-            services[key] = (service, seenCounter)
-            if previous != service {
+            if candidates.found(service) {
                 logger.info(
                     "master.found",
                     metadata: [
@@ -49,9 +45,7 @@ extension SlaveNode {
             }
             considerTargets()
         case .serviceLost(let name, _, let domain):
-            let gone = services.keys.filter { $0.hasPrefix("\(name)|\(domain)|") }
-            guard !gone.isEmpty else { return }
-            for k in gone { services[k] = nil }
+            guard candidates.lost(name: name, domain: domain) else { return }
             // A lone REMOVE (goodbye crossing a new announcement) must not kill a live link:
             // the link itself tells when the master is really gone.
             logger.info("master.lost", metadata: ["service.name": "\(name)", "link": "\(linkState.name.rawValue)"])
@@ -62,53 +56,34 @@ extension SlaveNode {
         }
     }
 
-    /// The master to use: `--master`, else the newest service of our store, else of the only
-    /// store on the LAN. Never chosen by instance name.
+    /// The master to use: `--master`, else the newest service of our store that has not failed
+    /// since the last browse (see `MasterCandidates`). Never chosen by instance name.
     func chooseTarget() -> LinkTarget? {
         if let url = configuration.masterURL { return LinkTarget(url: url, serviceName: nil) }
-        let candidates = services.values.filter { $0.service.txt["proto"] == orderSyncProtocolName }
         let wanted = configuration.store ?? engine.joinedStore
-        var pool = candidates
-        if let w = wanted {
-            pool = candidates.filter { $0.service.txt["store"] == w }
-            if pool.isEmpty, !candidates.isEmpty {
-                logStoreChoice(
-                    "slave.waiting_for_store",
-                    [
-                        "store": "\(w)",
-                        "seen": "\(Set(candidates.compactMap { $0.service.txt["store"] }).sorted().joined(separator: ","))",
-                    ])
-            }
-        } else {
-            let stores = Set(candidates.compactMap { $0.service.txt["store"] })
-            if stores.count > 1 {
-                logStoreChoice(
-                    "slave.several_stores",
-                    [
-                        "stores": "\(stores.sorted().joined(separator: ","))",
-                        "hint": "start the slave with --store ID to choose one",
-                    ])
-                return nil
-            }
-        }
-        // Two masters for one store (a second master started by mistake, or a device posing as
-        // one): keep to the master whose database this replica comes from, and say so.
-        let masters = Set(pool.map { "\($0.service.address):\($0.service.port)|\($0.service.txt["epoch"] ?? "")" })
-        if Set(pool.compactMap { $0.service.txt["epoch"] }).count > 1 {
+        switch candidates.choose(store: wanted, epoch: engine.epoch) {
+        case .none:
+            return nil
+        case .waitingForStore(let store, let seen):
+            logStoreChoice("slave.waiting_for_store", ["store": "\(store)", "seen": "\(seen.joined(separator: ","))"])
+            return nil
+        case .severalStores(let stores):
             logStoreChoice(
-                "slave.several_masters",
-                [
-                    "store": "\(wanted ?? "-")", "masters": "\(masters.sorted().joined(separator: ","))",
-                    "hint": "more than one master announces this store; keeping to the one this terminal synced from",
-                ])
+                "slave.several_stores",
+                ["stores": "\(stores.joined(separator: ","))", "hint": "start the slave with --store ID to choose one"])
+            return nil
+        case .master(let best, let rivals):
+            if !rivals.isEmpty {
+                logStoreChoice(
+                    "slave.several_masters",
+                    [
+                        "store": "\(wanted ?? "-")", "masters": "\(rivals.joined(separator: ","))",
+                        "hint": "more than one master announces this store; keeping to the one this terminal synced from",
+                    ])
+            }
+            let path = best.txt["path"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
+            return LinkTarget(url: MasterURL(host: best.address, port: best.port, path: path), serviceName: best.name)
         }
-        if let known = engine.epoch {
-            let same = pool.filter { $0.service.txt["epoch"] == known }
-            if !same.isEmpty { pool = same }
-        }
-        guard let best = pool.max(by: { $0.seen < $1.seen }) else { return nil }
-        let path = best.service.txt["path"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/"
-        return LinkTarget(url: MasterURL(host: best.service.address, port: best.service.port, path: path), serviceName: best.service.name)
     }
 
     private func logStoreChoice(_ event: String, _ meta: Logger.Metadata) {
@@ -138,10 +113,19 @@ extension SlaveNode {
             return
         }
         switch linkState {
-        case .idle, .waiting:
+        case .idle:
+            connect(to: chosen)
+        case .waiting:
+            // A master announced at an address that has not failed is tried at once; one that
+            // failed waits for the retry timer (a fresh browse reports stale addresses again).
+            if candidates.failures(address: chosen.url.host, port: chosen.url.port) > 0 { return }
             connect(to: chosen)
         case .connecting(let l, _):
-            if l.url != chosen.url { l.abort(reason: "a newer address for the master was announced") }
+            // Only an address no longer announced is given up; a stale one reported again
+            // must not cut short an attempt on a live master.
+            if l.url != chosen.url, !candidates.holds(address: l.url.host, port: l.url.port) {
+                l.abort(reason: "a newer address for the master was announced")
+            }
         case .syncing, .live:
             return
         }
@@ -199,9 +183,51 @@ extension SlaveNode {
         }
         // 1011: the master could not store or read (disk full, I/O error). Coming back at once
         // would only fail again: wait the longest backoff.
-        let delay = code == MasterEngine.internalError ? reconnectBackoff.nextLongest() : reconnectBackoff.next()
+        let delay: Duration
+        if code == MasterEngine.internalError {
+            delay = reconnectBackoff.nextLongest()
+        } else if wasUp || configuration.masterURL != nil {
+            delay = reconnectBackoff.next()
+        } else {
+            delay = candidateFailed(target)
+        }
         let retry = loop.schedule(after: delay) { [weak self] in self?.retryDue() }
         enter(.waiting(target, retry: retry))
+    }
+
+    /// Books a failed attempt on a discovered master; falls back to another candidate of the
+    /// store, or forgets every resolution and browses again. Returns the delay before the next try.
+    private func candidateFailed(_ target: LinkTarget) -> Duration {
+        let store = configuration.store ?? engine.joinedStore
+        let now = loop.now.sinceBoot
+        let verdict = candidates.failed(
+            address: target.url.host, port: target.url.port, store: store, epoch: engine.epoch, now: now)
+        logger.info(
+            "master.candidate_failed",
+            metadata: [
+                "master.address": "\(target.url)", "service.name": "\(target.serviceName ?? "-")",
+                "failures_in_a_row": "\(candidates.failures(address: target.url.host, port: target.url.port))",
+                "failed": "\(candidates.failedCount)", "candidates": "\(candidates.candidateCount(store: store, epoch: engine.epoch))",
+                "next": "\(verdict)",
+            ])
+        switch verdict {
+        case .tryAnother:
+            return reconnectBackoff.initial
+        case .backOff:
+            return reconnectBackoff.next()
+        case .rebrowse:
+            let forgotten = candidates.seen.count
+            let failed = candidates.failedCount
+            candidates.forgetResolutions(now: now)
+            logger.info(
+                "master.rebrowse",
+                metadata: [
+                    "forgotten": "\(forgotten)", "failed": "\(failed)", "rebrowses": "\(candidates.rebrowses)",
+                    "service_type": "\(configuration.serviceType)",
+                ])
+            discovery?.rebrowse(type: configuration.serviceType)
+            return reconnectBackoff.next()
+        }
     }
 
     /// The reconnect timer: try the newest master of our store, else the last one.
@@ -257,6 +283,7 @@ extension SlaveNode {
                 if let s = store { logger[metadataKey: "store"] = "\(s)" }
                 guard case .syncing(let l, let target) = linkState else { break }
                 reconnectBackoff.reset()
+                candidates.succeeded(address: target.url.host, port: target.url.port)
                 enter(.live(l, target))
                 logger.info(
                     "master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])

@@ -28,9 +28,8 @@ public final class SlaveNode: @unchecked Sendable {
     var shuttingDown = false
     let startedAt = Date()
 
-    /// Services seen on the LAN, by instance name + domain + interface, with the order seen.
-    var services: [String: (service: ResolvedService, seen: Int)] = [:]
-    var seenCounter = 0
+    /// Masters seen on the LAN and how attempts on them went.
+    var candidates = MasterCandidates()
     var lastStoreChoiceLog = ""
     /// A slave that knows no store waits this long after the first master it sees, so that it
     /// sees every store on the LAN before it joins one.

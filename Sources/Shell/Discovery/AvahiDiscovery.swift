@@ -185,6 +185,35 @@ public final class AvahiDiscovery: @unchecked Sendable {
         }
     }
 
+    /// Browses for `type` afresh: frees its browser and the resolvers of what it found, forgets
+    /// their resolutions without reporting them lost, and browses again, so that every service
+    /// still listed (cached ones too) is resolved anew and reported with `serviceFound`. Does
+    /// nothing for a type that is not browsed.
+    public func rebrowse(type: String) {
+        withAvahiLock {
+            guard let family = browseTypes.first(where: { $0.type == type })?.family else {
+                return
+            }
+            services.forget(type: type)
+            // A failed client's objects must not be touched: the reconnect timer frees them all.
+            guard clientPhase != .failed else {
+                return
+            }
+            if let browser = browsers.removeValue(forKey: type) {
+                avahi_service_browser_free(browser)
+            }
+            for key in resolvers.keys where key.type == type {
+                if let resolver = resolvers.removeValue(forKey: key) {
+                    freshResolvers.remove(resolver)
+                    avahi_service_resolver_free(resolver)
+                }
+            }
+            if clientRunning {
+                startBrowser(type: type, family: family)
+            }
+        }
+    }
+
     /// Withdraws the published service, frees every Avahi object and stops Avahi's thread.
     /// Safe to call more than once. Must not be called from `onEvent`.
     public func stop() {

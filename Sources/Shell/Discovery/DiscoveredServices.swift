@@ -68,6 +68,14 @@ struct DiscoveredServices {
         return reported.remove(instance)
     }
 
+    /// Forgets every browse result and resolution of service type `type` without reporting them
+    /// lost (a fresh browse starts): what is still announced is reported found again.
+    mutating func forget(type: String) {
+        present = present.filter { $0.type != type }
+        resolutions = resolutions.filter { $0.key.type != type }
+        reported = reported.filter { $0.type != type }
+    }
+
     /// Forgets everything (the daemon went away) and returns the instances that had been
     /// reported found, so each can be reported lost once.
     mutating func removeAll() -> [ServiceInstance] {

@@ -6,8 +6,9 @@ import Glibc
 /// stored or sent: times in the database and on the wire are wall-clock milliseconds since the
 /// Unix epoch (the `...Millis` integers).
 public struct MonotonicInstant: Comparable, Hashable, Sendable {
-    /// Time since an arbitrary fixed point (boot).
-    private let sinceBoot: Duration
+    /// Time since an arbitrary fixed point (boot): for pure code that counts time as a
+    /// `Duration` from some origin.
+    public let sinceBoot: Duration
 
     /// The current instant.
     public static var now: MonotonicInstant {

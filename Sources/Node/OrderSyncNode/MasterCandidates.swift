@@ -1,0 +1,166 @@
+import Discovery
+
+/// The masters a slave may connect to, as DNS-SD reported them, and how the attempts on them
+/// went: which one to try, which to try after a failure, and when to forget every resolution
+/// and browse again. Pure: no clock, no Avahi; the slave feeds it discovery events, connect
+/// results and the time.
+///
+/// The choice is deterministic and never made by instance name: among the services of the
+/// wanted store (of the replica's epoch when one announces it), the newest one seen whose address
+/// has not failed since the last browse; when every one has failed, the newest one seen.
+struct MasterCandidates {
+    /// How the choice came out.
+    enum Choice: Equatable {
+        /// No service seen.
+        case none
+        /// Services seen, none of `store`; `seen` lists the stores that are announced.
+        case waitingForStore(store: String, seen: [String])
+        /// Several stores and none chosen: never guess between them.
+        case severalStores([String])
+        /// The master to try. `rivals` lists every master of the store (`address:port|epoch`)
+        /// when more than one epoch announces it, else is empty.
+        case master(ResolvedService, rivals: [String])
+    }
+
+    /// What to do after an attempt that failed.
+    enum Verdict: Equatable {
+        /// Another candidate has not failed since the last browse: try it soon.
+        case tryAnother
+        /// Every candidate failed since the last browse, or this one failed
+        /// `failuresBeforeRebrowse` times in a row: forget every resolution and browse again.
+        case rebrowse
+        /// Wait the backoff and choose again (nothing to forget, or a browse was started less
+        /// than `minimumRebrowseInterval` ago).
+        case backOff
+    }
+
+    /// Failures in a row on one address after which the resolutions are forgotten.
+    static let failuresBeforeRebrowse = 3
+    /// Shortest time between two fresh browses.
+    static let minimumRebrowseInterval: Duration = .seconds(4)
+
+    /// Services by instance name, domain and interface, with the order in which they were seen.
+    private var services: [String: (service: ResolvedService, seen: Int)] = [:]
+    private var seenCounter = 0
+    /// Addresses (`address:port`) whose attempt failed since the last browse or success.
+    private var failedSinceBrowse: Set<String> = []
+    /// Failed attempts in a row per address, kept across browses until one succeeds.
+    private var failuresInARow: [String: Int] = [:]
+    private var lastRebrowse: Duration?
+    /// Fresh browses started so far.
+    private(set) var rebrowses = 0
+
+    /// The services known, oldest seen first.
+    var seen: [ResolvedService] {
+        services.values.sorted { $0.seen < $1.seen }.map(\.service)
+    }
+
+    /// Addresses that failed since the last browse.
+    var failedCount: Int { failedSinceBrowse.count }
+
+    /// Records a resolution; returns true when it is new or differs from the one held.
+    mutating func found(_ service: ResolvedService) -> Bool {
+        let key = "\(service.name)|\(service.domain)|\(service.interfaceIndex)"
+        let previous = services[key]?.service
+        seenCounter += 1
+        services[key] = (service, seenCounter)
+        return previous != service
+    }
+
+    /// Forgets the instance `name` in `domain` on every interface; returns true when it was held.
+    mutating func lost(name: String, domain: String) -> Bool {
+        let gone = services.keys.filter { $0.hasPrefix("\(name)|\(domain)|") }
+        for key in gone { services[key] = nil }
+        return !gone.isEmpty
+    }
+
+    /// The master to try for `store` (nil: the only store announced), keeping to `epoch` (the
+    /// replica's) when a master of it is announced.
+    func choose(store: String?, epoch: String?) -> Choice {
+        let pool: [(service: ResolvedService, seen: Int)]
+        switch candidatePool(store: store, epoch: epoch) {
+        case .refused(let choice): return choice
+        case .candidates(let found): pool = found
+        }
+        let untried = pool.filter { !failedSinceBrowse.contains(Self.address(of: $0.service)) }
+        guard let best = (untried.isEmpty ? pool : untried).max(by: { $0.seen < $1.seen }) else { return .none }
+        let all = store.map { wanted in services.values.filter { $0.service.txt["store"] == wanted } } ?? Array(services.values)
+        let epochs = Set(all.compactMap { $0.service.txt["epoch"] })
+        let rivals = epochs.count > 1 ? Set(all.map { "\(Self.address(of: $0.service))|\($0.service.txt["epoch"] ?? "")" }).sorted() : []
+        return .master(best.service, rivals: rivals)
+    }
+
+    /// True when `address:port` is the address of a service held.
+    func holds(address: String, port: UInt16) -> Bool {
+        services.values.contains { $0.service.address == address && $0.service.port == port }
+    }
+
+    /// Failed attempts in a row on `address:port`.
+    func failures(address: String, port: UInt16) -> Int {
+        failuresInARow["\(address):\(port)"] ?? 0
+    }
+
+    /// Candidates of `store` (and `epoch`) that are held now.
+    func candidateCount(store: String?, epoch: String?) -> Int {
+        if case .candidates(let pool) = candidatePool(store: store, epoch: epoch) { return pool.count }
+        return 0
+    }
+
+    /// An attempt on `address:port` failed at `now` (any fixed origin): what to do next.
+    mutating func failed(address: String, port: UInt16, store: String?, epoch: String?, now: Duration) -> Verdict {
+        let key = "\(address):\(port)"
+        failuresInARow[key, default: 0] += 1
+        failedSinceBrowse.insert(key)
+        guard case .candidates(let pool) = candidatePool(store: store, epoch: epoch), !pool.isEmpty else { return .backOff }
+        let everyOneFailed = pool.allSatisfy { failedSinceBrowse.contains(Self.address(of: $0.service)) }
+        guard everyOneFailed || failuresInARow[key, default: 0] >= Self.failuresBeforeRebrowse else { return .tryAnother }
+        if let last = lastRebrowse, now - last < Self.minimumRebrowseInterval { return .backOff }
+        return .rebrowse
+    }
+
+    /// The link to `address:port` came up: its failures are forgotten.
+    mutating func succeeded(address: String, port: UInt16) {
+        failuresInARow["\(address):\(port)"] = nil
+        failedSinceBrowse.removeAll()
+    }
+
+    /// Forgets every resolution held (a fresh browse starts at `now`); failures in a row stay,
+    /// so a stale address reported again is not tried at once.
+    mutating func forgetResolutions(now: Duration) {
+        services.removeAll()
+        failedSinceBrowse.removeAll()
+        lastRebrowse = now
+        rebrowses += 1
+    }
+
+    /// The services a choice is made among, or the choice when none can be.
+    private enum Pool {
+        case refused(Choice)
+        case candidates([(service: ResolvedService, seen: Int)])
+    }
+
+    private func candidatePool(store: String?, epoch: String?) -> Pool {
+        let all = Array(services.values)
+        var pool = all
+        if let wanted = store {
+            pool = all.filter { $0.service.txt["store"] == wanted }
+            if pool.isEmpty, !all.isEmpty {
+                return .refused(.waitingForStore(store: wanted, seen: Set(all.compactMap { $0.service.txt["store"] }).sorted()))
+            }
+        } else {
+            let stores = Set(all.compactMap { $0.service.txt["store"] })
+            if stores.count > 1 { return .refused(.severalStores(stores.sorted())) }
+        }
+        // Two masters for one store (a second master started by mistake, or a device posing as
+        // one): keep to the master whose database this replica comes from.
+        if let known = epoch {
+            let same = pool.filter { $0.service.txt["epoch"] == known }
+            if !same.isEmpty { pool = same }
+        }
+        return .candidates(pool)
+    }
+
+    private static func address(of service: ResolvedService) -> String {
+        "\(service.address):\(service.port)"
+    }
+}

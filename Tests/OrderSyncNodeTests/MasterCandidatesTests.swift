@@ -1,0 +1,106 @@
+import Discovery
+import XCTest
+
+@testable import OrderSyncNode
+
+final class MasterCandidatesTests: XCTestCase {
+    private func master(
+        _ name: String, _ address: String, port: UInt16 = 8080, store: String = "shop1", epoch: String = "e1"
+    ) -> ResolvedService {
+        ResolvedService(
+            name: name, type: "_ordersync._tcp", domain: "local", hostName: "\(name).local", address: address,
+            port: port, txt: ["proto": "ordersync/1", "store": store, "epoch": epoch], interfaceIndex: 2)
+    }
+
+    private func chosenAddress(_ candidates: MasterCandidates, store: String? = "shop1", epoch: String? = "e1") -> String? {
+        guard case .master(let service, _) = candidates.choose(store: store, epoch: epoch) else { return nil }
+        return "\(service.address):\(service.port)"
+    }
+
+    func testChoosesTheNewestSeenNotTheNameAndReportsChanges() {
+        var candidates = MasterCandidates()
+        XCTAssertEqual(candidates.choose(store: "shop1", epoch: nil), .none)
+        XCTAssertTrue(candidates.found(master("Zeta", "10.0.0.1")))
+        XCTAssertTrue(candidates.found(master("Alpha", "10.0.0.2")))
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.2:8080")
+        XCTAssertFalse(candidates.found(master("Zeta", "10.0.0.1")), "an unchanged resolution is not news")
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.1:8080", "seen again: the newest")
+        XCTAssertTrue(candidates.lost(name: "Zeta", domain: "local"))
+        XCTAssertFalse(candidates.lost(name: "Zeta", domain: "local"))
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.2:8080")
+    }
+
+    func testNeverGuessesBetweenStoresAndKeepsToTheReplicasEpoch() {
+        var candidates = MasterCandidates()
+        _ = candidates.found(master("A", "10.0.0.1", store: "shop1"))
+        _ = candidates.found(master("B", "10.0.0.2", store: "shop2"))
+        XCTAssertEqual(candidates.choose(store: nil, epoch: nil), .severalStores(["shop1", "shop2"]))
+        XCTAssertEqual(candidates.choose(store: "shop3", epoch: nil), .waitingForStore(store: "shop3", seen: ["shop1", "shop2"]))
+        _ = candidates.found(master("C", "10.0.0.3", store: "shop1", epoch: "e2"))
+        guard case .master(let chosen, let rivals) = candidates.choose(store: "shop1", epoch: "e1") else {
+            return XCTFail("no master chosen")
+        }
+        XCTAssertEqual(chosen.address, "10.0.0.1", "the replica's epoch wins over the newer announcement")
+        XCTAssertEqual(rivals, ["10.0.0.1:8080|e1", "10.0.0.3:8080|e2"])
+        // Failures never move a slave to another epoch while one of its own is announced.
+        XCTAssertEqual(candidates.failed(address: "10.0.0.1", port: 8080, store: "shop1", epoch: "e1", now: .zero), .rebrowse)
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.1:8080")
+    }
+
+    func testAFailedCandidateFallsBackToTheOthersThenRebrowses() {
+        var candidates = MasterCandidates()
+        _ = candidates.found(master("Till", "10.0.0.1"))
+        _ = candidates.found(master("Till (2)", "10.0.0.2", port: 9000))
+        _ = candidates.found(master("Stale", "10.0.0.3"))
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.3:8080")
+        XCTAssertEqual(candidates.failed(address: "10.0.0.3", port: 8080, store: "shop1", epoch: "e1", now: .zero), .tryAnother)
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.2:9000")
+        XCTAssertEqual(candidates.failed(address: "10.0.0.2", port: 9000, store: "shop1", epoch: "e1", now: .zero), .tryAnother)
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.1:8080")
+        XCTAssertEqual(candidates.failedCount, 2)
+        XCTAssertEqual(candidates.failed(address: "10.0.0.1", port: 8080, store: "shop1", epoch: "e1", now: .zero), .rebrowse)
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.3:8080", "every one failed: the newest again")
+
+        candidates.forgetResolutions(now: .seconds(1))
+        XCTAssertEqual(candidates.rebrowses, 1)
+        XCTAssertEqual(candidates.choose(store: "shop1", epoch: "e1"), .none)
+        XCTAssertEqual(candidates.failures(address: "10.0.0.3", port: 8080), 1, "failures in a row outlive a browse")
+        // The browse reports the stale one again, then the live one: a failure moves on at once.
+        _ = candidates.found(master("Till (2)", "10.0.0.2", port: 9000))
+        _ = candidates.found(master("Stale", "10.0.0.3"))
+        XCTAssertEqual(candidates.failed(address: "10.0.0.3", port: 8080, store: "shop1", epoch: "e1", now: .seconds(2)), .tryAnother)
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.2:9000")
+        // All failed again within the minimum interval: back off instead of browsing again.
+        XCTAssertEqual(candidates.failed(address: "10.0.0.2", port: 9000, store: "shop1", epoch: "e1", now: .seconds(3)), .backOff)
+        XCTAssertEqual(candidates.failed(address: "10.0.0.2", port: 9000, store: "shop1", epoch: "e1", now: .seconds(6)), .rebrowse)
+    }
+
+    func testRepeatedFailuresOnOneAddressRebrowseEvenWithUntriedCandidates() {
+        var candidates = MasterCandidates()
+        _ = candidates.found(master("Live", "10.0.0.1"))
+        _ = candidates.found(master("Dead", "10.0.0.9"))
+        // The slave kept retrying the dead one (its last target) while nothing else was known.
+        for attempt in 1..<MasterCandidates.failuresBeforeRebrowse {
+            candidates.succeeded(address: "10.0.0.1", port: 8080)
+            XCTAssertEqual(
+                candidates.failed(address: "10.0.0.9", port: 8080, store: "shop1", epoch: "e1", now: .seconds(Int64(attempt))),
+                .tryAnother)
+        }
+        candidates.succeeded(address: "10.0.0.1", port: 8080)
+        XCTAssertEqual(candidates.failed(address: "10.0.0.9", port: 8080, store: "shop1", epoch: "e1", now: .seconds(9)), .rebrowse)
+    }
+
+    func testNothingToForgetBacksOffAndSuccessClearsTheFailures() {
+        var candidates = MasterCandidates()
+        XCTAssertEqual(candidates.failed(address: "10.0.0.1", port: 8080, store: "shop1", epoch: nil, now: .zero), .backOff)
+        _ = candidates.found(master("A", "10.0.0.1"))
+        XCTAssertTrue(candidates.holds(address: "10.0.0.1", port: 8080))
+        XCTAssertFalse(candidates.holds(address: "10.0.0.1", port: 8081))
+        XCTAssertEqual(candidates.failures(address: "10.0.0.1", port: 8080), 1)
+        candidates.succeeded(address: "10.0.0.1", port: 8080)
+        XCTAssertEqual(candidates.failures(address: "10.0.0.1", port: 8080), 0)
+        XCTAssertEqual(candidates.failedCount, 0)
+        XCTAssertEqual(candidates.candidateCount(store: "shop1", epoch: nil), 1)
+        XCTAssertEqual(candidates.candidateCount(store: "shop2", epoch: nil), 0)
+    }
+}
