@@ -32,6 +32,8 @@ final class LoopInbox: Sendable {
     /// Queues `task` for the loop thread and wakes the loop (once per batch of tasks).
     func enqueue(_ task: @escaping @Sendable () -> Void) {
         let mustSignal = queue.withLock { queue in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
             queue.tasks.append(task)
             defer { queue.signalled = true }
             return !queue.signalled
@@ -44,6 +46,8 @@ final class LoopInbox: Sendable {
     /// Asks the loop to return from `run()`.
     func requestStop() {
         let mustSignal = queue.withLock { queue in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
             queue.stopRequested = true
             defer { queue.signalled = true }
             return !queue.signalled
@@ -55,12 +59,20 @@ final class LoopInbox: Sendable {
 
     /// `true` once ``requestStop()`` was called and not yet consumed.
     var isStopRequested: Bool {
-        queue.withLock { $0.stopRequested }
+        queue.withLock { queue in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
+            return queue.stopRequested
+        }
     }
 
     /// Clears a stop request (when `run()` returns).
     func clearStop() {
-        queue.withLock { $0.stopRequested = false }
+        queue.withLock { queue in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
+            queue.stopRequested = false
+        }
     }
 
     /// Resets the `eventfd` and takes the queued tasks. Runs on the loop thread.
@@ -70,6 +82,8 @@ final class LoopInbox: Sendable {
             read(eventDescriptor, &counter, MemoryLayout<UInt64>.size)
         }
         return queue.withLock { queue in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
             queue.signalled = false
             defer { queue.tasks = [] }
             return queue.tasks
@@ -103,14 +117,22 @@ public final class Waker: Sendable {
     /// Makes the loop run the body soon. Thread-safe; cheap when a wake is already pending.
     public func wake() {
         let alreadyPending = pending.withLock { pending in
-            defer { pending = true }
+            SanitizerVisibleLock.acquired(self)
+            defer {
+                pending = true
+                SanitizerVisibleLock.releasing(self)
+            }
             return pending
         }
         if alreadyPending {
             return
         }
         inbox.enqueue { [self] in
-            pending.withLock { $0 = false }
+            pending.withLock { pending in
+                SanitizerVisibleLock.acquired(self)
+                defer { SanitizerVisibleLock.releasing(self) }
+                pending = false
+            }
             body()
         }
     }

@@ -19,6 +19,13 @@ int CLinux_accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int fl
 // getsockopt returns (-1 and errno on failure).
 int CLinux_peer_credentials(int sockfd, int32_t *pid, uint32_t *uid, uint32_t *gid);
 
+// ThreadSanitizer cannot see the lock of Swift's `Synchronization.Mutex` on Linux (a futex in
+// the uninstrumented standard library), so it reports the state a `Mutex` guards as a race. The
+// loop's own mutexes announce their lock to it with these: acquire right after taking the lock,
+// release right before giving it back. Without ThreadSanitizer they do nothing.
+void CLinux_sanitizer_acquire(const void *token);
+void CLinux_sanitizer_release(const void *token);
+
 // The epoll flags are members of the C enum `EPOLL_EVENTS`; as plain constants they read the
 // same on every architecture.
 static const uint32_t CLinux_EPOLLIN = EPOLLIN;
