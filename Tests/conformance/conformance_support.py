@@ -11,6 +11,13 @@ REPO = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+def isolated_master_env() -> dict[str, str]:
+    """The environment for a master these tests start on 127.0.0.1 outside any simulated host:
+    its D-Bus system bus address points nowhere, so it can never reach an avahi-daemon and
+    publish itself on the machine's real network (it logs `avahi.unavailable` and serves)."""
+    return {**os.environ, "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ordersync-tests-no-system-bus"}
+
+
 def require(condition: bool, reason: str) -> None:
     """Skip the test when `condition` is false, or fail it under CI=true."""
     if not condition:

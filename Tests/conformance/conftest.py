@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_support import ordersync_path, require, wsecho_path
+from conformance_support import isolated_master_env, ordersync_path, require, wsecho_path
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +69,7 @@ def master_port(ordersync_bin: Path):
             process = subprocess.Popen(
                 [str(ordersync_bin), "master", "--data-dir", data_dir, "--listen", "127.0.0.1", "--port", "0",
                  "--store", "conformance", "--handshake-timeout", "5", "--log-format", "json"],
-                stdout=log, stderr=subprocess.STDOUT)
+                stdout=log, stderr=subprocess.STDOUT, env=isolated_master_env())
         try:
             yield master_started_port(process, log_path)
             assert process.poll() is None, "the master exited during the tests"

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from conftest import master_started_port
-from conformance_support import require
+from conformance_support import isolated_master_env, require
 
 try:
     import websockets.asyncio.client as websockets
@@ -51,7 +51,7 @@ def master(ordersync_bin: Path):
             process = subprocess.Popen(
                 [str(ordersync_bin), "master", "--data-dir", data_dir, "--listen", "127.0.0.1", "--port", "0",
                  "--store", "bounds", "--log-format", "json", "--rate-limit", str(RATE), "--rate-burst", str(BURST)],
-                stdout=log, stderr=subprocess.STDOUT)
+                stdout=log, stderr=subprocess.STDOUT, env=isolated_master_env())
         try:
             yield master_started_port(process, log_path), data_dir, log_path
             assert process.poll() is None, "the master exited during the tests"
@@ -225,7 +225,7 @@ def test_a_thousand_connections_from_one_address_do_not_starve_a_slave(master, o
             slave = subprocess.Popen(
                 [str(ordersync_bin), "slave", "--data-dir", slave_dir, "--store", "bounds",
                  "--master", f"ws://127.0.0.1:{port}/", "--log-format", "json"],
-                stdout=log, stderr=subprocess.STDOUT)
+                stdout=log, stderr=subprocess.STDOUT, env=isolated_master_env())
             try:
                 connect_started = time.monotonic()
                 deadline = connect_started + 20
