@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -34,3 +37,19 @@ def wsecho_path() -> Path:
 def ordersync_path() -> Path:
     """`$ORDERSYNC_BIN`, by default `<repo>/.build/debug/ordersync`."""
     return Path(os.environ.get("ORDERSYNC_BIN", REPO / ".build" / "debug" / "ordersync"))
+
+
+def master_started_port(process: subprocess.Popen, log_path: Path, timeout: float = 20) -> int:
+    """The port in the master's `node.started` log event, logged once it is listening."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log_path.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == "node.started":
+                return int(record["port"])
+        assert process.poll() is None, f"the master exited: {log_path.read_text(errors='replace')}"
+        time.sleep(0.05)
+    raise AssertionError(f"the master did not start within {timeout} s: {log_path.read_text(errors='replace')}")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_support import isolated_master_env, ordersync_path, require, wsecho_path
+from conformance_support import isolated_master_env, master_started_port, ordersync_path, require, wsecho_path
 
 
 @pytest.fixture(scope="session")
@@ -82,20 +82,6 @@ def master_port(ordersync_bin: Path):
                 process.wait()
 
 
-def master_started_port(process: subprocess.Popen, log_path: Path, timeout: float = 20) -> int:
-    """The port in the master's `node.started` log event, logged once it is listening."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for line in log_path.read_text(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("event") == "node.started":
-                return int(record["port"])
-        assert process.poll() is None, f"the master exited: {log_path.read_text(errors='replace')}"
-        time.sleep(0.05)
-    raise AssertionError(f"the master did not start within {timeout} s: {log_path.read_text(errors='replace')}")
 
 
 @pytest.fixture(params=["ordersync-wsecho", "ordersync-master"])

@@ -28,8 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import master_started_port
-from conformance_support import isolated_master_env, require
+from conformance_support import isolated_master_env, master_started_port, require
 
 try:
     import websockets.asyncio.client as websockets
