@@ -202,4 +202,31 @@ final class AvahiDiscoveryLanTests: XCTestCase {
         }
         XCTAssertTrue(seen.contains { $0.name == name && $0.port == 8133 }, "\(seen)")
     }
+
+    func testRequestsReturnAtOnceWhileTheDaemonHangs() throws {
+        let name = "Hung POS \(tag)"
+        discovery.publish(ServiceAnnouncement(name: name, port: 8134, txt: [("proto", "ordersync/1")]))
+        discovery.browse(type: "_pos._tcp")
+        try discovery.start()
+        _ = try awaitEvent("published") { $0.publishedName == name }
+        let pidText = try host.run(["cat", "/run/avahi-daemon/pid"]).output
+        let daemon = try XCTUnwrap(pid_t(pidText.trimmingCharacters(in: .whitespacesAndNewlines)), pidText)
+        // Stopped, the daemon keeps its D-Bus name and answers nothing: each call to it waits
+        // for D-Bus to give up (25 s), holding Avahi's lock.
+        XCTAssertEqual(kill(daemon, SIGSTOP), 0)
+        defer { kill(daemon, SIGCONT) }
+        let mark = recorder.mark
+        let clock = ContinuousClock()
+        let took = clock.measure {
+            discovery.rebrowse(type: "_pos._tcp") // frees the browser: a call to the daemon
+            discovery.publish(ServiceAnnouncement(name: name, port: 8135, txt: [("proto", "ordersync/1")]))
+            discovery.unpublish()
+            discovery.publish(ServiceAnnouncement(name: name, port: 8136, txt: [("proto", "ordersync/1")]))
+        }
+        XCTAssertLessThan(took, .milliseconds(500), "requests waited for the hung daemon")
+        XCTAssertEqual(kill(daemon, SIGCONT), 0)
+        _ = try awaitEvent(since: mark, timeout: 30, "published after the daemon resumed") { $0.publishedName == name }
+        let seen = try host.browseOnPeer(timeout: 20) { $0.contains { $0.name == name && $0.port == 8136 } }
+        XCTAssertTrue(seen.contains { $0.name == name && $0.port == 8136 }, "\(seen)")
+    }
 }

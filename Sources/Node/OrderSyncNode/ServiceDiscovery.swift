@@ -2,6 +2,8 @@ import Discovery
 
 /// What a node needs of DNS-SD: publish the master's service, browse for masters. Avahi in the
 /// daemon; a node built without discovery (tests, a slave with `--master`) gets none.
+/// Called on the node's event loop: every method but `stop` returns without waiting for the
+/// daemon, which may hang.
 public protocol ServiceDiscovery: AnyObject {
     /// Starts; events arrive on any thread through `report`. Throws when discovery cannot run
     /// at all (the node keeps working without it).
@@ -15,7 +17,8 @@ public protocol ServiceDiscovery: AnyObject {
     /// Browses for `type` afresh: every service still announced is resolved again and reported
     /// found, whatever was resolved before.
     func rebrowse(type: String)
-    /// Stops; no event is reported afterwards.
+    /// Stops; no event is reported afterwards. May wait for the daemon: called once the node's
+    /// loop has returned.
     func stop()
 }
 

@@ -1,4 +1,5 @@
 internal import CAvahi
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -9,14 +10,21 @@ import Synchronization
 /// "After the thread has started you must make sure to access the event loop object
 /// (AvahiThreadedPoll, AvahiPoll and all its associated objects) synchronized, i.e. with proper
 /// locking. ... event loop callback functions are called from the event loop [...] thread with
-/// that lock held". Every Avahi call made from a public method is
+/// that lock held". Every Avahi call made for a public method is
 /// wrapped in `avahi_threaded_poll_lock`/`unlock`; everything else happens in callbacks on
 /// Avahi's thread. Callbacks copy what they need out of C memory and report it through
 /// `onEvent`, which runs on Avahi's thread and must only hand the event over (copy it, wake an
-/// event loop). Methods called from inside `onEvent` run directly, without locking again.
-// @unchecked Sendable: the lifecycle is a `Mutex` and Avahi's thread an `Atomic`; every other
-// stored property is touched only with Avahi's poll lock held (`withAvahiLock`), in callbacks on
-// Avahi's thread (which hold that lock), or while no poll thread runs (before `start`, after `stop`).
+/// event loop).
+///
+/// The public methods never wait for that lock: Avahi's thread holds it through every D-Bus call
+/// it makes, and a hung avahi-daemon keeps it there until D-Bus gives up (25 s). `publish`,
+/// `unpublish`, `browse` and `rebrowse` queue their request on a serial worker of their own and
+/// return at once, so an event loop calling them keeps turning; the worker takes the lock and
+/// carries the requests out in the order they were made. Only `stop()` waits for the worker.
+// @unchecked Sendable: the lifecycle is a `Mutex`, Avahi's thread an `Atomic` and the request
+// queue a serial `DispatchQueue`; every other stored property is touched only on that queue with
+// Avahi's poll lock held (`withAvahiLock`), in callbacks on Avahi's thread (which hold that lock),
+// or while no poll thread runs (before `start`, after `stop`, in `deinit`).
 public final class AvahiDiscovery: @unchecked Sendable {
     /// The address family services found by browsing are resolved to.
     public enum AddressFamily: Sendable {
@@ -52,8 +60,10 @@ public final class AvahiDiscovery: @unchecked Sendable {
 
     let onEvent: @Sendable (DiscoveryEvent) -> Void
 
-    /// Lifecycle; taken before the poll lock, never while holding it on another thread.
+    /// Lifecycle; never held while waiting for the poll lock, so `start()` never waits on Avahi.
     let lifecycle = Mutex<Phase>(.idle)
+    /// The serial worker that carries out the public methods' requests under the poll lock.
+    let requests = DispatchQueue(label: "AvahiDiscovery.requests")
     /// `pthread_self()` of Avahi's thread, recorded by the first callback.
     let pollThread = Atomic<UInt>(0)
 
@@ -91,7 +101,9 @@ public final class AvahiDiscovery: @unchecked Sendable {
     }
 
     deinit {
-        stop()
+        // Every queued request holds a reference: none is left, and none runs now but perhaps the
+        // one whose release ended here (on the worker, which must not wait for itself).
+        stopAvahi()
     }
 
     var userdata: UnsafeMutableRawPointer {
@@ -101,6 +113,7 @@ public final class AvahiDiscovery: @unchecked Sendable {
     /// Starts Avahi's thread and connects to avahi-daemon over D-Bus. Does not fail because the
     /// daemon is absent: the client waits for it (`daemonUnavailable`, then `daemonAvailable`).
     /// Throws only when the event loop cannot be created, or when called twice or after `stop()`.
+    /// Does not wait for the daemon: the client is created on Avahi's thread.
     public func start() throws {
         try lifecycle.withLock { phase in
             switch phase {
@@ -142,7 +155,8 @@ public final class AvahiDiscovery: @unchecked Sendable {
 
     /// Publishes `announcement`, replacing any earlier one. It is remembered: registered as soon
     /// as the daemon is available and again after every reconnection. An invalid announcement
-    /// is reported as `publishFailed` (on the calling thread) and not published.
+    /// is reported as `publishFailed` (on the calling thread) and not published. Returns at once;
+    /// the service is registered on the request worker.
     public func publish(_ announcement: ServiceAnnouncement) {
         do {
             try announcement.validate()
@@ -150,7 +164,7 @@ public final class AvahiDiscovery: @unchecked Sendable {
             onEvent(.publishFailed(reason: "\(error)"))
             return
         }
-        withAvahiLock {
+        enqueue { [self] in
             self.announcement = announcement
             self.publishedName = announcement.name
             if clientRunning {
@@ -159,9 +173,10 @@ public final class AvahiDiscovery: @unchecked Sendable {
         }
     }
 
-    /// Withdraws the published service (Avahi sends goodbye packets) and forgets it.
+    /// Withdraws the published service (Avahi sends goodbye packets) and forgets it. Returns at
+    /// once; the service is withdrawn on the request worker.
     public func unpublish() {
-        withAvahiLock {
+        enqueue { [self] in
             announcement = nil
             publishedName = nil
             if let group = entryGroup, clientPhase != .failed {
@@ -172,9 +187,10 @@ public final class AvahiDiscovery: @unchecked Sendable {
     }
 
     /// Browses for services of `type` (for example `_pos._tcp`) and resolves each one found
-    /// to `family` addresses. Remembered, and restarted after every reconnection.
+    /// to `family` addresses. Remembered, and restarted after every reconnection. Returns at once;
+    /// the browser is started on the request worker.
     public func browse(type: String, addressFamily: AddressFamily = .ipv4) {
-        withAvahiLock {
+        enqueue { [self] in
             guard !browseTypes.contains(where: { $0.type == type }) else {
                 return
             }
@@ -188,9 +204,10 @@ public final class AvahiDiscovery: @unchecked Sendable {
     /// Browses for `type` afresh: frees its browser and the resolvers of what it found, forgets
     /// their resolutions without reporting them lost, and browses again, so that every service
     /// still listed (cached ones too) is resolved anew and reported with `serviceFound`. Does
-    /// nothing for a type that is not browsed.
+    /// nothing for a type that is not browsed. Returns at once; the browse restarts on the request
+    /// worker.
     public func rebrowse(type: String) {
-        withAvahiLock {
+        enqueue { [self] in
             guard let family = browseTypes.first(where: { $0.type == type })?.family else {
                 return
             }
@@ -214,15 +231,28 @@ public final class AvahiDiscovery: @unchecked Sendable {
         }
     }
 
-    /// Withdraws the published service, frees every Avahi object and stops Avahi's thread.
-    /// Safe to call more than once. Must not be called from `onEvent`.
+    /// Withdraws the published service, frees every Avahi object and stops Avahi's thread, after
+    /// every request made before it. Waits for all that: with avahi-daemon hung, until D-Bus gives
+    /// up on the call Avahi's thread is stuck in (25 s). Call it where waiting is allowed (a node
+    /// calls it once its event loop has returned), never from `onEvent`. Safe to call more than once.
     public func stop() {
         precondition(!isOnPollThread, "AvahiDiscovery.stop() cannot run on Avahi's own thread (from onEvent)")
-        lifecycle.withLock { phase in
+        dispatchPrecondition(condition: .notOnQueue(requests))
+        requests.sync { stopAvahi() }
+    }
+
+    /// `stop()` itself: on the request worker, or in `deinit` when no request is left.
+    private func stopAvahi() {
+        let running: OpaquePointer? = lifecycle.withLock { phase in
+            defer { phase = .stopped }
             guard case .running(let poll) = phase else {
-                phase = .stopped
-                return
+                return nil
             }
+            return poll
+        }
+        // Stopped already: `start()` refuses from now on, and the requests after this one run
+        // after it, so nothing else touches the poll while this waits for its lock.
+        if let poll = running {
             avahi_threaded_poll_lock(poll)
             releaseClient()
             announcement = nil
@@ -237,7 +267,6 @@ public final class AvahiDiscovery: @unchecked Sendable {
             avahi_threaded_poll_free(poll)
             pollAPI = nil
             pollThread.store(0, ordering: .relaxed)
-            phase = .stopped
         }
     }
 
@@ -255,20 +284,28 @@ public final class AvahiDiscovery: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with the poll lock held (or directly on Avahi's thread, or when no thread runs).
-    func withAvahiLock(_ body: () -> Void) {
-        if isOnPollThread {
-            body()
-            return
-        }
-        lifecycle.withLock { phase in
-            if case .running(let poll) = phase {
-                avahi_threaded_poll_lock(poll)
+    /// Queues `body` on the request worker, to run there with the poll lock held.
+    private func enqueue(_ body: @escaping @Sendable () -> Void) {
+        requests.async { self.withAvahiLock(body) }
+    }
+
+    /// Runs `body` with the poll lock held, or when no poll thread runs. Only on the request
+    /// worker: the poll it locks is freed only there (`stop()`), so the lifecycle need not stay
+    /// locked while this waits for Avahi's thread; it does stay locked while no thread runs, so
+    /// that `start()` cannot start one under `body`.
+    private func withAvahiLock(_ body: () -> Void) {
+        dispatchPrecondition(condition: .onQueue(requests))
+        let running: OpaquePointer? = lifecycle.withLock { phase in
+            guard case .running(let poll) = phase else {
                 body()
-                avahi_threaded_poll_unlock(poll)
-            } else {
-                body()
+                return nil
             }
+            return poll
+        }
+        if let poll = running {
+            avahi_threaded_poll_lock(poll)
+            body()
+            avahi_threaded_poll_unlock(poll)
         }
     }
 
