@@ -103,4 +103,34 @@ final class MasterCandidatesTests: XCTestCase {
         XCTAssertEqual(candidates.candidateCount(store: "shop1", epoch: nil), 1)
         XCTAssertEqual(candidates.candidateCount(store: "shop2", epoch: nil), 0)
     }
+
+    func testAnotherEpochElsewhereIsNeverTakenWhileTheReplicasMasterIsAway() {
+        var candidates = MasterCandidates()
+        _ = candidates.found(master("Counter", "10.0.0.1", epoch: "e1"))
+        candidates.succeeded(address: "10.0.0.1", port: 8080)
+        _ = candidates.found(master("Totally legit", "10.0.0.3", port: 8081, epoch: "e2"))
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.1:8080")
+        // The replica's master restarts: its goodbye leaves only the other database announced.
+        XCTAssertTrue(candidates.lost(name: "Counter", domain: "local"))
+        XCTAssertEqual(candidates.choose(store: "shop1", epoch: "e1"), .none, "the slave waits for its own master")
+        XCTAssertEqual(candidates.failed(address: "10.0.0.1", port: 8080, store: "shop1", epoch: "e1", now: .seconds(1)), .backOff)
+        _ = candidates.found(master("Counter", "10.0.0.1", epoch: "e1"))
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.1:8080")
+    }
+
+    func testAnotherEpochFromTheHostLastSyncedWithIsFollowed() {
+        var candidates = MasterCandidates()
+        _ = candidates.found(master("Counter", "10.0.0.1", epoch: "e1"))
+        candidates.succeeded(address: "10.0.0.1", port: 8080)
+        XCTAssertTrue(candidates.lost(name: "Counter", domain: "local"))
+        // The same terminal comes back with a new, empty database (on another port).
+        _ = candidates.found(master("Counter", "10.0.0.1", port: 9090, epoch: "e9"))
+        XCTAssertEqual(chosenAddress(candidates, epoch: "e1"), "10.0.0.1:9090")
+    }
+
+    func testAReplicaWhoseMasterWasNeverSeenFollowsTheStoresOnlyMaster() {
+        var candidates = MasterCandidates()
+        _ = candidates.found(master("Counter", "10.0.0.5", epoch: "e7"))
+        XCTAssertEqual(chosenAddress(candidates, epoch: "e1"), "10.0.0.5:8080")
+    }
 }

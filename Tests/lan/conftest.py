@@ -11,27 +11,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lanharness import Lan, missing_prerequisites  # noqa: E402
-
-
-def in_ci() -> bool:
-    """True when running under CI, where nothing may be skipped for lack of tools."""
-    return os.environ.get("CI", "").lower() == "true"
-
-
-def require(condition: bool, reason: str) -> None:
-    """Skips the test (fails it under CI=true) with ``reason`` when ``condition`` is false."""
-    if condition:
-        return
-    if in_ci():
-        pytest.fail(f"prerequisite missing under CI=true: {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-def require_lan() -> None:
-    """Skips (or under CI fails) the test when a LAN cannot be built here."""
-    missing = missing_prerequisites()
-    require(not missing, "; ".join(missing))
+from lan_support import require_lan  # noqa: E402
+from lanharness import Lan  # noqa: E402
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import uuid as uuidlib
 import pytest
 
 import avahi_cli
-from conftest import require
+from lan_support import require
 from lanharness import LanError, wait_until
 from ordersync_lab import CommandError, OrderSyncNode, canonical, ordersync_binary, wait_converged
 

@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 
-from conftest import require
+from lan_support import require
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LAN_TESTS = "AvahiDiscoveryLanTests"

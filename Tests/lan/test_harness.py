@@ -8,7 +8,7 @@ import pytest
 
 from avahi_cli import browse_until, parse_browse, parse_txt, publish, unescape
 from lanharness import PYTHON, Lan, wait_until
-from conftest import require
+from lan_support import require
 
 
 def netns_names() -> set:
@@ -79,7 +79,7 @@ def test_avahi_restart_and_link_faults(lan2):
 
 
 def test_teardown_removes_namespaces_processes_and_files():
-    from conftest import require_lan
+    from lan_support import require_lan
     require_lan()
     lan = Lan(2)
     try:

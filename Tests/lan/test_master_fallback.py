@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import require
+from lan_support import require
 from lanharness import PYTHON, HERE, LanError, wait_until
 from ordersync_lab import CommandError, OrderSyncNode, ordersync_binary, wait_converged
 

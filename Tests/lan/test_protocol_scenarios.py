@@ -22,7 +22,7 @@ import uuid as uuidlib
 
 import pytest
 
-from conftest import require
+from lan_support import require
 from lanharness import HERE, PYTHON
 from ordersync_lab import OrderSyncNode, ordersync_binary, wait_converged
 

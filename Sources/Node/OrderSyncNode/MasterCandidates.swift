@@ -8,6 +8,12 @@ import Discovery
 /// The choice is deterministic and never made by instance name: among the services of the
 /// wanted store (of the replica's epoch when one announces it), the newest one seen whose address
 /// has not failed since the last browse; when every one has failed, the newest one seen.
+///
+/// A master of another epoch (another database) is never taken in place of the replica's own
+/// master just because that one is away (restarting, unplugged): once a master of the replica's
+/// epoch was seen, another epoch is followed only from the host the slave last synced with (its
+/// master's database replaced in place). A second master started by mistake, or a device posing
+/// as one, on another host is never followed; the slave waits for its own master.
 struct MasterCandidates {
     /// How the choice came out.
     enum Choice: Equatable {
@@ -47,6 +53,10 @@ struct MasterCandidates {
     /// Failed attempts in a row per address, kept across browses until one succeeds.
     private var failuresInARow: [String: Int] = [:]
     private var lastRebrowse: Duration?
+    /// Epochs announced for any store since this slave started (kept across browses).
+    private var epochsSeen: Set<String> = []
+    /// The host the last link came up with: the replica's master.
+    private(set) var home: String?
     /// Fresh browses started so far.
     private(set) var rebrowses = 0
 
@@ -64,6 +74,7 @@ struct MasterCandidates {
         let previous = services[key]?.service
         seenCounter += 1
         services[key] = (service, seenCounter)
+        if let epoch = service.txt["epoch"] { epochsSeen.insert(epoch) }
         return previous != service
     }
 
@@ -120,6 +131,7 @@ struct MasterCandidates {
 
     /// The link to `address:port` came up: its failures are forgotten.
     mutating func succeeded(address: String, port: UInt16) {
+        home = address
         failuresInARow["\(address):\(port)"] = nil
         failedSinceBrowse.removeAll()
     }
@@ -152,10 +164,17 @@ struct MasterCandidates {
             if stores.count > 1 { return .refused(.severalStores(stores.sorted())) }
         }
         // Two masters for one store (a second master started by mistake, or a device posing as
-        // one): keep to the master whose database this replica comes from.
+        // one): keep to the master whose database this replica comes from. While that master is
+        // away, another epoch is taken only from the host this slave last synced with (its
+        // database was replaced in place); until a master of the replica's epoch was seen at all
+        // (a replica whose master was replaced while this slave was off), any master of the store.
         if let known = epoch {
             let same = pool.filter { $0.service.txt["epoch"] == known }
-            if !same.isEmpty { pool = same }
+            if !same.isEmpty {
+                pool = same
+            } else if epochsSeen.contains(known) {
+                pool = pool.filter { $0.service.address == home }
+            }
         }
         return .candidates(pool)
     }
