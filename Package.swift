@@ -31,6 +31,10 @@ let package = Package(
         .target(
             name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Core/Noise"),
+        // The secure link: XXpsk3 pairing and IK handshakes, transport framing, pairing codes.
+        .target(
+            name: "SecureLink", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Sources/Core/SecureLink"),
         .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/Core/SyncCore"),
 
         // MARK: Shell: I/O, each C library wrapped by exactly one Swift module.
@@ -81,6 +85,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
         .testTarget(name: "NoiseTests", dependencies: ["Noise"], resources: [.copy("Resources")]),
+        .testTarget(name: "SecureLinkTests", dependencies: ["SecureLink", "Noise"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.

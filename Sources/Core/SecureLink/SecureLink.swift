@@ -1,0 +1,131 @@
+import Noise
+
+/// One end of a secure link (Docs/SECURITY.md, "The secure link protocol"): a Noise handshake
+/// (`ordersync.pair.v1` with XXpsk3, `ordersync.ik.v1` with IK), then transport messages of one
+/// header byte and a chunk each.
+///
+/// Pure: binary WebSocket messages in, events out; the caller moves the bytes. Any failure of a
+/// received message moves the link to `.failed`, and every later call throws `.wrongState`.
+///
+/// ```swift
+/// var (slave, events) = try SecureLink.knownInitiator(masterKey: trusted, localStatic: myKeys)
+/// // send each .send(bytes) as a binary WebSocket message, feed every binary message to receive(_:)
+/// ```
+public struct SecureLink: Sendable {
+    /// Where the link stands.
+    public enum Phase: Sendable, Equatable {
+        /// Handshake messages remain.
+        case handshaking
+        /// IK responder only: the initiator's key was presented; `accept(payload:)` or close.
+        case awaitingAcceptance
+        /// The handshake is done; `seal` and `receive` carry application messages.
+        case established
+        /// A message failed; every call throws `.wrongState`.
+        case failed
+    }
+
+    /// What the caller does next, in order.
+    public enum Event: Sendable, Equatable {
+        /// A binary WebSocket message to send, in order.
+        case send([UInt8])
+        /// IK responder only: the initiator's static key; decide, then `accept(payload:)` or close.
+        case peerKeyPresented(staticKey: [UInt8])
+        /// The handshake is done: the peer's static key and the payload of its last handshake
+        /// message.
+        case established(peerStaticKey: [UInt8], peerPayload: [UInt8])
+        /// One whole sync message (UTF-8 JSON).
+        case message([UInt8])
+        /// One whole control message for the link layer (UTF-8 JSON).
+        case control([UInt8])
+    }
+
+    enum State: Sendable {
+        /// An initiator waiting for message 2; for pairing, it then writes message 3 with
+        /// `finalPayload`.
+        case initiatorAwaitingResponse(NoiseHandshakeState, finalPayload: [UInt8]?)
+        /// A pairing responder waiting for message 1, to answer with `payload`.
+        case pairingAwaitingFirst(NoiseHandshakeState, payload: [UInt8])
+        /// A pairing responder waiting for message 3.
+        case pairingAwaitingFinal(NoiseHandshakeState)
+        /// A known responder waiting for message 1, holding the keys it answers to, in order.
+        case knownAwaitingFirst(keys: [NoiseKeyPair])
+        /// A known responder that read message 1 and waits for the caller's decision.
+        case knownAwaitingAcceptance(NoiseHandshakeState, peerPayload: [UInt8])
+        /// The handshake is done.
+        case established(SecureLinkTransport)
+        /// A message failed.
+        case failed
+    }
+
+    var state: State
+    let options: SecureLinkOptions
+    let random: NoiseRandomSource
+
+    /// The peer's static key, once the handshake revealed it.
+    public internal(set) var peerStaticKey: [UInt8]?
+    /// Known responder: which of its `keys` the initiator addressed.
+    public internal(set) var responderKeyIndex: Int?
+    /// The Noise handshake hash both sides share, once established.
+    public internal(set) var handshakeHash: [UInt8]?
+
+    init(state: State, options: SecureLinkOptions, random: NoiseRandomSource) {
+        self.state = state
+        self.options = options
+        self.random = random
+    }
+
+    /// Where the link stands.
+    public var phase: Phase {
+        switch state {
+        case .initiatorAwaitingResponse, .pairingAwaitingFirst, .pairingAwaitingFinal, .knownAwaitingFirst:
+            return .handshaking
+        case .knownAwaitingAcceptance: return .awaitingAcceptance
+        case .established: return .established
+        case .failed: return .failed
+        }
+    }
+
+    /// Handles one binary WebSocket message from the peer. Any failure moves the link to
+    /// `.failed`; every later call throws `.wrongState`.
+    public mutating func receive(_ message: [UInt8]) throws(SecureLinkError) -> [Event] {
+        let current = state
+        state = .failed
+        switch current {
+        case .initiatorAwaitingResponse(let handshake, let finalPayload):
+            return try initiatorRead(message, handshake: handshake, finalPayload: finalPayload)
+        case .pairingAwaitingFirst(let handshake, let payload):
+            return try pairingReadFirst(message, handshake: handshake, payload: payload)
+        case .pairingAwaitingFinal(let handshake):
+            return try pairingReadFinal(message, handshake: handshake)
+        case .knownAwaitingFirst(let keys):
+            return try knownReadFirst(message, keys: keys)
+        case .knownAwaitingAcceptance:
+            throw SecureLinkError(.wrongState, "a message arrived before the presented key was accepted")
+        case .established(var transport):
+            let events = try transport.receive(message)
+            state = .established(transport)
+            return events
+        case .failed:
+            throw SecureLinkError(.wrongState, "the link has failed")
+        }
+    }
+
+    /// Seals one application message (a sync message, or a control message when `control`) into
+    /// the binary WebSocket messages to send, in order. Throws `.wrongState` before the handshake
+    /// is done and `.messageTooLarge` (leaving the link working) for a message over
+    /// `maxMessageBytes`.
+    public mutating func seal(_ message: [UInt8], control: Bool = false) throws(SecureLinkError) -> [[UInt8]] {
+        guard case .established(var transport) = state else {
+            throw SecureLinkError(.wrongState, "a link seals messages only once established")
+        }
+        state = .failed
+        do throws(SecureLinkError) {
+            let sealed = try transport.seal(message, control: control)
+            state = .established(transport)
+            return sealed
+        } catch {
+            if error.kind == .messageTooLarge { state = .established(transport) }
+            throw error
+        }
+    }
+}
