@@ -60,6 +60,7 @@ let package = Package(
             name: "OrderSyncNode",
             dependencies: [
                 "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
+                "Noise", "SecureLink",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
             ], path: "Sources/Node/OrderSyncNode"),
 
@@ -99,6 +100,7 @@ let package = Package(
             name: "OrderSyncNodeTests",
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
+                "Noise", "SecureLink", "WebSocket", "WebSocketTransport",
             ]),
     ],
     swiftLanguageModes: [.v6]
