@@ -242,6 +242,9 @@ extension MasterStatus {
         try c.encode(peers, forKey: .peers)
         try c.encode(terminals, forKey: .terminals)
         try c.encode(tombstones, forKey: .tombstones)
+        try c.encode(pairing, forKey: .pairing)
+        try c.encode(pairedTerminals, forKey: .pairedTerminals)
+        try c.encode(previousNodeId, forKey: .previousNodeId)
     }
 }
 

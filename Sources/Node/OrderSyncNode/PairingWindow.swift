@@ -148,3 +148,14 @@ public struct PairingWindowStatus: Codable, Sendable, Equatable {
         self.failedTries = failedTries
     }
 }
+
+extension PairingWindowStatus {
+    /// Encodes every member, absent ones as `null` (as the rest of the status).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(state, forKey: .state)
+        try c.encode(name, forKey: .name)
+        try c.encode(expiresAtMillis, forKey: .expiresAtMillis)
+        try c.encode(failedTries, forKey: .failedTries)
+    }
+}
