@@ -71,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "ordersync",
             dependencies: [
-                "OrderSyncNode", "JSON", "SyncCore",
+                "OrderSyncNode", "JSON", "SyncCore", "QRCode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ], path: "Sources/Programs/ordersync"),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JSON
 import OrderSyncNode
+import QRCode
 
 /// Sends a request to the running master of `dir`: API errors and a master that is not running
 /// become a clear message and exit 1.
@@ -35,7 +36,7 @@ struct PairCommand: ParsableCommand {
         discussion: """
             The code is good for one terminal, for 10 minutes (or --valid-for), and closes after 5 wrong \
             tries. On the new terminal run `ordersync slave --data-dir DIR --pair CODE` while it is open. \
-            Running `pair` again replaces the code.
+            The code is also printed as a QR code. Running `pair` again replaces the code.
             """)
 
     @OptionGroup var data: DataDirOption
@@ -73,6 +74,11 @@ struct PairCommand: ParsableCommand {
         print("store:        \(o["store"]?.stringValue ?? "?")")
         print("master id:    \(o["master"]?.stringValue ?? "?")")
         if let n = o["name"]?.stringValue { print("name:         \(n)") }
+        // The code as a QR code, for a terminal with a camera (the text is the code itself).
+        if let qr = try? QRCode(encoding: code) {
+            print("")
+            print(qr.terminalText(), terminator: "")
+        }
         print("")
         print("On the new terminal run:")
         print("  ordersync slave --data-dir DIR --pair \(code)")
