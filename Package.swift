@@ -80,9 +80,9 @@ let package = Package(
         .executableTarget(
             name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "EventLoopIO"],
             path: "Sources/Programs/WebSocketEcho"),
-        // Test peer: the Noise module driven over stdin/stdout, for interop with Python's
-        // `noiseprotocol` (Tests/noise).
-        .executableTarget(name: "NoisePeer", dependencies: ["Noise"], path: "Sources/Programs/NoisePeer"),
+        // Test peer: the Noise module (and the SecureLink framing on it) driven over stdin/stdout, for
+        // interop with Python's `noiseprotocol` (Tests/noise).
+        .executableTarget(name: "NoisePeer", dependencies: ["Noise", "SecureLink"], path: "Sources/Programs/NoisePeer"),
         // Test peer: prints the QRCode module's matrix, for comparison with Python's `segno`
         // (Tests/conformance/test_qrcode_segno.py).
         .executableTarget(name: "QRDump", dependencies: ["QRCode"], path: "Sources/Programs/QRDump"),
