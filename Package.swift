@@ -63,6 +63,7 @@ let package = Package(
             name: "OrderSyncNode",
             dependencies: [
                 "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
+                "Noise", "SecureLink",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
             ], path: "Sources/Node/OrderSyncNode"),
 
@@ -70,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "ordersync",
             dependencies: [
-                "OrderSyncNode", "JSON", "SyncCore",
+                "OrderSyncNode", "JSON", "SyncCore", "QRCode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ], path: "Sources/Programs/ordersync"),
@@ -106,6 +107,7 @@ let package = Package(
             name: "OrderSyncNodeTests",
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
+                "Noise", "SecureLink", "WebSocket", "WebSocketTransport",
             ]),
     ],
     swiftLanguageModes: [.v6]

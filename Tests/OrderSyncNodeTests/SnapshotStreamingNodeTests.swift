@@ -20,8 +20,9 @@ final class SnapshotStreamingNodeTests: XCTestCase {
         return d
     }
 
-    /// 1 MiB send cap, next part below 256 KiB unsent.
+    /// 1 MiB send cap, next part below 256 KiB unsent; the slow reader is a StorePOS terminal.
     private static func smallCap(_ c: inout NodeConfiguration) {
+        c.insecureStorePOS = true
         c.maxPendingSendBytes = 1 << 20
         c.snapshotLowWaterBytes = 256 << 10
     }
