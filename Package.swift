@@ -60,6 +60,7 @@ let package = Package(
             name: "OrderSyncNode",
             dependencies: [
                 "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
+                "Noise", "SecureLink",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
             ], path: "Sources/Node/OrderSyncNode"),
 
@@ -67,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "ordersync",
             dependencies: [
-                "OrderSyncNode", "JSON", "SyncCore",
+                "OrderSyncNode", "JSON", "SyncCore", "SecureLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ], path: "Sources/Programs/ordersync"),
@@ -98,7 +99,7 @@ let package = Package(
         .testTarget(
             name: "OrderSyncNodeTests",
             dependencies: [
-                "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
+                "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery", "Noise", "SecureLink",
             ]),
     ],
     swiftLanguageModes: [.v6]
