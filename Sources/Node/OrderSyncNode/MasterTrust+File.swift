@@ -70,7 +70,7 @@ extension MasterTrust {
     /// into place and the directory synced, so a crash leaves the old trust or the new one.
     public func write(to path: String) throws {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let bytes = Array(try encoder.encode(self)) + [0x0A]
         let temporary = path + ".new"
         unlink(temporary)
