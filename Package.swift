@@ -100,6 +100,7 @@ let package = Package(
             name: "OrderSyncNodeTests",
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery", "Noise", "SecureLink",
+                "WebSocket", "WebSocketTransport",
             ]),
     ],
     swiftLanguageModes: [.v6]

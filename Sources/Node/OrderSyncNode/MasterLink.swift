@@ -68,6 +68,9 @@ final class MasterLink {
     ) {
         self.url = url
         self.loop = loop
+        // The secure subprotocols carry binary messages only.
+        var configuration = configuration
+        configuration.acceptsBinary = true
         self.configuration = configuration
         self.credential = credential
         self.localStatic = localStatic
