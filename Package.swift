@@ -99,8 +99,8 @@ let package = Package(
         .testTarget(
             name: "OrderSyncNodeTests",
             dependencies: [
-                "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery", "Noise", "SecureLink",
-                "WebSocket", "WebSocketTransport",
+                "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
+                "Noise", "SecureLink", "WebSocket", "WebSocketTransport",
             ]),
     ],
     swiftLanguageModes: [.v6]

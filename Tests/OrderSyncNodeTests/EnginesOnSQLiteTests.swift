@@ -143,7 +143,7 @@ final class EnginesOnSQLiteTests: XCTestCase {
         // Connected: hello, catch-up, ready, then the outbox goes out in order.
         let hello = slave.linkOpened()
         guard case .send(let helloText)? = hello.first else { return XCTFail("no hello") }
-        _ = master.peerConnected(1, address: "10.0.0.2:5000", speaksOrderSync: true)
+        _ = master.peerConnected(1, address: "10.0.0.2:5000", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar"))
         var toSlave: [String] = []
         var toMaster: [String] = []
         func run(_ actions: [MasterEngine.Action]) {
@@ -215,7 +215,7 @@ final class EngineAnswerTests: XCTestCase {
     func testARefusedOperationIsAnsweredTheSameWayWhenRetriedEvenIfItWouldNowSucceed() throws {
         let db = try OrderDatabase(path: dir + "/m.sqlite")
         let master = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e")
-        _ = master.peerConnected(1, address: "a", speaksOrderSync: true)
+        _ = master.peerConnected(1, address: "a", terminal: AuthenticatedTerminal(nodeId: "t1", name: "bar"))
         _ = master.received(
             HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
         let u = UUID().uuidString.lowercased()
@@ -255,7 +255,7 @@ final class EngineAnswerTests: XCTestCase {
     func testErrorsReachTheSenderBeforeTheBroadcastAndTheResultLast() throws {
         let db = try OrderDatabase(path: dir + "/m.sqlite")
         let master = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e")
-        _ = master.peerConnected(1, address: "a", speaksOrderSync: true)
+        _ = master.peerConnected(1, address: "a", terminal: AuthenticatedTerminal(nodeId: "t1", name: "bar"))
         _ = master.received(
             HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
         let good = UUID().uuidString.lowercased()
@@ -314,7 +314,7 @@ final class EngineAnswerTests: XCTestCase {
         var toMaster = slave.linkOpened().compactMap { a -> String? in
             if case .send(let t) = a { return t }; return nil
         }
-        _ = master.peerConnected(peer, address: "10.0.0.2:5000", speaksOrderSync: true)
+        _ = master.peerConnected(peer, address: "10.0.0.2:5000", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar"))
         while !toMaster.isEmpty {
             let toSlave = toMaster.flatMap { texts(master.received($0, from: peer, now: now), to: peer) }
             toMaster = toSlave.flatMap { t in
@@ -384,7 +384,7 @@ final class EngineAnswerTests: XCTestCase {
         let db = try OrderDatabase(path: dir + "/m.sqlite")
         let failing = FailingCommitStore(SQLiteMasterStore(db: db))
         let master = try MasterEngine(store: failing, storeId: "s", epoch: "e")
-        _ = master.peerConnected(1, address: "a", speaksOrderSync: true)
+        _ = master.peerConnected(1, address: "a", terminal: AuthenticatedTerminal(nodeId: "t1", name: "bar"))
         _ = master.received(
             HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 1, now: 1)
         let u = UUID().uuidString.lowercased()
@@ -403,7 +403,7 @@ final class EngineAnswerTests: XCTestCase {
         // On the next link the same operation id is applied (a storage failure is not a refusal
         // to repeat), and its answer carries no stale storage_failed.
         _ = master.peerDisconnected(1, now: 4)
-        _ = master.peerConnected(2, address: "a", speaksOrderSync: true)
+        _ = master.peerConnected(2, address: "a", terminal: AuthenticatedTerminal(nodeId: "t1", name: "bar"))
         _ = master.received(
             HelloMessage(terminalId: "t1", terminalName: "bar", store: "s", lastSeq: 0, epoch: "e").encoded(), from: 2, now: 5)
         let retry = texts(

@@ -35,8 +35,8 @@ final class RateLimitEngineTests: XCTestCase {
         let db = try OrderDatabase(path: dir + "/m.sqlite")
         let master = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "s", epoch: "e")
         master.rateLimit = RateLimit(operationsPerSecond: 10, burst: 3)
-        _ = master.peerConnected(1, address: "10.0.0.5:4000", speaksOrderSync: false)
-        _ = master.peerConnected(2, address: "10.0.0.6:4000", speaksOrderSync: false)
+        _ = master.peerConnected(1, address: "10.0.0.5:4000", terminal: nil)
+        _ = master.peerConnected(2, address: "10.0.0.6:4000", terminal: nil)
         for n in 0..<3 { _ = master.received(create("a\(n)").encoded(), from: 1, now: 1_000) }
         XCTAssertEqual(master.lastSeq, 3)
         let refused = master.received(create("a3").encoded(), from: 1, now: 1_000)
@@ -59,7 +59,7 @@ final class RateLimitEngineTests: XCTestCase {
         XCTAssertEqual(master.lastSeq, 5)
         // The same address reconnecting draws from the same bucket.
         _ = master.peerDisconnected(1, now: 1_300)
-        _ = master.peerConnected(3, address: "10.0.0.5:4001", speaksOrderSync: false)
+        _ = master.peerConnected(3, address: "10.0.0.5:4001", terminal: nil)
         _ = master.received(create("a6").encoded(), from: 3, now: 1_300)
         _ = master.received(create("a7").encoded(), from: 3, now: 1_300)
         XCTAssertEqual(master.lastSeq, 7)
@@ -77,7 +77,7 @@ final class RateLimitEngineTests: XCTestCase {
             let (w, _) = slave.localWrite(create("o\(n)"), opId: "op-\(n)", now: 5_000)
             XCTAssertNil(w.failure)
         }
-        _ = master.peerConnected(1, address: "10.0.0.2:5000", speaksOrderSync: true)
+        _ = master.peerConnected(1, address: "10.0.0.2:5000", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar"))
         var retries: [Int64] = []
         var clock: Int64 = 6_000
         /// Runs both engines until neither has anything more to say.

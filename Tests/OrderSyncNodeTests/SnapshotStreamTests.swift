@@ -48,7 +48,7 @@ final class SnapshotStreamTests: XCTestCase {
         }
         let sdb = try OrderDatabase(path: dir + "/s.sqlite")
         let slave = try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: "s")
-        XCTAssertEqual(master.peerConnected(1, address: "10.0.0.2:1", speaksOrderSync: true), [])
+        XCTAssertEqual(master.peerConnected(1, address: "10.0.0.2:1", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar")), [])
         var hello: String?
         for case .send(let text) in slave.linkOpened() { hello = text }
         let started = master.received(try XCTUnwrap(hello), from: 1, now: 1_000)
@@ -62,7 +62,7 @@ final class SnapshotStreamTests: XCTestCase {
         XCTAssertEqual(master.peers[1]?.phase, .receivingSnapshot)
 
         // A second terminal is live; it writes while peer 1's snapshot goes out.
-        _ = master.peerConnected(2, address: "10.0.0.3:1", speaksOrderSync: false)
+        _ = master.peerConnected(2, address: "10.0.0.3:1", terminal: nil)
         XCTAssertTrue(master.isReceivingSnapshot(2), "a StorePOS terminal's snapshot is paced too")
         var toPeer2: [String] = []
         while master.isReceivingSnapshot(2) { toPeer2 += sends(master.snapshotDue(for: 2), to: 2) }
@@ -123,7 +123,7 @@ final class SnapshotStreamTests: XCTestCase {
 
     func testTerminalsJoiningAtOneSequenceShareOneRead() throws {
         let (master, _, _, _) = try joinedPair(orders: 4)
-        _ = master.peerConnected(2, address: "10.0.0.3:1", speaksOrderSync: false)
+        _ = master.peerConnected(2, address: "10.0.0.3:1", terminal: nil)
         var a: [String] = []
         var b: [String] = []
         while master.isReceivingSnapshot(1) || master.isReceivingSnapshot(2) {

@@ -124,7 +124,9 @@ extension Simulation {
         s.link = c
         stats.connections += 1
         trace.add(clock.now, s.tag, "connect", "link \(c.id)")
-        performMaster(m.peerConnected(c.id, address: "10.0.0.\(s.index + 10):\(40000 + c.id)", speaksOrderSync: true))
+        // The link proves the slave's key: the master knows it as its paired terminal.
+        let terminal = AuthenticatedTerminal(nodeId: s.terminalId, name: s.name)
+        performMaster(m.peerConnected(c.id, address: "10.0.0.\(s.index + 10):\(40000 + c.id)", terminal: terminal))
         performSlave(s, e.linkOpened())
     }
 

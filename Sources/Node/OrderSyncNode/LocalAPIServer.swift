@@ -11,6 +11,7 @@ import SyncCore
 final class LocalAPIServer {
     typealias Respond = LocalAPIResponder
     typealias Handler = (LocalAPIRoute, Respond) -> Void
+    typealias MasterHandler = (MasterAPIRoute, Respond) -> Void
 
     private let loop: EventLoop
     private let logger: Logger
@@ -18,6 +19,8 @@ final class LocalAPIServer {
     private var acceptor: Acceptor?
     private var clients: [ObjectIdentifier: APIClientConnection] = [:]
     var handler: Handler = { _, respond in respond(503, LocalAPIRoute.errorBody(code: "starting", message: "node is starting")) }
+    /// Answers the master's own routes (pairing, terminals, key); nil on a slave.
+    var masterHandler: MasterHandler?
 
     init(loop: EventLoop, path: String, logger: Logger) {
         self.loop = loop
@@ -129,7 +132,6 @@ final class LocalAPIServer {
             guard let req = request else { return }
             client.busy = true
             let keepAlive = req.keepAlive
-            let route = LocalAPIRoute.decode(method: req.method, path: req.path, query: req.query, body: req.body)
             let respond = LocalAPIResponder(caller: client.caller) { [weak self, weak client] status, body in
                 guard let self = self, let client = client, client.busy else { return }
                 var headers = [("Content-Type", "application/json")]
@@ -143,7 +145,24 @@ final class LocalAPIServer {
                     client.channel.closeAfterFlush()
                 }
             }
-            switch route {
+            if let masterRoute = MasterAPIRoute.decode(method: req.method, path: req.path, body: req.body) {
+                switch masterRoute {
+                case .failure(let f):
+                    respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message))
+                case .success(let r):
+                    if let masterHandler {
+                        masterHandler(r, respond)
+                    } else {
+                        respond(
+                            404,
+                            LocalAPIRoute.errorBody(
+                                code: "not_master",
+                                message: "this node is a slave; pairing, terminals and keys are managed on the master"))
+                    }
+                }
+                continue
+            }
+            switch LocalAPIRoute.decode(method: req.method, path: req.path, query: req.query, body: req.body) {
             case .failure(let f):
                 respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message, uuid: f.uuid))
             case .success(let r):

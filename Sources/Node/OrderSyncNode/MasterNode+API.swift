@@ -4,8 +4,8 @@ import JSON
 import SyncCore
 
 extension MasterNode {
-    /// The node's static key pair and id, from its data directory.
-    var nodeIdentity: NodeIdentity { dataDirectory.nodeIdentity }
+    /// The node's current static key pair and id (the data directory's key until a rotation).
+    var nodeIdentity: NodeIdentity { keys.current }
 
     func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
         switch route {
@@ -24,6 +24,12 @@ extension MasterNode {
                 seq: outcome.seq)
             respond(answer.status, answer.body)
         }
+    }
+
+    /// The pairing window as it stands now (an expired one shows as expired).
+    func pairingStatus() -> PairingWindowStatus {
+        pairing.expire(now: WallClock.nowMillis())
+        return pairing.status
     }
 
     /// What the master is doing, for `GET /v1/status`.
@@ -52,6 +58,7 @@ extension MasterNode {
             orders: (try? db.orderCount()) ?? 0, port: port, dataDir: configuration.dataDirectory,
             serviceType: configuration.serviceType, serviceName: publishedName, avahi: avahiState,
             uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)), peers: peers, terminals: terminals,
-            tombstones: (try? db.tombstoneCount()) ?? 0)
+            tombstones: (try? db.tombstoneCount()) ?? 0, pairing: pairingStatus(), pairedTerminals: (try? db.pairedTerminals().count) ?? 0,
+            previousNodeId: keys.previous?.nodeId)
     }
 }

@@ -1,6 +1,7 @@
 /// Connections counted per IP address, so one host on the LAN cannot hold every connection
-/// slot of the master: at most `maxHandshakesPerAddress` still in the opening handshake (each
-/// is dropped after the handshake timeout anyway) and `maxConnectionsPerAddress` in all.
+/// slot of the master: at most `maxHandshakesPerAddress` not authenticated yet (in the opening
+/// handshake or the secure link's; each is dropped after the handshake timeout anyway) and
+/// `maxConnectionsPerAddress` in all.
 extension MasterNode {
     /// Why a new connection from `peerAddress` is refused, or nil when it may go on.
     func addressLimitReached(_ peerAddress: String) -> String? {
@@ -9,10 +10,10 @@ extension MasterNode {
         var handshaking = 0
         for session in sessions.values where session.phase != .ended && Self.host(of: session.address) == host {
             open += 1
-            if session.phase == .handshaking { handshaking += 1 }
+            if session.isPreAuthentication { handshaking += 1 }
         }
         if handshaking >= configuration.maxHandshakesPerAddress {
-            return "\(handshaking) connections from \(host) still in the handshake (limit \(configuration.maxHandshakesPerAddress))"
+            return "\(handshaking) connections from \(host) not authenticated yet (limit \(configuration.maxHandshakesPerAddress))"
         }
         if open >= configuration.maxConnectionsPerAddress {
             return "\(open) connections from \(host) open (limit \(configuration.maxConnectionsPerAddress))"

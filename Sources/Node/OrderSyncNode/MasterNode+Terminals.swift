@@ -34,11 +34,8 @@ extension MasterNode {
             let id = nextSessionId
             let transport = try WebSocketChannel.accept(
                 a.socket, loop: loop,
-                configuration: configuration.webSocketChannelConfiguration
-            ) { request in
-                // StorePOS terminals ask for no subprotocol; OrderSync slaves for ours.
-                .accept(subprotocol: request.requestedSubprotocols.contains(orderSyncSubprotocol) ? orderSyncSubprotocol : nil)
-            }
+                configuration: terminalChannelConfiguration,
+                decide: Self.handshakeDecision)
             let session = TerminalSession(id: id, transport: transport, address: a.peerAddress, now: loop.now)
             nextSessionId += 1
             sessions[id] = session
@@ -55,7 +52,7 @@ extension MasterNode {
             }
             transport.onIdle = { [weak self, weak session] in
                 guard let self = self, let s = session, let beat = self.engine.heartbeat(for: s.id) else { return .ping }
-                s.transport.sendText(beat)
+                self.send(beat, to: s)
                 return .sentHeartbeat
             }
         } catch {
@@ -66,22 +63,21 @@ extension MasterNode {
     func terminalEvent(_ event: WebSocketChannel.Event, session s: TerminalSession) {
         switch event {
         case .opened(let opening):
-            s.speaksOrderSync = opening.subprotocol == orderSyncSubprotocol
-            s.phase = .open
-            logger.info(
-                "peer.connected",
-                metadata: [
-                    "peer.address": "\(s.address)", "peer.protocol": "\(s.speaksOrderSync ? "ordersync" : "storepos")",
-                    "peers": "\(sessions.count)",
-                ])
-            ensureMaintenanceTimer()
-            perform(engine.peerConnected(s.id, address: s.address, speaksOrderSync: s.speaksOrderSync))
-            sendSnapshotParts(to: s)
+            terminalOpened(opening, session: s)
         case .text(let text):
+            guard case .storePOS = s.framing else {
+                // Docs/SECURITY.md: "A text message on either subprotocol closes the link (1003)."
+                s.close(code: .unsupportedData, reason: "only binary messages of the secure link are accepted")
+                return
+            }
             terminalMessage(text, from: s)
-        case .binary:
-            // Text only: the transport closes with 1003 instead of delivering binary.
-            break
+        case .binary(let bytes):
+            guard let secure = s.secure else {
+                // A StorePOS link is text only, as before.
+                s.close(code: .unsupportedData, reason: "only text messages are accepted")
+                return
+            }
+            secureMessage(bytes, from: s, link: secure)
         case .protocolError(let error):
             logger.warning("peer.protocol_error", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
         case .ended(let ending):
@@ -109,6 +105,10 @@ extension MasterNode {
         let wasConnected = s.phase == .open
         let name = engine.peers[s.id]?.terminalName
         s.phase = .ended
+        if let t = s.authenticationTimer {
+            loop.cancel(t)
+            s.authenticationTimer = nil
+        }
         sessions[s.id] = nil
         perform(engine.peerDisconnected(s.id, now: WallClock.nowMillis()))
         if wasConnected {
@@ -134,16 +134,24 @@ extension MasterNode {
         }
     }
 
-    /// Carries out what the engine asked for. A broadcast frame is encoded once and the same
-    /// bytes go to every live terminal.
+    /// Carries out what the engine asked for. A broadcast is encoded once for every StorePOS
+    /// terminal and sealed for each slave (every secure link has keys of its own).
     func perform(_ actions: [MasterEngine.Action]) {
         for action in actions {
             switch action {
             case .send(let id, let text):
-                sessions[id]?.transport.sendText(text)
+                if let s = sessions[id] { send(text, to: s) }
             case .broadcast(let text, let peers):
-                let frame = WebSocketChannel.serverTextFrame(text)
-                for id in peers { sessions[id]?.transport.sendEncoded(frame) }
+                var frame: [UInt8]?
+                for id in peers {
+                    guard let s = sessions[id] else { continue }
+                    guard case .storePOS = s.framing else {
+                        send(text, to: s)
+                        continue
+                    }
+                    if frame == nil { frame = WebSocketChannel.serverTextFrame(text) }
+                    if let frame { s.transport.sendEncoded(frame) }
+                }
             case .close(let id, let code, let reason):
                 sessions[id]?.close(code: CloseCode(code), reason: reason)
             case .log(let record):

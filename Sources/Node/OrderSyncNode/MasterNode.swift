@@ -33,6 +33,11 @@ public final class MasterNode: @unchecked Sendable {
     /// The TCP port terminals connect to (the one bound when the configuration asked for 0).
     public let port: UInt16
     var maintenanceTimer: TimerHandle?
+    /// The master's static keys: the current one and, after a rotation, the previous one.
+    var keys: MasterKeys
+    /// The pairing window (`ordersync pair`), and the timer that closes it when it expires.
+    var pairing = PairingWindow()
+    var pairingTimer: TimerHandle?
     var shuttingDown = false
     let startedAt = Date()
 
@@ -57,6 +62,7 @@ public final class MasterNode: @unchecked Sendable {
             configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
         }
         terminalName = configuration.name ?? DataDirectory.hostName()
+        keys = try MasterKeys(current: dataDirectory.nodeIdentity, previousPath: configuration.previousKeyPath)
         engine = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: try db.databaseEpoch())
         engine.snapshotChunk = NodeDefaults.snapshotChunk
         engine.pacesSnapshots = true
@@ -118,6 +124,7 @@ public final class MasterNode: @unchecked Sendable {
                     "retry_ms": "\(NodeDefaults.acceptPause.wholeMilliseconds)",
                 ])
         }
+        api.masterHandler = { [weak self] route, respond in self?.handleMasterAPI(route, respond) }
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
@@ -131,16 +138,26 @@ public final class MasterNode: @unchecked Sendable {
                 "service_type": "\(configuration.serviceType)", "epoch": "\(engine.epoch)", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
+                "paired_terminals": "\((try? db.pairedTerminals().count) ?? 0)",
             ])
+        if configuration.insecureStorePOS {
+            let ranges = configuration.storePOSAllow.map(\.description).joined(separator: ",")
+            logger.warning(
+                "storepos.insecure",
+                metadata: [
+                    "allow": "\(ranges.isEmpty ? "any address" : ranges)",
+                    "hint": "StorePOS terminals are admitted in the clear, neither authenticated nor encrypted",
+                ])
+        }
 
-        startDiscovery(epoch: engine.epoch)
+        startDiscovery()
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
             self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
         }
         try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
     }
 
-    private func startDiscovery(epoch: String) {
+    private func startDiscovery() {
         guard let discovery else { return }
         let loop = self.loop
         do {
@@ -149,13 +166,7 @@ public final class MasterNode: @unchecked Sendable {
             try discovery.start { event in
                 loop.execute { node.value.handleDiscovery(event) }
             }
-            discovery.publish(
-                ServiceAnnouncement(
-                    name: terminalName, type: configuration.serviceType, port: port,
-                    txt: [
-                        ("proto", orderSyncProtocolName), ("store", storeId), ("epoch", epoch),
-                        ("path", NodeDefaults.webSocketPath),
-                    ]))
+            publishService()
         } catch {
             avahiState = .unavailable
             logger.warning(
@@ -165,6 +176,18 @@ public final class MasterNode: @unchecked Sendable {
                     "hint": "terminals must use --master ws://HOST:\(port)/ until avahi-daemon runs",
                 ])
         }
+    }
+
+    /// Publishes (or replaces) the service: its TXT record names the master's key (`id=`) and,
+    /// after a rotation, the previous one (`previd=`).
+    func publishService() {
+        guard let discovery, avahiState != .unavailable else { return }
+        var txt = [
+            ("proto", orderSyncProtocolName), ("store", storeId), ("epoch", engine.epoch),
+            ("path", NodeDefaults.webSocketPath), ("id", keys.current.nodeId),
+        ]
+        if let previous = keys.previous { txt.append(("previd", previous.nodeId)) }
+        discovery.publish(ServiceAnnouncement(name: terminalName, type: configuration.serviceType, port: port, txt: txt))
     }
 
     private func handleDiscovery(_ event: DiscoveryEvent) {

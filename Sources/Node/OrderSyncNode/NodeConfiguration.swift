@@ -21,6 +21,9 @@ public enum NodeDefaults {
     public static let lockFile = "ordersync.lock"
     /// Name of the file holding the node's static private key (mode 0600).
     public static let keyFile = "node.key"
+    /// Name of the file holding a master's previous static private key after a key rotation
+    /// (mode 0600); it still answers slaves that know only the previous key.
+    public static let previousKeyFile = "node.key.previous"
     /// WebSocket path on the master.
     public static let webSocketPath = "/"
     /// Orders per snapshot message.
@@ -177,6 +180,11 @@ public struct NodeConfiguration: Sendable {
     public var snapshotLowWaterBytes = NodeDefaults.snapshotLowWaterBytes
     /// Master: the most bytes of operations held for a terminal during its snapshot.
     public var maxHeldSnapshotBytes = NodeDefaults.maxHeldSnapshotBytes
+    /// Master: admit StorePOS terminals (plain WebSocket, no subprotocol, neither authenticated
+    /// nor encrypted) as before pairing existed.
+    public var insecureStorePOS = false
+    /// Master: with `insecureStorePOS`, admit them only from these ranges (empty: from anywhere).
+    public var storePOSAllow: [AddressRange] = []
 
     /// A configuration from its parts.
     public init(
@@ -201,6 +209,8 @@ public struct NodeConfiguration: Sendable {
     public var lockPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.lockFile) }
     /// Path of the node's key file.
     public var keyPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.keyFile) }
+    /// Path of a master's previous key file (after a key rotation).
+    public var previousKeyPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.previousKeyFile) }
 
     /// Store ids: 1-64 letters, digits, '-', '_', '.'.
     public static func isValidStoreId(_ s: String) -> Bool {

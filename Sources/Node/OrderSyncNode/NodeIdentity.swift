@@ -72,7 +72,9 @@ public struct NodeIdentity {
         identity.privateKey.rawRepresentation.base64EncodedString() + "\n"
     }
 
-    private static func load(path: String) throws -> NodeIdentity? {
+    /// Loads the key file at `path`, nil when there is none; refused and damaged files throw as
+    /// in `loadOrCreate(path:)`.
+    static func load(path: String) throws -> NodeIdentity? {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 {
             let code = errno
@@ -109,7 +111,7 @@ public struct NodeIdentity {
 
     /// Writes the key to a new file (mode 0600 whatever the umask) and moves it into place, so a
     /// crash never leaves a half-written key.
-    private static func write(_ identity: NodeIdentity, to path: String) throws {
+    static func write(_ identity: NodeIdentity, to path: String) throws {
         let temporary = path + ".new"
         unlink(temporary)
         let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)

@@ -80,10 +80,16 @@ public struct MasterStatus: Codable, Sendable, Equatable {
     public var terminals: [KnownTerminal]
     /// Removed orders whose tombstones are still kept.
     public var tombstones: Int
+    /// The pairing window (`ordersync pair`).
+    public var pairing: PairingWindowStatus
+    /// Paired terminals not revoked.
+    public var pairedTerminals: Int
+    /// The node id of the master's previous key, after a key rotation.
+    public var previousNodeId: String?
 
     /// Which protocol a connected terminal speaks.
     public enum PeerProtocol: String, Codable, Sendable {
-        /// An OrderSync slave (`ordersync.v1` subprotocol).
+        /// An OrderSync slave (a secure link, `ordersync.ik.v1` or `ordersync.pair.v1`).
         case ordersync
         /// A StorePOS terminal (no subprotocol).
         case storepos
@@ -95,9 +101,9 @@ public struct MasterStatus: Codable, Sendable, Equatable {
         public var address: String
         /// What it speaks.
         public var `protocol`: PeerProtocol
-        /// The terminal name it gave in its hello.
+        /// A slave's paired name.
         public var terminal: String?
-        /// The terminal id it gave in its hello.
+        /// A slave's node id (the key its link proved).
         public var terminalId: String?
         /// Seconds since it connected.
         public var connectedSeconds: Int64
@@ -251,6 +257,9 @@ extension MasterStatus {
         try c.encode(peers, forKey: .peers)
         try c.encode(terminals, forKey: .terminals)
         try c.encode(tombstones, forKey: .tombstones)
+        try c.encode(pairing, forKey: .pairing)
+        try c.encode(pairedTerminals, forKey: .pairedTerminals)
+        try c.encode(previousNodeId, forKey: .previousNodeId)
     }
 }
 

@@ -15,9 +15,26 @@ public enum StatusText {
         var lines = common(role: m.role, store: m.store, name: m.name, orders: m.orders, seq: m.seq, avahi: m.avahi, nodeId: m.nodeId)
         lines.append("port:      \(m.port)")
         lines.append("service:   \(m.serviceName ?? "-") (\(m.serviceType))")
+        if let previous = m.previousNodeId { lines.append("previous node id: \(previous) (still answers)") }
+        lines.append("pairing:   \(pairingText(m.pairing))")
+        lines.append("paired:    \(m.pairedTerminals) terminal\(m.pairedTerminals == 1 ? "" : "s")")
         lines += terminalLines(m)
         lines.append("tombstones: \(m.tombstones)")
         return lines.joined(separator: "\n")
+    }
+
+    /// The pairing window in one line.
+    static func pairingText(_ p: PairingWindowStatus) -> String {
+        switch p.state {
+        case .open:
+            let left = max(0, ((p.expiresAtMillis ?? 0) - WallClock.nowMillis()) / 1000)
+            return "open for \(left) s more" + (p.name.map { " (for \($0))" } ?? "")
+                + ", \(p.failedTries ?? 0) of \(PairingWindow.maxFailures) wrong codes"
+        case .used: return "closed (used by \(p.name ?? "a terminal"))"
+        case .exhausted: return "closed (\(PairingWindow.maxFailures) wrong codes)"
+        case .expired: return "closed (expired)"
+        case .closed: return "closed"
+        }
     }
 
     /// A slave: its link to the master, how far behind it is and what waits in its outbox.

@@ -8,11 +8,24 @@ final class TerminalSession {
     enum Phase: Equatable {
         /// In the opening handshake; the engine does not know it yet.
         case handshaking
-        /// The WebSocket is open and the engine knows the terminal (the sync state is the
-        /// engine's).
+        /// The WebSocket is open and the secure link's handshake is going on; the engine does
+        /// not know it yet and nothing of it is applied.
+        case authenticating
+        /// The WebSocket is open (and for a slave, authenticated) and the engine knows the
+        /// terminal (the sync state is the engine's).
         case open
         /// Gone, and the engine told.
         case ended
+    }
+
+    /// How its messages travel, once the WebSocket opened.
+    enum Framing {
+        /// Not decided yet (the opening handshake), or refused.
+        case none
+        /// A StorePOS terminal: text messages in the clear (`--insecure-storepos`).
+        case storePOS
+        /// An OrderSync slave: binary messages of a secure link.
+        case secure(SecureTerminalLink)
     }
 
     let id: Int
@@ -21,8 +34,9 @@ final class TerminalSession {
     /// When the connection was accepted, on the loop's clock.
     let connectedAt: MonotonicInstant
     var phase: Phase = .handshaking
-    /// True when it asked for the `ordersync.v1` subprotocol; StorePOS terminals do not.
-    var speaksOrderSync = false
+    var framing = Framing.none
+    /// The deadline of the secure link's handshake, while authenticating.
+    var authenticationTimer: TimerHandle?
 
     init(id: Int, transport: WebSocketChannel, address: String, now: MonotonicInstant) {
         self.id = id
@@ -30,6 +44,21 @@ final class TerminalSession {
         self.address = address
         self.connectedAt = now
     }
+
+    /// True for an OrderSync slave on a secure link.
+    var speaksOrderSync: Bool {
+        if case .secure = framing { return true }
+        return false
+    }
+
+    /// The secure link of a slave.
+    var secure: SecureTerminalLink? {
+        if case .secure(let link) = framing { return link }
+        return nil
+    }
+
+    /// Still before authentication (counted against the per-address handshake limit).
+    var isPreAuthentication: Bool { phase == .handshaking || phase == .authenticating }
 
     /// The WebSocket once open; `nil` during the handshake and after the end.
     var link: WebSocketChannel? { phase == .open ? transport : nil }

@@ -17,7 +17,10 @@ struct OrderSyncCommand: ParsableCommand {
             and `status` commands are clients of it.
             """,
         version: NodeVersion.string,
-        subcommands: [MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, JournalCommand.self]
+        subcommands: [
+            MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, JournalCommand.self, PairCommand.self,
+            TerminalCommand.self, KeyCommand.self,
+        ]
     )
 }
 
@@ -173,6 +176,17 @@ struct MasterCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Operations one terminal may send in a burst.", valueName: "n"))
     var rateBurst: Double = NodeDefaults.rateLimitBurst
 
+    @Flag(
+        name: .customLong("insecure-storepos"),
+        help: "Admit StorePOS terminals (plain WebSocket, no subprotocol): neither authenticated nor encrypted.")
+    var insecureStorePOS = false
+
+    @Option(
+        name: .customLong("storepos-allow"),
+        help: ArgumentHelp(
+            "With --insecure-storepos, admit StorePOS terminals only from this IPv4 or IPv6 range (repeatable).", valueName: "cidr"))
+    var storePOSAllow: [String] = []
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535.") }
         guard (1...100_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1-100000.") }
@@ -181,6 +195,12 @@ struct MasterCommand: ParsableCommand {
         }
         guard (1...1_000_000).contains(rateLimit), (1...1_000_000).contains(rateBurst) else {
             throw ValidationError("--rate-limit and --rate-burst must be 1-1000000.")
+        }
+        for range in storePOSAllow where AddressRange(parsing: range) == nil {
+            throw ValidationError("--storepos-allow must be an IPv4 or IPv6 range like 192.168.1.0/24 or fd00::/8 (got '\(range)').")
+        }
+        if !storePOSAllow.isEmpty && !insecureStorePOS {
+            throw ValidationError("--storepos-allow only applies with --insecure-storepos.")
         }
     }
 
@@ -197,6 +217,8 @@ struct MasterCommand: ParsableCommand {
         config.maxConnectionsPerAddress = maxConnectionsPerAddress
         config.rateLimitPerSecond = rateLimit
         config.rateLimitBurst = rateBurst
+        config.insecureStorePOS = insecureStorePOS
+        config.storePOSAllow = storePOSAllow.compactMap { AddressRange(parsing: $0) }
         try runNode { try MasterNode(configuration: config, logger: logger).run() }
     }
 }

@@ -173,6 +173,26 @@ enum Schema {
                 )
                 """
             ]),
+        Migration(
+            version: 8, name: "paired terminals",
+            statements: [
+                // The terminals the master paired with (Docs/SECURITY.md): only these may connect,
+                // identified by their static public key. A revoked one keeps its row (and its
+                // `revoked_ms`) so its key stays refused until it pairs again.
+                """
+                CREATE TABLE paired_terminals (
+                    node_id TEXT PRIMARY KEY NOT NULL,
+                    public_key TEXT NOT NULL UNIQUE CHECK (length(public_key) = 64),
+                    name TEXT NOT NULL,
+                    paired_ms INTEGER NOT NULL,
+                    revoked_ms INTEGER
+                ) WITHOUT ROWID
+                """,
+                "CREATE INDEX paired_terminals_by_name ON paired_terminals (name)",
+                // Before pairing, any peer could name itself in its hello and become a known
+                // terminal: those rows are keyed by ids nobody proved, so they go.
+                "DELETE FROM terminals",
+            ]),
     ]
 
     /// The schema version this build writes and reads.

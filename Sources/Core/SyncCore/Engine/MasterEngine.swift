@@ -55,8 +55,13 @@ public final class MasterEngine {
         public var address: String
         public var speaksOrderSync: Bool
         public var phase: PeerPhase
-        public var terminalId: String?
-        public var terminalName: String?
+        /// The paired terminal its link proved to be (an OrderSync slave); nil for a StorePOS
+        /// terminal. Its hello cannot change who it is.
+        public var authenticated: AuthenticatedTerminal?
+        /// The authenticated node id (nil for a StorePOS terminal).
+        public var terminalId: String? { authenticated?.nodeId }
+        /// The paired name (nil for a StorePOS terminal).
+        public var terminalName: String? { authenticated?.name }
         /// The last sequence it said it applied (hello, then acks).
         public var ackedSeq: Int64?
         public var messagesIn = 0
@@ -64,8 +69,9 @@ public final class MasterEngine {
         /// Whether its operations are let through (the rate limit).
         public var admission = Admission.admitting
 
-        /// Who sent an operation, for the journal: "name@address", or the address.
-        public var origin: String { terminalName.map { "\($0)@\(address)" } ?? address }
+        /// Who sent an operation, for the journal: the authenticated terminal
+        /// (`till-2 [ABCD-EFGH]@10.0.0.3:5555`), or the address of a StorePOS terminal.
+        public var origin: String { authenticated.map { "\($0.label)@\(address)" } ?? address }
     }
 
     public enum Action: Equatable, Sendable {
@@ -127,16 +133,30 @@ public final class MasterEngine {
 
     // MARK: Events
 
-    /// A terminal finished its WebSocket handshake. A StorePOS terminal (no `ordersync.v1`
-    /// subprotocol) sends no hello: it gets the snapshot at once.
-    public func peerConnected(_ id: Int, address: String, speaksOrderSync: Bool) -> [Action] {
+    /// A terminal is connected: an OrderSync slave once its secure link proved it is the
+    /// paired `terminal` (it says hello next), a StorePOS terminal (`terminal` nil) once its
+    /// WebSocket opened; a StorePOS terminal sends no hello: it gets the snapshot at once.
+    public func peerConnected(_ id: Int, address: String, terminal: AuthenticatedTerminal?) -> [Action] {
+        let speaksOrderSync = terminal != nil
         peers[id] = Peer(
             id: id, address: address, speaksOrderSync: speaksOrderSync,
-            phase: speaksOrderSync ? .awaitingHello : .live)
+            phase: speaksOrderSync ? .awaitingHello : .live, authenticated: terminal)
         guard !speaksOrderSync else { return [] }
         var out: [Action] = []
         sendSnapshot(to: id, &out)
         return route(out)
+    }
+
+    /// The paired terminal `nodeId` was revoked: each of its links is closed (1008 `revoked`)
+    /// and forgotten at once, without recording how far it got (its record goes with it).
+    public func revoked(terminal nodeId: String) -> [Action] {
+        var out: [Action] = []
+        for p in peers.values.sorted(by: { $0.id < $1.id }) where p.terminalId == nodeId {
+            peers[p.id] = nil
+            endSnapshot(of: p.id)
+            out.append(.close(peer: p.id, code: MasterEngine.policyViolation, reason: "revoked"))
+        }
+        return out
     }
 
     /// A terminal's link ended.
@@ -144,7 +164,8 @@ public final class MasterEngine {
         guard let p = peers.removeValue(forKey: id) else { return [] }
         endSnapshot(of: id)
         var out: [Action] = []
-        remember([p], now: now, &out)
+        // One that left before its hello did not say how far it got: what was saved stands.
+        if p.phase != .awaitingHello { remember([p], now: now, &out) }
         return out
     }
 
@@ -246,12 +267,27 @@ public final class MasterEngine {
             out.append(.close(peer: id, code: MasterEngine.policyViolation, reason: "wrong store"))
             return
         }
-        peers[id]?.terminalId = hello.terminalId
-        peers[id]?.terminalName = hello.terminalName
+        guard let terminal = peers[id]?.authenticated else {
+            reject(
+                WireError(.invalidMessage, "hello is for OrderSync slaves on a secure link"), opId: nil, operation: nil, to: id,
+                now: now, &out)
+            return
+        }
+        // Who it is was proved by its key: the id and name in the hello are its own say only.
+        if hello.terminalId != terminal.nodeId || hello.terminalName != terminal.name {
+            out.append(
+                .log(
+                    EngineLog(
+                        .debug, "peer.hello_mismatch",
+                        [
+                            ("peer.address", peers[id]?.address ?? "?"), ("terminal", terminal.name), ("terminal.id", terminal.nodeId),
+                            ("hello.terminal", hello.terminalName), ("hello.terminal_id", hello.terminalId),
+                        ])))
+        }
         // Its ack follows the catch-up; the position in the hello is not an ack (the slave may
         // still hold operations the master applied, see `SlaveEngine.ackSeq`). Until then it
         // stands where it was last acknowledged.
-        if let saved = try? store.knownTerminals().first(where: { $0.id == hello.terminalId }) {
+        if let saved = try? store.knownTerminals().first(where: { $0.id == terminal.nodeId }) {
             peers[id]?.ackedSeq = min(saved.ackedSeq, lastSeq)
         }
         if let p = peers[id] { remember([p], now: now, &out) }
@@ -260,8 +296,8 @@ public final class MasterEngine {
                 EngineLog(
                     .info, "peer.hello",
                     [
-                        ("peer.address", peers[id]?.address ?? "?"), ("terminal", hello.terminalName),
-                        ("terminal.id", hello.terminalId), ("peer.last_seq", "\(hello.lastSeq)"),
+                        ("peer.address", peers[id]?.address ?? "?"), ("terminal", terminal.name),
+                        ("terminal.id", terminal.nodeId), ("peer.last_seq", "\(hello.lastSeq)"),
                     ])))
         do {
             if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch) {

@@ -71,3 +71,25 @@ public struct AnsweredOperation: Equatable, Sendable {
         self.answeredMillis = answeredMillis
     }
 }
+
+/// A terminal whose secure link proved it holds the key of a paired terminal: its node id and
+/// the name the master paired it under. The journal names it, never what its hello says.
+public struct AuthenticatedTerminal: Equatable, Sendable {
+    /// The node id of its static key (`ABCD-EFGH-...`).
+    public var nodeId: String
+    /// Its paired name.
+    public var name: String
+
+    /// A terminal from its node id and paired name.
+    public init(nodeId: String, name: String) {
+        self.nodeId = nodeId
+        self.name = name
+    }
+
+    /// How journal origins and logs name it: the paired name and the first two groups of its
+    /// node id, `till-2 [ABCD-EFGH]`.
+    public var label: String {
+        let short = nodeId.split(separator: "-").prefix(2).joined(separator: "-")
+        return "\(name) [\(short)]"
+    }
+}

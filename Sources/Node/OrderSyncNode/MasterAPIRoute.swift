@@ -1,0 +1,80 @@
+import JSON
+
+/// A local API request only a master answers: pairing, paired terminals and the master's key
+/// (Docs/API.md). Pure. A slave answers these paths 404 `not_master`.
+///
+/// `POST /v1/pairing` (`{"name": "till-3", "validForSeconds": 600}`, both optional),
+/// `DELETE /v1/pairing`, `GET /v1/terminals`, `POST /v1/terminals/{id-or-name}/revoke`,
+/// `POST /v1/key/rotate`.
+enum MasterAPIRoute: Equatable {
+    /// Opens a pairing window (replacing an open one).
+    case openPairing(name: String?, validForSeconds: Int)
+    /// Closes the pairing window.
+    case closePairing
+    /// The paired terminals.
+    case terminals
+    /// Revokes the paired terminal with this node id or name.
+    case revokeTerminal(String)
+    /// Makes a new master key; the current one becomes the previous one.
+    case rotateKey
+
+    /// The route for `method` and `path`, a failure for a malformed request to one of these
+    /// paths, or nil when the path is not one of them (a `LocalAPIRoute` then).
+    static func decode(method: String, path: String, body: [UInt8]) -> Result<MasterAPIRoute, LocalAPIRoute.Failure>? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard parts.count >= 2, parts[0] == "v1", ["pairing", "terminals", "key"].contains(parts[1]) else { return nil }
+        func notAllowed() -> Result<MasterAPIRoute, LocalAPIRoute.Failure> {
+            .failure(.init(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
+        }
+        switch Array(parts.dropFirst()) {
+        case ["pairing"]:
+            switch method {
+            case "POST": return openPairing(body)
+            case "DELETE": return .success(.closePairing)
+            default: return notAllowed()
+            }
+        case ["terminals"]:
+            return method == "GET" ? .success(.terminals) : notAllowed()
+        case let p where p.count == 3 && p[0] == "terminals" && p[2] == "revoke" && !p[1].isEmpty:
+            return method == "POST" ? .success(.revokeTerminal(p[1])) : notAllowed()
+        case ["key", "rotate"]:
+            return method == "POST" ? .success(.rotateKey) : notAllowed()
+        default:
+            return .failure(.init(status: 404, code: "no_route", message: "unknown path \(path)"))
+        }
+    }
+
+    /// `POST /v1/pairing`: an empty body, or an object with an optional `name` (1-63 bytes) and
+    /// `validForSeconds` (1-600, default 600).
+    private static func openPairing(_ body: [UInt8]) -> Result<MasterAPIRoute, LocalAPIRoute.Failure> {
+        func invalid(_ message: String) -> Result<MasterAPIRoute, LocalAPIRoute.Failure> {
+            .failure(.init(status: 400, code: "invalid_field", message: message))
+        }
+        guard !body.isEmpty else { return .success(.openPairing(name: nil, validForSeconds: PairingWindow.maxValidSeconds)) }
+        let object: JSONObject
+        do {
+            guard let o = try JSONParser.parse(body).objectValue else {
+                return .failure(.init(status: 400, code: "invalid_message", message: "request body must be a JSON object"))
+            }
+            object = o
+        } catch {
+            return .failure(.init(status: 400, code: "malformed_json", message: "request body is not valid JSON: \(error)"))
+        }
+        var name: String?
+        switch object["name"] {
+        case nil, .null?: break
+        case .string(let n)? where !n.isEmpty && n.utf8.count <= 63: name = n
+        default: return invalid("'name' must be a string of 1-63 bytes")
+        }
+        var seconds = PairingWindow.maxValidSeconds
+        switch object["validForSeconds"] {
+        case nil, .null?: break
+        case let value?:
+            guard let n = value.intValue, (1...Int64(PairingWindow.maxValidSeconds)).contains(n) else {
+                return invalid("'validForSeconds' must be an integer in 1...\(PairingWindow.maxValidSeconds)")
+            }
+            seconds = Int(n)
+        }
+        return .success(.openPairing(name: name, validForSeconds: seconds))
+    }
+}

@@ -1,0 +1,200 @@
+import EventLoopIO
+import Foundation
+import JSON
+import Logging
+import OrderStore
+import SecureLink
+import SyncCore
+
+/// Pairing, paired terminals and the master's key (Docs/SECURITY.md): the pairing window, the
+/// end of a pairing handshake, revocation and key rotation, and the local API that drives them.
+extension MasterNode {
+    func handleMasterAPI(_ route: MasterAPIRoute, _ respond: LocalAPIServer.Respond) {
+        switch route {
+        case .openPairing(let name, let seconds):
+            let window = openPairingWindow(name: name, validForSeconds: seconds)
+            var o = JSONObject()
+            o["code"] = .string(window.code.description)
+            o["expiresAtMillis"] = .int(window.expiresAtMillis)
+            o["store"] = .string(storeId)
+            o["master"] = .string(keys.current.nodeId)
+            o["name"] = window.name.map { .string($0) } ?? .null
+            respond(201, .object(o))
+        case .closePairing:
+            if pairing.close() { logger.info("pairing.closed", metadata: ["reason": "operator"]) }
+            respond(200, .object(JSONObject([("state", .string(pairing.status.state.rawValue))])))
+        case .terminals:
+            do {
+                respond(200, .object(JSONObject([("terminals", .array(try pairedTerminals().map { .object($0) }))])))
+            } catch {
+                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+            }
+        case .revokeTerminal(let idOrName):
+            revoke(idOrName, respond)
+        case .rotateKey:
+            rotateKey(respond)
+        }
+    }
+
+    // MARK: The pairing window
+
+    /// Opens a window with a fresh code, replacing any open one, and closes it when it expires.
+    func openPairingWindow(name: String?, validForSeconds: Int) -> PairingWindow.Open {
+        let window = pairing.open(code: PairingCode.generate(), name: name, validForSeconds: validForSeconds, now: WallClock.nowMillis())
+        if let t = pairingTimer { loop.cancel(t) }
+        let validFor = Duration.milliseconds(window.expiresAtMillis - window.openedAtMillis)
+        pairingTimer = loop.schedule(after: validFor) { [weak self] in
+            guard let self = self else { return }
+            self.pairingTimer = nil
+            // The wall clock may lag the loop's by a little: expire what was this window.
+            if case .open(let w) = self.pairing.state, w.code == window.code {
+                _ = self.pairing.expire(now: max(WallClock.nowMillis(), w.expiresAtMillis))
+                self.logger.info("pairing.expired", metadata: ["name": "\(w.name ?? "-")"])
+            }
+        }
+        logger.info(
+            "pairing.opened",
+            metadata: [
+                "name": "\(name ?? "-")", "valid_s": "\(validFor.components.seconds)", "expires_ms": "\(window.expiresAtMillis)",
+            ])
+        return window
+    }
+
+    /// A wrong code on a pairing link.
+    func pairingFailed(code: PairingCode, address: String) {
+        switch pairing.recordFailure(code: code, now: WallClock.nowMillis()) {
+        case .ignored:
+            break
+        case .counted(let remaining):
+            logger.warning("pairing.failed", metadata: ["peer.address": "\(address)", "tries_left": "\(remaining)"])
+        case .exhausted:
+            logger.warning(
+                "pairing.exhausted",
+                metadata: [
+                    "peer.address": "\(address)", "failures": "\(PairingWindow.maxFailures)",
+                    "hint": "the window is closed; run `ordersync pair` again for a new code",
+                ])
+        }
+    }
+
+    /// A pairing handshake completed: the slave's key is stored as a paired terminal, the
+    /// window closes, the slave learns its name (`paired`) and goes on as a known terminal.
+    func completePairing(code: PairingCode, peerKey: [UInt8], payload: [UInt8], session s: TerminalSession, link: SecureTerminalLink) {
+        let nodeId = NodeIdentity.nodeId(publicKey: peerKey)
+        let now = WallClock.nowMillis()
+        guard let window = pairing.complete(code: code, terminal: nodeId, now: now) else {
+            refuse(s, why: "the pairing window closed during the handshake", reason: "no pairing window open", nodeId: nodeId)
+            return
+        }
+        if let t = pairingTimer {
+            loop.cancel(t)
+            pairingTimer = nil
+        }
+        let request = SecureTerminalLink.pairingRequest(payload)
+        let terminal: PairedTerminal
+        do {
+            let name = try db.unusedTerminalName(window.name ?? request.name ?? "terminal", except: nodeId)
+            terminal = PairedTerminal(nodeId: nodeId, publicKey: peerKey, name: name, pairedAtMillis: now)
+            try db.addPairedTerminal(terminal)
+        } catch {
+            logger.error("terminal.save_failed", metadata: ["error": "\(error)"])
+            s.close(code: .internalError, reason: "the master could not store the terminal")
+            return
+        }
+        link.terminal = terminal
+        logger.info(
+            "terminal.paired",
+            metadata: [
+                "name": "\(terminal.name)", "node.id": "\(nodeId)", "peer.address": "\(s.address)",
+                "terminal.said": "\(request.name ?? "-")",
+            ])
+        sendControl(
+            JSONObject([("type", .string("paired")), ("terminal", .string(nodeId)), ("name", .string(terminal.name))]), to: s)
+        authenticated(s, terminal)
+    }
+
+    // MARK: Paired terminals
+
+    /// `GET /v1/terminals`: every paired terminal not revoked, with how far it got.
+    func pairedTerminals() throws -> [JSONObject] {
+        let known = try db.knownTerminals()
+        let now = WallClock.nowMillis()
+        return try db.pairedTerminals().map { t in
+            let saved = known.first { $0.id == t.nodeId }
+            let live = engine.peers.values.filter { $0.terminalId == t.nodeId }.sorted { $0.id < $1.id }.last
+            var o = Self.terminalObject(t)
+            o["lastSeenMillis"] = live != nil ? .int(now) : saved.map { .int($0.lastSeenMillis) } ?? .null
+            o["connected"] = .bool(live != nil)
+            o["address"] = (live?.address ?? saved?.address).map { .string($0) } ?? .null
+            o["ackedSeq"] = (live?.ackedSeq ?? saved?.ackedSeq).map { .int($0) } ?? .null
+            return o
+        }
+    }
+
+    static func terminalObject(_ t: PairedTerminal) -> JSONObject {
+        JSONObject([
+            ("id", .string(t.nodeId)), ("name", .string(t.name)), ("pairedAtMillis", .int(t.pairedAtMillis)),
+            ("revokedAtMillis", t.revokedAtMillis.map { .int($0) } ?? .null),
+        ])
+    }
+
+    /// `POST /v1/terminals/{id-or-name}/revoke`: its key is refused from now on and its open
+    /// links close (1008 `revoked`).
+    func revoke(_ idOrName: String, _ respond: LocalAPIServer.Respond) {
+        let match: PairedTerminalMatch
+        do { match = try db.revokePairedTerminal(idOrName, atMillis: WallClock.nowMillis()) } catch {
+            respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+            return
+        }
+        switch match {
+        case .notFound:
+            respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no paired terminal has the id or name '\(idOrName)'"))
+        case .ambiguous(let list):
+            respond(
+                409,
+                LocalAPIRoute.errorBody(
+                    code: "ambiguous",
+                    message: "\(list.count) terminals are called '\(idOrName)'; revoke one by its id: "
+                        + list.map(\.nodeId).joined(separator: ", ")))
+        case .found(let t):
+            perform(engine.revoked(terminal: t.nodeId))
+            // Links still in their handshake with its key go too.
+            for s in sessions.values where s.secure?.terminal?.nodeId == t.nodeId && s.phase != .ended {
+                s.close(code: .policyViolation, reason: "revoked")
+            }
+            logger.info("terminal.revoked", metadata: ["name": "\(t.name)", "node.id": "\(t.nodeId)"])
+            respond(200, .object(Self.terminalObject(t)))
+        }
+    }
+
+    // MARK: The master's key
+
+    /// `POST /v1/key/rotate`: a new key; the old one still answers, and every authenticated
+    /// link is handed over to the new one.
+    func rotateKey(_ respond: LocalAPIServer.Respond) {
+        let old = keys.current.nodeId
+        do {
+            try keys.rotate(keyPath: configuration.keyPath, previousPath: configuration.previousKeyPath)
+        } catch {
+            logger.error("key.rotate_failed", metadata: ["error": "\(error)"])
+            respond(500, LocalAPIRoute.errorBody(code: "key_rotation_failed", message: "\(error)"))
+            return
+        }
+        var handedOver = 0
+        for s in sessions.values.sorted(by: { $0.id < $1.id }) where s.phase == .open && s.speaksOrderSync {
+            sendMasterKey(to: s)
+            handedOver += 1
+        }
+        publishService()
+        logger.info(
+            "key.rotated", metadata: ["node.id": "\(keys.current.nodeId)", "previous.id": "\(old)", "links": "\(handedOver)"])
+        respond(
+            200,
+            .object(
+                JSONObject([
+                    ("master", .string(keys.current.nodeId)), ("previous", .string(old)),
+                    ("publicKey", .string(Data(keys.current.publicKeyBytes).base64EncodedString())),
+                    ("linksHandedOver", .int(Int64(handedOver))),
+                ])))
+    }
+}

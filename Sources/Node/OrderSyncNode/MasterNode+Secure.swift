@@ -1,0 +1,266 @@
+import EventLoopIO
+import Foundation
+import JSON
+import Logging
+import OrderStore
+import SecureLink
+import SyncCore
+import WebSocket
+import WebSocketTransport
+
+/// The master's terminals by subprotocol (Docs/SECURITY.md, Docs/PROTOCOL.md): OrderSync slaves
+/// over a secure link (`ordersync.ik.v1`, or `ordersync.pair.v1` while a pairing window is
+/// open), StorePOS terminals (no subprotocol) only with `--insecure-storepos`; anything else is
+/// closed at once (1008) with what to do, and nothing of it is read.
+extension MasterNode {
+    /// The channel settings of a terminal's link: binary is accepted (the secure link's
+    /// messages); a StorePOS link closes on binary itself (1003).
+    var terminalChannelConfiguration: WebSocketChannelConfiguration {
+        var c = configuration.webSocketChannelConfiguration
+        c.acceptsBinary = true
+        return c
+    }
+
+    /// The opening handshake's answer: the secure subprotocols, or the cleartext one of earlier
+    /// versions (so that its close reason reaches the slave), or none. Every upgrade is
+    /// accepted; what may not stay is closed once open, with a reason.
+    static func handshakeDecision(_ request: HandshakeRequest) -> WebSocketChannel.HandshakeDecision {
+        let offered = request.requestedSubprotocols
+        let chosen = [SecureLinkSubprotocol.known, SecureLinkSubprotocol.pairing, orderSyncSubprotocol].first { offered.contains($0) }
+        return .accept(subprotocol: chosen)
+    }
+
+    /// The WebSocket opened: a secure link starts its handshake, a StorePOS terminal is admitted
+    /// or not, anything else is closed.
+    func terminalOpened(_ opening: WebSocketChannel.Opening, session s: TerminalSession) {
+        switch opening.subprotocol {
+        case SecureLinkSubprotocol.known?:
+            let link = SecureLink.knownResponder(keys: keys.noiseKeys, options: secureLinkOptions)
+            startAuthenticating(s, SecureTerminalLink(mode: .known, link: link))
+        case SecureLinkSubprotocol.pairing?:
+            guard let window = pairing.openWindow(now: WallClock.nowMillis()) else {
+                refuse(s, why: "pairing without an open pairing window", reason: "no pairing window open")
+                return
+            }
+            guard let own = keys.current.noiseKeyPair,
+                let link = try? SecureLink.pairingResponder(
+                    code: window.code, localStatic: own, payload: masterPayload, options: secureLinkOptions)
+            else {
+                s.close(code: .internalError, reason: "the master cannot use its key")
+                return
+            }
+            startAuthenticating(s, SecureTerminalLink(mode: .pairing(window.code), link: link))
+        case orderSyncSubprotocol?:
+            refuse(s, why: "cleartext \(orderSyncSubprotocol)", reason: "pairing required; run `ordersync pair` on the master")
+        case nil where opening.request?.requestedSubprotocols.isEmpty ?? true:
+            storePOSOpened(s)
+        default:
+            let offered = opening.request?.requestedSubprotocols.joined(separator: ",") ?? ""
+            refuse(s, why: "unsupported subprotocol \(offered)", reason: "unsupported subprotocol; use \(SecureLinkSubprotocol.known)")
+        }
+    }
+
+    /// The options of every secure link: the node's message size.
+    var secureLinkOptions: SecureLinkOptions { SecureLinkOptions(maxMessageBytes: configuration.maxMessageBytes) }
+
+    /// The master's handshake payload.
+    var masterPayload: [UInt8] { SecureTerminalLink.masterPayload(nodeId: keys.current.nodeId, store: storeId) }
+
+    /// Closes a link that may not go on (1008 with `reason`) and says so in the log.
+    func refuse(_ s: TerminalSession, why: String, reason: String, nodeId: String? = nil) {
+        var meta: Logger.Metadata = ["peer.address": "\(s.address)", "reason": "\(why)"]
+        if let nodeId { meta["node.id"] = "\(nodeId)" }
+        logger.warning("peer.unauthenticated", metadata: meta)
+        s.close(code: .policyViolation, reason: reason)
+    }
+
+    /// A StorePOS terminal: admitted with `--insecure-storepos` from an allowed address.
+    private func storePOSOpened(_ s: TerminalSession) {
+        guard configuration.insecureStorePOS else {
+            refuse(
+                s, why: "StorePOS terminal without --insecure-storepos", reason: "StorePOS terminals need --insecure-storepos on the master"
+            )
+            return
+        }
+        let host = Self.host(of: s.address)
+        if !configuration.storePOSAllow.isEmpty, !configuration.storePOSAllow.contains(where: { $0.contains(host: host) }) {
+            refuse(s, why: "StorePOS terminal outside --storepos-allow", reason: "address not allowed by --storepos-allow")
+            return
+        }
+        s.framing = .storePOS
+        s.phase = .open
+        logger.warning(
+            "storepos.insecure",
+            metadata: [
+                "peer.address": "\(s.address)", "peers": "\(sessions.count)",
+                "hint": "this terminal is neither authenticated nor encrypted",
+            ])
+        logger.info(
+            "peer.connected", metadata: ["peer.address": "\(s.address)", "peer.protocol": "storepos", "peers": "\(sessions.count)"])
+        ensureMaintenanceTimer()
+        perform(engine.peerConnected(s.id, address: s.address, terminal: nil))
+        sendSnapshotParts(to: s)
+    }
+
+    private func startAuthenticating(_ s: TerminalSession, _ link: SecureTerminalLink) {
+        s.framing = .secure(link)
+        s.phase = .authenticating
+        // The secure handshake has the same time as the WebSocket's: a peer that opens and
+        // then says nothing (or answers only pings) does not hold a slot.
+        s.authenticationTimer = loop.schedule(after: configuration.handshakeTimeout) { [weak self, weak s] in
+            guard let self = self, let s = s, s.phase == .authenticating else { return }
+            s.authenticationTimer = nil
+            self.logger.warning(
+                "peer.handshake_failed",
+                metadata: ["peer.address": "\(s.address)", "peer.protocol": "\(link.subprotocol)", "error": "no secure handshake in time"])
+            s.close(code: .policyViolation, reason: "handshake timed out")
+        }
+    }
+
+    /// A binary message of a slave's secure link: handshake, sync message or control message.
+    func secureMessage(_ bytes: [UInt8], from s: TerminalSession, link: SecureTerminalLink) {
+        guard s.phase == .authenticating || s.phase == .open else { return }
+        let events: [SecureLink.Event]
+        do {
+            events = try link.receive(bytes)
+        } catch {
+            secureLinkFailed(s, link: link, error)
+            return
+        }
+        secureEvents(events, session: s, link: link)
+    }
+
+    private func secureEvents(_ events: [SecureLink.Event], session s: TerminalSession, link: SecureTerminalLink) {
+        for event in events {
+            guard s.phase == .authenticating || s.phase == .open, s.transport.isOpen else { return }
+            switch event {
+            case .send(let message):
+                s.transport.sendBinary(message)
+            case .peerKeyPresented(let key):
+                keyPresented(key, session: s, link: link)
+            case .established(let key, let payload):
+                established(peerKey: key, payload: payload, session: s, link: link)
+            case .message(let bytes):
+                guard let text = String(validating: bytes, as: UTF8.self) else {
+                    s.close(code: .invalidPayload, reason: "a sync message is not UTF-8")
+                    return
+                }
+                terminalMessage(text, from: s)
+            case .control(let bytes):
+                logger.debug(
+                    "peer.control_ignored", metadata: ["peer.address": "\(s.address)", "bytes": "\(bytes.count)"])
+            }
+        }
+    }
+
+    /// IK: the slave's static key. Only a paired terminal not revoked gets the master's answer.
+    private func keyPresented(_ key: [UInt8], session s: TerminalSession, link: SecureTerminalLink) {
+        let nodeId = NodeIdentity.nodeId(publicKey: key)
+        let paired: PairedTerminal?
+        do { paired = try db.pairedTerminal(publicKey: key) } catch {
+            logger.error("terminal.lookup_failed", metadata: ["error": "\(error)"])
+            s.close(code: .internalError, reason: "the master could not read its paired terminals")
+            return
+        }
+        guard let terminal = paired, terminal.isActive else {
+            refuse(s, why: paired == nil ? "unknown terminal" : "revoked terminal", reason: "unknown terminal", nodeId: nodeId)
+            return
+        }
+        link.terminal = terminal
+        do {
+            secureEvents(try link.accept(payload: masterPayload), session: s, link: link)
+        } catch {
+            secureLinkFailed(s, link: link, error)
+        }
+    }
+
+    /// The handshake is done: a known terminal is in; a pairing one is stored first.
+    private func established(peerKey: [UInt8], payload: [UInt8], session s: TerminalSession, link: SecureTerminalLink) {
+        switch link.mode {
+        case .known:
+            guard let terminal = link.terminal else { preconditionFailure("an IK link established without an accepted key") }
+            authenticated(s, terminal)
+            // It addressed the previous key: hand it over to the current one.
+            if link.link.responderKeyIndex == 1 { sendMasterKey(to: s) }
+        case .pairing(let code):
+            completePairing(code: code, peerKey: peerKey, payload: payload, session: s, link: link)
+        }
+    }
+
+    /// Any failure of a secure link: it closes (1008) and nothing of the message is applied. A
+    /// wrong pairing code counts against the window.
+    private func secureLinkFailed(_ s: TerminalSession, link: SecureTerminalLink, _ error: SecureLinkError) {
+        let handshaking = s.phase == .authenticating
+        var meta: Logger.Metadata = [
+            "peer.address": "\(s.address)", "peer.protocol": "\(link.subprotocol)", "error": "\(error)",
+        ]
+        if let t = link.terminal { meta["terminal"] = "\(t.name)" }
+        logger.warning(handshaking ? "peer.handshake_failed" : "peer.decrypt_failed", metadata: meta)
+        if handshaking, case .pairing(let code) = link.mode, error.kind == .authenticationFailed {
+            pairingFailed(code: code, address: s.address)
+            s.close(code: .policyViolation, reason: "pairing failed")
+            return
+        }
+        s.close(code: .policyViolation, reason: handshaking ? "handshake failed" : "decryption failed")
+    }
+
+    /// A slave proved its paired key: the engine knows it from now on.
+    func authenticated(_ s: TerminalSession, _ terminal: PairedTerminal) {
+        if let t = s.authenticationTimer {
+            loop.cancel(t)
+            s.authenticationTimer = nil
+        }
+        s.phase = .open
+        logger.info(
+            "peer.connected",
+            metadata: [
+                "peer.address": "\(s.address)", "peer.protocol": "ordersync", "terminal": "\(terminal.name)",
+                "terminal.id": "\(terminal.nodeId)", "peers": "\(sessions.count)",
+            ])
+        ensureMaintenanceTimer()
+        perform(
+            engine.peerConnected(s.id, address: s.address, terminal: AuthenticatedTerminal(nodeId: terminal.nodeId, name: terminal.name)))
+        sendSnapshotParts(to: s)
+    }
+
+    /// Sends one sync message: as text to a StorePOS terminal, sealed to a slave. A message the
+    /// link cannot seal closes it.
+    func send(_ text: String, to s: TerminalSession) {
+        switch s.framing {
+        case .storePOS:
+            s.transport.sendText(text)
+        case .secure(let link):
+            do {
+                for message in try link.seal(text) { s.transport.sendBinary(message) }
+            } catch {
+                sealFailed(s, error)
+            }
+        case .none:
+            return
+        }
+    }
+
+    /// Sends one control message over a slave's secure link.
+    func sendControl(_ message: JSONObject, to s: TerminalSession) {
+        guard let link = s.secure, s.transport.isOpen else { return }
+        do {
+            for sealed in try link.sealControl(message) { s.transport.sendBinary(sealed) }
+        } catch {
+            sealFailed(s, error)
+        }
+    }
+
+    private func sealFailed(_ s: TerminalSession, _ error: SecureLinkError) {
+        logger.error("peer.encrypt_failed", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
+        s.close(code: .internalError, reason: "the master could not seal a message")
+    }
+
+    /// Hands a slave over to the master's current key: `{"type":"masterKey",...}`.
+    func sendMasterKey(to s: TerminalSession) {
+        sendControl(
+            JSONObject([
+                ("type", .string("masterKey")), ("master", .string(keys.current.nodeId)),
+                ("publicKey", .string(Data(keys.current.publicKeyBytes).base64EncodedString())),
+            ]), to: s)
+    }
+}

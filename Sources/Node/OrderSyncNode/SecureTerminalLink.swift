@@ -1,0 +1,69 @@
+import Foundation
+import JSON
+import OrderStore
+import SecureLink
+
+/// The master's end of one slave's secure link (Docs/SECURITY.md): the pure `SecureLink`
+/// responder, which handshake it runs, and the paired terminal once the link proved it.
+final class SecureTerminalLink {
+    /// Which handshake the slave asked for with its subprotocol.
+    enum Mode: Equatable {
+        /// `ordersync.pair.v1` against the pairing window's code.
+        case pairing(PairingCode)
+        /// `ordersync.ik.v1`: a terminal paired before.
+        case known
+    }
+
+    let mode: Mode
+    private(set) var link: SecureLink
+    /// The paired terminal the link proved to be: on `.peerKeyPresented` (known) or when the
+    /// pairing completed.
+    var terminal: PairedTerminal?
+
+    init(mode: Mode, link: SecureLink) {
+        self.mode = mode
+        self.link = link
+    }
+
+    /// The subprotocol, for logs.
+    var subprotocol: String {
+        mode == .known ? SecureLinkSubprotocol.known : SecureLinkSubprotocol.pairing
+    }
+
+    /// Handles one binary WebSocket message from the slave.
+    func receive(_ message: [UInt8]) throws(SecureLinkError) -> [SecureLink.Event] {
+        try link.receive(message)
+    }
+
+    /// Accepts the key the slave presented (known mode): the master's handshake message follows.
+    func accept(payload: [UInt8]) throws(SecureLinkError) -> [SecureLink.Event] {
+        try link.accept(payload: payload)
+    }
+
+    /// The binary WebSocket messages carrying one sync message.
+    func seal(_ text: String) throws(SecureLinkError) -> [[UInt8]] {
+        try link.seal(Array(text.utf8))
+    }
+
+    /// The binary WebSocket messages carrying one control message (`paired`, `masterKey`).
+    func sealControl(_ message: JSONObject) throws(SecureLinkError) -> [[UInt8]] {
+        try link.seal(JSONValue.object(message).serializedBytes(), control: true)
+    }
+
+    /// The payload of the master's handshake message: `{"master":"<node id>","store":"<store>"}`.
+    static func masterPayload(nodeId: String, store: String) -> [UInt8] {
+        JSONValue.object(JSONObject([("master", .string(nodeId)), ("store", .string(store))])).serializedBytes()
+    }
+
+    /// The name and terminal id a pairing slave sent in its last handshake message
+    /// (`{"name":"<terminal name>","terminal":"<terminal id>"}`); nil members when absent or
+    /// not strings.
+    static func pairingRequest(_ payload: [UInt8]) -> (name: String?, terminal: String?) {
+        guard let o = try? JSONParser.parse(payload).objectValue else { return (nil, nil) }
+        let name = o["name"]?.stringValue.flatMap { n -> String? in
+            let trimmed = n.trimmingCharacters(in: .whitespacesAndNewlines)
+            return trimmed.isEmpty ? nil : String(trimmed.prefix(63))
+        }
+        return (name, o["terminal"]?.stringValue)
+    }
+}

@@ -1,0 +1,178 @@
+import ArgumentParser
+import Foundation
+import JSON
+import OrderSyncNode
+
+/// Sends a request to the running master of `dir`: API errors and a master that is not running
+/// become a clear message and exit 1.
+func callMaster(_ dir: String, _ method: String, _ path: String, body: JSONValue? = nil) throws -> JSONValue {
+    let response: LocalAPIResponse
+    do {
+        response = try LocalAPIClient(dataDirectory: dir).send(method: method, path: path, body: body)
+    } catch LocalAPIClientError.noDaemon {
+        FileHandle.standardError.write(
+            Data(
+                ("ordersync: the master is not running for \(dir); pairing, terminals and keys are managed by the running "
+                    + "master. Start it with `ordersync master --data-dir \(dir)`.\n").utf8))
+        throw ExitCode(1)
+    } catch let e as LocalAPIClientError {
+        FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
+        throw ExitCode(1)
+    }
+    if (200..<300).contains(response.status) { return response.body }
+    let err = response.body.objectValue?["error"]?.objectValue
+    let code = err?["code"]?.stringValue ?? "http_\(response.status)"
+    let message = err?["message"]?.stringValue ?? "request failed with HTTP \(response.status)"
+    FileHandle.standardError.write(Data("ordersync: \(message) [\(code)]\n".utf8))
+    throw ExitCode(1)
+}
+
+/// `ordersync pair`: opens the master's pairing window and prints the code.
+struct PairCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pair",
+        abstract: "Open the master's pairing window: print a one-time code a new terminal pairs with.",
+        discussion: """
+            The code is good for one terminal, for 10 minutes (or --valid-for), and closes after 5 wrong \
+            tries. On the new terminal run `ordersync slave --data-dir DIR --pair CODE` while it is open. \
+            Running `pair` again replaces the code.
+            """)
+
+    @OptionGroup var data: DataDirOption
+
+    @Option(name: .long, help: "The name the terminal gets (default: the name it gives).")
+    var name: String?
+
+    @Option(name: .long, help: ArgumentHelp("How long the code is good for (1-600).", valueName: "seconds"))
+    var validFor: Int = 600
+
+    @Flag(name: .long, help: "Print the answer as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard (1...600).contains(validFor) else { throw ValidationError("--valid-for must be 1-600 seconds.") }
+        if let n = name, n.isEmpty || n.utf8.count > 63 { throw ValidationError("--name must be 1-63 bytes.") }
+    }
+
+    func run() throws {
+        let dir = try data.resolved()
+        var body = JSONObject([("validForSeconds", .int(Int64(validFor)))])
+        if let n = name { body["name"] = .string(n) }
+        let answer = try callMaster(dir, "POST", "/v1/pairing", body: .object(body))
+        if json {
+            print(answer.serialized())
+            return
+        }
+        let o = answer.objectValue ?? JSONObject()
+        let code = o["code"]?.stringValue ?? "?"
+        let expires = Date(timeIntervalSince1970: Double(o["expiresAtMillis"]?.intValue ?? 0) / 1000)
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        print("pairing code: \(code)")
+        print("valid until:  \(formatter.string(from: expires)) (one terminal, 5 tries)")
+        print("store:        \(o["store"]?.stringValue ?? "?")")
+        print("master id:    \(o["master"]?.stringValue ?? "?")")
+        if let n = o["name"]?.stringValue { print("name:         \(n)") }
+        print("")
+        print("On the new terminal run:")
+        print("  ordersync slave --data-dir DIR --pair \(code)")
+    }
+}
+
+/// `ordersync terminal ...`: the master's paired terminals.
+struct TerminalCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "terminal",
+        abstract: "List and revoke the terminals paired with this master.",
+        subcommands: [List.self, Revoke.self])
+
+    /// `ordersync terminal list`.
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the paired terminals.")
+
+        @OptionGroup var data: DataDirOption
+
+        @Flag(name: .long, help: "Print the answer as JSON.")
+        var json = false
+
+        func run() throws {
+            let answer = try callMaster(try data.resolved(), "GET", "/v1/terminals")
+            if json {
+                print(answer.serialized())
+                return
+            }
+            let list = answer.objectValue?["terminals"]?.arrayValue ?? []
+            if list.isEmpty { print("no paired terminals (pair one with `ordersync pair`)") }
+            for case .object(let t) in list {
+                let connected = t["connected"] == .bool(true)
+                var line = "\(t["id"]?.stringValue ?? "?")  \(OrderText.quote(t["name"]?.stringValue ?? ""))"
+                line += connected ? "  connected" : "  away"
+                if let a = t["address"]?.stringValue { line += "  \(a)" }
+                if let seq = t["ackedSeq"]?.intValue { line += "  acked \(seq)" }
+                print(line)
+            }
+        }
+    }
+
+    /// `ordersync terminal revoke ID|NAME`.
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a paired terminal: its link closes and its key is refused from now on.")
+
+        @OptionGroup var data: DataDirOption
+
+        @Argument(help: ArgumentHelp("The terminal's id (as `terminal list` shows it) or name.", valueName: "id|name"))
+        var terminal: String
+
+        @Flag(name: .long, help: "Print the answer as JSON.")
+        var json = false
+
+        func run() throws {
+            var allowed = CharacterSet.urlPathAllowed
+            allowed.remove("/")
+            let escaped = terminal.addingPercentEncoding(withAllowedCharacters: allowed) ?? terminal
+            let answer = try callMaster(try data.resolved(), "POST", "/v1/terminals/\(escaped)/revoke")
+            if json {
+                print(answer.serialized())
+                return
+            }
+            let o = answer.objectValue ?? JSONObject()
+            print("revoked \(o["id"]?.stringValue ?? "?") \(OrderText.quote(o["name"]?.stringValue ?? ""))")
+        }
+    }
+}
+
+/// `ordersync key ...`: the master's key.
+struct KeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key",
+        abstract: "Manage the master's key.",
+        subcommands: [Rotate.self])
+
+    /// `ordersync key rotate`.
+    struct Rotate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a new master key; connected terminals are handed over to it, the old key still answers.",
+            discussion: """
+                The old key moves to node.key.previous and keeps answering terminals that have not been \
+                handed over yet; a second rotation drops it (terminals that missed both must pair again).
+                """)
+
+        @OptionGroup var data: DataDirOption
+
+        @Flag(name: .long, help: "Print the answer as JSON.")
+        var json = false
+
+        func run() throws {
+            let answer = try callMaster(try data.resolved(), "POST", "/v1/key/rotate")
+            if json {
+                print(answer.serialized())
+                return
+            }
+            let o = answer.objectValue ?? JSONObject()
+            print("master id:   \(o["master"]?.stringValue ?? "?")")
+            print("previous id: \(o["previous"]?.stringValue ?? "?") (still answers)")
+            print("handed over: \(o["linksHandedOver"]?.intValue ?? 0) connected terminal(s)")
+        }
+    }
+}
