@@ -117,7 +117,7 @@ final class NodeStatusTests: XCTestCase {
         XCTAssertTrue(aloneText.contains("terminals: 0 connected, 0 known slaves, 0 away"), aloneText)
         XCTAssertTrue(aloneText.hasSuffix("tombstones: 0"), aloneText)
 
-        let slave = try RunningNode(role: .slave, dataDirectory: temporaryDirectory(), name: "bar-2", masterURL: url)
+        let slave = try master.pairedSlave(dataDirectory: temporaryDirectory(), name: "bar-2")
         let live = try waitForStatus(slave, "the slave to go live") { status -> SlaveStatus? in
             guard case .slave(let s) = status, s.master.state == .live else { return nil }
             return s

@@ -97,7 +97,8 @@ enum SlaveTrust: Equatable {
         let byMaster1008 = ending.localFailure == nil && ending.closeCode == CloseCode.policyViolation.rawValue
         switch self {
         case .pairing:
-            if byMaster1008 { return .pairingRefused }
+            // The master's own handshake deadline is no verdict on the code.
+            if byMaster1008, !ending.reason.contains("timed out") { return .pairingRefused }
             if case .secure = ending.localFailure { return .pairingFailed }
             return .ordinary
         case .paired:
