@@ -89,4 +89,44 @@ final class SecureSyncNodeTests: XCTestCase {
         let laterFromSlave = try createOrder(on: slave, customer: "from the slave again")
         try waitForOrder(laterFromSlave, customer: "from the slave again", on: master, "master")
     }
+
+    func testFollowsAKeyRotationAcrossARestartAndShowsARevocation() throws {
+        let master = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "front")
+        defer { master.stop() }
+        guard case .master(let before) = try master.status() else { return XCTFail("not a master") }
+        let slaveDirectory = temporaryDirectory()
+        var slave = try master.pairedSlave(dataDirectory: slaveDirectory, name: "bar-2")
+        _ = try liveSlave(slave)
+
+        let api = LocalAPIClient(dataDirectory: master.dataDirectory)
+        let rotated = try api.send(method: "POST", path: "/v1/key/rotate")
+        XCTAssertEqual(rotated.status, 200, "\(rotated.body)")
+        guard case .master(let after) = try master.status() else { return XCTFail("not a master") }
+        XCTAssertNotEqual(after.nodeId, before.nodeId)
+        _ = try wait("the slave to take the new key") { () -> Bool? in
+            guard case .slave(let s) = try slave.status(), s.masterId == after.nodeId else { return nil }
+            return true
+        }
+        let trust = try XCTUnwrap(try MasterTrust.load(path: slaveDirectory + "/" + NodeDefaults.masterTrustFile))
+        XCTAssertEqual(trust.master, after.nodeId)
+        XCTAssertEqual(trust.previousKeys.map(\.master), [before.nodeId])
+        slave.stop()
+
+        // Back with no code: IK straight to the new key.
+        slave = try RunningNode(
+            role: .slave, dataDirectory: slaveDirectory, name: "bar-2", masterURL: MasterURL(host: "127.0.0.1", port: master.port))
+        defer { slave.stop() }
+        _ = try liveSlave(slave)
+        let order = try createOrder(on: master, customer: "after the rotation")
+        try waitForOrder(order, customer: "after the rotation", on: slave, "slave")
+
+        let revoked = try api.send(method: "POST", path: "/v1/terminals/bar-2/revoke")
+        XCTAssertEqual(revoked.status, 200, "\(revoked.body)")
+        let refused = try wait("the slave to see it is refused") { () -> SlaveStatus? in
+            guard case .slave(let s) = try slave.status(), s.pairing == .refused else { return nil }
+            return s
+        }
+        XCTAssertNotEqual(refused.master.state, .live)
+        XCTAssertEqual(refused.masterId, after.nodeId, "the trust stays; only pairing again helps")
+    }
 }
