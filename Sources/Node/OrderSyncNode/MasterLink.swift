@@ -37,7 +37,8 @@ final class MasterLink {
     let url: MasterURL
     private let loop: EventLoop
     private let configuration: WebSocketChannelConfiguration
-    private let credential: MasterCredential
+    /// How this link authenticates.
+    let credential: MasterCredential
     private let localStatic: NoiseKeyPair
     private let terminalName: String
     private let terminalId: String
