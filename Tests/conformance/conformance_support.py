@@ -39,6 +39,11 @@ def ordersync_path() -> Path:
     return Path(os.environ.get("ORDERSYNC_BIN", REPO / ".build" / "debug" / "ordersync"))
 
 
+def qr_path() -> Path:
+    """`$ORDERSYNC_QR_BIN`, by default `<repo>/.build/debug/ordersync-qr`."""
+    return Path(os.environ.get("ORDERSYNC_QR_BIN", REPO / ".build" / "debug" / "ordersync-qr"))
+
+
 def master_started_port(process: subprocess.Popen, log_path: Path, timeout: float = 20) -> int:
     """The port in the master's `node.started` log event, logged once it is listening."""
     deadline = time.monotonic() + timeout
