@@ -71,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "ordersync",
             dependencies: [
-                "OrderSyncNode", "JSON", "SyncCore", "QRCode",
+                "OrderSyncNode", "JSON", "SyncCore", "QRCode", "SecureLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ], path: "Sources/Programs/ordersync"),
