@@ -95,7 +95,16 @@ def main():
         master = start("master", mdir, ["--port", str(port), "--listen", "127.0.0.1", "--store", "bench"])
         wait(lambda: api(mdir, "GET", "/v1/status")[0] == 200, 20, "the master")
         sdirs = [os.path.join(tmp, f"slave{i:02d}") for i in range(args.slaves)]
-        slaves = [start("slave", d, ["--master", f"ws://127.0.0.1:{port}/", "--name", os.path.basename(d)]) for d in sdirs]
+        # Each slave pairs with its own one-time code (a pairing window is single use), one
+        # after the other; the figure below counts from the last pairing.
+        slaves = []
+        for i, d in enumerate(sdirs):
+            status, window = api(mdir, "POST", "/v1/pairing", {"name": os.path.basename(d)})
+            if status != 201:
+                raise SystemExit(f"bench: the master did not open a pairing window: {status} {window}")
+            slaves.append(start("slave", d, ["--master", f"ws://127.0.0.1:{port}/", "--name", os.path.basename(d),
+                                             "--pair", window["code"]]))
+            wait(lambda: len(api(mdir, "GET", "/v1/terminals")[1]["terminals"]) == i + 1, 30, f"{d} to pair")
         t0 = time.time()
         wait(lambda: all(api(d, "GET", "/v1/status")[1]["master"]["state"] == "live" for d in sdirs), 120, "all slaves live")
         print(f"bench: {args.slaves} slaves connected and live in {time.time() - t0:.2f} s")
