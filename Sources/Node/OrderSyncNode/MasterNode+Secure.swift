@@ -168,7 +168,11 @@ extension MasterNode {
         }
         link.terminal = terminal
         do {
-            secureEvents(try link.accept(payload: masterPayload), session: s, link: link)
+            // The answer names the key the slave addressed: during a rotation a slave that still
+            // trusts the previous key checks the payload against it, then takes the handover.
+            let answeringId = link.link.responderKeyIndex == 1 ? keys.previous?.nodeId : nil
+            let payload = SecureTerminalLink.masterPayload(nodeId: answeringId ?? keys.current.nodeId, store: storeId)
+            secureEvents(try link.accept(payload: payload), session: s, link: link)
         } catch {
             secureLinkFailed(s, link: link, error)
         }
