@@ -68,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "ordersync",
             dependencies: [
-                "OrderSyncNode", "JSON", "SyncCore",
+                "OrderSyncNode", "JSON", "SyncCore", "SecureLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ], path: "Sources/Programs/ordersync"),
@@ -77,9 +77,9 @@ let package = Package(
         .executableTarget(
             name: "WebSocketEcho", dependencies: ["WebSocket", "WebSocketTransport", "EventLoopIO"],
             path: "Sources/Programs/WebSocketEcho"),
-        // Test peer: the Noise module driven over stdin/stdout, for interop with Python's
-        // `noiseprotocol` (Tests/noise).
-        .executableTarget(name: "NoisePeer", dependencies: ["Noise"], path: "Sources/Programs/NoisePeer"),
+        // Test peer: the Noise module (and the SecureLink framing on it) driven over stdin/stdout, for
+        // interop with Python's `noiseprotocol` (Tests/noise).
+        .executableTarget(name: "NoisePeer", dependencies: ["Noise", "SecureLink"], path: "Sources/Programs/NoisePeer"),
 
         // MARK: Tests
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

@@ -4,8 +4,8 @@ import PackageDescription
 // libFuzzer targets for the parsers that read bytes from the network. This is a package of its
 // own because a fuzz executable has no `main` of its own (libFuzzer provides it), so it only
 // links when built with `--sanitize=fuzzer`; keeping it here leaves the main package's plain
-// `swift build` untouched. `Sources/WebSocket`, `Sources/HTTP1`, `Sources/JSON`, `Sources/SyncCore`, `Sources/Noise`
-// are symbolic links to the main package's modules, so the code fuzzed is exactly the code shipped.
+// `swift build` untouched. `Sources/WebSocket`, `Sources/HTTP1`, `Sources/JSON`, `Sources/SyncCore`, `Sources/Noise`,
+// `Sources/SecureLink` are symbolic links to the main package's modules, so the code fuzzed is exactly the code shipped.
 //
 // Build and run with Scripts/fuzz.sh, or by hand:
 //
@@ -32,6 +32,11 @@ let package = Package(
             name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "FuzzNoise", dependencies: ["Noise"], swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "SecureLink", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "FuzzSecureLink", dependencies: ["SecureLink", "Noise"], swiftSettings: [.swiftLanguageMode(.v6)]),
     ],
     swiftLanguageModes: [.v5]
 )

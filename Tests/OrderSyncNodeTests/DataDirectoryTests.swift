@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import JSON
 import OrderSyncNode
+import SecureLink
 import XCTest
 
 /// The data directory's files are private whatever the umask; a directory others may write is
@@ -105,7 +106,8 @@ final class DataDirectoryTests: XCTestCase {
 
     func testASlaveNamesTheCallersUidInTheRefusalsItMakes() throws {
         let slave = try RunningNode(
-            role: .slave, dataDirectory: temporaryPath(), name: "bar-2", masterURL: MasterURL(host: "127.0.0.1", port: 9))
+            role: .slave, dataDirectory: temporaryPath(), name: "bar-2", masterURL: MasterURL(host: "127.0.0.1", port: 9),
+            configure: { $0.pairingCode = PairingCode.generate() })
         defer { slave.stop() }
         let client = LocalAPIClient(dataDirectory: slave.dataDirectory)
         let uuid = UUID().uuidString.lowercased()

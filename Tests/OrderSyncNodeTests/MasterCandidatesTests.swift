@@ -5,11 +5,15 @@ import XCTest
 
 final class MasterCandidatesTests: XCTestCase {
     private func master(
-        _ name: String, _ address: String, port: UInt16 = 8080, store: String = "shop1", epoch: String = "e1"
+        _ name: String, _ address: String, port: UInt16 = 8080, store: String = "shop1", epoch: String = "e1",
+        id: String? = nil, previd: String? = nil
     ) -> ResolvedService {
-        ResolvedService(
+        var txt = ["proto": "ordersync/1", "store": store, "epoch": epoch]
+        txt["id"] = id
+        txt["previd"] = previd
+        return ResolvedService(
             name: name, type: "_ordersync._tcp", domain: "local", hostName: "\(name).local", address: address,
-            port: port, txt: ["proto": "ordersync/1", "store": store, "epoch": epoch], interfaceIndex: 2)
+            port: port, txt: txt, interfaceIndex: 2)
     }
 
     private func chosenAddress(_ candidates: MasterCandidates, store: String? = "shop1", epoch: String? = "e1") -> String? {
@@ -132,5 +136,63 @@ final class MasterCandidatesTests: XCTestCase {
         var candidates = MasterCandidates()
         _ = candidates.found(master("Counter", "10.0.0.5", epoch: "e7"))
         XCTAssertEqual(chosenAddress(candidates, epoch: "e1"), "10.0.0.5:8080")
+    }
+
+    // MARK: A paired slave: the master's node ids in the TXT record
+
+    func testAMasterAnnouncingAnotherKeysIdIsNeverACandidate() {
+        var candidates = MasterCandidates()
+        candidates.trustedIds = ["TRUSTED"]
+        let rogue = master("Totally legit", "10.0.0.6", id: "ROGUE")
+        _ = candidates.found(master("Counter", "10.0.0.1", id: "TRUSTED"))
+        _ = candidates.found(rogue)
+        XCTAssertTrue(candidates.isUntrusted(rogue))
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.1:8080", "the newest seen is skipped: another key's id")
+        XCTAssertEqual(candidates.candidateCount(store: "shop1", epoch: "e1"), 1)
+        // Its failure-free address is still never chosen when the trusted one failed.
+        XCTAssertEqual(candidates.failed(address: "10.0.0.1", port: 8080, store: "shop1", epoch: "e1", now: .zero), .rebrowse)
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.1:8080")
+        XCTAssertTrue(candidates.lost(name: "Counter", domain: "local"))
+        XCTAssertEqual(candidates.choose(store: "shop1", epoch: "e1"), .none, "only the rogue is left: nothing to try")
+        var withRival = candidates
+        _ = withRival.found(master("Counter", "10.0.0.1", epoch: "e2", id: "TRUSTED"))
+        guard case .master(let chosen, let rivals) = withRival.choose(store: "shop1", epoch: "e1") else { return XCTFail("no master") }
+        XCTAssertEqual(chosen.address, "10.0.0.1", "the trusted id in a new epoch")
+        XCTAssertEqual(rivals, [], "an untrusted master is no rival either")
+    }
+
+    func testAMasterDuringAKeyRotationAndOneWithoutAnIdAreTried() {
+        var candidates = MasterCandidates()
+        candidates.trustedIds = ["OLD"]
+        let rotating = master("Counter", "10.0.0.1", id: "NEW", previd: "OLD")
+        XCTAssertFalse(candidates.isUntrusted(rotating), "its previous id is the trusted one")
+        XCTAssertFalse(candidates.isUntrusted(master("Old build", "10.0.0.2")), "no id: the handshake decides")
+        XCTAssertTrue(candidates.isUntrusted(master("Other", "10.0.0.3", id: "NEW", previd: "OTHER")))
+        candidates.trustedIds = []
+        XCTAssertFalse(candidates.isUntrusted(master("Other", "10.0.0.3", id: "X")), "not paired yet: any master may hold the code")
+    }
+
+    func testTheTrustedMasterIsFollowedIntoANewEpochFromAnyHost() {
+        var candidates = MasterCandidates()
+        candidates.trustedIds = ["TRUSTED"]
+        _ = candidates.found(master("Counter", "10.0.0.1", epoch: "e1", id: "TRUSTED"))
+        candidates.succeeded(address: "10.0.0.1", port: 8080)
+        XCTAssertTrue(candidates.lost(name: "Counter", domain: "local"))
+        // The master's key moved to a new machine with a restored database (a new epoch), and
+        // a device without an id announces the old epoch elsewhere.
+        _ = candidates.found(master("Counter", "10.0.0.7", epoch: "e2", id: "TRUSTED"))
+        XCTAssertEqual(chosenAddress(candidates, epoch: "e1"), "10.0.0.7:8080", "another host, the trusted id: followed")
+        _ = candidates.found(master("Copycat", "10.0.0.8", epoch: "e1"))
+        XCTAssertEqual(chosenAddress(candidates, epoch: "e1"), "10.0.0.8:8080", "newest of the pool first")
+        // The copycat fails its handshake: the trusted master is tried next, never stuck on it.
+        XCTAssertEqual(candidates.failed(address: "10.0.0.8", port: 8080, store: "shop1", epoch: "e1", now: .zero), .tryAnother)
+        XCTAssertEqual(chosenAddress(candidates, epoch: "e1"), "10.0.0.7:8080")
+        // Without trust (a master announcing no id), another epoch elsewhere is still refused.
+        var unpaired = MasterCandidates()
+        _ = unpaired.found(master("Counter", "10.0.0.1", epoch: "e1"))
+        unpaired.succeeded(address: "10.0.0.1", port: 8080)
+        _ = unpaired.lost(name: "Counter", domain: "local")
+        _ = unpaired.found(master("Counter", "10.0.0.7", epoch: "e2"))
+        XCTAssertEqual(unpaired.choose(store: "shop1", epoch: "e1"), .none)
     }
 }

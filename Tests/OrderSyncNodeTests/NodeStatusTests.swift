@@ -2,6 +2,7 @@ import EventLoopIO
 import Foundation
 import Logging
 import OrderSyncNode
+import SecureLink
 import Synchronization
 import XCTest
 
@@ -116,7 +117,7 @@ final class NodeStatusTests: XCTestCase {
         XCTAssertTrue(aloneText.contains("terminals: 0 connected, 0 known slaves, 0 away"), aloneText)
         XCTAssertTrue(aloneText.hasSuffix("tombstones: 0"), aloneText)
 
-        let slave = try RunningNode(role: .slave, dataDirectory: temporaryDirectory(), name: "bar-2", masterURL: url)
+        let slave = try master.pairedSlave(dataDirectory: temporaryDirectory(), name: "bar-2")
         let live = try waitForStatus(slave, "the slave to go live") { status -> SlaveStatus? in
             guard case .slave(let s) = status, s.master.state == .live else { return nil }
             return s
@@ -157,7 +158,9 @@ final class NodeStatusTests: XCTestCase {
         let probe = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "gone")
         let url = MasterURL(host: "127.0.0.1", port: probe.port)
         probe.stop()
-        let slave = try RunningNode(role: .slave, dataDirectory: temporaryDirectory(), name: "patio", masterURL: url)
+        let slave = try RunningNode(
+            role: .slave, dataDirectory: temporaryDirectory(), name: "patio", masterURL: url,
+            configure: { $0.pairingCode = PairingCode.generate() })
         let text = try waitForStatus(slave, "the slave to report a failed attempt") { status -> String? in
             guard case .slave(let s) = status, s.master.lastError != nil,
                 s.master.state == .waiting || s.master.state == .connecting
@@ -165,6 +168,7 @@ final class NodeStatusTests: XCTestCase {
             return StatusText.render(status)
         }
         XCTAssertTrue(text.contains("store:     -"), text)
+        XCTAssertTrue(text.contains("master id: not paired (pairing)"), text)
         XCTAssertTrue(text.contains("last error: "), text)
         XCTAssertTrue(text.contains(" \(url) - (for "), text)
         slave.stop()

@@ -51,9 +51,14 @@ final class SnapshotStreamingNodeTests: XCTestCase {
     }
 
     func testAStoreFourTimesTheSendCapSyncsToNewSlavesWhileAnotherTerminalWrites() throws {
-        let master = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "front", configure: Self.smallCap)
+        // The slow reader is a StorePOS-style terminal: admitted only with --insecure-storepos.
+        let master = try RunningNode(
+            role: .master, dataDirectory: temporaryDirectory(), name: "front",
+            configure: {
+                Self.smallCap(&$0)
+                $0.insecureStorePOS = true
+            })
         defer { master.stop() }
-        let url = MasterURL(host: "127.0.0.1", port: master.port)
         let api = LocalAPIClient(dataDirectory: master.dataDirectory)
         // About 4 MiB of orders (1 KiB of notes each), 200 per operation.
         let notes = String(repeating: "n", count: 1000)
@@ -84,8 +89,7 @@ final class SnapshotStreamingNodeTests: XCTestCase {
         // The writer joins first (a streamed snapshot itself), then keeps writing while the
         // second slave joins.
         var clock = Date()
-        let writer = try RunningNode(
-            role: .slave, dataDirectory: temporaryDirectory(), name: "writer", masterURL: url, configure: Self.smallCap)
+        let writer = try master.pairedSlave(dataDirectory: temporaryDirectory(), name: "writer", configure: Self.smallCap)
         defer { writer.stop() }
         _ = try waitSynced(writer, with: master)
         let writerJoin = Date().timeIntervalSince(clock)
@@ -105,8 +109,7 @@ final class SnapshotStreamingNodeTests: XCTestCase {
         }
         writing.start()
         clock = Date()
-        let joiner = try RunningNode(
-            role: .slave, dataDirectory: temporaryDirectory(), name: "joiner", masterURL: url, configure: Self.smallCap)
+        let joiner = try master.pairedSlave(dataDirectory: temporaryDirectory(), name: "joiner", configure: Self.smallCap)
         defer { joiner.stop() }
         let deadline = Date().addingTimeInterval(60)
         while (try slaveStatus(joiner))?.master.state != .live {

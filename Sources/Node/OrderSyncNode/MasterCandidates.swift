@@ -14,6 +14,12 @@ import Discovery
 /// epoch was seen, another epoch is followed only from the host the slave last synced with (its
 /// master's database replaced in place). A second master started by mistake, or a device posing
 /// as one, on another host is never followed; the slave waits for its own master.
+///
+/// A paired slave knows its master's node ids (``trustedIds``): a master whose TXT record
+/// announces an `id=` that is none of them (nor its `previd=`) is never tried, and one that
+/// announces a trusted id is the replica's own master whatever its epoch and host (its database
+/// was restored or replaced on the same key). A TXT record without `id=` is tried: the Noise
+/// handshake decides.
 struct MasterCandidates {
     /// How the choice came out.
     enum Choice: Equatable {
@@ -59,6 +65,24 @@ struct MasterCandidates {
     private(set) var home: String?
     /// Fresh browses started so far.
     private(set) var rebrowses = 0
+    /// The node ids of the master this slave paired with (current and earlier keys); empty
+    /// while the slave is not paired (or pairing anew), when no service is refused by its id.
+    var trustedIds: Set<String> = []
+
+    /// True when `service` announces a node id (`id=`) that is not the trusted master's, and no
+    /// previous id (`previd=`) that is: the slave never connects to it.
+    func isUntrusted(_ service: ResolvedService) -> Bool {
+        guard !trustedIds.isEmpty, let id = service.txt["id"] else { return false }
+        if trustedIds.contains(id) { return false }
+        if let previous = service.txt["previd"], trustedIds.contains(previous) { return false }
+        return true
+    }
+
+    /// True when `service` announces a trusted node id (`id=` or `previd=`).
+    private func announcesTrustedId(_ service: ResolvedService) -> Bool {
+        guard !trustedIds.isEmpty else { return false }
+        return [service.txt["id"], service.txt["previd"]].contains { $0.map(trustedIds.contains) ?? false }
+    }
 
     /// The services known, oldest seen first.
     var seen: [ResolvedService] {
@@ -74,7 +98,7 @@ struct MasterCandidates {
         let previous = services[key]?.service
         seenCounter += 1
         services[key] = (service, seenCounter)
-        if let epoch = service.txt["epoch"] { epochsSeen.insert(epoch) }
+        if !isUntrusted(service), let epoch = service.txt["epoch"] { epochsSeen.insert(epoch) }
         return previous != service
     }
 
@@ -95,7 +119,8 @@ struct MasterCandidates {
         }
         let untried = pool.filter { !failedSinceBrowse.contains(Self.address(of: $0.service)) }
         guard let best = (untried.isEmpty ? pool : untried).max(by: { $0.seen < $1.seen }) else { return .none }
-        let all = store.map { wanted in services.values.filter { $0.service.txt["store"] == wanted } } ?? Array(services.values)
+        let admissible = services.values.filter { !isUntrusted($0.service) }
+        let all = store.map { wanted in admissible.filter { $0.service.txt["store"] == wanted } } ?? admissible
         let epochs = Set(all.compactMap { $0.service.txt["epoch"] })
         let rivals = epochs.count > 1 ? Set(all.map { "\(Self.address(of: $0.service))|\($0.service.txt["epoch"] ?? "")" }).sorted() : []
         return .master(best.service, rivals: rivals)
@@ -152,7 +177,8 @@ struct MasterCandidates {
     }
 
     private func candidatePool(store: String?, epoch: String?) -> Pool {
-        let all = Array(services.values)
+        // A master announcing another key's id is never a candidate (logged `master.untrusted`).
+        let all = services.values.filter { !isUntrusted($0.service) }
         var pool = all
         if let wanted = store {
             pool = all.filter { $0.service.txt["store"] == wanted }
@@ -168,8 +194,10 @@ struct MasterCandidates {
         // away, another epoch is taken only from the host this slave last synced with (its
         // database was replaced in place); until a master of the replica's epoch was seen at all
         // (a replica whose master was replaced while this slave was off), any master of the store.
+        // A master announcing the trusted key's id is the replica's own master in any epoch, on
+        // any host (its database restored or replaced): the handshake proves the key.
         if let known = epoch {
-            let same = pool.filter { $0.service.txt["epoch"] == known }
+            let same = pool.filter { $0.service.txt["epoch"] == known || announcesTrustedId($0.service) }
             if !same.isEmpty {
                 pool = same
             } else if epochsSeen.contains(known) {

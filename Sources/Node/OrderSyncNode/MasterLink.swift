@@ -1,64 +1,176 @@
 import EventLoopIO
+import Noise
+import SecureLink
 import SyncCore
 import WebSocket
 import WebSocketTransport
 
-/// A slave's connection to its master: one `WebSocketChannel` offering the OrderSync
-/// subprotocol, with what the slave calls on it. One attempt per instance; the slave makes a new
-/// one to reconnect.
-final class MasterLink {
-    /// Where the link is.
-    enum Phase: String {
-        case idle
-        case connecting
-        case handshaking
-        /// Handshake done, hello sent, receiving the snapshot.
-        case syncing
-        /// Up to date; live operations flow.
-        case live
+/// How a link to the master ended.
+struct MasterLinkEnding: Equatable {
+    /// Why this side ended the link, when it did.
+    enum LocalFailure: Equatable {
+        /// The master did not choose the offered subprotocol (what it chose).
+        case incompatible(String?)
+        /// The secure link failed (closed 1008).
+        case secure(SlaveSecureSession.Failure)
+        /// The opening (WebSocket and Noise handshakes) took longer than the deadline.
+        case handshakeTimedOut(Duration)
     }
 
+    /// The close code, from the master's Close frame or our own.
+    var closeCode: UInt16?
+    /// A sentence for the log and status: the master's close reason, or what failed here.
+    var reason: String
+    /// Set when this side ended the link; nil when the master closed it or the connection failed.
+    var localFailure: LocalFailure?
+}
+
+/// A slave's connection to its master: one `WebSocketChannel` offering one secure subprotocol
+/// (`ordersync.pair.v1` to pair, `ordersync.ik.v1` after), with a `SlaveSecureSession` inside.
+/// One attempt per instance; the slave makes a new one to reconnect.
+///
+/// The first handshake message goes out when the WebSocket opens; every binary message from
+/// the master goes through the session; nothing reaches the slave before ``onSecured``, and
+/// everything the slave sends is sealed and sent as binary. The WebSocket and the Noise
+/// handshakes together must finish within the configuration's handshake deadline.
+final class MasterLink {
     let url: MasterURL
     private let loop: EventLoop
     private let configuration: WebSocketChannelConfiguration
+    private let credential: MasterCredential
+    private let localStatic: NoiseKeyPair
+    private let terminalName: String
+    private let terminalId: String
     private var transport: WebSocketChannel?
+    /// The secure session, from the WebSocket's opening on.
+    private var session: SlaveSecureSession?
+    private var deadline: TimerHandle?
+    /// Why this side ended the link, and the sentence for the log, reported with the end.
+    private var localFailure: MasterLinkEnding.LocalFailure?
+    private var localReason = ""
 
-    /// The handshake succeeded; `subprotocol` is what the master chose.
-    var onOpen: (_ subprotocol: String?) -> Void = { _ in }
-    /// A text message from the master.
-    var onText: (String) -> Void = { _ in }
+    /// Pairing only, just before ``onSecured``: the master proved it held the code.
+    var onPaired: (MasterGreeting) -> Void = { _ in }
+    /// The link is secured: the slave may say hello.
+    var onSecured: (MasterGreeting) -> Void = { _ in }
+    /// A sync message from the master.
+    var onMessage: (String) -> Void = { _ in }
+    /// The master handed its trust over to a new key (32 bytes).
+    var onMasterKey: (_ masterId: String, _ publicKey: [UInt8]) -> Void = { _, _ in }
     /// The master went silent past the dead-peer limit; `onEnd` follows.
     var onDead: (_ silence: Duration) -> Void = { _ in }
     /// The attempt failed or the link ended. Once.
-    var onEnd: (_ code: UInt16?, _ reason: String) -> Void = { _, _ in }
+    var onEnd: (MasterLinkEnding) -> Void = { _ in }
 
-    init(url: MasterURL, loop: EventLoop, configuration: WebSocketChannelConfiguration) {
+    init(
+        url: MasterURL, loop: EventLoop, configuration: WebSocketChannelConfiguration, credential: MasterCredential,
+        localStatic: NoiseKeyPair, terminalName: String, terminalId: String
+    ) {
         self.url = url
         self.loop = loop
+        // The secure subprotocols carry binary messages only.
+        var configuration = configuration
+        configuration.acceptsBinary = true
         self.configuration = configuration
+        self.credential = credential
+        self.localStatic = localStatic
+        self.terminalName = terminalName
+        self.terminalId = terminalId
     }
 
-    /// Starts connecting; the whole handshake must finish within the configuration's deadline.
+    /// Starts connecting; the WebSocket and Noise handshakes must finish within the
+    /// configuration's deadline.
     func start() {
         let transport = WebSocketChannel.connect(
             host: url.host, port: url.port, path: url.path,
-            subprotocols: [orderSyncSubprotocol], loop: loop,
+            subprotocols: [credential.subprotocol], loop: loop,
             configuration: configuration)
         self.transport = transport
+        let limit = configuration.handshakeDeadline
+        deadline = loop.schedule(after: limit) { [weak self] in
+            guard let self = self else { return }
+            self.deadline = nil
+            guard !(self.session?.isSecured ?? false) else { return }
+            self.fail(.handshakeTimedOut(limit), "no secure handshake within \(limit.wholeMilliseconds) ms")
+        }
         transport.onEvent = { [weak self] event in
             guard let self = self else { return }
             switch event {
             case .opened(let opening):
-                self.onOpen(opening.subprotocol)
-            case .text(let text):
-                self.onText(text)
-            case .binary, .protocolError:
+                self.opened(subprotocol: opening.subprotocol)
+            case .binary(let bytes):
+                guard var session = self.session else { return }
+                let outputs = session.received(bytes)
+                self.session = session
+                self.carryOut(outputs)
+            case .text:
+                guard var session = self.session else { return }
+                let output = session.receivedText()
+                self.session = session
+                self.carryOut([output])
+            case .protocolError:
                 break
             case .ended(let ending):
+                self.cancelDeadline()
                 if case .peerSilent(let silence) = ending.cause { self.onDead(silence) }
-                self.onEnd(ending.closeCode?.rawValue, "\(ending)")
+                let reason = self.localFailure == nil ? "\(ending)" : self.localReason
+                self.onEnd(MasterLinkEnding(closeCode: ending.closeCode?.rawValue, reason: reason, localFailure: self.localFailure))
             }
         }
+    }
+
+    private func opened(subprotocol: String?) {
+        guard subprotocol == credential.subprotocol else {
+            fail(
+                .incompatible(subprotocol),
+                "the master did not accept subprotocol \(credential.subprotocol) (chose \(subprotocol ?? "none"))")
+            return
+        }
+        let (session, outputs) = SlaveSecureSession.start(
+            credential: credential, localStatic: localStatic, terminalName: terminalName, terminalId: terminalId,
+            options: SecureLinkOptions(maxMessageBytes: configuration.limits.maxMessageSize))
+        self.session = session
+        carryOut(outputs)
+    }
+
+    /// Does what the session asked, in order; stops once the link is being ended.
+    private func carryOut(_ outputs: [SlaveSecureSession.Output]) {
+        for output in outputs {
+            guard localFailure == nil, let transport, transport.isOpen else { return }
+            switch output {
+            case .send(let bytes):
+                transport.sendBinary(bytes)
+            case .paired(let greeting):
+                onPaired(greeting)
+            case .secured(let greeting):
+                cancelDeadline()
+                onSecured(greeting)
+            case .message(let text):
+                onMessage(text)
+            case .masterKeyHandover(let id, let key):
+                onMasterKey(id, key)
+            case .failed(let failure):
+                fail(.secure(failure), "secure link failed: \(failure.reason)")
+            }
+        }
+    }
+
+    /// Ends the link from this side with 1008, for `reason`.
+    private func fail(_ failure: MasterLinkEnding.LocalFailure, _ reason: String) {
+        guard localFailure == nil else { return }
+        localFailure = failure
+        localReason = reason
+        cancelDeadline()
+        if transport?.isOpen ?? false {
+            transport?.close(code: .policyViolation, reason: String(reason.prefix(100)))
+        } else {
+            transport?.abort(reason: reason)
+        }
+    }
+
+    private func cancelDeadline() {
+        if let d = deadline { loop.cancel(d) }
+        deadline = nil
     }
 
     /// The WebSocket once open; `nil` before.
@@ -69,18 +181,23 @@ final class MasterLink {
         }
     }
 
-    /// Sends a text message (after the handshake).
+    /// Seals and sends one sync message (once secured; before, the link fails).
     func send(_ text: String) {
-        transport?.sendText(text)
+        guard var session, localFailure == nil else { return }
+        let outputs = session.seal(text)
+        self.session = session
+        carryOut(outputs)
     }
 
     /// Starts the close handshake, or drops a link still connecting.
     func close(code: CloseCode, reason: String) {
+        cancelDeadline()
         transport?.close(code: code, reason: reason)
     }
 
     /// Drops the link at once.
     func abort(reason: String) {
+        cancelDeadline()
         transport?.abort(reason: reason)
     }
 

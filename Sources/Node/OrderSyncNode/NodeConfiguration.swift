@@ -1,4 +1,5 @@
 import Foundation
+import SecureLink
 
 /// The version printed by `ordersync --version` and sent in `status`.
 public enum NodeVersion {
@@ -150,6 +151,9 @@ public struct NodeConfiguration: Sendable {
     public var listenAddress: String
     /// Slave: fixed master, skipping discovery.
     public var masterURL: MasterURL?
+    /// Slave: the pairing code from `--pair` (pairs on start unless the trust file was made
+    /// with this code).
+    public var pairingCode: PairingCode?
     /// Largest accepted WebSocket message.
     public var maxMessageBytes = NodeDefaults.maxMessageBytes
     /// Idle time before a ping.

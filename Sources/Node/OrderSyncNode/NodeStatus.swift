@@ -152,6 +152,11 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
     public var nodeId: String
     /// The terminal id.
     public var terminalId: String
+    /// The node id of the master this terminal paired with (its current key); nil while not
+    /// paired.
+    public var masterId: String?
+    /// Where the terminal stands with its master's key.
+    public var pairing: PairingState
     /// The last sequence applied to the replica.
     public var seq: Int64
     /// The master's last sequence, as far as the slave knows.
@@ -176,6 +181,16 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
     public var outbox: Int
     /// Masters seen on the LAN, oldest first.
     public var mastersSeen: [SeenMaster]
+
+    /// Where a terminal stands with its master's key (`DATA/master.trust`).
+    public enum PairingState: String, Codable, Sendable {
+        /// Paired: every link is a Noise IK handshake with the trusted master key.
+        case paired
+        /// Started with `--pair CODE` and not paired with that code yet.
+        case pairing
+        /// Paired, but the master refuses this terminal (unknown or revoked): pair again.
+        case refused
+    }
 
     /// Where the link to the master is.
     public enum LinkState: String, Codable, Sendable {
@@ -275,6 +290,8 @@ extension SlaveStatus {
         try c.encode(name, forKey: .name)
         try c.encode(nodeId, forKey: .nodeId)
         try c.encode(terminalId, forKey: .terminalId)
+        try c.encode(masterId, forKey: .masterId)
+        try c.encode(pairing, forKey: .pairing)
         try c.encode(seq, forKey: .seq)
         try c.encode(masterSeq, forKey: .masterSeq)
         try c.encode(lag, forKey: .lag)

@@ -87,7 +87,8 @@ extension SlaveNode {
         }
         return SlaveStatus(
             version: NodeVersion.string, store: configuration.store ?? engine.joinedStore, name: terminalName,
-            nodeId: nodeIdentity.nodeId, terminalId: terminalId, seq: engine.lastSeq, masterSeq: max(engine.masterSeq, engine.lastSeq),
+            nodeId: nodeIdentity.nodeId, terminalId: terminalId, masterId: trust.status.masterId, pairing: trust.status.pairing,
+            seq: engine.lastSeq, masterSeq: max(engine.masterSeq, engine.lastSeq),
             lag: max(0, engine.masterSeq - engine.lastSeq), epoch: engine.epoch, orders: (try? db.orderCount()) ?? 0,
             dataDir: configuration.dataDirectory, avahi: avahiState, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
             master: link, pendingWrites: pendingWrites.count, outbox: engine.outboxCount, mastersSeen: seen)

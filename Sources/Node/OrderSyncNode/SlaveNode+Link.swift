@@ -23,7 +23,13 @@ extension SlaveNode {
                 ])
         case .serviceFound(let service):
             guard service.txt["proto"] == orderSyncProtocolName else { return }
-            if candidates.found(service) {
+            let changed = candidates.found(service)
+            if candidates.isUntrusted(service) {
+                // Announces another key's id: never connected to; logged once per change.
+                if changed { logUntrusted(service) }
+                return
+            }
+            if changed {
                 logger.info(
                     "master.found",
                     metadata: [
@@ -137,59 +143,85 @@ extension SlaveNode {
     func connect(to target: LinkTarget) {
         guard !shuttingDown else { return }
         let url = target.url
-        let l = MasterLink(url: url, loop: loop, configuration: configuration.webSocketChannelConfiguration)
+        let l = MasterLink(
+            url: url, loop: loop, configuration: configuration.webSocketChannelConfiguration, credential: trust.credential,
+            localStatic: localStatic, terminalName: terminalName, terminalId: terminalId)
         enter(.connecting(l, target))
-        l.onOpen = { [weak self, weak l] subprotocol in
+        l.onPaired = { [weak self, weak l] greeting in
+            guard let self = self, let l = l, case .connecting(let current, _) = self.linkState, current === l else { return }
+            self.paired(with: greeting, on: l)
+        }
+        l.onSecured = { [weak self, weak l] greeting in
             guard let self = self, let l = l, case .connecting(let current, let target) = self.linkState, current === l else { return }
-            guard subprotocol == orderSyncSubprotocol else {
-                self.logger.error(
-                    "master.incompatible",
-                    metadata: ["master.address": "\(url)", "reason": "master did not accept subprotocol \(orderSyncSubprotocol)"])
-                l.close(code: .policyViolation, reason: "OrderSync subprotocol required")
-                return
-            }
             self.enter(.syncing(l, target))
-            self.logger.info("master.connected", metadata: ["master.address": "\(url)", "service.name": "\(target.serviceName ?? "-")"])
+            self.trustedLinkSecured()
+            self.logger.info(
+                "master.connected",
+                metadata: [
+                    "master.address": "\(url)", "service.name": "\(target.serviceName ?? "-")", "master.id": "\(greeting.masterId)",
+                    "ws.subprotocol": "\(self.trust.credential.subprotocol)",
+                ])
             self.perform(self.engine.linkOpened())
         }
-        l.onText = { [weak self] text in self?.masterMessage(text) }
+        l.onMessage = { [weak self, weak l] text in
+            guard let self = self, let l = l, self.linkState.isUp, self.linkState.link === l else { return }
+            self.masterMessage(text)
+        }
+        l.onMasterKey = { [weak self, weak l] id, key in
+            guard let self = self, let l = l, self.linkState.link === l else { return }
+            self.masterKeyHandedOver(to: key, id: id, on: l)
+        }
         l.onDead = { [weak self] silence in
             self?.logger.warning("master.dead", metadata: ["silent_ms": "\(silence.wholeMilliseconds)"])
         }
-        l.onEnd = { [weak self, weak l] code, reason in
+        l.onEnd = { [weak self, weak l] ending in
             guard let self = self, let l = l, self.linkState.link === l else { return }
-            self.linkEnded(code: code, reason: reason)
+            self.linkEnded(ending)
         }
         l.start()
     }
 
-    private func linkEnded(code: UInt16?, reason: String) {
+    private func linkEnded(_ ending: MasterLinkEnding) {
         guard let target = linkState.target else { return }
         let wasUp = linkState.isUp
-        lastLinkError = reason
+        let code = ending.closeCode
+        lastLinkError = ending.reason
         enter(.idle)
         engine.linkClosed()
         answerPendingWritesAsQueued()
-        var meta: Logger.Metadata = ["master.address": "\(target.url)", "reason": "\(reason)"]
+        var meta: Logger.Metadata = ["master.address": "\(target.url)", "reason": "\(ending.reason)"]
         if let c = code { meta["ws.close_code"] = "\(c)" }
-        if wasUp {
+        if case .incompatible = ending.localFailure {
+            logger.error("master.incompatible", metadata: meta)
+        } else if wasUp {
             logger.warning("master.disconnected", metadata: meta)
         } else {
             logger.info("master.connect_failed", metadata: meta)
         }
+        let verdict = trust.verdict(secured: wasUp, ending: ending)
+        noteTrustVerdict(verdict, target: target, reason: ending.reason)
         guard !shuttingDown else {
             loop.stop()
             return
         }
         // 1011: the master could not store or read (disk full, I/O error). Coming back at once
         // would only fail again: wait the longest backoff.
-        let delay: Duration
+        var delay: Duration
+        var candidateVerdict: MasterCandidates.Verdict?
         if code == MasterEngine.internalError {
             delay = reconnectBackoff.nextLongest()
         } else if wasUp || configuration.masterURL != nil {
             delay = reconnectBackoff.next()
         } else {
-            delay = candidateFailed(target)
+            (delay, candidateVerdict) = candidateFailed(target)
+        }
+        if verdict == .pairingRefused, candidateVerdict != .tryAnother {
+            // No other master left to try the code on: an operator must get a new code.
+            refusedPairing(reason: ending.reason)
+            return
+        }
+        if verdict == .pairingRequired, candidateVerdict != .tryAnother {
+            delay = max(delay, NodeDefaults.unknownTerminalRetryDelay)
         }
         let retry = loop.schedule(after: delay) { [weak self] in self?.retryDue() }
         enter(.waiting(target, retry: retry))
@@ -197,7 +229,7 @@ extension SlaveNode {
 
     /// Books a failed attempt on a discovered master; falls back to another candidate of the
     /// store, or forgets every resolution and browses again. Returns the delay before the next try.
-    private func candidateFailed(_ target: LinkTarget) -> Duration {
+    private func candidateFailed(_ target: LinkTarget) -> (Duration, MasterCandidates.Verdict) {
         let store = configuration.store ?? engine.joinedStore
         let now = loop.now.sinceBoot
         let verdict = candidates.failed(
@@ -212,9 +244,9 @@ extension SlaveNode {
             ])
         switch verdict {
         case .tryAnother:
-            return reconnectBackoff.initial
+            return (reconnectBackoff.initial, verdict)
         case .backOff:
-            return reconnectBackoff.next()
+            return (reconnectBackoff.next(), verdict)
         case .rebrowse:
             let forgotten = candidates.seen.count
             let failed = candidates.failedCount
@@ -226,7 +258,7 @@ extension SlaveNode {
                     "service_type": "\(configuration.serviceType)",
                 ])
             discovery?.rebrowse(type: configuration.serviceType)
-            return reconnectBackoff.next()
+            return (reconnectBackoff.next(), verdict)
         }
     }
 

@@ -2,6 +2,7 @@ import Discovery
 import EventLoopIO
 import Foundation
 import Logging
+import Noise
 import OrderStore
 import SyncCore
 import WebSocket
@@ -24,6 +25,16 @@ public final class SlaveNode: @unchecked Sendable {
     let discovery: (any ServiceDiscovery)?
     let terminalId: String
     let terminalName: String
+    /// The node key as the Noise handshakes use it.
+    let localStatic: NoiseKeyPair
+    /// Where this terminal stands with its master's key (`DATA/master.trust`); changed by a
+    /// pairing, a key handover, or the master refusing the terminal.
+    var trust: SlaveTrust
+    /// Set when the slave must stop for good (the master refused the pairing code): `run()`
+    /// throws it after shutting down.
+    var exitError: NodeStartupError?
+    /// Attempts the master refused because it does not know this terminal, in a row.
+    var refusedAttempts = 0
     var avahiState: AvahiState
     var shuttingDown = false
     let startedAt = Date()
@@ -73,12 +84,34 @@ public final class SlaveNode: @unchecked Sendable {
         var logger = logger
         if let s = configuration.store ?? engine.joinedStore { logger[metadataKey: "store"] = "\(s)" }
         self.logger = logger
+        let (trust, codeUse) = try SlaveTrust.atStart(
+            trust: try MasterTrust.load(path: configuration.masterTrustPath), code: configuration.pairingCode)
+        self.trust = trust
+        do {
+            localStatic = try NoiseKeyPair(privateKey: Array(dataDirectory.nodeIdentity.privateKey.rawRepresentation))
+        } catch {
+            throw NodeStartupError("the node key cannot be used for Noise: \(error)")
+        }
+        switch codeUse {
+        case .ignoredAlreadyPaired:
+            logger.info(
+                "pairing.already_paired",
+                metadata: [
+                    "master.id": "\(trust.current?.master ?? "-")",
+                    "hint": "this terminal was paired with this code; the code is ignored and can be dropped from the command",
+                ])
+        case .pairAnew:
+            logger.info("pairing.anew", metadata: ["master.id": "\(trust.current?.master ?? "-")"])
+        case .none:
+            break
+        }
         avahiState = configuration.masterURL != nil ? .notUsedWithFixedMaster : (discovery == nil ? .notUsed : .starting)
         linkSince = loop.now
         reconnectBackoff = ReconnectBackoff(
             initial: NodeDefaults.reconnectDelay, maximum: NodeDefaults.reconnectDelayLimit,
             jitter: reconnectJitter)
         api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
+        candidates.trustedIds = trust.trustedIds
     }
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
@@ -96,6 +129,7 @@ public final class SlaveNode: @unchecked Sendable {
         try start()
         loop.run()
         finishShutdown()
+        if let e = exitError { throw e }
     }
 
     /// Asks a running slave to shut down as on SIGTERM. Thread-safe.
@@ -111,7 +145,8 @@ public final class SlaveNode: @unchecked Sendable {
             "node.started",
             metadata: [
                 "role": "slave", "version": "\(NodeVersion.string)", "data_dir": "\(configuration.dataDirectory)",
-                "node.id": "\(nodeIdentity.nodeId)",
+                "node.id": "\(nodeIdentity.nodeId)", "master.id": "\(trust.status.masterId ?? "not paired")",
+                "pairing": "\(trust.status.pairing.rawValue)",
                 "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
                 "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",

@@ -40,6 +40,8 @@ public enum StatusText {
     /// A slave: its link to the master, how far behind it is and what waits in its outbox.
     public static func render(_ s: SlaveStatus) -> String {
         var lines = common(role: s.role, store: s.store, name: s.name, orders: s.orders, seq: s.seq, avahi: s.avahi, nodeId: s.nodeId)
+        let pairing = s.pairing == .paired ? "" : " (\(s.pairing.rawValue))"
+        lines.append("master id: \(s.masterId ?? "not paired")\(pairing)")
         let link = s.master
         lines.append("master:    \(link.state.rawValue) \(link.url ?? "-") \(link.serviceName ?? "-") (for \(link.sinceSeconds) s)")
         if let e = link.lastError { lines.append("last error: \(e)") }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import OrderSyncNode
+import SecureLink
 
 /// `ordersync`: the root command.
 @main
@@ -233,10 +234,24 @@ struct SlaveCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Connect to this master (ws://HOST:PORT/) instead of discovering one.", valueName: "url"))
     var master: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Pair with the master using this code from `ordersync pair` (needed once; ignored when already paired with it).",
+            valueName: "code"))
+    var pair: String?
+
     func validate() throws {
         if let m = master {
             guard MasterURL(parsing: m) != nil else {
                 throw ValidationError("--master must look like ws://HOST:PORT/ (got '\(m)').")
+            }
+        }
+        if let code = pair {
+            do {
+                _ = try PairingCode(parsing: code)
+            } catch {
+                throw ValidationError("--pair: \(error.message)")
             }
         }
     }
@@ -249,6 +264,7 @@ struct SlaveCommand: ParsableCommand {
             serviceType: node.serviceType, port: 0, listenAddress: "0.0.0.0",
             masterURL: master.flatMap { MasterURL(parsing: $0) })
         node.apply(to: &config)
+        config.pairingCode = pair.flatMap { try? PairingCode(parsing: $0) }
         try runNode { try SlaveNode(configuration: config, logger: logger).run() }
     }
 }
