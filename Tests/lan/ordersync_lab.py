@@ -223,7 +223,26 @@ class OrderSyncNode:
         """Master: `ordersync pair --json` (opens a new window, replacing any other)."""
         args = ["pair", "--json"] + (["--name", name] if name else []) + \
             (["--valid-for", str(valid_for)] if valid_for else [])
+        self.wait_api()
         return json.loads(self.cli(*args).stdout)
+
+    def wait_api(self, timeout: float = 20) -> None:
+        """Waits until the daemon's local API answers (a just started node)."""
+        def answers():
+            if not self.alive():
+                raise LanError(f"{self.role} on {self.host.name} exited: " + "\n".join(self.log_lines()[-20:]))
+            try:
+                return self.status()
+            except CommandError:
+                return None
+        wait_until(answers, timeout, interval=0.05, what=f"the local API of the {self.role} on {self.host.name}")
+
+    def pair_again(self, master: "OrderSyncNode") -> None:
+        """Slave: stops, and starts again with a new code from `master` (`--pair`)."""
+        self.stop()
+        self.pair_code = master.pairing_code()
+        master.pairing_slave = self
+        self.start()
 
     def terminals(self) -> list[dict]:
         """Master: its paired terminals (`ordersync terminal list --json`)."""
@@ -232,8 +251,12 @@ class OrderSyncNode:
 
     def node_id(self) -> str:
         """This node's id (from its status)."""
-        status = self.status()
-        return status.get("nodeId") or status.get("node", {}).get("id")
+        return self.status()["nodeId"]
+
+    def origin_prefix(self) -> str:
+        """How a master's journal names this slave: its name and the start of its node id,
+        which the link authenticated (`h2 [KAKN-RP4X]@`, then its address)."""
+        return f"{self.host.name} [{self.node_id()[:9]}]@"
 
     def wait_live(self, timeout: float = 30) -> dict:
         """Slave: waits until its link to the master is live; returns the status."""
