@@ -273,7 +273,7 @@ class OrderSyncNode:
     def create(self, customer: str, uuid: str | None = None, **fields) -> dict:
         args = ["order", "create", "--customer", customer, "--json", "--uuid", uuid or str(uuidlib.uuid4()).upper()]
         for key, flag in (("shipping", "--shipping"), ("table", "--table"), ("table_size", "--table-size"),
-                          ("created", "--created")):
+                          ("created", "--created"), ("note", "--note")):
             if key in fields:
                 args += [flag, str(fields[key])]
         return json.loads(self.cli(*args).stdout)

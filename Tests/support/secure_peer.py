@@ -249,6 +249,13 @@ class SecurePeer:
         return ws
 
     @staticmethod
+    def _send_binary(ws, message: bytes) -> None:
+        try:
+            ws.send(message)
+        except ConnectionClosed as error:
+            raise _closed(error) from None
+
+    @staticmethod
     def _recv_binary(ws, timeout: float) -> bytes:
         try:
             message = ws.recv(timeout=timeout)
@@ -266,10 +273,10 @@ class SecurePeer:
         link = NoiseLink(PAIRING, initiator=True, static=static, psk=pairing_psk(decode_code(code)))
         ws = cls._open(url, PAIRING, source, timeout)
         try:
-            ws.send(link.write_handshake(b""))
+            cls._send_binary(ws, link.write_handshake(b""))
             payload = json.loads(link.read_handshake(cls._recv_binary(ws, timeout)) or b"{}")
             master_key = link.remote_static
-            ws.send(link.write_handshake(json.dumps({"name": name, "terminal": node_id(public_key(static))}).encode()))
+            cls._send_binary(ws, link.write_handshake(json.dumps({"name": name, "terminal": node_id(public_key(static))}).encode()))
             peer = cls(ws, link, static, payload, master_key)
             # Pairing is proved only by the master's first transport message.
             kind, body = peer._next(timeout)
@@ -287,7 +294,7 @@ class SecurePeer:
         link = NoiseLink(KNOWN, initiator=True, static=static, remote_static=master_key)
         ws = cls._open(url, KNOWN, source, timeout)
         try:
-            ws.send(link.write_handshake(b""))
+            cls._send_binary(ws, link.write_handshake(b""))
             payload = json.loads(link.read_handshake(cls._recv_binary(ws, timeout)) or b"{}")
             return cls(ws, link, static, payload, master_key)
         except BaseException:
@@ -314,7 +321,7 @@ class SecurePeer:
         body = message if isinstance(message, bytes) else json.dumps(message).encode()
         for wire in self.link.seal(body, control=control):
             self.wire_bytes_sent += len(wire)
-            self.ws.send(wire)
+            self._send_binary(self.ws, wire)
 
     def recv(self, timeout: float = 10) -> dict:
         """The next sync message (control messages are kept in `controls`)."""
@@ -505,6 +512,7 @@ def _connect_command(args) -> int:
         out["error"] = str(error)
         _emit(out)
         return 0
+    peer.link.rekey_interval = args.rekey_interval
     out.update(established=True, master=peer.master_payload, masterKey=peer.master_key.hex(),
                seconds=time.monotonic() - started)
     state["master"] = peer.master_key.hex()
@@ -521,8 +529,27 @@ def _connect_command(args) -> int:
             _save_state(args.state, state)
     out["controls"] = peer.controls
     out["bytesSent"], out["bytesReceived"] = peer.wire_bytes_sent, peer.wire_bytes_received
+    out["messagesSent"], out["rekeys"] = peer.link.sent, peer.link.rekeys
     peer.close()
     _emit(out)
+    return 0
+
+
+def _tries_command(args) -> int:
+    """Pairs with each code in turn (a fresh key each time); one JSON line per try."""
+    for code in args.codes:
+        started = time.monotonic()
+        out = {"code": code, "established": False, "close": None}
+        try:
+            peer = SecurePeer.pair(args.url, code, os.urandom(32), name="py-try", source=args.source)
+            out["established"] = True
+            peer.close()
+        except Refused as refused:
+            out["close"] = {"code": refused.code, "reason": refused.reason}
+        except LinkError as error:
+            out["error"] = str(error)
+        out["seconds"] = time.monotonic() - started
+        _emit(out)
     return 0
 
 
@@ -546,6 +573,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--source", help="local address to connect from")
     c.add_argument("--steps", help='JSON list of {"send": msg} and {"until": {"type": ...}} steps')
     c.add_argument("--timeout", type=float, default=15)
+    c.add_argument("--rekey-interval", type=int, default=REKEY_INTERVAL, help="rekey after this many messages sent")
+    t = sub.add_parser("tries", help="try pairing with each CODE in turn, print one JSON line per try")
+    t.add_argument("url")
+    t.add_argument("codes", nargs="+")
+    t.add_argument("--source")
     r = sub.add_parser("respond", help="a master: answer secure links with its own key, print what it read")
     r.add_argument("--listen", required=True)
     r.add_argument("--port", type=int, default=0)
@@ -553,7 +585,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--static", help="hex private key (default: a fresh one)")
     r.add_argument("--pair", help="a pairing code it accepts")
     args = parser.parse_args(argv)
-    return _connect_command(args) if args.command == "connect" else _respond_command(args)
+    return {"connect": _connect_command, "tries": _tries_command, "respond": _respond_command}[args.command](args)
 
 
 if __name__ == "__main__":
