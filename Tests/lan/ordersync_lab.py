@@ -250,7 +250,8 @@ class OrderSyncNode:
         return answer["terminals"] if isinstance(answer, dict) else answer
 
     def node_id(self) -> str:
-        """This node's id (from its status)."""
+        """This node's id (from its status, once its local API answers)."""
+        self.wait_api()
         return self.status()["nodeId"]
 
     def origin_prefix(self) -> str:
