@@ -85,6 +85,8 @@ class OrderSyncNode:
         self.args = args
         self.log_format = log_format
         self.process: subprocess.Popen | None = None
+        if role == "master":
+            _masters(host).append(self)
         self.start()
 
     @classmethod
@@ -103,9 +105,7 @@ class OrderSyncNode:
             args.append("--insecure-storepos")
         for cidr in storepos_allow or []:
             args += ["--storepos-allow", cidr]
-        node = cls(host, "master", args + (extra or []), data_dir=data_dir, umask=umask, store=store)
-        _masters(host).append(node)
-        return node
+        return cls(host, "master", args + (extra or []), data_dir=data_dir, umask=umask, store=store)
 
     @classmethod
     def slave(cls, host: Host, store: str | None = None, master_url: str | None = None,
@@ -139,8 +139,12 @@ class OrderSyncNode:
             argv += ["--pair", self.pair_code]
             self.pair_code = None
         self.log_file = open(self.log_path, "ab")
-        self.process = self.host.popen(argv, stdout=self.log_file, stderr=self.log_file,
+        self.process = self.host.popen(argv, env=self.environment(), stdout=self.log_file, stderr=self.log_file,
                                        umask=-1 if self.umask is None else self.umask)
+
+    def environment(self) -> dict | None:
+        """The daemon's environment (None: the test's own)."""
+        return None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
         """Sends `sig` and waits for the exit; returns the exit code."""
