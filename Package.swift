@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "ordersync", targets: ["ordersync"]),
         .executable(name: "ordersync-wsecho", targets: ["WebSocketEcho"]),
         .executable(name: "ordersync-noise-peer", targets: ["NoisePeer"]),
+        .executable(name: "ordersync-qr", targets: ["QRDump"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -36,6 +37,8 @@ let package = Package(
             name: "SecureLink", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Core/SecureLink"),
         .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/Core/SyncCore"),
+        // QR codes (ISO/IEC 18004) for the pairing code in the terminal.
+        .target(name: "QRCode", path: "Sources/Core/QRCode"),
 
         // MARK: Shell: I/O, each C library wrapped by exactly one Swift module.
         // The Linux-only calls (epoll, eventfd, signalfd, accept4) with the kernel's structures.
@@ -80,6 +83,9 @@ let package = Package(
         // Test peer: the Noise module (and the SecureLink framing on it) driven over stdin/stdout, for
         // interop with Python's `noiseprotocol` (Tests/noise).
         .executableTarget(name: "NoisePeer", dependencies: ["Noise", "SecureLink"], path: "Sources/Programs/NoisePeer"),
+        // Test peer: prints the QRCode module's matrix, for comparison with Python's `segno`
+        // (Tests/conformance/test_qrcode_segno.py).
+        .executableTarget(name: "QRDump", dependencies: ["QRCode"], path: "Sources/Programs/QRDump"),
 
         // MARK: Tests
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
@@ -88,6 +94,7 @@ let package = Package(
         .testTarget(name: "NoiseTests", dependencies: ["Noise"], resources: [.copy("Resources")]),
         .testTarget(name: "SecureLinkTests", dependencies: ["SecureLink", "Noise"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore"]),
+        .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.
         .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore"]),

@@ -15,6 +15,7 @@ BIN_DIR="$(swift build --show-bin-path)"
 export ORDERSYNC_BIN="$BIN_DIR/ordersync"
 export ORDERSYNC_WSECHO_BIN="$BIN_DIR/ordersync-wsecho"
 export ORDERSYNC_NOISE_PEER_BIN="$BIN_DIR/ordersync-noise-peer"
+export ORDERSYNC_QR_BIN="$BIN_DIR/ordersync-qr"
 
 echo "test: unit tests"
 # AvahiDiscoveryLanTests need an avahi-daemon on a D-Bus system bus: they run inside a simulated

@@ -39,6 +39,11 @@ def ordersync_path() -> Path:
     return Path(os.environ.get("ORDERSYNC_BIN", REPO / ".build" / "debug" / "ordersync"))
 
 
+def qr_path() -> Path:
+    """`$ORDERSYNC_QR_BIN`, by default `<repo>/.build/debug/ordersync-qr`."""
+    return Path(os.environ.get("ORDERSYNC_QR_BIN", REPO / ".build" / "debug" / "ordersync-qr"))
+
+
 def pairing_code(ordersync_bin: Path, master_data_dir: str) -> str:
     """Opens the running master's pairing window (`ordersync pair --json`) and returns the code
     a slave starts with (`--pair CODE`)."""

@@ -37,7 +37,8 @@ final class MasterLink {
     let url: MasterURL
     private let loop: EventLoop
     private let configuration: WebSocketChannelConfiguration
-    private let credential: MasterCredential
+    /// How this link authenticates.
+    let credential: MasterCredential
     private let localStatic: NoiseKeyPair
     private let terminalName: String
     private let terminalId: String
@@ -104,10 +105,10 @@ final class MasterLink {
                 self.session = session
                 self.carryOut(outputs)
             case .text:
-                guard var session = self.session else { return }
-                let output = session.receivedText()
+                // Docs/SECURITY.md: "A text message on either subprotocol closes the link (1003)."
+                guard var session = self.session, case .failed(let failure) = session.receivedText() else { return }
                 self.session = session
-                self.carryOut([output])
+                self.fail(.secure(failure), "secure link failed: \(failure.reason)", code: .unsupportedData)
             case .protocolError:
                 break
             case .ended(let ending):
@@ -155,14 +156,14 @@ final class MasterLink {
         }
     }
 
-    /// Ends the link from this side with 1008, for `reason`.
-    private func fail(_ failure: MasterLinkEnding.LocalFailure, _ reason: String) {
+    /// Ends the link from this side with `code` (1008 unless told), for `reason`.
+    private func fail(_ failure: MasterLinkEnding.LocalFailure, _ reason: String, code: CloseCode = .policyViolation) {
         guard localFailure == nil else { return }
         localFailure = failure
         localReason = reason
         cancelDeadline()
         if transport?.isOpen ?? false {
-            transport?.close(code: .policyViolation, reason: String(reason.prefix(100)))
+            transport?.close(code: code, reason: String(reason.prefix(100)))
         } else {
             transport?.abort(reason: reason)
         }

@@ -159,7 +159,7 @@ extension SlaveNode {
                 "master.connected",
                 metadata: [
                     "master.address": "\(url)", "service.name": "\(target.serviceName ?? "-")", "master.id": "\(greeting.masterId)",
-                    "ws.subprotocol": "\(self.trust.credential.subprotocol)",
+                    "ws.subprotocol": "\(l.credential.subprotocol)",
                 ])
             self.perform(self.engine.linkOpened())
         }
