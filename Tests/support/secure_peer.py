@@ -22,7 +22,6 @@ import hashlib
 import hmac
 import json
 import os
-import socket
 import sys
 import threading
 import time
