@@ -1,6 +1,8 @@
 """A demo store on a simulated LAN: one master and two slaves on three hosts (network namespaces,
-each with its own avahi-daemon). The slaves find the master through DNS-SD, orders are created,
-changed and removed on different terminals, and every terminal ends with the same orders."""
+each with its own avahi-daemon). Each slave is paired with the master by a one-time code
+(`ordersync pair`), finds it through DNS-SD and syncs over an encrypted link; orders are
+created, changed and removed on different terminals, and every terminal ends with the same
+orders."""
 
 import os
 import sys
@@ -40,10 +42,19 @@ def main() -> int:
         for line in browse.splitlines():
             if line.startswith("="):
                 say(f"avahi-browse on h2 sees: {line}")
-        slaves = [OrderSyncNode.slave(h2, extra=fast), OrderSyncNode.slave(h3, extra=fast)]
+        say(f"master id {master.node_id()}: each new terminal is paired once with a one-time code from "
+            "`ordersync pair` on h1, passed to `ordersync slave --pair CODE`")
+        slaves = []
+        for h, till in ((h2, "Bar"), (h3, "Terrace")):
+            slaves.append(OrderSyncNode.slave(h, extra=fast, pair_with=master, pair_name=till))
+            say(f"slave on {h.name} started with a pairing code for terminal '{till}'")
         for s in slaves:
             st = s.wait_live()
-            say(f"slave on {s.host.name} found the master through Avahi: {st['master']['url']} ({st['master']['serviceName']})")
+            paired = s.events("pairing.done")[0]
+            say(f"slave on {s.host.name} found the master through Avahi and paired with it "
+                f"(master id {paired['master.id']}): {st['master']['url']} ({st['master']['serviceName']})")
+        for t in master.terminals():
+            say(f"master's paired terminal: {t['name']} ({t['id']})")
 
         a = slaves[0].create(customer="Kevin", shipping="DHL", table="T4", table_size=4)
         say(f"h2 created order {a['uuid']} for Kevin")

@@ -44,6 +44,15 @@ def qr_path() -> Path:
     return Path(os.environ.get("ORDERSYNC_QR_BIN", REPO / ".build" / "debug" / "ordersync-qr"))
 
 
+def pairing_code(ordersync_bin: Path, master_data_dir: str) -> str:
+    """Opens the running master's pairing window (`ordersync pair --json`) and returns the code
+    a slave starts with (`--pair CODE`)."""
+    result = subprocess.run([str(ordersync_bin), "pair", "--data-dir", str(master_data_dir), "--json"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["code"]
+
+
 def master_started_port(process: subprocess.Popen, log_path: Path, timeout: float = 20) -> int:
     """The port in the master's `node.started` log event, logged once it is listening."""
     deadline = time.monotonic() + timeout

@@ -13,13 +13,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from conformance_support import isolated_master_env, master_started_port, ordersync_path, require, wsecho_path
+# Tests/support: the independent secure peer, shared with the LAN tests.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+
+from conformance_support import isolated_master_env, master_started_port, ordersync_path, require, wsecho_path  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -62,13 +66,16 @@ def ordersync_bin() -> Path:
 @pytest.fixture(scope="module")
 def master_port(ordersync_bin: Path):
     """A running `ordersync master` listening on 127.0.0.1 with a fresh data directory; yields
-    its port. Its 5 s handshake deadline is the echo server's."""
+    its port. Its 5 s handshake deadline is the echo server's. It admits plain StorePOS clients
+    (`--insecure-storepos`): the handshake tests expect its snapshot on a link without a
+    subprotocol."""
     with tempfile.TemporaryDirectory(prefix="ordersync-conformance-") as data_dir:
         log_path = Path(data_dir) / "master.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 [str(ordersync_bin), "master", "--data-dir", data_dir, "--listen", "127.0.0.1", "--port", "0",
-                 "--store", "conformance", "--handshake-timeout", "5", "--log-format", "json"],
+                 "--store", "conformance", "--handshake-timeout", "5", "--log-format", "json",
+                 "--insecure-storepos"],
                 stdout=log, stderr=subprocess.STDOUT, env=isolated_master_env())
         try:
             yield master_started_port(process, log_path)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance_support import isolated_master_env, master_started_port, require
+from conformance_support import isolated_master_env, master_started_port, pairing_code, require
 
 try:
     import websockets.asyncio.client as websockets
@@ -42,14 +42,16 @@ RATE, BURST = 50, 200
 
 @pytest.fixture(scope="module")
 def master(ordersync_bin: Path):
-    """A master on 127.0.0.1 with a low rate limit; yields (port, data dir, log path)."""
+    """A master on 127.0.0.1 with a low rate limit, admitting plain StorePOS terminals (the
+    attackers here); yields (port, data dir, log path)."""
     require(websockets is not None, "python `websockets` is not importable")
     with tempfile.TemporaryDirectory(prefix="ordersync-bounds-") as data_dir:
         log_path = Path(data_dir) / "master.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 [str(ordersync_bin), "master", "--data-dir", data_dir, "--listen", "127.0.0.1", "--port", "0",
-                 "--store", "bounds", "--log-format", "json", "--rate-limit", str(RATE), "--rate-burst", str(BURST)],
+                 "--store", "bounds", "--log-format", "json", "--rate-limit", str(RATE), "--rate-burst", str(BURST),
+                 "--insecure-storepos"],
                 stdout=log, stderr=subprocess.STDOUT, env=isolated_master_env())
         try:
             yield master_started_port(process, log_path), data_dir, log_path
@@ -205,7 +207,7 @@ def test_a_flooding_terminal_is_rate_limited_while_another_terminal_applies(mast
 
 
 def test_a_thousand_connections_from_one_address_do_not_starve_a_slave(master, ordersync_bin: Path):
-    port, _, log_path = master
+    port, master_dir, log_path = master
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     require(hard >= 1200, f"the open files limit {hard} is below 1,200")
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
@@ -221,9 +223,11 @@ def test_a_thousand_connections_from_one_address_do_not_starve_a_slave(master, o
         opened_s = time.monotonic() - started
         with tempfile.TemporaryDirectory(prefix="ordersync-bounds-slave-") as slave_dir:
             log = open(Path(slave_dir) / "slave.log", "wb")
+            # The slave pairs while the 1,024 connections are held.
+            code = pairing_code(ordersync_bin, master_dir)
             slave = subprocess.Popen(
                 [str(ordersync_bin), "slave", "--data-dir", slave_dir, "--store", "bounds",
-                 "--master", f"ws://127.0.0.1:{port}/", "--log-format", "json"],
+                 "--master", f"ws://127.0.0.1:{port}/", "--log-format", "json", "--pair", code],
                 stdout=log, stderr=subprocess.STDOUT, env=isolated_master_env())
             try:
                 connect_started = time.monotonic()

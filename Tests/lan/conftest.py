@@ -10,6 +10,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 
 from lan_support import require_lan  # noqa: E402
 from lanharness import Lan  # noqa: E402

@@ -36,6 +36,9 @@ PYTHON = os.environ.get("ORDERSYNC_PYTHON", sys.executable)
 #: Folder of this file, where the peer scripts live.
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+#: Tests/support: modules shared with the conformance tests (the independent secure peer).
+SUPPORT = os.path.join(os.path.dirname(HERE), "support")
+
 _REQUIRED_TOOLS = ("ip", "unshare", "dbus-daemon", "dbus-send", "avahi-daemon", "mount", "hostname")
 
 

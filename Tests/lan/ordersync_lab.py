@@ -4,9 +4,15 @@ Used by the scenario tests and by the demo (Scripts/demo.py)::
 
     with Lan(3) as lan:
         master = OrderSyncNode.master(lan.hosts[0], store="shop1", name="front")
-        slave = OrderSyncNode.slave(lan.hosts[1])
+        slave = OrderSyncNode.slave(lan.hosts[1])     # paired with `master` on its first start
         slave.wait_live()
         order = slave.create(customer="Kevin", table="T4")
+
+A slave pairs on its first start (Docs/SECURITY.md): `OrderSyncNode.slave` runs `ordersync pair`
+on its master's host (`pair_with`, by default the last master of its store started on the LAN
+and still running) and starts the slave once with `--pair CODE`; later starts need no code.
+A master's pairing window holds one code, so a second slave's code is asked for only once the
+first one paired. Masters admit plain StorePOS clients only with `insecure_storepos=True`.
 """
 
 from __future__ import annotations
@@ -61,9 +67,15 @@ class OrderSyncNode:
     """One `ordersync master` or `ordersync slave` process on a host, with its data dir and log."""
 
     def __init__(self, host: Host, role: str, args: list[str], data_dir: str | None = None,
-                 log_format: str = "json", umask: int | None = None):
+                 log_format: str = "json", umask: int | None = None, pair_code: str | None = None,
+                 store: str | None = None):
         self.host = host
         self.role = role
+        self.store = store
+        #: Slave: the code passed with `--pair` on its next start (its first one only).
+        self.pair_code = pair_code
+        #: Master: the slave last given one of its pairing codes.
+        self.pairing_slave: OrderSyncNode | None = None
         self.data_dir = data_dir or os.path.join(host.dir, f"{role}-data")
         # With `umask`, the process runs with that umask and makes its data dir itself.
         self.umask = umask
@@ -73,37 +85,66 @@ class OrderSyncNode:
         self.args = args
         self.log_format = log_format
         self.process: subprocess.Popen | None = None
+        if role == "master":
+            _masters(host).append(self)
         self.start()
 
     @classmethod
     def master(cls, host: Host, store: str | None = "shop1", name: str | None = None,
                port: int = 0, extra: list[str] | None = None, data_dir: str | None = None,
-               umask: int | None = None) -> "OrderSyncNode":
+               umask: int | None = None, insecure_storepos: bool = False,
+               storepos_allow: list[str] | None = None) -> "OrderSyncNode":
+        """A master; `insecure_storepos` admits plain StorePOS clients (from `storepos_allow`
+        ranges when given)."""
         args = ["--port", str(port)]
         if store:
             args += ["--store", store]
         if name:
             args += ["--name", name]
-        return cls(host, "master", args + (extra or []), data_dir=data_dir, umask=umask)
+        if insecure_storepos:
+            args.append("--insecure-storepos")
+        for cidr in storepos_allow or []:
+            args += ["--storepos-allow", cidr]
+        return cls(host, "master", args + (extra or []), data_dir=data_dir, umask=umask, store=store)
 
     @classmethod
     def slave(cls, host: Host, store: str | None = None, master_url: str | None = None,
-              extra: list[str] | None = None, data_dir: str | None = None) -> "OrderSyncNode":
+              extra: list[str] | None = None, data_dir: str | None = None,
+              pair_with: "OrderSyncNode | None" = None, pair: bool = True,
+              pair_name: str | None = None) -> "OrderSyncNode":
+        """A slave, paired on its first start with `pair_with` (default: the last running master
+        of `store`, or of any store, started on this LAN). `pair=False` starts it without a code
+        (or a data dir that is already paired)."""
         args = []
         if store:
             args += ["--store", store]
         if master_url:
             args += ["--master", master_url]
-        return cls(host, "slave", args + (extra or []), data_dir=data_dir)
+        directory = data_dir or os.path.join(host.dir, "slave-data")
+        code = None
+        if pair and not os.path.exists(os.path.join(directory, "master.trust")):
+            master = pair_with or last_master(host, store)
+            code = master.pairing_code(name=pair_name)
+        node = cls(host, "slave", args + (extra or []), data_dir=data_dir, pair_code=code, store=store)
+        if code is not None:
+            master.pairing_slave = node
+        return node
 
     # Process ---------------------------------------------------------------------------------
 
     def start(self) -> None:
         argv = [ordersync_binary(), self.role, "--data-dir", self.data_dir, "--log-format", self.log_format,
                 "--log-level", "debug", *self.args]
+        if self.pair_code is not None:
+            argv += ["--pair", self.pair_code]
+            self.pair_code = None
         self.log_file = open(self.log_path, "ab")
-        self.process = self.host.popen(argv, stdout=self.log_file, stderr=self.log_file,
+        self.process = self.host.popen(argv, env=self.environment(), stdout=self.log_file, stderr=self.log_file,
                                        umask=-1 if self.umask is None else self.umask)
+
+    def environment(self) -> dict | None:
+        """The daemon's environment (None: the test's own)."""
+        return None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
         """Sends `sig` and waits for the exit; returns the exit code."""
@@ -161,7 +202,7 @@ class OrderSyncNode:
     # CLI ------------------------------------------------------------------------------------
 
     def cli(self, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-        argv = [ordersync_binary(), *args[:2], "--data-dir", self.data_dir, *args[2:]] if args[0] == "order" else \
+        argv = [ordersync_binary(), *args[:2], "--data-dir", self.data_dir, *args[2:]] if args[0] in ("order", "terminal", "key") else \
                [ordersync_binary(), args[0], "--data-dir", self.data_dir, *args[1:]]
         result = self.host.run(argv, timeout=timeout, check=False)
         if check and result.returncode != 0:
@@ -170,6 +211,57 @@ class OrderSyncNode:
 
     def status(self) -> dict:
         return json.loads(self.cli("status", "--json").stdout)
+
+    # Pairing ---------------------------------------------------------------------------------
+
+    def pairing_code(self, name: str | None = None, valid_for: int | None = None) -> str:
+        """Master: opens its pairing window (`ordersync pair --json` on its host) and returns
+        the code. The window holds one code: a slave still pairing with the previous one is
+        waited for first."""
+        waiting = self.pairing_slave
+        if waiting is not None and waiting.alive() and not waiting.events("pairing.done"):
+            waiting.wait_event("pairing.done", timeout=30)
+        return self.pair(name=name, valid_for=valid_for)["code"]
+
+    def pair(self, name: str | None = None, valid_for: int | None = None) -> dict:
+        """Master: `ordersync pair --json` (opens a new window, replacing any other)."""
+        args = ["pair", "--json"] + (["--name", name] if name else []) + \
+            (["--valid-for", str(valid_for)] if valid_for else [])
+        self.wait_api()
+        return json.loads(self.cli(*args).stdout)
+
+    def wait_api(self, timeout: float = 20) -> None:
+        """Waits until the daemon's local API answers (a just started node)."""
+        def answers():
+            if not self.alive():
+                raise LanError(f"{self.role} on {self.host.name} exited: " + "\n".join(self.log_lines()[-20:]))
+            try:
+                return self.status()
+            except CommandError:
+                return None
+        wait_until(answers, timeout, interval=0.05, what=f"the local API of the {self.role} on {self.host.name}")
+
+    def pair_again(self, master: "OrderSyncNode") -> None:
+        """Slave: stops, and starts again with a new code from `master` (`--pair`)."""
+        self.stop()
+        self.pair_code = master.pairing_code()
+        master.pairing_slave = self
+        self.start()
+
+    def terminals(self) -> list[dict]:
+        """Master: its paired terminals (`ordersync terminal list --json`)."""
+        answer = json.loads(self.cli("terminal", "list", "--json").stdout)
+        return answer["terminals"] if isinstance(answer, dict) else answer
+
+    def node_id(self) -> str:
+        """This node's id (from its status, once its local API answers)."""
+        self.wait_api()
+        return self.status()["nodeId"]
+
+    def origin_prefix(self) -> str:
+        """How a master's journal names this slave: its name and the start of its node id,
+        which the link authenticated (`h2 [KAKN-RP4X]@`, then its address)."""
+        return f"{self.host.name} [{self.node_id()[:9]}]@"
 
     def wait_live(self, timeout: float = 30) -> dict:
         """Slave: waits until its link to the master is live; returns the status."""
@@ -186,7 +278,7 @@ class OrderSyncNode:
     def create(self, customer: str, uuid: str | None = None, **fields) -> dict:
         args = ["order", "create", "--customer", customer, "--json", "--uuid", uuid or str(uuidlib.uuid4()).upper()]
         for key, flag in (("shipping", "--shipping"), ("table", "--table"), ("table_size", "--table-size"),
-                          ("created", "--created")):
+                          ("created", "--created"), ("note", "--note")):
             if key in fields:
                 args += [flag, str(fields[key])]
         return json.loads(self.cli(*args).stdout)
@@ -223,6 +315,22 @@ class OrderSyncNode:
             if len(out) >= data["total"] or not data["orders"]:
                 return out
             page += 1
+
+
+def _masters(host: Host) -> list[OrderSyncNode]:
+    """The masters started on the LAN of `host`, oldest first."""
+    if not hasattr(host.lan, "ordersync_masters"):
+        host.lan.ordersync_masters = []
+    return host.lan.ordersync_masters
+
+
+def last_master(host: Host, store: str | None = None) -> OrderSyncNode:
+    """The last master started on the LAN of `host` that still runs (of `store` when given)."""
+    for master in reversed(_masters(host)):
+        if master.alive() and (store is None or master.store == store):
+            return master
+    raise LanError(f"no running master{' of store ' + store if store else ''} on this LAN to pair a slave "
+                   "with: start one first or pass pair_with=")
 
 
 def canonical(orders: list[dict]) -> list[tuple]:

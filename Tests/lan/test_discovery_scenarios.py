@@ -437,12 +437,8 @@ def test_without_avahi_master_serves_and_slave_waits_until_avahi_starts(lan3):
 class NoBusNode(OrderSyncNode):
     """A node whose D-Bus system bus address leads nowhere: no avahi-daemon can be reached."""
 
-    def start(self) -> None:
-        argv = [ordersync_binary(), self.role, "--data-dir", self.data_dir, "--log-format", self.log_format,
-                "--log-level", "debug", *self.args]
-        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/system_bus_socket")
-        self.log_file = open(self.log_path, "ab")
-        self.process = self.host.popen(argv, env=env, stdout=self.log_file, stderr=self.log_file)
+    def environment(self) -> dict:
+        return dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/system_bus_socket")
 
 
 def test_without_system_bus_master_serves_and_slave_waits(lan2):
@@ -457,7 +453,8 @@ def test_without_system_bus_master_serves_and_slave_waits(lan2):
     made = master.create(customer="no bus")
     assert [o["uuid"] for o in wait_converged([master, direct], timeout=10, expect=1)] == [made["uuid"]]
 
-    waiting = NoBusNode(h2, "slave", [], data_dir=os.path.join(h2.dir, "nobus-slave"))
+    # A new till given its pairing code, with no way to discover the master.
+    waiting = NoBusNode(h2, "slave", [], data_dir=os.path.join(h2.dir, "nobus-slave"), pair_code=master.pairing_code())
     why = wait_any_event(waiting, ("avahi.down", "avahi.unavailable"))
     assert why.get("level") in ("warning", "warn"), why
     # Still running, not connected to anything, and saying so in its status.

@@ -12,7 +12,7 @@ import subprocess
 import time
 from datetime import datetime
 
-from lanharness import PYTHON, HERE, wait_until
+from lanharness import PYTHON, SUPPORT, wait_until
 from ordersync_lab import OrderSyncNode, ordersync_binary, read_sqlite, wait_converged
 
 
@@ -25,7 +25,9 @@ def test_a_second_master_of_the_same_store_does_not_take_over_a_synced_terminal(
     made = [slave.create(customer=f"c{i}") for i in range(3)]
     impostor = OrderSyncNode.master(h3, store="shop1", name="Totally legit", port=17701)
     impostor.wait_event("service.published")
-    slave.wait_event("slave.several_masters", timeout=20)
+    # Another key: the slave skips it by the id in its TXT record, and says so.
+    impostor_id = impostor.node_id()
+    slave.wait_event("master.untrusted", timeout=20, where=lambda e: e.get("master.announced_id") == impostor_id)
     # The real master reboots: the terminal comes back to it, not to the newer announcement.
     assert real.stop() == 0
     real.start()
@@ -40,10 +42,11 @@ def test_a_second_master_of_the_same_store_does_not_take_over_a_synced_terminal(
 def test_an_order_taken_offline_keeps_the_time_it_was_taken(lan2):
     h1, h2 = lan2.hosts
     master = OrderSyncNode.master(h1, store="shop1", port=17710)
-    master.wait_event("node.started")
-    assert master.stop() == 0
+    # The till pairs once, then its master is away.
     slave = OrderSyncNode.slave(h2, master_url=f"ws://{h1.address}:17710/")
-    slave.wait_event("node.started")
+    slave.wait_live()
+    assert master.stop() == 0
+    wait_until(lambda: slave.status()["master"]["state"] != "live", 15, what="the slave to see its master gone")
     taken = slave.create(customer="offline")
     assert taken["sync"] == "pending"
     # The master receives the order in a later second than the one it was taken in.
@@ -108,10 +111,15 @@ def test_a_pos_retry_on_a_slave_after_the_answer_gets_that_answer_and_brings_not
     assert slave.stop() == 0 and master.stop() == 0
 
 
-def run_peer(host, url: str, steps: list) -> dict:
-    """An independent OrderSync slave (Python `websockets`, `ordersync_peer.py`) on `host`."""
-    out = host.run([PYTHON, os.path.join(HERE, "ordersync_peer.py"), url, json.dumps(steps)], timeout=60)
-    return json.loads(out.stdout)
+def run_peer(host, url: str, steps: list, state: str, code: str | None = None) -> dict:
+    """An independent OrderSync slave on `host` (`Tests/support/secure_peer.py`: Noise from
+    `noiseprotocol`, WebSockets from Python `websockets`): pairs with `code`, else connects with
+    IK to the master key kept in its `state` file, then runs `steps`."""
+    argv = [PYTHON, os.path.join(SUPPORT, "secure_peer.py"), "connect", url, "--state", state,
+            "--steps", json.dumps(steps), *(["--pair", code] if code else [])]
+    out = json.loads(host.run(argv, timeout=60).stdout)
+    assert out["established"], out
+    return out
 
 
 def test_a_snapshot_names_the_pending_operations_it_already_holds_to_an_independent_slave(lan2):
@@ -120,7 +128,8 @@ def test_a_snapshot_names_the_pending_operations_it_already_holds_to_an_independ
     url = f"ws://{h1.address}:{int(master.wait_event('node.started')['port'])}/"
     uuid = "0F1E2D3C-4B5A-4978-8695-A4B3C2D1E0F9"
     hello = {"type": "hello", "proto": "ordersync/1", "terminal": "py-till", "name": "py-till", "lastSeq": 0}
-    first = run_peer(h2, url, [
+    state = os.path.join(h2.dir, "py-till.json")
+    first = run_peer(h2, url, state=state, code=master.pairing_code(name="py-till"), steps=[
         {"send": hello}, {"until": {"type": "ready"}},
         {"send": {"operation": 0, "opId": "py-op-1", "orders": [{"uuid": uuid, "customerName": "Ola"}]}},
         {"until": {"type": "result", "opId": "py-op-1"}},
@@ -131,7 +140,7 @@ def test_a_snapshot_names_the_pending_operations_it_already_holds_to_an_independ
     assert [(r["opId"], r["seq"]) for r in results] == [("py-op-1", 1), ("py-op-2", 2)], first
     # The link dropped before the till heard the answers: it comes back without an epoch (a
     # snapshot) and lists its outbox.
-    again = run_peer(h2, url, [
+    again = run_peer(h2, url, state=state, steps=[
         {"send": dict(hello, pending=["py-op-1", "py-op-2", "py-op-never-sent"])}, {"until": {"type": "ready"}},
     ])
     parts = [m for m in again["received"] if "snapshot" in m]
@@ -141,7 +150,7 @@ def test_a_snapshot_names_the_pending_operations_it_already_holds_to_an_independ
     [order] = [o for p in parts for o in p["orders"]]
     assert order["tableName"] == "T3" and order["version"] == 2, order
     # A malformed list is refused with a clear error.
-    bad = run_peer(h2, url, [{"send": dict(hello, pending=[7])}, {"until": {"type": "error"}}])
+    bad = run_peer(h2, url, state=state, steps=[{"send": dict(hello, pending=[7])}, {"until": {"type": "error"}}])
     assert bad["received"][-1]["code"] == "invalid_message" and "pending" in bad["received"][-1]["message"], bad
     assert master.status()["seq"] == 2
     print("independent slave: snapshot named 2 of 3 pending operations as applied; malformed list refused")
@@ -150,7 +159,7 @@ def test_a_snapshot_names_the_pending_operations_it_already_holds_to_an_independ
 
 def test_a_storepos_client_gets_no_result_messages_and_a_stalled_api_request_is_closed(lan2):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1")
+    master = OrderSyncNode.master(h1, store="shop1", insecure_storepos=True)
     port = int(master.wait_event("node.started")["port"])
     script = (
         "import asyncio, json, sys, websockets\n"

@@ -197,7 +197,7 @@ def show(node: OrderSyncNode, uuid: str) -> dict | None:
 
 def test_storepos_client_gets_snapshot_creates_and_receives_other_terminals_orders(lan2, terminals):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1", name="front")
+    master = OrderSyncNode.master(h1, store="shop1", name="front", insecure_storepos=True)
     url = ws_url(master)
     existing = master.create("Ann", table="T1", created="2016-01-10T09:00:00+0100")
 
@@ -296,7 +296,7 @@ class BadInputBench:
 
 def test_bad_input_is_rejected_per_order_and_the_link_stays_open(lan2, terminals):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1")
+    master = OrderSyncNode.master(h1, store="shop1", insecure_storepos=True)
     url = ws_url(master)
     terminal = terminals(h2)
     a, b = terminal.connect("a", url), terminal.connect("b", url)
@@ -365,7 +365,7 @@ def test_bad_input_is_rejected_per_order_and_the_link_stays_open(lan2, terminals
 
 def test_update_keeps_other_fields_remove_needs_only_uuid_and_rfc3339_created(lan2, terminals):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1")
+    master = OrderSyncNode.master(h1, store="shop1", insecure_storepos=True)
     client = terminals(h2).connect("pos", ws_url(master))
     client.snapshot()
 
@@ -403,7 +403,7 @@ def test_update_keeps_other_fields_remove_needs_only_uuid_and_rfc3339_created(la
 
 def test_binary_and_oversized_messages_close_the_link_and_silent_sockets_are_dropped(lan2, terminals):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1")
+    master = OrderSyncNode.master(h1, store="shop1", insecure_storepos=True)
     url, port = ws_url(master), master_port(master)
     terminal = terminals(h2)
 
@@ -456,7 +456,7 @@ def test_binary_and_oversized_messages_close_the_link_and_silent_sockets_are_dro
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_closes_clients_with_1001_and_exits_0(lan2, terminals, signum):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1")
+    master = OrderSyncNode.master(h1, store="shop1", insecure_storepos=True)
     client = terminals(h2).connect("pos", ws_url(master))
     client.snapshot()
     master.wait_event("peer.connected")
@@ -477,7 +477,7 @@ def test_signal_closes_clients_with_1001_and_exits_0(lan2, terminals, signum):
 
 def test_cli_lists_pages_prints_json_and_works_read_only_without_a_daemon(lan2):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1")
+    master = OrderSyncNode.master(h1, store="shop1", insecure_storepos=True)
     slave = OrderSyncNode.slave(h2, store="shop1", master_url=ws_url(master))
     slave.wait_live()
 
@@ -567,7 +567,7 @@ def cpu_seconds(pid: int) -> float:
 
 def test_idle_master_and_slave_use_no_cpu(lan2):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1")
+    master = OrderSyncNode.master(h1, store="shop1", insecure_storepos=True)
     slave = OrderSyncNode.slave(h2, store="shop1", master_url=ws_url(master))
     slave.wait_live()
     master.wait_event("snapshot.sent")
@@ -609,7 +609,7 @@ def api(conn: UnixHTTPConnection, method: str, path: str, body: str | None = Non
 
 def test_local_api_operations_and_errors_over_the_unix_socket(lan2, terminals):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1", name="front")
+    master = OrderSyncNode.master(h1, store="shop1", name="front", insecure_storepos=True)
     client = terminals(h2).connect("pos", ws_url(master))
     client.snapshot()
     conn = UnixHTTPConnection(os.path.join(master.data_dir, "ordersync.sock"))
@@ -673,7 +673,7 @@ def raw_api_request(path: str, data: bytes) -> tuple[int, dict]:
 
 
 def test_local_api_body_over_1_mib_is_413_too_large(lan2):
-    master = OrderSyncNode.master(lan2.hosts[0], store="shop1")
+    master = OrderSyncNode.master(lan2.hosts[0], store="shop1", insecure_storepos=True)
     master.wait_event("node.started")
     body = json.dumps({"operation": 0, "orders": [], "pad": "x" * (1024 * 1024 + 1)}).encode()
     request = (b"POST /v1/operations HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"

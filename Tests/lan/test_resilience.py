@@ -95,7 +95,8 @@ def test_five_hundred_idle_sockets_do_not_delay_a_slave(make_lan):
 
 def test_slow_reader_is_disconnected_and_memory_stays_bounded(lan2):
     h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1)
+    # The slow reader is a plain StorePOS client.
+    master = OrderSyncNode.master(h1, insecure_storepos=True)
     port = port_of(master)
     reader = h2.popen([PYTHON, os.path.join(HERE, "resil_slow_reader.py"), h1.address, str(port)],
                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

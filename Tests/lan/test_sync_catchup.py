@@ -4,6 +4,7 @@ operators who did what."""
 
 import json
 import os
+import shutil
 import signal
 
 import avahi_cli
@@ -42,10 +43,10 @@ def test_slave_catches_up_from_the_journal_after_being_away(lan2):
 
     rejected = json.loads(master.cli("journal", "--rejected", "--order", gone["uuid"], "--json").stdout)["rejections"]
     assert [r["code"] for r in rejected] == ["removed"], rejected
-    assert rejected[0]["origin"].startswith("h2@") and rejected[0]["operation"] == "create"
+    assert rejected[0]["origin"].startswith(slave.origin_prefix()) and rejected[0]["operation"] == "create"
     history = json.loads(master.cli("journal", "--order", gone["uuid"], "--json").stdout)["entries"]
     assert [e["operation"] for e in history] == ["create", "remove"]
-    assert history[0]["origin"].startswith("h2@"), history[0]
+    assert history[0]["origin"].startswith(slave.origin_prefix()), history[0]
     # The local API names the caller's uid (SO_PEERCRED); the tests run the CLI as themselves.
     assert history[1]["origin"] == f"front (local API, uid {os.getuid()})", history[1]
     refused = slave.cli("journal", check=False)
@@ -59,11 +60,19 @@ def test_replaced_master_database_makes_slaves_resnapshot(lan2):
     slave = OrderSyncNode.slave(h2)
     slave.wait_live()
     slave.create(customer="old world")
-    epoch = master.status()["epoch"]
+    epoch, master_id = master.status()["epoch"], master.node_id()
     assert master.stop() == 0
-    # The master's terminal is replaced: a new, empty database (a new epoch) for the same store.
-    fresh = OrderSyncNode.master(h1, store="shop1", data_dir=master.data_dir + "-new")
+    # The master's terminal is replaced: a new, empty database (a new epoch) for the same store,
+    # with the master's key restored (a new key would be another master: never followed).
+    fresh_dir = master.data_dir + "-new"
+    os.makedirs(fresh_dir, mode=0o700)
+    shutil.copy2(os.path.join(master.data_dir, "node.key"), os.path.join(fresh_dir, "node.key"))
+    fresh = OrderSyncNode.master(h1, store="shop1", data_dir=fresh_dir)
     fresh.wait_event("node.started")
+    assert fresh.node_id() == master_id
+    # Its paired terminals went with the old database: the slave is told to pair again, and is.
+    slave.wait_event("pairing.required", timeout=30)
+    slave.pair_again(fresh)
     fresh.create(customer="new world")
     new_epoch = fresh.status()["epoch"]
     assert new_epoch != epoch
