@@ -466,9 +466,6 @@ def test_a_master_key_rotation_reaches_a_connected_slave(lan2):
         assert node.stop() == 0
 
 
-@pytest.mark.xfail(strict=True, reason="the master answers an IK handshake made with its previous key with a "
-                   "payload naming its current id; the slave refuses that payload (`the master's handshake payload "
-                   "does not name its key's node id`) and never gets the handover")
 def test_a_slave_down_during_a_key_rotation_follows_the_new_key(lan2):
     h1, h2 = lan2.hosts
     master = OrderSyncNode.master(h1, store="shop1", name="front")
