@@ -527,3 +527,44 @@ def test_the_independent_python_peer_syncs_with_a_real_master_and_slave(lan3):
     wait_converged([master, swift], expect=len(expected) + 1)
     for node in (swift, master):
         assert node.stop() == 0
+
+
+# (h) A man in the middle editing the link ----------------------------------------------------
+
+
+def test_a_flipped_bit_a_replay_or_a_reorder_closes_the_link_and_applies_nothing_of_it(lan2):
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    url = ws_url(master)
+    state = os.path.join(h2.dir, "edited.json")
+    hello = {"type": "hello", "proto": PROTO, "terminal": "edited", "name": "edited", "store": "shop1"}
+
+    def create(op_id: str, customer: str) -> dict:
+        return {"operation": 0, "opId": op_id, "orders": [{"uuid": new_uuid(), "customerName": customer}]}
+
+    flipped, replayed = create("edit-flip", "Flipped Fiona"), create("edit-replay", "Replayed Rita")
+    early, late = create("edit-early", "Early Erin"), create("edit-late", "Late Lars")
+    runs = {
+        "flip": secure_peer(h2, url, state, code=master.pairing_code(name="edited"),
+                            steps=[{"send": hello}, {"until": {"type": "ready"}}, {"tamper": "flip", "send": flipped},
+                                   {"until": {"type": "close"}}]),
+        "replay": secure_peer(h2, url, state, steps=[{"send": hello}, {"until": {"type": "ready"}},
+                                                     {"tamper": "replay", "send": replayed}, {"until": {"type": "close"}}]),
+        "reorder": secure_peer(h2, url, state, steps=[{"send": hello}, {"until": {"type": "ready"}},
+                                                      {"tamper": "reorder", "send": early, "then": late},
+                                                      {"until": {"type": "close"}}]),
+    }
+    for how, out in runs.items():
+        assert out["established"], (how, out)
+        assert out["close"] and out["close"]["code"] == 1008, (how, out["close"])
+    names = [o["customerName"] for o in master.orders()]
+    # The replayed message was applied once (its first copy is genuine), its copy not at all;
+    # nothing of the flipped or reordered messages was applied.
+    assert names.count("Replayed Rita") == 1, names
+    assert not {"Flipped Fiona", "Early Erin", "Late Lars"} & set(names), names
+    journal = json.loads(master.cli("journal", "--json").stdout)["entries"]
+    assert sum(1 for e in journal if e.get("opId") == "edit-replay") == 1, journal
+    failures = master.events("peer.decrypt_failed")
+    assert len(failures) >= 3, failures
+    figure(tampered_links_closed=3, tampered_operations_applied=0, replayed_copies_applied=0)
+    assert master.stop() == 0

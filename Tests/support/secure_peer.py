@@ -322,6 +322,25 @@ class SecurePeer:
             self.wire_bytes_sent += len(wire)
             self._send_binary(self.ws, wire)
 
+    def send_tampered(self, how: str, message: dict, second: dict | None = None) -> None:
+        """Sends `message` sealed, then edited on the wire as an attacker on the path would:
+        `flip` one bit of its ciphertext, `replay` it (sent twice), or `reorder` it behind
+        `second` (sealed after it, sent before it)."""
+        first = self.link.seal(json.dumps(message).encode())
+        if how == "flip":
+            wire = bytearray(first[0])
+            wire[len(wire) // 2] ^= 0x01
+            out = [bytes(wire), *first[1:]]
+        elif how == "replay":
+            out = first + first
+        elif how == "reorder":
+            out = self.link.seal(json.dumps(second).encode()) + first
+        else:
+            raise ValueError(f"unknown tampering {how!r}")
+        for wire in out:
+            self.wire_bytes_sent += len(wire)
+            self._send_binary(self.ws, wire)
+
     def recv(self, timeout: float = 10) -> dict:
         """The next sync message (control messages are kept in `controls`)."""
         deadline = time.monotonic() + timeout
@@ -472,6 +491,9 @@ def _matches(message: dict, condition: dict) -> bool:
 def _run_steps(peer: SecurePeer, steps: list, timeout: float) -> tuple[list[dict], dict | None]:
     received: list[dict] = []
     for step in steps:
+        if "tamper" in step:
+            peer.send_tampered(step["tamper"], step["send"], step.get("then"))
+            continue
         if "send" in step:
             peer.send(step["send"])
             continue
@@ -570,7 +592,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--master-key", help="hex public key of the master (overrides --state)")
     c.add_argument("--name", default="py-terminal")
     c.add_argument("--source", help="local address to connect from")
-    c.add_argument("--steps", help='JSON list of {"send": msg} and {"until": {"type": ...}} steps')
+    c.add_argument("--steps", help='JSON list of {"send": msg}, {"tamper": "flip|replay|reorder", "send": msg[, "then": msg]} '
+                   'and {"until": {"type": ...}} steps')
     c.add_argument("--timeout", type=float, default=15)
     c.add_argument("--rekey-interval", type=int, default=REKEY_INTERVAL, help="rekey after this many messages sent")
     t = sub.add_parser("tries", help="try pairing with each CODE in turn, print one JSON line per try")
