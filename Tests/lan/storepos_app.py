@@ -1,0 +1,601 @@
+"""An emulation of the StorePOS app as a terminal (its slave build), following the app's own
+source, driven by JSON lines on stdin and reporting JSON lines on stdout. Run it "on" a LAN host;
+`test_storepos_app.py` drives it.
+
+    python storepos_app.py --interface 10.231.7.2 --store /tmp/app-a.json [--utc-offset +0800]
+
+Where each rule comes from (the StorePOS repository, newest version of each file):
+
+* **Two lists** (`OrderService.m`, `DBService.m`, `OrderStore.m`): the in-memory array
+  `orders`, which the screen shows (`OrderListTableViewController.m` copies it on every change
+  and shows one row per element, duplicates included), and the persisted store (Realm,
+  `POSDatabase.realm`; here a JSON file) whose primary key is `uuid` (`OrderStore.primaryKey`).
+* **Start** (`AppDelegate.m`, `OrderService.loadAllOrdersInLocalDatabase`,
+  `DBService.queryAllOrdersBySortCriteria:`): the store is read into the empty in-memory list
+  before anything else. The app asks Realm for the orders sorted by `created` but discards the
+  sorted result (`[orderStores sortedResultsUsingProperty:…]` is not assigned), so they come in
+  the store's own order: insertion order, where a delete moves the last row into the hole (Realm's
+  move-last-over). The emulation keeps its rows that way.
+* **Order** (`Order.h`, `OrderStore.m`, YYModel): `uuid`, `customerName`, `shippingMethod`,
+  `tableName` (strings), `tableSize` (integer, 0 when absent), `created` (a date; YYModel reads
+  the ISO forms `yyyy-MM-dd'T'HH:mm:ssZ` and its variants, writes `yyyy-MM-dd'T'HH:mm:ssZ` in
+  the device's time zone, `--utc-offset`). Any other member is dropped when a message is read.
+  Numbers given for strings become their text; a missing field is nil.
+* **Messages** (`OrderNotification.m/.h`, `OrderService.didReceiveMessage:`): `{"operation": 0
+  Create | 1 Update | 2 Remove, "orders": [...]}`. A text that is not a JSON object, a missing
+  or non-numeric `operation` (it reads as 0, Create) with no `orders` array, elements of `orders`
+  that are not objects, and operations other than 0-2 do nothing. Several orders in one message
+  are handled one by one.
+* **Create received** (`addOrder:byReceivingMessage:YES`): the order is appended to the
+  in-memory list without looking for its uuid, then inserted in the store; the insert of an
+  existing uuid fails (Realm `createInRealm:` on an existing primary key) but the appended copy
+  stays in the list: the screen shows it twice.
+* **Update received** (`updateOrderByUUID:…byReceivingMessage:YES`): the first element with the
+  uuid is replaced by the received order (every field as received); an unknown uuid is dropped
+  (the promise is cancelled). The store's row, when there is one, gets `customerName`,
+  `shippingMethod`, `tableName`, `tableSize` (`DBService.updateOrder:`), never `created`.
+* **Remove received** (`removeOrdersByUUIDs:byReceivingMessage:YES`): when the list holds fewer
+  elements than the message names uuids, nothing at all happens; else the first element of each
+  named uuid that is found is removed (each index once) and its uuid deleted from the store.
+* **Local changes** (`EditOrderViewController.m`, `OrderListTableViewController.m`,
+  `addOrder:`/`updateOrderByUUID:`/`removeOrderByUUID:` with `byReceivingMessage:NO`): applied to
+  the list first, then to the store, then sent as one message naming that one order (a Remove
+  carries the whole order as it was). A new order has an uppercase `NSUUID` string, the form's
+  defaults (`Kevin`, `DHL`, empty table, `-1`) and `created` now. A local Update of an uuid not
+  in the list, or a Remove of one (or on an empty list), does nothing and sends nothing.
+* **Discovery** (`Constant.h`, `DiscoveryService.m`, `SlaveInstance.m`): browses `_pos._tcp` in
+  `local.` and keeps only instances named `POSMaster` (compared case- and
+  diacritic-insensitively, so `POSMaster #2` is not one); the first one found is resolved (10 s)
+  and connected to at `ws://HOST:PORT/device`; a failed resolve tries the next one; when the
+  current service goes away, the next remembered one is resolved. Here python-zeroconf browses on
+  the host's interface and HOST is the resolved IPv4 address (the app hands the SRV host name to
+  the system resolver).
+* **Connection** (`SlaveInstance.m`, PocketSocket): no subprotocol, text messages. A closed or
+  failed connection is only logged: the app does not reconnect by itself; only a service that
+  disappears and is found again leads to a new connection (the old socket is not closed).
+  Sending while not connected loses the message (reported as `send_dropped`).
+
+The app runs its handlers as promises on a concurrent queue (`dispatch_promise`, one semaphore
+around the list); the emulation applies messages and local changes one at a time, in the order
+they arrive, which is one of the orders the app can take.
+
+Commands (one JSON object a line; `req` is echoed in the answer):
+
+    {"cmd":"start"}                                  # load the store, start browsing
+    {"cmd":"create","order":{"customerName":"Ann"}}  # any field may be given, uuid included
+    {"cmd":"update","uuid":"…","fields":{"customerName":"Bo"}}
+    {"cmd":"remove","uuid":"…"}
+    {"cmd":"list"}                                   # the screen's rows and the store's rows
+    {"cmd":"stop"}                                   # the app quit: sockets closed, list gone
+    {"cmd":"restart"}                                # stop, then start with the store as it is
+    {"cmd":"quit"}
+
+Events: `ready`, `started` (`rows`), `found` / `ignored_service` / `service_removed` (`name`),
+`resolved`, `resolve_failed`, `connecting` (`url`), `connected`, `connect_failed`, `closed`,
+`received` (`operation`, `orders`, `effect`, `rows`), `sent`, `send_dropped`, `created`,
+`updated`, `removed`, `list` (`rows`, `stored`, `maxDuplicates`), `stopped`, `error`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import re
+import sys
+import unicodedata
+import uuid as uuidlib
+
+SERVICE_TYPE = "_pos._tcp.local."
+SERVICE_NAME = "POSMaster"
+FIELDS = ("uuid", "customerName", "shippingMethod", "tableName", "tableSize", "created")
+STRING_FIELDS = ("uuid", "customerName", "shippingMethod", "tableName")
+CREATE, UPDATE, REMOVE = 0, 1, 2
+
+
+def emit(**event) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+# The order model (Order.h, YYModel) ----------------------------------------------------------
+
+_DATE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,3}))?"
+                   r"(Z|[+-]\d\d:?\d\d)?)?$")
+
+
+def parse_offset(text: str) -> dt.timezone:
+    sign = -1 if text[0] == "-" else 1
+    digits = text[1:].replace(":", "")
+    return dt.timezone(sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:4])))
+
+
+def parse_date(value, device: dt.timezone) -> dt.datetime | None:
+    """A date as YYModel reads it from a string (ISO forms); anything else is nil."""
+    if not isinstance(value, str):
+        return None
+    match = _DATE.match(value.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    if zone is None:
+        tz = device
+    elif zone == "Z":
+        tz = dt.timezone.utc
+    else:
+        tz = parse_offset(zone)
+    micro = int((fraction or "0").ljust(3, "0")) * 1000
+    try:
+        return dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0),
+                           int(second or 0), micro, tzinfo=tz)
+    except ValueError:
+        return None
+
+
+def format_date(value: dt.datetime | None, device: dt.timezone) -> str | None:
+    """`yyyy-MM-dd'T'HH:mm:ssZ` in the device's time zone, as YYModel writes an NSDate."""
+    if value is None:
+        return None
+    return value.astimezone(device).strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def as_string(value) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return None
+
+
+def as_integer(value) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(float(value.strip()))
+        except ValueError:
+            return None
+    return None
+
+
+def order_from_json(member: dict, device: dt.timezone) -> dict:
+    """An Order as YYModel builds it from one element of `orders`: known fields only."""
+    order = {key: as_string(member.get(key)) for key in STRING_FIELDS}
+    size = as_integer(member.get("tableSize"))
+    order["tableSize"] = 0 if size is None else size
+    order["created"] = parse_date(member.get("created"), device)
+    return order
+
+
+def order_to_json(order: dict, device: dt.timezone) -> dict:
+    """An Order as YYModel writes it: nil fields left out."""
+    out = {key: order[key] for key in STRING_FIELDS if order.get(key) is not None}
+    out["tableSize"] = order["tableSize"]
+    created = format_date(order.get("created"), device)
+    if created is not None:
+        out["created"] = created
+    return out
+
+
+# The persisted store (DBService.m, OrderStore.m; Realm) ---------------------------------------
+
+
+class PrimaryKeyExists(Exception):
+    """Realm refuses to create an object whose primary key is already stored."""
+
+
+class PersistedStore:
+    """The Realm file: rows with `uuid` as primary key, kept in table order (a delete moves the
+    last row into the hole), written to a JSON file after every change."""
+
+    def __init__(self, path: str, device: dt.timezone):
+        self.path = path
+        self.device = device
+        self.rows: list[dict] = []
+        if os.path.exists(path):
+            with open(path) as f:
+                self.rows = [order_from_json(row, device) for row in json.load(f)["rows"]]
+
+    def save(self) -> None:
+        temporary = self.path + ".tmp"
+        with open(temporary, "w") as f:
+            json.dump({"rows": [order_to_json(row, dt.timezone.utc) for row in self.rows]}, f)
+        os.replace(temporary, self.path)
+
+    def index(self, uuid) -> int | None:
+        for index, row in enumerate(self.rows):
+            if row["uuid"] == uuid:
+                return index
+        return None
+
+    def add(self, order: dict) -> None:
+        """`addOrder:` (`createInRealm:withValue:`)."""
+        if not isinstance(order["uuid"], str) or self.index(order["uuid"]) is not None:
+            raise PrimaryKeyExists(order["uuid"])
+        self.rows.append(dict(order))
+        self.save()
+
+    def remove(self, uuid) -> bool:
+        """`removeOrderByUUID:`: deletes the row; the last row takes its place."""
+        index = self.index(uuid)
+        if index is None:
+            return False
+        last = self.rows.pop()
+        if index < len(self.rows):
+            self.rows[index] = last
+        self.save()
+        return True
+
+    def update(self, order: dict) -> bool:
+        """`updateOrder:`: four fields of a stored row (never `created`)."""
+        index = self.index(order["uuid"])
+        if index is None:
+            return False
+        for key in ("customerName", "shippingMethod", "tableName", "tableSize"):
+            self.rows[index][key] = order[key]
+        self.save()
+        return True
+
+    def all(self) -> list[dict]:
+        """`queryAllOrdersBySortCriteria:`: the rows in table order (the sort is discarded)."""
+        return [dict(row) for row in self.rows]
+
+
+# The order service (OrderService.m) ------------------------------------------------------------
+
+
+class OrderService:
+    """The in-memory list and what the app does on a received message or a local change."""
+
+    def __init__(self, store: PersistedStore, device: dt.timezone):
+        self.store = store
+        self.device = device
+        self.orders: list[dict] = []
+        self.max_duplicates = 0
+
+    def index(self, uuid) -> int | None:
+        """`indexOfOrderByUUID:`: the first element with the uuid."""
+        for index, order in enumerate(self.orders):
+            if order["uuid"] is not None and order["uuid"] == uuid:
+                return index
+        return None
+
+    def note_duplicates(self) -> None:
+        uuids = [order["uuid"] for order in self.orders]
+        self.max_duplicates = max(self.max_duplicates, len(uuids) - len(set(uuids)))
+
+    def load(self) -> None:
+        """`loadAllOrdersInLocalDatabase`."""
+        self.orders[0:0] = self.store.all()
+        self.note_duplicates()
+
+    # Received ---------------------------------------------------------------------------------
+
+    def add(self, order: dict) -> bool:
+        """`addOrder:`: appended, then stored; False when the store refused it."""
+        self.orders.append(order)
+        self.note_duplicates()
+        try:
+            self.store.add(order)
+        except PrimaryKeyExists:
+            return False
+        return True
+
+    def receive(self, text: str) -> dict:
+        """`didReceiveMessage:`; returns what it did."""
+        try:
+            message = json.loads(text)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            return {"operation": None, "orders": 0, "effect": "ignored: not a JSON object"}
+        operation = as_integer(message.get("operation"))
+        operation = CREATE if operation is None else operation
+        members = message.get("orders")
+        orders = [order_from_json(m, self.device) for m in members if isinstance(m, dict)] \
+            if isinstance(members, list) else []
+        result = {"operation": operation, "orders": len(orders)}
+        if operation == CREATE:
+            refused = sum(0 if self.add(order) else 1 for order in orders)
+            result["effect"] = f"appended {len(orders)}, store refused {refused}"
+        elif operation == UPDATE:
+            replaced = 0
+            for order in orders:
+                index = self.index(order["uuid"])
+                if index is None:
+                    continue
+                self.orders[index] = order
+                self.store.update(order)
+                replaced += 1
+            result["effect"] = f"replaced {replaced}, dropped {len(orders) - replaced} unknown"
+        elif operation == REMOVE:
+            uuids = [order["uuid"] for order in orders]
+            if len(self.orders) < len(uuids):
+                result["effect"] = f"ignored: {len(uuids)} uuids, {len(self.orders)} orders held"
+            else:
+                indexes = {self.index(uuid) for uuid in uuids} - {None}
+                removed = [self.orders[i] for i in sorted(indexes)]
+                self.orders = [o for i, o in enumerate(self.orders) if i not in indexes]
+                for order in removed:
+                    self.store.remove(order["uuid"])
+                result["effect"] = f"removed {len(removed)}"
+        else:
+            result["effect"] = "ignored: unknown operation"
+        return result
+
+    # Local changes ------------------------------------------------------------------------------
+
+    def local_create(self, fields: dict) -> tuple[dict, str | None]:
+        """`EditOrderViewController.addOrder` then `addOrder:byReceivingMessage:NO`."""
+        now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+        order = {"uuid": str(uuidlib.uuid4()).upper(), "customerName": "Kevin", "shippingMethod": "DHL",
+                 "tableName": "", "tableSize": -1, "created": now}
+        for key, value in fields.items():
+            if key == "created":
+                order[key] = parse_date(value, self.device)
+            elif key in FIELDS:
+                order[key] = value
+        if not self.add(order):
+            return order, None
+        return order, self.notification(CREATE, order)
+
+    def local_update(self, uuid: str, fields: dict) -> tuple[dict | None, str | None]:
+        """`EditOrderViewController.updateOrder`: the row's order edited, then
+        `updateOrderByUUID:withNewOrder:byReceivingMessage:NO`."""
+        index = self.index(uuid)
+        if index is None:
+            return None, None
+        order = self.orders[index]
+        for key in ("customerName", "shippingMethod", "tableName", "tableSize"):
+            if key in fields:
+                order[key] = fields[key]
+        self.orders[index] = order
+        self.store.update(order)
+        return order, self.notification(UPDATE, order)
+
+    def local_remove(self, uuid: str) -> tuple[dict | None, str | None]:
+        """`removeOrderByUUID:byReceivingMessage:NO`."""
+        index = self.index(uuid) if self.orders else None
+        if index is None:
+            return None, None
+        order = self.orders.pop(index)
+        self.store.remove(uuid)
+        return order, self.notification(REMOVE, order)
+
+    def notification(self, operation: int, order: dict) -> str:
+        """`OrderNotification toJSONString` naming one order."""
+        return json.dumps({"operation": operation, "orders": [order_to_json(order, self.device)]})
+
+    def rows(self) -> list[dict]:
+        return [order_to_json(order, self.device) for order in self.orders]
+
+
+# Discovery and the connection (DiscoveryService.m, SlaveInstance.m) ---------------------------
+
+
+def same_service_name(a: str, b: str) -> bool:
+    """`compare:options:NSCaseInsensitiveSearch | NSDiacriticInsensitiveSearch` == same."""
+    def fold(text: str) -> str:
+        decomposed = unicodedata.normalize("NFD", text)
+        return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    return fold(a) == fold(b)
+
+
+def instance_name(name: str) -> str:
+    suffix = "." + SERVICE_TYPE
+    return name[: -len(suffix)] if name.endswith(suffix) else name
+
+
+class App:
+    def __init__(self, interface: str, store_path: str, device: dt.timezone, wanted: str):
+        self.interface = interface
+        self.store_path = store_path
+        self.device = device
+        self.wanted = wanted
+        self.service: OrderService | None = None
+        self.zeroconf = None
+        self.browser = None
+        self.services: list[str] = []
+        self.current: str | None = None
+        self.socket = None
+        self.sockets: list = []
+        self.tasks: set = set()
+
+    def spawn(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    # Start and stop ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from zeroconf import IPVersion
+        from zeroconf.asyncio import AsyncServiceBrowser, AsyncZeroconf
+
+        self.service = OrderService(PersistedStore(self.store_path, self.device), self.device)
+        self.service.load()
+        emit(ev="started", rows=len(self.service.orders))
+        self.services, self.current = [], None
+        self.zeroconf = AsyncZeroconf(interfaces=[self.interface], ip_version=IPVersion.V4Only)
+        self.browser = AsyncServiceBrowser(self.zeroconf.zeroconf, SERVICE_TYPE, handlers=[self.on_change])
+
+    async def stop(self) -> None:
+        if self.browser is not None:
+            await self.browser.async_cancel()
+            self.browser = None
+        if self.zeroconf is not None:
+            await self.zeroconf.async_close()
+            self.zeroconf = None
+        for task in list(self.tasks):
+            task.cancel()
+        for ws in self.sockets:
+            try:
+                await asyncio.wait_for(ws.close(), timeout=2)
+            except Exception:  # noqa: BLE001 - the app is gone either way
+                pass
+        self.sockets, self.socket, self.service = [], None, None
+        emit(ev="stopped")
+
+    # Discovery ----------------------------------------------------------------------------------
+
+    def on_change(self, zeroconf, service_type, name, state_change) -> None:
+        from zeroconf import ServiceStateChange
+
+        instance = instance_name(name)
+        if state_change is ServiceStateChange.Added:
+            if not same_service_name(self.wanted, instance):
+                emit(ev="ignored_service", name=instance)
+                return
+            emit(ev="found", name=instance)
+            self.services.append(name)
+            if self.current is None:
+                self.resolve(name)
+        elif state_change is ServiceStateChange.Removed:
+            if name == self.current:
+                self.current = None
+            if name in self.services:
+                index = self.services.index(name)
+                self.services.pop(index)
+                emit(ev="service_removed", name=instance)
+                if self.current is None and self.services:
+                    self.resolve(self.services[index % len(self.services)])
+
+    def resolve(self, name: str) -> None:
+        self.current = name
+        self.spawn(self.resolve_and_connect(name))
+
+    async def resolve_and_connect(self, name: str) -> None:
+        from zeroconf import IPVersion
+        from zeroconf.asyncio import AsyncServiceInfo
+
+        info = AsyncServiceInfo(SERVICE_TYPE, name)
+        resolved = await info.async_request(self.zeroconf.zeroconf, 10_000)
+        addresses = info.parsed_addresses(IPVersion.V4Only) if resolved else []
+        if not addresses or info.port is None:
+            emit(ev="resolve_failed", name=instance_name(name))
+            if self.current == name:
+                self.current = None
+                if name in self.services:
+                    self.resolve(self.services[(self.services.index(name) + 1) % len(self.services)])
+            return
+        emit(ev="resolved", name=instance_name(name), address=addresses[0], port=info.port)
+        await self.connect(f"ws://{addresses[0]}:{info.port}/device")
+
+    async def connect(self, url: str) -> None:
+        from websockets.asyncio.client import connect
+
+        emit(ev="connecting", url=url)
+        try:
+            ws = await connect(url, compression=None, max_size=None, ping_interval=None,
+                               open_timeout=10, close_timeout=2)
+        except Exception as error:  # noqa: BLE001 - the app only logs it
+            emit(ev="connect_failed", url=url, error=repr(error))
+            return
+        self.socket = ws
+        self.sockets.append(ws)
+        emit(ev="connected", url=url, subprotocol=ws.subprotocol)
+        self.spawn(self.read(ws, url))
+
+    async def read(self, ws, url: str) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            async for message in ws:
+                if self.service is None:
+                    return
+                if isinstance(message, bytes):
+                    emit(ev="received", binary=True, effect="ignored: binary", rows=len(self.service.orders))
+                    continue
+                result = self.service.receive(message)
+                emit(ev="received", rows=len(self.service.orders), **result)
+            emit(ev="closed", url=url, code=ws.close_code)
+        except ConnectionClosed as error:
+            emit(ev="closed", url=url, code=error.rcvd.code if error.rcvd else None)
+
+    async def send(self, text: str | None) -> bool:
+        if text is None:
+            return False
+        ws = self.socket
+        if ws is None:
+            emit(ev="send_dropped", text=text)
+            return False
+        try:
+            await ws.send(text)
+        except Exception as error:  # noqa: BLE001 - lost, as the app loses it
+            emit(ev="send_dropped", text=text, error=repr(error))
+            return False
+        emit(ev="sent", text=text)
+        return True
+
+    # Commands -----------------------------------------------------------------------------------
+
+    async def handle(self, command: dict) -> bool:
+        cmd, req = command.get("cmd"), command.get("req")
+        if cmd == "quit":
+            return False
+        if cmd == "start":
+            await self.start()
+        elif cmd == "stop":
+            await self.stop()
+        elif cmd == "restart":
+            await self.stop()
+            await self.start()
+        elif self.service is None:
+            emit(ev="error", req=req, error=f"{cmd}: the app is not running")
+        elif cmd == "create":
+            order, text = self.service.local_create(command.get("order", {}))
+            emit(ev="created", req=req, uuid=order["uuid"], order=order_to_json(order, self.device))
+            await self.send(text)
+        elif cmd == "update":
+            order, text = self.service.local_update(command["uuid"], command.get("fields", {}))
+            emit(ev="updated", req=req, uuid=command["uuid"], found=order is not None)
+            await self.send(text)
+        elif cmd == "remove":
+            order, text = self.service.local_remove(command["uuid"])
+            emit(ev="removed", req=req, uuid=command["uuid"], found=order is not None)
+            await self.send(text)
+        elif cmd == "list":
+            emit(ev="list", req=req, rows=self.service.rows(),
+                 stored=[order_to_json(row, self.device) for row in self.service.store.all()],
+                 maxDuplicates=self.service.max_duplicates, connected=self.socket is not None)
+        else:
+            emit(ev="error", req=req, error=f"unknown command {cmd!r}")
+        if cmd in ("start", "stop", "restart"):
+            emit(ev="done", req=req, cmd=cmd)
+        return True
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=16 * 1024 * 1024)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        emit(ev="ready")
+        while True:
+            line = await reader.readline()
+            if not line:
+                break
+            if line.strip() and not await self.handle(json.loads(line)):
+                break
+        if self.service is not None:
+            await self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--interface", required=True, help="IPv4 address to browse mDNS on")
+    parser.add_argument("--store", required=True, help="the persisted store (JSON file)")
+    parser.add_argument("--utc-offset", default="+0000", help="the device's time zone, e.g. +0800")
+    args = parser.parse_args()
+    app = App(args.interface, args.store, parse_offset(args.utc_offset), SERVICE_NAME)
+    asyncio.run(app.run())
+
+
+if __name__ == "__main__":
+    main()
