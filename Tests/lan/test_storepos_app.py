@@ -248,6 +248,18 @@ def storepos_master(host, name: str | None = None, **kw) -> OrderSyncNode:
     return master
 
 
+def wait_master(master: OrderSyncNode, predicate, what: str, timeout: float = 30) -> list[dict]:
+    """Waits until the master's orders satisfy `predicate` (an app's messages are applied in the
+    order sent: its last change seen means all before it were applied); returns them."""
+    return wait_until(lambda: (lambda orders: orders if predicate(orders) else None)(master.orders()),
+                      timeout, 0.2, what)
+
+
+def holds(orders: list[dict], uuid: str, name: str | None = None) -> bool:
+    """True when `orders` hold `uuid` (with that customer name, when given)."""
+    return any(o["uuid"] == uuid and (name is None or o["customerName"] == name) for o in orders)
+
+
 def post_orders(master: OrderSyncNode, orders: list[dict]) -> None:
     """Creates `orders` on the master through its local API, 200 to a message."""
     for start in range(0, len(orders), 200):
@@ -296,11 +308,14 @@ def test_two_apps_and_a_slave_taking_orders_at_once_show_each_order_once(lan3, a
     for app in (a, b):
         assert all(e["found"] for e in answers(app, taken[app.label][1]))
     workload_results(workload)
+
+    def applied(orders: list[dict]) -> bool:
+        on_master = {o["uuid"]: o for o in orders}
+        return all(all(u in on_master for u in uuids[:-3]) and not any(u in on_master for u in uuids[-3:])
+                   and all(on_master[u]["customerName"] == f"{label} edited" for u in uuids[:4])
+                   for label, (uuids, _) in taken.items())
+    on_master = {o["uuid"]: o for o in wait_master(master, applied, "the apps' changes on the master")}
     wait_converged([master, slave], timeout=30)
-    on_master = {o["uuid"]: o for o in master.orders()}
-    for label, (uuids, _) in taken.items():
-        assert all(u in on_master for u in uuids[:-3]) and not any(u in on_master for u in uuids[-3:]), label
-        assert all(on_master[u]["customerName"] == f"{label} edited" for u in uuids[:4]), label
 
     # An Update from one app reaches the other app, the master and the slave.
     b_order, slave_order = taken["B"][0][10], next(u for u in on_master if u not in taken["A"][0] + taken["B"][0])
@@ -337,8 +352,9 @@ def test_app_restarted_with_its_persisted_orders_shows_the_masters_orders_once(l
     b.remove(from_a[3])
     master.remove(from_b[1])
     new_b = [b.create(customerName=f"B new {i}") for i in range(3)]
-    wait_shows(b, master.orders())
-    assert len(master.orders()) == 6 - 2 + 6 - 1 + 3 + 1  # and the barrier order
+    now = wait_master(master, lambda orders: holds(orders, new_b[-1]), "B's changes on the master")
+    assert len(now) == 6 - 2 + 6 - 1 + 3 + 1  # and the barrier order
+    wait_shows(b, now)
 
     # A comes back with the 13 orders it persisted (4 of them stale or gone) while B goes on.
     mark = a.mark()
@@ -374,7 +390,8 @@ def test_app_joining_late_gets_600_orders_once_and_a_restarted_one_catches_up(la
             for i in range(600)]
     post_orders(master, many)
     own = [b.create(customerName=f"B{i}") for i in range(5)]
-    wait_shows(b, master.orders(), timeout=60)
+    wait_shows(b, wait_master(master, lambda orders: holds(orders, own[-1]), "B's orders on the master"),
+               timeout=60)
 
     a = apps(h2, "A")
     mark = a.mark()
@@ -388,8 +405,11 @@ def test_app_joining_late_gets_600_orders_once_and_a_restarted_one_catches_up(la
         a.remove(order["uuid"])
     for order in many[10:20]:
         a.update(order["uuid"], customerName=order["customerName"] + " edited")
-    wait_until(lambda: len(master.orders()) == 596, 20, 0.2, "the master to apply A's removes")
-    wait_shows(a, master.orders())
+    last = many[19]
+    now = wait_master(master, lambda orders: holds(orders, last["uuid"], last["customerName"] + " edited"),
+                      "the master to apply A's changes")
+    assert len(now) == 596
+    wait_shows(a, now)
     mark = b.mark()
     b.start()
     assert b.wait_event(lambda e: e["ev"] == "started", since=mark)["rows"] == 606
@@ -450,7 +470,7 @@ def test_an_app_shows_9_rows_for_9_orders_after_taking_orders_and_after_a_restar
     wait_shows(app, master.orders())
     for i in range(7):
         app.create(customerName=f"guest {i}")
-    wait_until(lambda: len(master.orders()) == 9, 20, 0.1, "the master to hold 9 orders")
+    wait_master(master, lambda orders: len(orders) == 9, "the master to hold 9 orders")
     # A barrier that adds no order: an Update made on the master after the 7 were applied.
     master.update(ann, customer="Ann 1")
     wait_customer(app, ann, "Ann 1")
