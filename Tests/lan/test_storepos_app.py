@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
-import http.client
 import json
 import os
 import subprocess
