@@ -26,14 +26,15 @@ final class SecureTestTerminal {
     /// Connects to the master on loopback offering `subprotocol`; `start` makes the initiator
     /// once the WebSocket opened.
     init(
-        port: UInt16, subprotocol: String?,
+        port: UInt16, path: String = "/", subprotocol: String?,
         start: (() throws -> (SecureLink, [SecureLink.Event]))? = nil
     ) throws {
         loop = try EventLoop()
         var configuration = WebSocketChannelConfiguration(handshakeDeadline: .seconds(5))
         configuration.acceptsBinary = true
         channel = WebSocketChannel.connect(
-            host: "127.0.0.1", port: port, subprotocols: subprotocol.map { [$0] } ?? [], loop: loop, configuration: configuration)
+            host: "127.0.0.1", port: port, path: path, subprotocols: subprotocol.map { [$0] } ?? [], loop: loop,
+            configuration: configuration)
         channel.onEvent = { [unowned self] event in
             switch event {
             case .opened:
@@ -113,13 +114,14 @@ final class SecureTestTerminal {
         for message in sealed { channel.sendBinary(message) }
     }
 
-    /// The orders in the snapshot received so far, and whether `ready` came.
+    /// The orders in the snapshot received so far (its Creates; a StorePOS terminal's Removes
+    /// before them are not counted), and whether `ready` came.
     var snapshot: (orders: Int, ready: Bool) {
         var orders = 0
         var ready = false
         for text in messages {
             guard let o = try? JSONParser.parse(Array(text.utf8)).objectValue else { continue }
-            if o["snapshot"] != nil { orders += o["orders"]?.arrayValue?.count ?? 0 }
+            if o["snapshot"] != nil, o["operation"]?.intValue == 0 { orders += o["orders"]?.arrayValue?.count ?? 0 }
             if o["type"]?.stringValue == "ready" { ready = true }
         }
         return (orders, ready)

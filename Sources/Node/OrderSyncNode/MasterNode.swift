@@ -28,6 +28,8 @@ public final class MasterNode: @unchecked Sendable {
     var nextSessionId = 1
     let storeId: String
     let terminalName: String
+    /// The DNS-SD instance name asked for (Avahi may publish another after a collision).
+    let serviceName: String
     var publishedName: String?
     var avahiState: AvahiState
     /// The TCP port terminals connect to (the one bound when the configuration asked for 0).
@@ -62,6 +64,7 @@ public final class MasterNode: @unchecked Sendable {
             configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
         }
         terminalName = configuration.name ?? DataDirectory.hostName()
+        serviceName = configuration.serviceInstanceName
         keys = try MasterKeys(current: dataDirectory.nodeIdentity, previousPath: configuration.previousKeyPath)
         engine = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: try db.databaseEpoch())
         engine.snapshotChunk = NodeDefaults.snapshotChunk
@@ -148,6 +151,22 @@ public final class MasterNode: @unchecked Sendable {
                     "allow": "\(ranges.isEmpty ? "any address" : ranges)",
                     "hint": "StorePOS terminals are admitted in the clear, neither authenticated nor encrypted",
                 ])
+            if configuration.name == nil {
+                logger.info(
+                    "storepos.service_name",
+                    metadata: [
+                        "service.name": "\(serviceName)",
+                        "hint": "StorePOS apps connect only to the instance named \(NodeDefaults.storePOSServiceName); --name sets another",
+                    ])
+            } else if !NodeConfiguration.storePOSAppFinds(serviceName) {
+                logger.warning(
+                    "storepos.service_name",
+                    metadata: [
+                        "service.name": "\(serviceName)",
+                        "hint":
+                            "StorePOS apps connect only to the instance named \(NodeDefaults.storePOSServiceName) and will not find this master",
+                    ])
+            }
         }
 
         startDiscovery()
@@ -187,7 +206,7 @@ public final class MasterNode: @unchecked Sendable {
             ("path", NodeDefaults.webSocketPath), ("id", keys.current.nodeId),
         ]
         if let previous = keys.previous { txt.append(("previd", previous.nodeId)) }
-        discovery.publish(ServiceAnnouncement(name: terminalName, type: configuration.serviceType, port: port, txt: txt))
+        discovery.publish(ServiceAnnouncement(name: serviceName, type: configuration.serviceType, port: port, txt: txt))
     }
 
     private func handleDiscovery(_ event: DiscoveryEvent) {
@@ -214,6 +233,15 @@ public final class MasterNode: @unchecked Sendable {
                 ])
         case .nameCollision(let old, let new):
             logger.warning("service.name_collision", metadata: ["service.name": "\(old)", "service.new_name": "\(new)"])
+            if configuration.insecureStorePOS, NodeConfiguration.storePOSAppFinds(old), !NodeConfiguration.storePOSAppFinds(new) {
+                logger.warning(
+                    "storepos.name_changed",
+                    metadata: [
+                        "service.name": "\(old)", "service.new_name": "\(new)",
+                        "hint":
+                            "another device on the LAN publishes \(old) (a StorePOS master app, or a second master?): StorePOS apps look only for \(old) and will not find this master as \(new); stop the other one and restart this master",
+                    ])
+            }
         case .publishFailed(let reason):
             logger.error("service.publish_failed", metadata: ["reason": "\(reason)"])
         case .serviceFound, .serviceLost, .browseFailed:

@@ -26,6 +26,10 @@ public enum NodeDefaults {
     public static let previousKeyFile = "node.key.previous"
     /// WebSocket path on the master.
     public static let webSocketPath = "/"
+    /// The DNS-SD instance name StorePOS apps look for: they browse `_pos._tcp` and connect only
+    /// to the instance of this name (compared ignoring case and diacritics). A master admitting
+    /// StorePOS terminals takes it when `--name` is not given.
+    public static let storePOSServiceName = "POSMaster"
     /// Orders per snapshot message.
     public static let snapshotChunk = 200
     /// Largest accepted WebSocket message.
@@ -185,6 +189,18 @@ public struct NodeConfiguration: Sendable {
     public var insecureStorePOS = false
     /// Master: with `insecureStorePOS`, admit them only from these ranges (empty: from anywhere).
     public var storePOSAllow: [AddressRange] = []
+
+    /// Master: the DNS-SD instance name to publish: `--name`; without it `POSMaster` when
+    /// StorePOS terminals are admitted (their apps look for no other), else the host name.
+    public var serviceInstanceName: String {
+        name ?? (insecureStorePOS ? NodeDefaults.storePOSServiceName : DataDirectory.hostName())
+    }
+
+    /// Whether a StorePOS app, which looks for the instance named `POSMaster` ignoring case and
+    /// diacritics, finds an instance named `name`.
+    public static func storePOSAppFinds(_ name: String) -> Bool {
+        name.compare(NodeDefaults.storePOSServiceName, options: [.caseInsensitive, .diacriticInsensitive]) == .orderedSame
+    }
 
     /// A configuration from its parts.
     public init(

@@ -86,6 +86,29 @@ extension OrderDatabase {
         ) { try decodeJournalEntries($0) }
     }
 
+    /// The orders the journal records as removed, as first written, newest removal first, each
+    /// once (any case). An order created again after its removal is listed too: the caller
+    /// leaves out the orders that exist.
+    public func removedOrderUUIDs() throws -> [String] {
+        try connection.withStatement(
+            "SELECT seq, order_uuids FROM journal WHERE operation = ? ORDER BY seq DESC",
+            [.integer(Int64(OperationKind.remove.rawValue))]
+        ) { statement in
+            var seen: Set<String> = []
+            var uuids: [String] = []
+            while try statement.step() {
+                guard let array = (try? JSONParser.parse(statement.text(1)))?.arrayValue else {
+                    throw StoreError(
+                        kind: .corruptRow, message: "journal entry \(statement.int64(0)) has a malformed order list", path: path)
+                }
+                for uuid in array.compactMap(\.stringValue) where seen.insert(uuid.lowercased()).inserted {
+                    uuids.append(uuid)
+                }
+            }
+            return uuids
+        }
+    }
+
     /// The highest recorded sequence number, or 0 when the journal is empty.
     public func lastJournalSeq() throws -> Int64 {
         try connection.scalarInt("SELECT coalesce(max(seq), 0) FROM journal") ?? 0

@@ -18,6 +18,7 @@ public final class SQLiteMasterStore: MasterStore {
     public func firstJournalSeq() throws -> Int64? { try db.firstJournalSeq() }
     public func journal(since seq: Int64, limit: Int) throws -> [JournalEntry] { try db.journal(since: seq, orderUUID: nil, limit: limit) }
     public func journalEntry(opId: String) throws -> JournalEntry? { try db.journalEntry(opId: opId) }
+    public func removedOrderUUIDs() throws -> [String] { try db.removedOrderUUIDs() }
     public func rejections(opId: String) throws -> [Rejection] { try db.rejections(opId: opId) }
 
     public func commit(_ changes: [OrderChange], entry: JournalEntry) throws {

@@ -18,17 +18,34 @@ extension MasterEngine {
     }
 
     /// A snapshot of the store as it stands now, ready to be handed out a part at a time.
-    public func snapshotStream(applied: [String: Int64] = [:], sendsReady: Bool) throws -> SnapshotStream {
-        let orders: [Order]
-        if let read = snapshotRead, read.seq == lastSeq {
-            orders = read.orders
+    /// `clearsStorePOSApp` puts before the Creates a Remove of every order it holds and of every
+    /// order the journal records as removed (see `Docs/PROTOCOL.md` 4.2): what a plain StorePOS
+    /// terminal needs to end with each order once, whatever it held before.
+    public func snapshotStream(applied: [String: Int64] = [:], sendsReady: Bool, clearsStorePOSApp: Bool = false) throws
+        -> SnapshotStream
+    {
+        var read: SnapshotRead
+        if let shared = snapshotRead, shared.seq == lastSeq {
+            read = shared
         } else {
-            orders = try store.allOrders()
-            snapshotRead = (lastSeq, orders)
+            read = SnapshotRead(seq: lastSeq, orders: try store.allOrders())
         }
+        var clearing: [String] = []
+        if clearsStorePOSApp {
+            let removed: [String]
+            if let known = read.removed {
+                removed = known
+            } else {
+                let existing = Set(read.orders.map(\.key))
+                removed = try store.removedOrderUUIDs().filter { !existing.contains($0.lowercased()) }
+                read.removed = removed
+            }
+            clearing = read.orders.map(\.uuid) + removed
+        }
+        snapshotRead = read
         return SnapshotStream(
-            orders: orders, seq: lastSeq, chunk: snapshotChunk, epoch: epoch, storeId: storeId, applied: applied,
-            sendsReady: sendsReady)
+            orders: read.orders, seq: lastSeq, chunk: snapshotChunk, epoch: epoch, storeId: storeId, applied: applied,
+            sendsReady: sendsReady, clearing: clearing)
     }
 
     /// Whether the terminal's snapshot is still going out.
@@ -52,7 +69,8 @@ extension MasterEngine {
     func sendSnapshot(to id: Int, applied: [String: Int64] = [:], _ out: inout [Action]) {
         guard let p = peers[id] else { return }
         do {
-            var stream = try snapshotStream(applied: applied, sendsReady: p.speaksOrderSync)
+            var stream = try snapshotStream(
+                applied: applied, sendsReady: p.speaksOrderSync, clearsStorePOSApp: !p.speaksOrderSync)
             if pacesSnapshots {
                 snapshots[id] = stream
                 peers[id]?.phase = .receivingSnapshot
@@ -62,7 +80,8 @@ extension MasterEngine {
                             .debug, "snapshot.started",
                             [
                                 ("peer.address", p.address), ("orders", "\(stream.orderCount)"),
-                                ("seq", "\(stream.seq)"), ("messages", "\(stream.parts)"),
+                                ("removes", "\(stream.clearingCount)"), ("seq", "\(stream.seq)"),
+                                ("messages", "\(stream.parts)"),
                             ])))
                 return
             }
@@ -87,7 +106,8 @@ extension MasterEngine {
                     .info, "snapshot.sent",
                     [
                         ("peer.address", peers[id]?.address ?? "?"), ("orders", "\(stream.orderCount)"),
-                        ("seq", "\(stream.seq)"), ("messages", "\(stream.parts)"), ("held", "\(held)"),
+                        ("removes", "\(stream.clearingCount)"), ("seq", "\(stream.seq)"),
+                        ("messages", "\(stream.parts)"), ("held", "\(held)"),
                     ])))
     }
 
@@ -98,7 +118,7 @@ extension MasterEngine {
     }
 
     /// Holds what is meant for terminals whose snapshot is still going out: a message to one of
-    /// them, and every broadcast (they are not among its live peers). A terminal whose held
+    /// them, and a broadcast meant for them (the broadcast goes on to the others). A terminal whose held
     /// messages outgrow `maxHeldSnapshotBytes` is closed; it gets a fresh snapshot when it
     /// reconnects.
     func route(_ actions: [Action]) -> [Action] {
@@ -110,9 +130,9 @@ extension MasterEngine {
             case .send(let id, let text) where snapshots[id] != nil:
                 snapshots[id]?.hold(text)
                 if (snapshots[id]?.heldBytes ?? 0) > maxHeldSnapshotBytes { overrun.append(id) }
-            case .broadcast(let text, _):
-                out.append(action)
-                for id in snapshots.keys.sorted() {
+            case .broadcast(let text, let recipients):
+                out.append(.broadcast(text: text, peers: recipients.filter { snapshots[$0] == nil }))
+                for id in recipients where snapshots[id] != nil {
                     snapshots[id]?.hold(text)
                     if (snapshots[id]?.heldBytes ?? 0) > maxHeldSnapshotBytes { overrun.append(id) }
                 }
@@ -139,4 +159,16 @@ extension MasterEngine {
         }
         return out
     }
+}
+
+/// What the master read for the snapshots starting at one sequence, shared by the terminals
+/// joining at it.
+struct SnapshotRead {
+    /// The sequence the read stands at.
+    var seq: Int64
+    /// Every order, as `MasterStore.allOrders()` lists them.
+    var orders: [Order]
+    /// The removed orders a StorePOS app may still hold (none of `orders`); read the first
+    /// time a StorePOS terminal joins at `seq`.
+    var removed: [String]?
 }

@@ -110,7 +110,7 @@ public final class MasterEngine {
     var snapshots: [Int: SnapshotStream] = [:]
     /// The orders last read for a snapshot and the sequence they stand at: terminals joining
     /// at the same sequence share one read (and, copy-on-write, one array).
-    var snapshotRead: (seq: Int64, orders: [Order])?
+    var snapshotRead: SnapshotRead?
     /// Most journal entries sent to catch a terminal up; further behind, a snapshot is cheaper.
     public var maxCatchUpEntries = 10_000
     /// Terminals not heard from for this long are forgotten (they get a snapshot if they come
@@ -451,8 +451,8 @@ public final class MasterEngine {
                             ("op.seq", "\(outcome.seq ?? 0)"), ("op.kind", "\(message.operation)"),
                             ("orders", "\(outcome.applied.count)"), ("origin", origin), ("op.id", message.opId ?? ""),
                         ])))
-            out.append(.broadcast(text: text, peers: livePeers))
-        } else if outcome.isRepeat, let s = sender {
+            out.append(.broadcast(text: text, peers: recipients(of: message.operation, from: sender)))
+        } else if outcome.isRepeat, let s = sender, peers[s]?.speaksOrderSync == true {
             // A retry of an operation already answered: the original answer, to the sender only.
             out.append(
                 .log(EngineLog(.info, "op.repeat", [("op.id", message.opId ?? ""), ("op.seq", "\(outcome.seq ?? 0)"), ("origin", origin)])))
@@ -474,6 +474,21 @@ public final class MasterEngine {
             peers[s]?.phase = .closing
             out.append(.close(peer: s, code: MasterEngine.internalError, reason: "the master could not store an operation"))
         }
+    }
+
+    /// Who gets the broadcast of an operation from `sender`: every live terminal, and every one
+    /// whose snapshot is going out (`route` holds it for them). An OrderSync slave gets its own
+    /// (its acknowledgement); a plain StorePOS terminal does not, since it applied the operation
+    /// before sending it and its app appends every Create it receives. The exception: an Update
+    /// or Remove it sent while its own snapshot goes out is held for it, because the snapshot's
+    /// Creates were read before the change and would undo it on the app (both apply harmlessly
+    /// again there).
+    private func recipients(of operation: OperationKind, from sender: Int?) -> [Int] {
+        peers.values.filter { p in
+            guard p.phase == .live || snapshots[p.id] != nil else { return false }
+            guard p.id == sender, !p.speaksOrderSync else { return true }
+            return snapshots[p.id] != nil && operation != .create
+        }.map(\.id).sorted()
     }
 
     private func reject(_ e: WireError, opId: String?, operation: OperationKind?, to id: Int, now: Int64, _ out: inout [Action]) {

@@ -1,3 +1,5 @@
+import JSON
+
 /// One terminal's snapshot on its way, handed out a part at a time, with what must follow it.
 ///
 /// The orders are read once, in one store read at `seq`, when the snapshot starts: every part
@@ -5,12 +7,20 @@
 /// parts go out. Those operations are held (`hold(_:)`) and follow the last part and `ready`, in
 /// order; the terminal expects them there, since they carry sequence numbers above `seq`.
 /// Pure: no I/O, the caller decides when the next part is due (flow control).
+///
+/// For a plain StorePOS terminal the Creates are preceded by Removes (`clearing`), one uuid per
+/// message, so that an app holding orders from before ends with each order once
+/// (`Docs/PROTOCOL.md` 4.2 has the reasoning). Every message of the stream carries the
+/// `snapshot` member, numbered over all of them.
 public struct SnapshotStream: Sendable {
     /// The journal sequence the snapshot stands at.
     public let seq: Int64
     /// How many orders the snapshot holds.
     public var orderCount: Int { orders.count }
-    /// How many `applied` messages the snapshot takes (at least one, even when empty).
+    /// How many Removes precede the Creates.
+    public var clearingCount: Int { clearing.count }
+    /// How many messages the snapshot takes: the Removes, then the Creates (at least one, even
+    /// when there is no order).
     public let parts: Int
     /// How many parts were handed out.
     public private(set) var sentParts = 0
@@ -20,6 +30,7 @@ public struct SnapshotStream: Sendable {
     public private(set) var heldBytes = 0
 
     private let orders: [Order]
+    private let clearing: [String]
     private let chunk: Int
     private let epoch: String
     private let storeId: String
@@ -28,15 +39,18 @@ public struct SnapshotStream: Sendable {
 
     /// A stream of `orders` (as they stood at `seq`) in parts of `chunk`. `applied` (the
     /// terminal's waiting operations the snapshot already holds) goes with the last part;
-    /// `sendsReady` adds `ready` after it (OrderSync terminals, not StorePOS ones).
+    /// `sendsReady` adds `ready` after it (OrderSync terminals, not StorePOS ones). `clearing`
+    /// are the uuids to remove first, one Remove message each, in this order (StorePOS
+    /// terminals only).
     public init(
         orders: [Order], seq: Int64, chunk: Int, epoch: String, storeId: String, applied: [String: Int64] = [:],
-        sendsReady: Bool
+        sendsReady: Bool, clearing: [String] = []
     ) {
         self.orders = orders
+        self.clearing = clearing
         self.seq = seq
         self.chunk = max(1, chunk)
-        self.parts = max(1, (orders.count + self.chunk - 1) / self.chunk)
+        self.parts = clearing.count + max(1, (orders.count + self.chunk - 1) / self.chunk)
         self.epoch = epoch
         self.storeId = storeId
         self.applied = applied
@@ -49,7 +63,13 @@ public struct SnapshotStream: Sendable {
     /// The next part's message, or nil when every part was handed out.
     public mutating func nextPart() -> String? {
         guard sentParts < parts else { return nil }
-        let start = min(orders.count, sentParts * chunk)
+        if sentParts < clearing.count {
+            let uuid = clearing[sentParts]
+            sentParts += 1
+            return removeMessage(uuid)
+        }
+        let created = sentParts - clearing.count
+        let start = min(orders.count, created * chunk)
         let end = min(orders.count, start + chunk)
         sentParts += 1
         return ServerMessage.applied(
@@ -57,6 +77,21 @@ public struct SnapshotStream: Sendable {
             snapshot: SnapshotPart(
                 seq: seq, part: sentParts, parts: parts, epoch: epoch, applied: sentParts == parts ? applied : [:])
         ).encoded()
+    }
+
+    /// `{"operation":2,"orders":[{"uuid":…}],"snapshot":{…}}`: one uuid only, since a StorePOS
+    /// app applies a Remove naming k orders only while it holds at least k.
+    private func removeMessage(_ uuid: String) -> String {
+        var part = JSONObject()
+        part["seq"] = .int(seq)
+        part["part"] = .int(Int64(sentParts))
+        part["parts"] = .int(Int64(parts))
+        part["epoch"] = .string(epoch)
+        var message = JSONObject()
+        message["operation"] = .int(Int64(OperationKind.remove.rawValue))
+        message["orders"] = .array([.object(JSONObject([("uuid", .string(uuid))]))])
+        message["snapshot"] = .object(part)
+        return JSONValue.object(message).serialized()
     }
 
     /// Keeps `text` for after the snapshot.

@@ -11,6 +11,9 @@ public protocol MasterStore: AnyObject {
     /// Entries with `seq > since`, oldest first, at most `limit`.
     func journal(since seq: Int64, limit: Int) throws -> [JournalEntry]
     func journalEntry(opId: String) throws -> JournalEntry?
+    /// The orders the journal records as removed, as first written, newest removal first, each
+    /// once (any case); orders that exist again may be among them.
+    func removedOrderUUIDs() throws -> [String]
     func rejections(opId: String) throws -> [Rejection]
     /// In one transaction: the order changes, a tombstone at `entry.seq` for each delete, and
     /// the journal entry.
@@ -23,6 +26,19 @@ public protocol MasterStore: AnyObject {
     @discardableResult func compactTombstones(through seq: Int64) throws -> Int
     /// Deletes journal entries with `seq <= through` and `recordedAtMillis < before`.
     @discardableResult func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int
+}
+
+extension MasterStore {
+    /// Reads the whole journal; a store that can do better (SQLite: one query of one column)
+    /// implements it itself.
+    public func removedOrderUUIDs() throws -> [String] {
+        var seen: Set<String> = []
+        var uuids: [String] = []
+        for entry in try journal(since: 0, limit: Int.max).reversed() where entry.operation == .remove {
+            for uuid in entry.orderUUIDs where seen.insert(uuid.lowercased()).inserted { uuids.append(uuid) }
+        }
+        return uuids
+    }
 }
 
 /// A slave's persisted sync state, read once at start.
