@@ -118,4 +118,15 @@ final class DataDirectoryTests: XCTestCase {
         let entries = try XCTUnwrap(rejections.body.objectValue?["rejections"]?.arrayValue, "\(rejections.body)")
         XCTAssertEqual(entries.last?.objectValue?["origin"]?.stringValue, "bar-2 (local API, uid \(geteuid()))")
     }
+
+    /// The parent of a data directory or file, bare names included (Foundation's
+    /// `deletingLastPathComponent` traps on `m`, so `--data-dir m` crashed the daemon).
+    func testParentOfRelativeAndAbsolutePaths() {
+        XCTAssertEqual(PrivateDirectory.parent(of: "m"), ".")
+        XCTAssertEqual(PrivateDirectory.parent(of: "m/"), ".")
+        XCTAssertEqual(PrivateDirectory.parent(of: "a/b"), "a")
+        XCTAssertEqual(PrivateDirectory.parent(of: "/var/lib/ordersync"), "/var/lib")
+        XCTAssertEqual(PrivateDirectory.parent(of: "/srv"), "/")
+        XCTAssertEqual(PrivateDirectory.parent(of: "/var/lib/ordersync//"), "/var/lib")
+    }
 }

@@ -90,6 +90,35 @@ final class SecureSyncNodeTests: XCTestCase {
         try waitForOrder(laterFromSlave, customer: "from the slave again", on: master, "master")
     }
 
+    /// A snapshot part of 200 orders near the 16 KiB order limit is about 3 MB, over the 1 MiB
+    /// message limit a node accepts from its peers: the master still seals it and the slave
+    /// still accepts it on the secure link, so such a store syncs to a new slave.
+    func testASnapshotOfOrdersNearTheSizeLimitReachesANewSlave() throws {
+        let master = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "front")
+        defer { master.stop() }
+        let blob = String(repeating: "n", count: 15_000)
+        var uuids: [String] = []
+        for batch in 0..<7 {
+            let orders = (0..<30).map { i -> JSONValue in
+                let uuid = UUID().uuidString.lowercased()
+                uuids.append(uuid)
+                return .object(
+                    JSONObject([
+                        ("uuid", .string(uuid)), ("customerName", .string("big \(batch)-\(i)")), ("x-blob", .string(blob)),
+                    ]))
+            }
+            let message = JSONValue.object(JSONObject([("operation", .int(0)), ("orders", .array(orders))]))
+            let answer = try LocalAPIClient(dataDirectory: master.dataDirectory).send(
+                method: "POST", path: "/v1/operations", body: message)
+            XCTAssertTrue((200..<300).contains(answer.status), "\(answer.status) \(answer.body)")
+        }
+        let slave = try master.pairedSlave(dataDirectory: temporaryDirectory(), name: "big-reader")
+        defer { slave.stop() }
+        let live = try liveSlave(slave)
+        XCTAssertEqual(live.orders, uuids.count)
+        try waitForOrder(uuids[205], customer: "big 6-25", on: slave, "slave")
+    }
+
     func testFollowsAKeyRotationAcrossARestartAndShowsARevocation() throws {
         let master = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "front")
         defer { master.stop() }

@@ -34,9 +34,9 @@ struct SecureLinkTransport: Sendable {
 
     /// The transport messages carrying `message`, in order.
     mutating func seal(_ message: [UInt8], control: Bool) throws(SecureLinkError) -> [[UInt8]] {
-        guard message.count <= options.maxMessageBytes else {
+        guard message.count <= options.sealLimit else {
             throw SecureLinkError(
-                .messageTooLarge, "a message of \(message.count) bytes exceeds the limit of \(options.maxMessageBytes)")
+                .messageTooLarge, "a message of \(message.count) bytes exceeds the limit of \(options.sealLimit)")
         }
         var sealed: [[UInt8]] = []
         var start = 0

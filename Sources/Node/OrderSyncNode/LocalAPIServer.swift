@@ -31,7 +31,7 @@ final class LocalAPIServer {
     /// Checks the socket's directory (see `PrivateDirectory.check`), binds the socket (mode
     /// 0660) and starts accepting.
     func start() throws {
-        try PrivateDirectory.check((path as NSString).deletingLastPathComponent, what: "local API socket directory")
+        try PrivateDirectory.check(PrivateDirectory.parent(of: path), what: "local API socket directory")
         let l = try UnixListener.bind(path: path, mode: 0o660)
         acceptor = try Acceptor(listener: l, loop: loop) { [weak self] accepted in self?.accepted(accepted) }
         acceptor?.onError = { [weak self] error in

@@ -129,7 +129,9 @@ final class MasterLink {
         }
         let (session, outputs) = SlaveSecureSession.start(
             credential: credential, localStatic: localStatic, terminalName: terminalName, terminalId: terminalId,
-            options: SecureLinkOptions(maxMessageBytes: configuration.limits.maxMessageSize))
+            options: SecureLinkOptions(
+                maxMessageBytes: max(configuration.limits.maxMessageSize, NodeDefaults.largestSnapshotPartBytes),
+                maxSealedMessageBytes: configuration.limits.maxMessageSize))
         self.session = session
         carryOut(outputs)
     }

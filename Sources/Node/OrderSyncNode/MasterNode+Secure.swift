@@ -61,7 +61,11 @@ extension MasterNode {
     }
 
     /// The options of every secure link: the node's message size.
-    var secureLinkOptions: SecureLinkOptions { SecureLinkOptions(maxMessageBytes: configuration.maxMessageBytes) }
+    var secureLinkOptions: SecureLinkOptions {
+        SecureLinkOptions(
+            maxMessageBytes: configuration.maxMessageBytes,
+            maxSealedMessageBytes: max(configuration.maxMessageBytes, NodeDefaults.largestSnapshotPartBytes))
+    }
 
     /// The master's handshake payload.
     var masterPayload: [UInt8] { SecureTerminalLink.masterPayload(nodeId: keys.current.nodeId, store: storeId) }

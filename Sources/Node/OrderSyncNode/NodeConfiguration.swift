@@ -1,5 +1,6 @@
 import Foundation
 import SecureLink
+import SyncCore
 
 /// The version printed by `ordersync --version` and sent in `status`.
 public enum NodeVersion {
@@ -32,6 +33,11 @@ public enum NodeDefaults {
     public static let storePOSServiceName = "POSMaster"
     /// Orders per snapshot message.
     public static let snapshotChunk = 200
+    /// The largest snapshot part a master sends: `snapshotChunk` orders of at most
+    /// `OperationPlanner.maxOrderBytes` each (with room for `version`, `status` and the
+    /// message's own members). A master seals, and a slave accepts, messages this large on a
+    /// secure link even when `--max-message-size` is smaller.
+    public static let largestSnapshotPartBytes = snapshotChunk * (OperationPlanner.maxOrderBytes + 1024) + (64 << 10)
     /// Largest accepted WebSocket message.
     public static let maxMessageBytes = 1 << 20
     /// Interval after which an idle link is pinged.

@@ -128,7 +128,7 @@ public struct NodeIdentity {
             unlink(temporary)
             throw NodeStartupError("cannot write the node key \(path): \(String(cString: strerror(failure)))")
         }
-        let directory = Glibc.open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let directory = Glibc.open(PrivateDirectory.parent(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             _ = fsync(directory)
             Glibc.close(directory)

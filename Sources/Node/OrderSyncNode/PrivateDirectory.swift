@@ -16,7 +16,7 @@ public enum PrivateDirectory {
             guard errno == ENOENT else {
                 throw NodeStartupError("cannot use the \(what) \(path): \(String(cString: strerror(errno)))")
             }
-            let parent = (path as NSString).deletingLastPathComponent
+            let parent = parent(of: path)
             do {
                 if !parent.isEmpty {
                     try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
@@ -64,5 +64,15 @@ public enum PrivateDirectory {
                     + "(mode \(String(bits, radix: 8))); other users could replace the files in it. "
                     + "Run `chmod 700 \(path)` (or 750 to let a group read)")
         }
+    }
+
+    /// The directory holding `path`: "." for a bare name, "/" for a name at the root. (Spelled
+    /// out because Foundation's `deletingLastPathComponent` traps on some relative paths.)
+    public static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        let head = trimmed[..<slash]
+        return head.isEmpty ? "/" : String(head)
     }
 }
