@@ -84,15 +84,16 @@ def new_order(customer: str, **extra) -> dict:
 
 
 async def terminal(port: int, source: str):
-    """A StorePOS terminal (no subprotocol) from `source`, past its snapshot."""
+    """A StorePOS terminal (no subprotocol) from `source`, past its connect sequence (Removes,
+    then Creates, every message carrying `snapshot`; Docs/PROTOCOL.md 4.2.1). A StorePOS terminal
+    is not sent its own operations back: tests observe them on another terminal."""
     ws = await websockets.connect(f"ws://127.0.0.1:{port}/", local_addr=(source, 0), max_size=None,
                                   open_timeout=10)
-    first = json.loads(await asyncio.wait_for(ws.recv(), 10))
-    assert "snapshot" in first, first
-    snap = first["snapshot"]
-    for _ in range(snap["parts"] - 1):
-        await asyncio.wait_for(ws.recv(), 10)
-    return ws
+    while True:
+        message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        assert "snapshot" in message, message
+        if message["snapshot"]["part"] == message["snapshot"]["parts"]:
+            return ws
 
 
 async def until(ws, predicate, timeout: float = 10) -> dict:
@@ -114,6 +115,7 @@ def test_sixty_thousand_members_are_refused_in_milliseconds_and_others_are_serve
     async def run():
         attacker = await terminal(port, ATTACKER)
         honest = await terminal(port, HONEST)
+        observer = await terminal(port, HONEST)
         huge = {"uuid": str(uuidlib.uuid4()), "customerName": "x"}
         huge.update({f"m{n:05d}": 0 for n in range(60_000)})
         text = json.dumps({"operation": 0, "orders": [huge]})
@@ -124,20 +126,21 @@ def test_sixty_thousand_members_are_refused_in_milliseconds_and_others_are_serve
         await honest.send(json.dumps({"operation": 0, "orders": [ordinary]}))
         error = await until(attacker, lambda m: m.get("type") == "error")
         refused_ms = (time.monotonic() - sent) * 1000
-        await until(honest, carries(ordinary["uuid"]))
+        await until(observer, carries(ordinary["uuid"]))
         served_ms = (time.monotonic() - sent) * 1000
         assert error["code"] == "too_large", error
         assert "more than 256 members" in error["message"], error
         # The link stays usable.
         after = new_order("after")
         await attacker.send(json.dumps({"operation": 0, "orders": [after]}))
-        await until(attacker, carries(after["uuid"]))
+        await until(observer, carries(after["uuid"]))
         print(f"60k-member message ({len(text)} bytes) refused in {refused_ms:.1f} ms; "
               f"another terminal served within {served_ms:.1f} ms")
         assert refused_ms < 500, refused_ms
         assert served_ms < 1000, served_ms
         await attacker.close()
         await honest.close()
+        await observer.close()
 
     asyncio.run(run())
 
@@ -147,14 +150,16 @@ def test_an_order_over_16_kib_is_refused_alone(master):
 
     async def run():
         ws = await terminal(port, HONEST)
+        observer = await terminal(port, HONEST)
         big = new_order("big", blob="x" * 17_000)
         small = new_order("small")
         await ws.send(json.dumps({"operation": 0, "orders": [big, small]}))
         error = await until(ws, lambda m: m.get("type") == "error")
         assert error["code"] == "order_too_large" and error["index"] == 0, error
-        applied = await until(ws, carries(small["uuid"]))
+        applied = await until(observer, carries(small["uuid"]))
         assert [o["uuid"] for o in applied["orders"]] == [small["uuid"]]
         await ws.close()
+        await observer.close()
 
     asyncio.run(run())
 
@@ -166,6 +171,7 @@ def test_a_flooding_terminal_is_rate_limited_while_another_terminal_applies(mast
     async def run():
         attacker = await terminal(port, ATTACKER)
         honest = await terminal(port, HONEST)
+        observer = await terminal(port, HONEST)
         started = time.monotonic()
         mine = set()
         for n in range(flood):
@@ -179,19 +185,41 @@ def test_a_flooding_terminal_is_rate_limited_while_another_terminal_applies(mast
             order = new_order(f"honest {n}")
             honest_ids.append(order["uuid"])
             await honest.send(json.dumps({"operation": 0, "orders": [order]}))
-        for uuid in honest_ids:
-            await until(honest, carries(uuid), timeout=30)
-        # Every flood operation is answered: applied (its broadcast) or refused.
+        # Every flood operation is answered: refused to the attacker (`rate_limited`), or applied
+        # (its broadcast reaches the other terminals; the attacker, a StorePOS terminal, is not
+        # sent its own operations back). The honest terminal's 20 all reach the observer.
         applied = limited = 0
         hints = set()
-        while applied + limited < flood:
-            message = json.loads(await asyncio.wait_for(attacker.recv(), 30))
-            if message.get("type") == "error":
+        pending_honest = set(honest_ids)
+        deadline = time.monotonic() + 60
+
+        async def read_attacker():
+            nonlocal limited
+            while limited < flood:
+                message = json.loads(await asyncio.wait_for(attacker.recv(), max(0.01, deadline - time.monotonic())))
+                if message.get("type") != "error":
+                    # Other terminals' operations; never one of its own.
+                    assert not {o["uuid"] for o in message.get("orders", [])} & mine, message
+                    continue
                 assert message["code"] == "rate_limited", message
                 hints.add(message["retryAfterMs"])
                 limited += 1
-            elif any(o["uuid"] in mine for o in message.get("orders", [])):
-                applied += 1
+
+        async def read_observer():
+            nonlocal applied
+            while applied + limited < flood or pending_honest:
+                try:
+                    message = json.loads(await asyncio.wait_for(observer.recv(), 0.5))
+                except asyncio.TimeoutError:
+                    assert time.monotonic() < deadline, (applied, limited, len(pending_honest))
+                    continue
+                uuids = {o["uuid"] for o in message.get("orders", [])}
+                applied += len(uuids & mine)
+                pending_honest.difference_update(uuids)
+
+        attacker_reader = asyncio.ensure_future(read_attacker())
+        await read_observer()
+        attacker_reader.cancel()
         elapsed = time.monotonic() - started
         print(f"flood of {flood} creates in {flood_s:.2f} s: {applied} applied, {limited} rate_limited "
               f"(retryAfterMs {sorted(hints)[:1]}-{sorted(hints)[-1:]}) in {elapsed:.2f} s; 20 of 20 from another terminal applied")
@@ -201,6 +229,7 @@ def test_a_flooding_terminal_is_rate_limited_while_another_terminal_applies(mast
         assert all(0 < h <= BURST * 1000 // RATE for h in hints), hints
         await attacker.close()
         await honest.close()
+        await observer.close()
 
     asyncio.run(run())
     assert events(log_path, "peer.rate_limited"), "the throttling is logged"
