@@ -42,7 +42,9 @@ def main() -> int:
                         body = json.loads(text)
                     except ValueError:
                         continue
-                    if isinstance(body, dict) and isinstance(body.get("orders"), list):
+                    # Orders read: those whose content came (Creates and Updates); a StorePOS
+                    # terminal's connect sequence also names every uuid in a Remove first.
+                    if isinstance(body, dict) and isinstance(body.get("orders"), list) and body.get("operation") != 2:
                         out["orders_read"] += len(body["orders"])
             except ConnectionClosed as closed:
                 out["close"] = {"code": closed.rcvd.code if closed.rcvd else None,
