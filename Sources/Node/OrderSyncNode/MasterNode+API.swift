@@ -13,16 +13,9 @@ extension MasterNode {
             respond.encoded(200, NodeStatus.master(status()))
         case .list, .show, .journal, .rejections:
             _ = NodeStartup.answerRead(route, db: db, respond: respond)
-        case .write(var message, let single):
-            if message.opId == nil { message.opId = UUID().uuidString.lowercased() }
-            let origin = respond.caller.origin(node: terminalName)
-            let (outcome, actions) = engine.localWrite(message, origin: origin, now: WallClock.nowMillis())
-            perform(actions)
-            let answer = LocalAPIRoute.writeAnswer(
-                single: single, operation: message.operation, applied: outcome.applied,
-                unchanged: outcome.unchanged, errors: outcome.errors + outcome.repeatedErrors,
-                seq: outcome.seq)
-            respond(answer.status, answer.body)
+        case .write(let message, let single):
+            // Answered once the group it joins is on disk.
+            enqueue(.local(message, origin: respond.caller.origin(node: terminalName), single: single, respond: respond))
         }
     }
 
@@ -53,12 +46,14 @@ extension MasterNode {
                 terminalId: t.id, name: t.name, address: t.address, connected: connectedIds.contains(t.id), ackedSeq: acked,
                 lag: max(0, lastSeq - acked), lastSeen: OrderTimestamp(epochMillis: t.lastSeenMillis).storePOSText)
         }
-        return MasterStatus(
+        var status = MasterStatus(
             version: NodeVersion.string, store: storeId, name: terminalName, nodeId: nodeIdentity.nodeId, epoch: engine.epoch, seq: lastSeq,
             orders: (try? db.orderCount()) ?? 0, port: port, dataDir: configuration.dataDirectory,
             serviceType: configuration.serviceType, serviceName: publishedName, avahi: avahiState,
             uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)), peers: peers, terminals: terminals,
             tombstones: (try? db.tombstoneCount()) ?? 0, pairing: pairingStatus(), pairedTerminals: (try? db.pairedTerminals().count) ?? 0,
             previousNodeId: keys.previous?.nodeId)
+        status.commits = group.stats
+        return status
     }
 }

@@ -258,7 +258,7 @@ extension MasterNode {
         }
     }
 
-    private func sealFailed(_ s: TerminalSession, _ error: SecureLinkError) {
+    func sealFailed(_ s: TerminalSession, _ error: SecureLinkError) {
         logger.error("peer.encrypt_failed", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
         s.close(code: .internalError, reason: "the master could not seal a message")
     }

@@ -51,7 +51,10 @@ extension MasterNode {
                 self.sendSnapshotParts(to: s)
             }
             transport.onIdle = { [weak self, weak session] in
-                guard let self = self, let s = session, let beat = self.engine.heartbeat(for: s.id) else { return .ping }
+                // During a commit the engine's sequence is ahead of what left: a ping then.
+                guard let self = self, let s = session, !self.group.committing, let beat = self.engine.heartbeat(for: s.id) else {
+                    return .ping
+                }
                 self.send(beat, to: s)
                 return .sentHeartbeat
             }
@@ -110,7 +113,13 @@ extension MasterNode {
             s.authenticationTimer = nil
         }
         sessions[s.id] = nil
-        perform(engine.peerDisconnected(s.id, now: WallClock.nowMillis()))
+        if group.isBusy {
+            // Its messages still waiting are applied first (a StorePOS terminal may send and
+            // close at once).
+            enqueue(.disconnected(session: s.id))
+        } else {
+            perform(engine.peerDisconnected(s.id, now: WallClock.nowMillis()))
+        }
         if wasConnected {
             var meta: Logger.Metadata = ["peer.address": "\(s.address)", "reason": "\(reason)", "peers": "\(sessions.count)"]
             if let c = code { meta["ws.close_code"] = "\(c)" }
@@ -120,14 +129,20 @@ extension MasterNode {
         sessionEnded()
     }
 
+    /// A sync message: applied with the others of this loop turn in the next group.
     func terminalMessage(_ text: String, from s: TerminalSession) {
-        perform(engine.received(text, from: s.id, now: WallClock.nowMillis()))
-        sendSnapshotParts(to: s)
+        enqueue(.message(session: s.id, text: text))
     }
 
     /// Sends the terminal's next snapshot parts while its link has room (fewer unsent bytes
     /// than the low-water mark); the transport's drained callback calls again for the rest.
     func sendSnapshotParts(to s: TerminalSession) {
+        // Parts wait while a group commits: what is held for the terminal may include the
+        // group's broadcasts, which must not leave before the commit.
+        guard !group.committing else {
+            group.snapshotWaiting.insert(s.id)
+            return
+        }
         let lowWater = min(configuration.snapshotLowWaterBytes, configuration.maxPendingSendBytes / 2)
         while s.phase == .open, s.transport.isOpen, engine.isReceivingSnapshot(s.id), s.transport.pendingSendBytes < lowWater {
             perform(engine.snapshotDue(for: s.id))
@@ -135,29 +150,34 @@ extension MasterNode {
     }
 
     /// Carries out what the engine asked for. A broadcast is encoded once for every StorePOS
-    /// terminal and sealed for each slave (every secure link has keys of its own).
+    /// terminal and sealed for each slave (every secure link has keys of its own); all frames
+    /// for one terminal leave together, in one gathering write (`OutgoingFrames`).
     func perform(_ actions: [MasterEngine.Action]) {
+        var out = OutgoingFrames()
         for action in actions {
             switch action {
             case .send(let id, let text):
-                if let s = sessions[id] { send(text, to: s) }
+                if let s = sessions[id] { out.add(text, to: s, node: self) }
             case .broadcast(let text, let peers):
                 var frame: [UInt8]?
                 for id in peers {
                     guard let s = sessions[id] else { continue }
                     guard case .storePOS = s.framing else {
-                        send(text, to: s)
+                        out.add(text, to: s, node: self)
                         continue
                     }
                     if frame == nil { frame = WebSocketChannel.serverTextFrame(text) }
-                    if let frame { s.transport.sendEncoded(frame) }
+                    if let frame { out.add(frame: frame, to: s) }
                 }
             case .close(let id, let code, let reason):
-                sessions[id]?.close(code: CloseCode(code), reason: reason)
+                guard let s = sessions[id] else { continue }
+                out.flush(s)
+                s.close(code: CloseCode(code), reason: reason)
             case .log(let record):
                 logger.log(record)
             }
         }
+        out.flushAll()
     }
 
     /// The engine's housekeeping runs while terminals are connected (liveness is each

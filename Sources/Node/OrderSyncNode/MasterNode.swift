@@ -1,4 +1,5 @@
 import Discovery
+import Dispatch
 import EventLoopIO
 import Foundation
 import Logging
@@ -41,6 +42,10 @@ public final class MasterNode: @unchecked Sendable {
     var pairing = PairingWindow()
     var pairingTimer: TimerHandle?
     var shuttingDown = false
+    /// Group commit: the work waiting for the next group and the one being committed.
+    var group = GroupCommitState()
+    /// The thread the groups' COMMITs (and their `fsync`) run on.
+    let commitQueue = DispatchQueue(label: "ordersync.master.commit")
     let startedAt = Date()
 
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
@@ -275,6 +280,7 @@ public final class MasterNode: @unchecked Sendable {
     }
 
     private func finishShutdown() {
+        finishGroups()
         discovery?.stop()
         dataDirectory.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])

@@ -86,6 +86,8 @@ public struct MasterStatus: Codable, Sendable, Equatable {
     public var pairedTerminals: Int
     /// The node id of the master's previous key, after a key rotation.
     public var previousNodeId: String?
+    /// How the group commits went (Docs/ARCHITECTURE.md, "The master's hot path").
+    public var commits = CommitStatus()
 
     /// Which protocol a connected terminal speaks.
     public enum PeerProtocol: String, Codable, Sendable {
@@ -260,6 +262,7 @@ extension MasterStatus {
         try c.encode(pairing, forKey: .pairing)
         try c.encode(pairedTerminals, forKey: .pairedTerminals)
         try c.encode(previousNodeId, forKey: .previousNodeId)
+        try c.encode(commits, forKey: .commits)
     }
 }
 

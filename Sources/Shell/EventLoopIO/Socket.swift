@@ -167,6 +167,16 @@ public final class Socket {
         }
     }
 
+    /// Sends the buffers in order in one `sendmsg` (a gathering write, `MSG_NOSIGNAL`); returns
+    /// how many bytes were taken, from the first buffer on. At most `IOV_MAX` buffers.
+    public func send(gathering buffers: UnsafeMutableBufferPointer<iovec>) throws -> IOResult<Int> {
+        let fd = open
+        var header = msghdr()
+        header.msg_iov = buffers.baseAddress
+        header.msg_iovlen = buffers.count
+        return try Syscall.nonBlocking("sendmsg") { Glibc.sendmsg(fd, &header, Int32(MSG_NOSIGNAL)) }
+    }
+
     /// Shuts down the sending direction: the peer reads end of stream after our last byte.
     public func shutdownWrite() throws {
         let fd = open

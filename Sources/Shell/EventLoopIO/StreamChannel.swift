@@ -136,6 +136,85 @@ public final class StreamChannel {
         updateInterest()
     }
 
+    /// The most buffers one gathering write hands the kernel.
+    static let gatheringBatch = 64
+
+    /// Queues `buffers` for sending, in order, as ``write(_:)`` does for each of them, but
+    /// hands the kernel as many as it takes in one `sendmsg` per batch of 64: the frames a
+    /// terminal gets in one loop turn cost one system call, not one each.
+    public func write(gathering buffers: [[UInt8]]) {
+        loop.assertInEventLoop()
+        guard isWritable else { return }
+        var next = 0
+        var offset = 0
+        if state == .open && pendingBytes == 0 {
+            do {
+                (next, offset) = try sendGathering(buffers)
+            } catch let error as PosixError {
+                finish(.error(error))
+                return
+            } catch {
+                preconditionFailure("unexpected error \(error)")
+            }
+        }
+        guard next < buffers.count else { return }
+        for index in next..<buffers.count where !buffers[index].isEmpty {
+            let bytes = buffers[index]
+            enqueue(index == next && offset > 0 ? Array(bytes[offset...]) : bytes)
+        }
+        if pendingBytes > maxPendingBytes {
+            finish(.sendBufferOverflow)
+            return
+        }
+        updateInterest()
+    }
+
+    /// Sends `buffers` with `sendmsg` until the kernel takes no more; returns the first buffer
+    /// not sent whole and how much of it went.
+    private func sendGathering(_ buffers: [[UInt8]]) throws -> (next: Int, offset: Int) {
+        var next = 0
+        var offset = 0
+        let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: Self.gatheringBatch)
+        defer { vectors.deallocate() }
+        while next < buffers.count {
+            // The buffers are pinned for the call: `withUnsafeBytes` on each, nested through
+            // a recursive helper, would cost a closure per buffer; the arrays are kept alive by
+            // `buffers` and not mutated, so their storage addresses stay valid during sendmsg.
+            var count = 0
+            var index = next
+            while index < buffers.count, count < Self.gatheringBatch {
+                let skip = index == next ? offset : 0
+                let length = buffers[index].count - skip
+                if length > 0 {
+                    let base = buffers[index].withUnsafeBytes { $0.baseAddress! + skip }
+                    vectors[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: length)
+                    count += 1
+                }
+                index += 1
+            }
+            if count == 0 { return (buffers.count, 0) }
+            guard case .value(var sent) = try socket.send(gathering: UnsafeMutableBufferPointer(rebasing: vectors[0..<count])) else {
+                break
+            }
+            // Advance over what went.
+            while next < buffers.count {
+                let remaining = buffers[next].count - offset
+                if sent >= remaining {
+                    sent -= remaining
+                    next += 1
+                    offset = 0
+                    if sent == 0 && next >= index { break }
+                } else {
+                    offset += sent
+                    sent = 0
+                    break
+                }
+            }
+            if next < index { break }  // the kernel took part of the batch: its buffer is full
+        }
+        return (next, offset)
+    }
+
     private func sendDirectly(_ bytes: [UInt8]) throws -> Int {
         var offset = 0
         while offset < bytes.count {

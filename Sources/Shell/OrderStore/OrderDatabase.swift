@@ -26,8 +26,10 @@ public final class OrderDatabase {
     /// The schema versions `init(path:)` applied to this file (empty when it was current).
     public private(set) var migrationsApplied: [Int64] = []
 
-    /// Open `transaction` calls; above 1 they are savepoints.
-    private var transactionDepth = 0
+    /// Nesting of `transaction` calls (a group opened by `beginGroup()` counts as one).
+    var transactionDepth = 0
+    /// True while a group (`beginGroup()`) is open.
+    var groupOpen = false
 
     /// The database file.
     public var path: String { connection.path }

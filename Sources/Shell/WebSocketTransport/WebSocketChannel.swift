@@ -169,9 +169,29 @@ public final class WebSocketChannel {
         channel.write(frames)
     }
 
+    /// Sends frames encoded beforehand, in order, in one gathering write (all a terminal gets in
+    /// one loop turn); server side only. Ignored unless open.
+    public func sendEncoded(frames: [[UInt8]]) {
+        precondition(role == .server, "client frames must be masked one by one")
+        guard case .open(let channel) = state else { return }
+        channel.write(gathering: frames)
+    }
+
     /// An unmasked text frame carrying `text`, for ``sendEncoded(_:)`` on many connections.
     public static func serverTextFrame(_ text: String) -> [UInt8] {
-        FrameEncoder.encode(Frame(fin: true, opcode: .text, payload: Array(text.utf8)), maskingKey: nil)
+        var text = text
+        var output: [UInt8] = []
+        text.withUTF8 { utf8 in
+            FrameEncoder.append(opcode: .text, payload: UnsafeRawBufferPointer(utf8), maskingKey: nil, to: &output)
+        }
+        return output
+    }
+
+    /// An unmasked binary frame carrying `bytes` (a sealed message of one terminal's secure link).
+    public static func serverBinaryFrame(_ bytes: [UInt8]) -> [UInt8] {
+        var output: [UInt8] = []
+        bytes.withUnsafeBytes { FrameEncoder.append(opcode: .binary, payload: $0, maskingKey: nil, to: &output) }
+        return output
     }
 
     /// Pings the peer; ignored unless open.

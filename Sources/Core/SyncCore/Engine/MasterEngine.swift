@@ -120,6 +120,11 @@ public final class MasterEngine {
     public var journalKeepMillis: Int64 = 30 * 24 * 3600 * 1000
     /// The newest entries kept for catch-up and history, whatever their age.
     public var journalKeepNewest: Int64 = 100_000
+    /// While true, every operation applied is noted in `groupApplied` (the node commits many
+    /// operations in one transaction; see `MasterEngine+Group.swift`).
+    public var recordsGroup = false
+    /// The operations applied since the group began (`recordsGroup`).
+    public internal(set) var groupApplied: [GroupedOperation] = []
 
     public init(store: any MasterStore, storeId: String, epoch: String) throws {
         self.store = store
@@ -443,6 +448,12 @@ public final class MasterEngine {
             }
         }
         if let text = outcome.broadcast, !outcome.isRepeat {
+            if recordsGroup {
+                groupApplied.append(
+                    GroupedOperation(
+                        sender: sender, origin: origin, opId: message.opId, operation: message.operation,
+                        orderUUIDs: outcome.applied.map(\.uuid)))
+            }
             out.append(
                 .log(
                     EngineLog(
@@ -491,7 +502,7 @@ public final class MasterEngine {
         }.map(\.id).sorted()
     }
 
-    private func reject(_ e: WireError, opId: String?, operation: OperationKind?, to id: Int, now: Int64, _ out: inout [Action]) {
+    func reject(_ e: WireError, opId: String?, operation: OperationKind?, to id: Int, now: Int64, _ out: inout [Action]) {
         peers[id]?.rejected += 1
         let address = peers[id]?.address ?? "?"
         record(e, origin: peers[id]?.origin ?? address, opId: opId, operation: operation, now: now, &out)
@@ -503,7 +514,7 @@ public final class MasterEngine {
     }
 
     /// Keeps a rejection where an operator can list it (`ordersync journal --rejected`).
-    private func record(_ e: WireError, origin: String, opId: String?, operation: OperationKind?, now: Int64, _ out: inout [Action]) {
+    func record(_ e: WireError, origin: String, opId: String?, operation: OperationKind?, now: Int64, _ out: inout [Action]) {
         do {
             try store.appendRejection(
                 Rejection(

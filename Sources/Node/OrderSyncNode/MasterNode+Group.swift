@@ -1,0 +1,243 @@
+import Dispatch
+import EventLoopIO
+import Foundation
+import JSON
+import Logging
+import OrderStore
+import SyncCore
+
+/// What waits for the next group: the master's work that reads or writes the store, in the
+/// order it arrived.
+enum GroupWork {
+    /// A sync message from a terminal (decrypted, for a slave).
+    case message(session: Int, text: String)
+    /// A write through the master's local API, answered once its group is on disk.
+    case local(OperationMessage, origin: String, single: String?, respond: LocalAPIServer.Respond)
+    /// A terminal's link ended after messages of it that still wait here.
+    case disconnected(session: Int)
+}
+
+/// The master's group commit (Docs/ARCHITECTURE.md, "The master's hot path"): every message
+/// that arrived in one loop turn is applied in one transaction, committed with one `fsync` on
+/// the commit thread while the loop goes on serving sockets and timers; what the engine answered
+/// (broadcasts, results, refusals) leaves only once the commit is on disk. Work arriving during
+/// a commit waits for the next group, so the order of operations is the order of arrival.
+struct GroupCommitState {
+    /// The most messages in one group (a bound on the answers held in memory).
+    static let maxGroup = 2_000
+
+    var queue: [GroupWork] = []
+    var queueHead = 0
+    /// A group is due at the end of this loop turn.
+    var scheduled = false
+    /// The commit of the last group is running on the commit thread.
+    var committing = false
+    /// The engine's answers to the group being committed, and the local API's.
+    var held: [MasterEngine.Action] = []
+    var answers: [(respond: LocalAPIServer.Respond, status: Int, body: JSONValue, failed: (status: Int, body: JSONValue)?)] = []
+    /// Terminals whose snapshot parts wait for the commit.
+    var snapshotWaiting: Set<Int> = []
+    var stats = CommitStatus()
+
+    var pending: Int { queue.count - queueHead }
+    /// True while work is queued or committing: then new work queues behind it.
+    var isBusy: Bool { committing || queueHead < queue.count }
+}
+
+extension MasterNode {
+    /// Queues `work` for the next group.
+    func enqueue(_ work: GroupWork) {
+        group.queue.append(work)
+        scheduleGroup()
+    }
+
+    private func scheduleGroup() {
+        guard !group.scheduled, !group.committing else { return }
+        group.scheduled = true
+        loop.runSoon { [weak self] in
+            guard let self else { return }
+            self.group.scheduled = false
+            self.runGroup()
+        }
+    }
+
+    /// Applies what waits, in one transaction, and hands the commit to the commit thread.
+    func runGroup() {
+        guard !group.committing, group.pending > 0 else { return }
+        do {
+            try db.beginGroup()
+        } catch {
+            // The store takes no transaction (busy, closed): each operation goes its own way
+            // and fails or succeeds alone, answered at once.
+            logger.error("store.group_failed", metadata: ["error": "\(error)"])
+            while let work = takeWork() { perform(apply(work)) }
+            return
+        }
+        engine.beginGroup()
+        let started = loop.now
+        var taken = 0
+        while taken < GroupCommitState.maxGroup, let work = takeWork() {
+            group.held.append(contentsOf: apply(work))
+            taken += 1
+        }
+        let applied = engine.groupApplied.count
+        let commit: DetachedCommit
+        do {
+            commit = try db.detachGroupCommit()
+        } catch {
+            db.rollbackGroup()
+            groupFinished(error: "\(error)", operations: applied, messages: taken, started: started)
+            return
+        }
+        group.committing = true
+        let messages = taken
+        let node = LoopBound(self, loop: loop)
+        let loop = self.loop
+        commitQueue.async {
+            commit.run()
+            loop.execute {
+                node.value.groupFinished(error: commit.error.map { "\($0)" }, operations: applied, messages: messages, started: started)
+            }
+        }
+    }
+
+    private func takeWork() -> GroupWork? {
+        guard group.queueHead < group.queue.count else {
+            group.queue.removeAll(keepingCapacity: true)
+            group.queueHead = 0
+            return nil
+        }
+        let work = group.queue[group.queueHead]
+        group.queueHead += 1
+        return work
+    }
+
+    /// Applies one piece of work; its answers are returned (held until the commit).
+    private func apply(_ work: GroupWork) -> [MasterEngine.Action] {
+        let now = WallClock.nowMillis()
+        switch work {
+        case .message(let id, let text):
+            group.snapshotWaiting.insert(id)
+            return engine.received(text, from: id, now: now)
+        case .disconnected(let id):
+            return engine.peerDisconnected(id, now: now)
+        case .local(var message, let origin, let single, let respond):
+            if message.opId == nil { message.opId = UUID().uuidString.lowercased() }
+            let (outcome, actions) = engine.localWrite(message, origin: origin, now: now)
+            let answer = LocalAPIRoute.writeAnswer(
+                single: single, operation: message.operation, applied: outcome.applied,
+                unchanged: outcome.unchanged, errors: outcome.errors + outcome.repeatedErrors,
+                seq: outcome.seq)
+            // The answer if the group's commit fails: every applied order refused.
+            var failed: (status: Int, body: JSONValue)?
+            if !outcome.applied.isEmpty, !outcome.isRepeat {
+                let errors = outcome.applied.map { WireError(.storageFailed, "the master could not store the change", uuid: $0.uuid) }
+                failed = LocalAPIRoute.writeAnswer(
+                    single: single, operation: message.operation, applied: [], unchanged: outcome.unchanged,
+                    errors: outcome.errors + errors, seq: nil)
+            }
+            group.answers.append((respond, answer.status, answer.body, failed))
+            return actions
+        }
+    }
+
+    /// The group's commit is over (on the loop thread): its answers leave, or, if it failed,
+    /// every operation of it is refused and the terminals' links are closed.
+    func groupFinished(error: String?, operations: Int, messages: Int, started: MonotonicInstant) {
+        group.committing = false
+        let held = group.held
+        let answers = group.answers
+        group.held = []
+        group.answers = []
+        let (seconds, attoseconds) = (loop.now - started).components
+        group.stats.record(
+            messages: messages, operations: operations, micros: seconds * 1_000_000 + attoseconds / 1_000_000_000_000,
+            failed: error != nil)
+        if let error {
+            logger.error(
+                "store.commit_failed",
+                metadata: ["error": "\(error)", "operations": "\(operations)", "messages": "\(messages)"])
+            if operations == 0 {
+                // Nothing of the group was an operation (acks, hellos, refusals): its answers
+                // stand on what was already on disk.
+                engine.groupCommitted()
+                perform(held)
+            } else {
+                perform(engine.groupFailed(error, now: WallClock.nowMillis()))
+                for a in answers {
+                    if let failed = a.failed { a.respond(failed.status, failed.body) } else { a.respond(a.status, a.body) }
+                }
+                // What else the group answered may rest on the rolled-back changes: every
+                // terminal starts again from what is on disk (slaves resend their outboxes).
+                for s in sessions.values where s.phase == .open {
+                    s.close(code: .internalError, reason: "the master could not store operations")
+                }
+                finishGroupRound()
+                return
+            }
+        } else {
+            engine.groupCommitted()
+            perform(held)
+        }
+        for a in answers { a.respond(a.status, a.body) }
+        finishGroupRound()
+    }
+
+    private func finishGroupRound() {
+        let waiting = group.snapshotWaiting
+        group.snapshotWaiting = []
+        for id in waiting.sorted() {
+            if let s = sessions[id] { sendSnapshotParts(to: s) }
+        }
+        if group.pending > 0 { runGroup() }
+    }
+
+    /// At shutdown: waits for a running commit and applies what still waits, committed on
+    /// this thread (the links are closed; nothing is answered).
+    func finishGroups() {
+        guard group.isBusy else { return }
+        db.waitForCommit()
+        group.committing = false
+        group.held = []
+        group.answers = []
+        guard group.pending > 0 else { return }
+        do {
+            try db.beginGroup()
+            engine.beginGroup()
+            while let work = takeWork() { _ = apply(work) }
+            try db.commitGroup()
+            engine.groupCommitted()
+        } catch {
+            db.rollbackGroup()
+            _ = engine.groupFailed("\(error)", now: WallClock.nowMillis())
+            logger.error("store.commit_failed", metadata: ["error": "\(error)", "at": "shutdown"])
+        }
+    }
+}
+
+/// How group commits went, for `GET /v1/status` (`commits`).
+public struct CommitStatus: Codable, Equatable, Sendable {
+    /// Groups committed (or failed).
+    public var groups: Int64 = 0
+    /// Messages and local writes applied in them.
+    public var messages: Int64 = 0
+    /// Operations applied in them.
+    public var operations: Int64 = 0
+    /// The most messages in one group.
+    public var largestGroup: Int64 = 0
+    /// Groups whose commit failed.
+    public var failed: Int64 = 0
+    /// From the group's start to its commit on disk, for the last group (microseconds).
+    public var lastCommitMicros: Int64 = 0
+
+    public init() {}
+
+    mutating func record(messages: Int, operations: Int, micros: Int64, failed: Bool) {
+        groups += 1
+        self.messages += Int64(messages)
+        self.operations += Int64(operations)
+        largestGroup = max(largestGroup, Int64(messages))
+        if failed { self.failed += 1 }
+        lastCommitMicros = micros
+    }
+}
