@@ -24,6 +24,14 @@ final class GroupCommitNodeTests: XCTestCase {
                 $0.rateLimitBurst = 1_000_000
             })
         defer { master.stop() }
+        let slaveDir = NSTemporaryDirectory() + "ordersync-groups-slave-" + UUID().uuidString
+        directories.append(slaveDir)
+        let slave = try master.pairedSlave(dataDirectory: slaveDir, name: "till")
+        defer { slave.stop() }
+        try waitUntil("the slave is live") {
+            guard case .slave(let s) = try slave.status() else { return false }
+            return s.master.state == .live
+        }
         let receiver = try RawStorePOSTerminal(port: master.port)
         let sender = try RawStorePOSTerminal(port: master.port)
         let uuids = (0..<300).map { _ in UUID().uuidString }
@@ -54,7 +62,31 @@ final class GroupCommitNodeTests: XCTestCase {
         XCTAssertLessThan(status.commits.groups, status.commits.messages, "operations shared commits: \(status.commits)")
         XCTAssertGreaterThan(status.commits.largestGroup, 1)
         XCTAssertEqual(status.commits.failed, 0)
+        // The slave applied the broadcasts in batches, each batch one transaction.
+        var replica: SlaveStatus?
+        try waitUntil("the slave has every operation") {
+            guard case .slave(let s) = try slave.status() else { return false }
+            replica = s
+            return s.seq == 300 && s.orders == 300
+        }
+        let commits = try XCTUnwrap(replica).commits
+        XCTAssertGreaterThanOrEqual(commits.messages, 300)
+        XCTAssertLessThan(commits.batches, commits.messages, "the slave batched the broadcasts: \(commits)")
+        XCTAssertEqual(commits.failed, 0)
+        print("replica batches: \(commits.messages) messages in \(commits.batches) batches, the largest \(commits.largestBatch)")
         print("group commit: 300 operations in \(status.commits.groups) groups, the largest \(status.commits.largestGroup)")
+    }
+}
+
+/// Polls `condition` every 10 ms for up to 30 s.
+func waitUntil(_ what: String, timeoutSeconds: Double = 30, _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeoutSeconds)
+    while try !condition() {
+        guard Date() < deadline else {
+            XCTFail("timed out waiting for \(what)")
+            throw RawStorePOSTerminal.Failure(why: "timed out waiting for \(what)")
+        }
+        usleep(10_000)
     }
 }
 

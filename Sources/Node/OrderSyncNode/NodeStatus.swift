@@ -183,6 +183,8 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
     public var outbox: Int
     /// Masters seen on the LAN, oldest first.
     public var mastersSeen: [SeenMaster]
+    /// How the master's messages were committed to the replica, in batches.
+    public var commits = ReplicaCommitStatus()
 
     /// Where a terminal stands with its master's key (`DATA/master.trust`).
     public enum PairingState: String, Codable, Sendable {
@@ -307,6 +309,7 @@ extension SlaveStatus {
         try c.encode(pendingWrites, forKey: .pendingWrites)
         try c.encode(outbox, forKey: .outbox)
         try c.encode(mastersSeen, forKey: .mastersSeen)
+        try c.encode(commits, forKey: .commits)
     }
 }
 

@@ -19,6 +19,8 @@ extension SlaveNode {
     var nodeIdentity: NodeIdentity { dataDirectory.nodeIdentity }
 
     func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
+        // Reads and writes see, and follow, the master's messages already received.
+        commitBatch()
         switch route {
         case .status:
             respond.encoded(200, NodeStatus.slave(status()))
@@ -85,12 +87,14 @@ extension SlaveNode {
         let seen = candidates.seen.map { service in
             SlaveStatus.SeenMaster(name: service.name, address: "\(service.address):\(service.port)", store: service.txt["store"])
         }
-        return SlaveStatus(
+        var status = SlaveStatus(
             version: NodeVersion.string, store: configuration.store ?? engine.joinedStore, name: terminalName,
             nodeId: nodeIdentity.nodeId, terminalId: terminalId, masterId: trust.status.masterId, pairing: trust.status.pairing,
             seq: engine.lastSeq, masterSeq: max(engine.masterSeq, engine.lastSeq),
             lag: max(0, engine.masterSeq - engine.lastSeq), epoch: engine.epoch, orders: (try? db.orderCount()) ?? 0,
             dataDir: configuration.dataDirectory, avahi: avahiState, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
             master: link, pendingWrites: pendingWrites.count, outbox: engine.outboxCount, mastersSeen: seen)
+        status.commits = replicaCommits
+        return status
     }
 }

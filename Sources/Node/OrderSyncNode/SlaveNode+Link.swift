@@ -161,6 +161,7 @@ extension SlaveNode {
                     "master.address": "\(url)", "service.name": "\(target.serviceName ?? "-")", "master.id": "\(greeting.masterId)",
                     "ws.subprotocol": "\(l.credential.subprotocol)",
                 ])
+            self.commitBatch()
             self.perform(self.engine.linkOpened())
         }
         l.onMessage = { [weak self, weak l] text in
@@ -186,6 +187,7 @@ extension SlaveNode {
         let wasUp = linkState.isUp
         let code = ending.closeCode
         lastLinkError = ending.reason
+        commitBatch()
         enter(.idle)
         engine.linkClosed()
         answerPendingWritesAsQueued()
@@ -277,12 +279,6 @@ extension SlaveNode {
         }
     }
 
-    private func masterMessage(_ text: String) {
-        // Several stores became visible while this one was syncing: do not join one by chance.
-        if mustChooseStore { engine.joinAllowed = chooseTarget() != nil }
-        perform(engine.received(text, now: WallClock.nowMillis()))
-    }
-
     /// Carries out what the engine asked for.
     func perform(_ actions: [SlaveEngine.Action]) {
         for action in actions {
@@ -299,6 +295,7 @@ extension SlaveNode {
                 ackTimer = loop.schedule(after: NodeDefaults.ackDelay) { [weak self] in
                     guard let self = self else { return }
                     self.ackTimer = nil
+                    self.commitBatch()
                     self.perform(self.engine.ackDue())
                 }
             case .scheduleOutboxRetry(let millis):
@@ -307,6 +304,7 @@ extension SlaveNode {
                 retryFlushTimer = loop.schedule(after: .milliseconds(millis)) { [weak self] in
                     guard let self = self else { return }
                     self.retryFlushTimer = nil
+                    self.commitBatch()
                     self.perform(self.engine.retryOutbox())
                 }
             case .answered(let opId, let seq, let applied, let errors, let pending):

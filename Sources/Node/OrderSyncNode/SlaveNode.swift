@@ -58,6 +58,9 @@ public final class SlaveNode: @unchecked Sendable {
     var pendingWrites: [String: PendingWrite] = [:]
     var retryFlushTimer: TimerHandle?
     var ackTimer: TimerHandle?
+    /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
+    var batch: SlaveBatch?
+    var replicaCommits = ReplicaCommitStatus()
 
     /// A slave on `loop` (not running yet, on the thread that will run it), keeping its replica
     /// in `dataDirectory` and finding its master through `discovery` (nil: only
@@ -189,6 +192,7 @@ public final class SlaveNode: @unchecked Sendable {
     func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
+        commitBatch()
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         api.stop()
         answerPendingWritesAsQueued()
@@ -216,6 +220,7 @@ public final class SlaveNode: @unchecked Sendable {
     }
 
     private func finishShutdown() {
+        commitBatch()
         discovery?.stop()
         dataDirectory.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
