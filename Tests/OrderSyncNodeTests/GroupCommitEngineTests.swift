@@ -1,8 +1,9 @@
 import Foundation
 import JSON
-@testable import OrderStore
 import SyncCore
 import XCTest
+
+@testable import OrderStore
 
 /// The master engine inside a group commit on the real SQLite store: operations applied in one
 /// transaction, and, when its commit fails, every one of them refused and the sequence back
@@ -28,8 +29,10 @@ final class GroupCommitEngineTests: XCTestCase {
     }
 
     private func create(_ name: String, opId: String? = nil) -> String {
-        OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u(name))), ("customerName", .string("c"))]))], opId: opId)
-            .encoded()
+        OperationMessage(
+            operation: .create, orders: [.object(JSONObject([("uuid", .string(u(name))), ("customerName", .string("c"))]))], opId: opId
+        )
+        .encoded()
     }
 
     private func hello(_ master: MasterEngine, peer: Int, terminal: String) {
@@ -76,7 +79,7 @@ final class GroupCommitEngineTests: XCTestCase {
         master.beginGroup()
         _ = master.received(create("a", opId: "op-1"), from: 1, now: 3)
         _ = master.received(create("b"), from: 2, now: 3)
-        _ = master.received(create("before", opId: "op-0"), from: 1, now: 3)  // a repeat: nothing applied
+        _ = master.received(create("before", opId: "op-0"), from: 1, now: 3) // a repeat: nothing applied
         XCTAssertEqual(master.lastSeq, 3)
         XCTAssertEqual(master.groupApplied.count, 2)
         // The commit fails (SQLite rolled the transaction back, as after SQLITE_FULL).

@@ -378,7 +378,7 @@ class Lan:
             if os.path.exists(f"/sys/class/net/{host.interface}"):
                 _ip("link", "del", host.interface, check=False)
         self._netns_created.clear()
-        if self.dir:
+        if self.dir and not os.environ.get("ORDERSYNC_KEEP_LAN"):
             shutil.rmtree(self.dir, ignore_errors=True)
         Lan._unregister(self)
 

@@ -15,6 +15,9 @@ enum GroupWork {
     case local(OperationMessage, origin: String, single: String?, respond: LocalAPIServer.Respond)
     /// A terminal's link ended after messages of it that still wait here.
     case disconnected(session: Int)
+    /// The engine's housekeeping (it saves what is known of the terminals: a write like the
+    /// others, committed with them off the loop).
+    case maintenance
 }
 
 /// The master's group commit (Docs/ARCHITECTURE.md, "The master's hot path"): every message
@@ -121,6 +124,8 @@ extension MasterNode {
             return engine.received(text, from: id, now: now)
         case .disconnected(let id):
             return engine.peerDisconnected(id, now: now)
+        case .maintenance:
+            return engine.maintenance(now: now)
         case .local(var message, let origin, let single, let respond):
             if message.opId == nil { message.opId = UUID().uuidString.lowercased() }
             let (outcome, actions) = engine.localWrite(message, origin: origin, now: now)

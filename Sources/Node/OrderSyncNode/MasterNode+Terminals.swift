@@ -188,7 +188,7 @@ extension MasterNode {
         maintenanceTimer = loop.schedule(after: interval) { [weak self] in
             guard let self = self else { return }
             self.maintenanceTimer = nil
-            self.perform(self.engine.maintenance(now: WallClock.nowMillis()))
+            self.enqueue(.maintenance)
             if !self.sessions.isEmpty { self.ensureMaintenanceTimer() }
         }
     }

@@ -1,3 +1,4 @@
+internal import CLinux
 import Glibc
 
 /// The owner of one socket descriptor.

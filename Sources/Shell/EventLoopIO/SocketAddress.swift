@@ -1,3 +1,4 @@
+internal import CLinux
 import Glibc
 
 /// A resolved socket address (IPv4, IPv6 or Unix), stored as raw `sockaddr_storage` bytes.

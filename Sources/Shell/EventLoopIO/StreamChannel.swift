@@ -210,7 +210,7 @@ public final class StreamChannel {
                     break
                 }
             }
-            if next < index { break }  // the kernel took part of the batch: its buffer is full
+            if next < index { break } // the kernel took part of the batch: its buffer is full
         }
         return (next, offset)
     }
