@@ -170,7 +170,7 @@ public final class Socket {
 
     /// Sends the buffers in order in one `sendmsg` (a gathering write, `MSG_NOSIGNAL`); returns
     /// how many bytes were taken, from the first buffer on. At most `IOV_MAX` buffers.
-    public func send(gathering buffers: UnsafeMutableBufferPointer<iovec>) throws -> IOResult<Int> {
+    func send(gathering buffers: UnsafeMutableBufferPointer<iovec>) throws -> IOResult<Int> {
         let fd = open
         var header = msghdr()
         header.msg_iov = buffers.baseAddress
