@@ -1,0 +1,492 @@
+/*
+ * loadgen: a StorePOS load generator on raw sockets, for Scripts/perf.py.
+ *
+ * Opens R receiving terminals and one sending terminal to a master (plain WebSocket, no
+ * subprotocol: what an unmodified StorePOS app speaks), sends Creates one order per message and
+ * times each one from its send until every receiver has it. Independent of the code it
+ * measures: its own RFC 6455 client, its own JSON scanning, one epoll loop, one thread.
+ *
+ *   loadgen --port P --mode max      --receivers 10 --ops 20000 --window 256
+ *   loadgen --port P --mode rate     --receivers 10 --rate 1000 --duration 5 --warmup 1
+ *   loadgen --port P --mode hold     --receivers 1000 --duration 10
+ *   loadgen --port P --mode snapshot --expect 100000
+ *
+ * Prints one JSON object (see the end of main()). Build: gcc -O2 -Wall -Wextra -o loadgen loadgen.c -lm
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+enum mode { MODE_MAX, MODE_RATE, MODE_HOLD, MODE_SNAPSHOT };
+
+struct buf {
+    unsigned char *data;
+    size_t len, cap, off;
+};
+
+struct conn {
+    int fd;
+    int index;          /* receiver index, or -1 for the sender */
+    int open;           /* WebSocket handshake done */
+    int closed;
+    struct buf in, out, msg;
+    int msg_opcode;
+    uint64_t connected_ns;
+};
+
+static const char *host = "127.0.0.1";
+static int port = 0;
+static enum mode mode = MODE_MAX;
+static int receivers = 10;
+static long ops = 10000;
+static long window_size = 256;
+static double rate = 1000;
+static double duration = 5, warmup = 1;
+static long expect = 0;
+static int order_bytes = 200;
+static unsigned marker = 0;
+static int json_only = 0;
+
+static struct conn *conns;
+static int nconns;
+static int epfd;
+static long errors_count = 0;
+static char first_error[256] = "";
+
+/* Per operation: send time and how many receivers still lack it. */
+static uint64_t *sent_at;
+static int *remaining;
+static double *latency_ms;
+static long latencies = 0;
+static long measured_from = 0; /* ops before this index are warm-up */
+static unsigned char *seen;    /* receivers x ops bits */
+static long sent = 0, delivered = 0, delivered_ops = 0, duplicates = 0;
+static long snapshot_orders = 0;
+static uint64_t snapshot_done_ns = 0;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void error_note(const char *fmt, ...) {
+    errors_count++;
+    if (first_error[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(first_error, sizeof first_error, fmt, ap);
+    va_end(ap);
+}
+
+static void buf_append(struct buf *b, const void *p, size_t n) {
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        b->data = realloc(b->data, cap);
+        if (!b->data) { perror("realloc"); exit(2); }
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+static void buf_consume(struct buf *b, size_t n) {
+    b->off += n;
+    if (b->off == b->len) { b->off = b->len = 0; }
+    else if (b->off > (1u << 20) && b->off * 2 > b->len) {
+        memmove(b->data, b->data + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+    }
+}
+
+static void watch(struct conn *c, int want_out) {
+    struct epoll_event ev = {.events = EPOLLIN | (want_out ? EPOLLOUT : 0), .data.ptr = c};
+    epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void flush_out(struct conn *c) {
+    while (c->out.len > c->out.off) {
+        ssize_t n = send(c->fd, c->out.data + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR) break;
+            error_note("send: %s", strerror(errno));
+            c->closed = 1;
+            return;
+        }
+        buf_consume(&c->out, (size_t)n);
+    }
+    watch(c, c->out.len > c->out.off);
+}
+
+static uint32_t rng_state = 0x9e3779b9u;
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+
+/* A masked client frame (RFC 6455 5.3) appended to c->out. */
+static void send_frame(struct conn *c, int opcode, const char *payload, size_t n) {
+    unsigned char head[14];
+    size_t h = 0;
+    head[h++] = (unsigned char)(0x80 | opcode);
+    if (n < 126) head[h++] = (unsigned char)(0x80 | n);
+    else if (n <= 0xFFFF) { head[h++] = 0x80 | 126; head[h++] = (unsigned char)(n >> 8); head[h++] = (unsigned char)n; }
+    else { head[h++] = 0x80 | 127; for (int i = 7; i >= 0; i--) head[h++] = (unsigned char)(n >> (8 * i)); }
+    uint32_t key = rnd();
+    unsigned char k[4] = {(unsigned char)key, (unsigned char)(key >> 8), (unsigned char)(key >> 16), (unsigned char)(key >> 24)};
+    memcpy(head + h, k, 4);
+    h += 4;
+    buf_append(&c->out, head, h);
+    size_t start = c->out.len;
+    buf_append(&c->out, payload, n);
+    for (size_t i = 0; i < n; i++) c->out.data[start + i] ^= k[i & 3];
+}
+
+static struct conn *open_conn(int index) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) { error_note("socket: %s", strerror(errno)); return NULL; }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, host, &a.sin_addr);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS) {
+        error_note("connect: %s", strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    struct conn *c = &conns[nconns++];
+    memset(c, 0, sizeof *c);
+    c->fd = fd;
+    c->index = index;
+    c->connected_ns = now_ns();
+    char req[256];
+    int n = snprintf(req, sizeof req,
+                     "GET / HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                     host, port);
+    buf_append(&c->out, req, (size_t)n);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
+    epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+    return c;
+}
+
+static int hexval(int ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* The uuid of operation i: MMMMMMMM-0000-4000-8000-IIIIIIIIIIII. */
+static void op_uuid(char out[37], long i) {
+    snprintf(out, 37, "%08X-0000-4000-8000-%012lX", marker, i);
+}
+
+static void delivered_to(int receiver, long i) {
+    if (i < 0 || i >= sent) { error_note("receiver %d got op %ld never sent", receiver, i); return; }
+    size_t bit = (size_t)receiver * (size_t)ops + (size_t)i;
+    if (seen[bit >> 3] & (1u << (bit & 7))) { duplicates++; return; }
+    seen[bit >> 3] |= (unsigned char)(1u << (bit & 7));
+    delivered++;
+    if (--remaining[i] == 0) {
+        delivered_ops++;
+        if (i >= measured_from) latency_ms[latencies++] = (double)(now_ns() - sent_at[i]) / 1e6;
+    }
+}
+
+/* A whole text message from the master. */
+static void on_message(struct conn *c, const unsigned char *p, size_t n) {
+    if (c->index < 0) return; /* the sender ignores what it gets (a StorePOS app gets no echo) */
+    if (mode == MODE_SNAPSHOT) {
+        /* The connect sequence: Removes, then Creates carrying every order. */
+        if (!memmem(p, n, "\"operation\":0", 13)) return;
+        const unsigned char *q = p, *end = p + n;
+        while ((q = memmem(q, (size_t)(end - q), "\"uuid\"", 6))) { snapshot_orders++; q += 6; }
+        if (snapshot_orders >= expect && !snapshot_done_ns) snapshot_done_ns = now_ns();
+        return;
+    }
+    if (!memmem(p, n, "\"operation\":0", 13)) return;
+    char prefix[10];
+    snprintf(prefix, sizeof prefix, "%08X", marker);
+    const unsigned char *q = p, *end = p + n;
+    while ((q = memmem(q, (size_t)(end - q), "\"uuid\":\"", 8))) {
+        q += 8;
+        if (end - q < 36) break;
+        if (strncasecmp((const char *)q, prefix, 8) != 0) continue;
+        long i = 0;
+        for (int k = 24; k < 36; k++) {
+            int v = hexval(q[k]);
+            if (v < 0) { i = -1; break; }
+            i = i * 16 + v;
+        }
+        delivered_to(c->index, i);
+    }
+}
+
+static void on_readable(struct conn *c) {
+    unsigned char chunk[65536];
+    for (;;) {
+        ssize_t n = recv(c->fd, chunk, sizeof chunk, 0);
+        if (n == 0) { if (!c->closed) error_note("a terminal's link was closed by the master"); c->closed = 1; return; }
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR) break;
+            error_note("recv: %s", strerror(errno));
+            c->closed = 1;
+            return;
+        }
+        buf_append(&c->in, chunk, (size_t)n);
+        if ((size_t)n < sizeof chunk) break;
+    }
+    if (!c->open) {
+        unsigned char *d = c->in.data + c->in.off;
+        size_t len = c->in.len - c->in.off;
+        unsigned char *end = memmem(d, len, "\r\n\r\n", 4);
+        if (!end) return;
+        if (len < 12 || memcmp(d, "HTTP/1.1 101", 12) != 0) { error_note("handshake refused"); c->closed = 1; return; }
+        buf_consume(&c->in, (size_t)(end + 4 - d));
+        c->open = 1;
+    }
+    for (;;) {
+        unsigned char *d = c->in.data + c->in.off;
+        size_t len = c->in.len - c->in.off;
+        if (len < 2) break;
+        int fin = d[0] & 0x80, opcode = d[0] & 0x0F;
+        uint64_t plen = d[1] & 0x7F;
+        size_t h = 2;
+        if (plen == 126) { if (len < 4) break; plen = ((uint64_t)d[2] << 8) | d[3]; h = 4; }
+        else if (plen == 127) { if (len < 10) break; plen = 0; for (int i = 2; i < 10; i++) plen = (plen << 8) | d[i]; h = 10; }
+        if (d[1] & 0x80) { error_note("a masked frame from the master"); c->closed = 1; return; }
+        if (len < h + plen) break;
+        unsigned char *payload = d + h;
+        if (opcode == 0x9) { send_frame(c, 0xA, (const char *)payload, (size_t)plen); flush_out(c); }
+        else if (opcode == 0x8) { c->closed = 1; error_note("the master closed a terminal's link"); }
+        else if (opcode == 0x1 || opcode == 0x2 || opcode == 0x0) {
+            if (opcode != 0) c->msg_opcode = opcode;
+            if (fin && opcode != 0 && c->msg.len == 0) on_message(c, payload, (size_t)plen);
+            else {
+                buf_append(&c->msg, payload, (size_t)plen);
+                if (fin) { on_message(c, c->msg.data, c->msg.len); c->msg.len = 0; }
+            }
+        }
+        buf_consume(&c->in, h + (size_t)plen);
+    }
+}
+
+static char *order_text;
+static size_t order_text_cap;
+static char *name_pad;
+
+/* One Create carrying operation i's order, padded through its customerName to about
+   --order-bytes of JSON. */
+static void send_op(struct conn *s, long i) {
+    char uuid[37];
+    op_uuid(uuid, i);
+    int pad = order_bytes - 150;
+    if (pad < 1) pad = 1;
+    if (!name_pad) { name_pad = malloc((size_t)pad); memset(name_pad, 'g', (size_t)pad); }
+    size_t need = (size_t)pad + 512;
+    if (need > order_text_cap) { order_text = realloc(order_text, need); order_text_cap = need; }
+    int n = snprintf(order_text, order_text_cap,
+                     "{\"operation\":0,\"orders\":[{\"uuid\":\"%s\",\"customerName\":\"%.*s\",\"created\":\"2016-01-12T21:35:16+0800\","
+                     "\"shippingMethod\":\"pickup\",\"tableName\":\"T%ld\",\"tableSize\":%ld}]}",
+                     uuid, pad, name_pad, i % 40, 1 + i % 8);
+    sent_at[i] = now_ns();
+    remaining[i] = receivers;
+    send_frame(s, 0x1, order_text, (size_t)n);
+    sent++;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(double p) {
+    if (latencies == 0) return 0;
+    long k = (long)ceil(p * (double)latencies) - 1;
+    if (k < 0) k = 0;
+    if (k >= latencies) k = latencies - 1;
+    return latency_ms[k];
+}
+
+static double cpu_seconds(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: loadgen --port P [--host H] [--mode max|rate|hold|snapshot] [--receivers N] [--ops N] [--window N]\n"
+                    "               [--rate OPS/S] [--duration S] [--warmup S] [--expect N] [--order-bytes N] [--marker HEX]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(name) (strcmp(a, name) == 0 && v && ++i)
+        if (OPT("--host")) host = v;
+        else if (OPT("--port")) port = atoi(v);
+        else if (OPT("--mode")) {
+            if (!strcmp(v, "max")) mode = MODE_MAX;
+            else if (!strcmp(v, "rate")) mode = MODE_RATE;
+            else if (!strcmp(v, "hold")) mode = MODE_HOLD;
+            else if (!strcmp(v, "snapshot")) mode = MODE_SNAPSHOT;
+            else usage();
+        } else if (OPT("--receivers")) receivers = atoi(v);
+        else if (OPT("--ops")) ops = atol(v);
+        else if (OPT("--window")) window_size = atol(v);
+        else if (OPT("--rate")) rate = atof(v);
+        else if (OPT("--duration")) duration = atof(v);
+        else if (OPT("--warmup")) warmup = atof(v);
+        else if (OPT("--expect")) expect = atol(v);
+        else if (OPT("--order-bytes")) order_bytes = atoi(v);
+        else if (OPT("--marker")) marker = (unsigned)strtoul(v, NULL, 16);
+        else if (!strcmp(a, "--json")) json_only = 1;
+        else usage();
+#undef OPT
+    }
+    if (!port) usage();
+    if (!marker) marker = (unsigned)(now_ns() ^ (uint64_t)getpid()) & 0x7FFFFFFF;
+    rng_state ^= marker;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) { rl.rlim_cur = rl.rlim_max; setrlimit(RLIMIT_NOFILE, &rl); }
+    if (mode == MODE_RATE) {
+        ops = (long)ceil(rate * (duration + warmup));
+        measured_from = (long)ceil(rate * warmup);
+    }
+    if (mode == MODE_SNAPSHOT) receivers = 1;
+    int nrecv = receivers;
+    int with_sender = mode == MODE_MAX || mode == MODE_RATE;
+    conns = calloc((size_t)nrecv + 1, sizeof *conns);
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (with_sender) {
+        sent_at = calloc((size_t)ops, sizeof *sent_at);
+        remaining = calloc((size_t)ops, sizeof *remaining);
+        latency_ms = calloc((size_t)ops, sizeof *latency_ms);
+        seen = calloc(((size_t)nrecv * (size_t)ops + 7) / 8 + 1, 1);
+        if (!sent_at || !remaining || !latency_ms || !seen) { fprintf(stderr, "loadgen: out of memory\n"); return 2; }
+    }
+    double cpu0 = cpu_seconds();
+    uint64_t t0 = now_ns();
+    /* Connect the receivers first (a few hundred at a time), then the sender. */
+    for (int r = 0; r < nrecv; r++) {
+        open_conn(r);
+        if (r % 200 == 199) {
+            struct epoll_event evs[256];
+            int n = epoll_wait(epfd, evs, 256, 10);
+            for (int k = 0; k < n; k++) {
+                struct conn *c = evs[k].data.ptr;
+                if (evs[k].events & EPOLLOUT) flush_out(c);
+                if (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
+            }
+        }
+    }
+    struct conn *sender = with_sender ? open_conn(-1) : NULL;
+    /* Wait until every terminal is open. */
+    uint64_t deadline = now_ns() + 30ull * 1000000000ull;
+    for (;;) {
+        int open = 0;
+        for (int k = 0; k < nconns; k++) open += conns[k].open && !conns[k].closed;
+        if (open == nconns || now_ns() > deadline) break;
+        struct epoll_event evs[256];
+        int n = epoll_wait(epfd, evs, 256, 50);
+        for (int k = 0; k < n; k++) {
+            struct conn *c = evs[k].data.ptr;
+            if (evs[k].events & EPOLLOUT) flush_out(c);
+            if (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
+        }
+        if (mode == MODE_SNAPSHOT && snapshot_done_ns) break;
+    }
+    int connected = 0;
+    for (int k = 0; k < nconns; k++) connected += conns[k].open && !conns[k].closed;
+    uint64_t start = now_ns();
+    uint64_t last_progress = start;
+    long late_sends = 0;
+    uint64_t end_at = start + (uint64_t)((mode == MODE_RATE ? duration + warmup : duration) * 1e9);
+    if (mode == MODE_MAX && ops <= 0) ops = 1;
+    /* Rate mode sends on a schedule: op k at start + k / rate. */
+    for (;;) {
+        uint64_t now = now_ns();
+        if (mode == MODE_MAX) {
+            int wrote = 0;
+            while (sent < ops && sent - delivered_ops < window_size && sender && !sender->closed) { send_op(sender, sent); wrote = 1; }
+            if (wrote) flush_out(sender);
+            if (delivered_ops == ops) break;
+        } else if (mode == MODE_RATE) {
+            int wrote = 0;
+            while (sent < ops && sender && !sender->closed) {
+                uint64_t due = start + (uint64_t)((double)sent * 1e9 / rate);
+                if (due > now) break;
+                if (now - due > 1000000ull) late_sends++;
+                send_op(sender, sent);
+                wrote = 1;
+            }
+            if (wrote) flush_out(sender);
+            if (sent == ops && delivered_ops == ops) break;
+        } else if (mode == MODE_HOLD) {
+            if (now >= end_at) break;
+        } else if (mode == MODE_SNAPSHOT) {
+            if (snapshot_done_ns) break;
+        }
+        if (delivered_ops > 0) last_progress = now;
+        /* Give up when nothing moves for 30 s (a stuck master). */
+        static long last_delivered = -1;
+        if (delivered != last_delivered || snapshot_orders) { last_delivered = delivered; last_progress = now; }
+        if (now - last_progress > 30ull * 1000000000ull) { error_note("no progress for 30 s"); break; }
+        int timeout_ms = 50;
+        if (mode == MODE_RATE && sent < ops) {
+            uint64_t due = start + (uint64_t)((double)sent * 1e9 / rate);
+            timeout_ms = due > now ? (int)((due - now + 999999ull) / 1000000ull) : 0;
+        }
+        struct epoll_event evs[512];
+        int n = epoll_wait(epfd, evs, 512, timeout_ms);
+        for (int k = 0; k < n; k++) {
+            struct conn *c = evs[k].data.ptr;
+            if (evs[k].events & EPOLLOUT) flush_out(c);
+            if (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
+        }
+    }
+    uint64_t stop = now_ns();
+    double cpu = cpu_seconds() - cpu0;
+    int still_open = 0;
+    for (int k = 0; k < nconns; k++) still_open += conns[k].open && !conns[k].closed;
+    qsort(latency_ms, (size_t)latencies, sizeof *latency_ms, cmp_double);
+    double wall = (double)(stop - start) / 1e9;
+    long measured_ops = mode == MODE_RATE ? delivered_ops - measured_from : delivered_ops;
+    double measured_wall = mode == MODE_RATE ? (double)(stop - start) / 1e9 - warmup : wall;
+    int complete = with_sender ? (delivered_ops == ops && duplicates == 0) : (mode == MODE_HOLD ? still_open == nrecv : snapshot_done_ns != 0);
+    int kept_up = mode == MODE_RATE ? (late_sends * 100 < ops) && complete : complete;
+    const char *names[] = {"max", "rate", "hold", "snapshot"};
+    printf("{\"mode\":\"%s\",\"receivers\":%d,\"sent\":%ld,\"delivered\":%ld,\"delivered_ops\":%ld,\"duplicates\":%ld,"
+           "\"complete\":%s,\"wall_s\":%.6f,\"ops_per_s\":%.1f,\"deliveries_per_s\":%.1f,"
+           "\"latency_ms\":{\"p50\":%.4f,\"p99\":%.4f,\"p999\":%.4f,\"max\":%.4f,\"count\":%ld},"
+           "\"kept_up\":%s,\"late_sends\":%ld,\"connected\":%d,\"still_open\":%d,\"snapshot_orders\":%ld,\"snapshot_s\":%.6f,"
+           "\"connect_s\":%.6f,\"generator_cpu_s\":%.6f,\"errors\":%ld,\"first_error\":\"%s\"}\n",
+           names[mode], nrecv, sent, delivered, delivered_ops, duplicates, complete ? "true" : "false", wall,
+           measured_wall > 0 ? (double)measured_ops / measured_wall : 0, wall > 0 ? (double)delivered / wall : 0,
+           pct(0.50), pct(0.99), pct(0.999), latencies ? latency_ms[latencies - 1] : 0, latencies,
+           kept_up ? "true" : "false", late_sends, connected, still_open, snapshot_orders,
+           snapshot_done_ns ? (double)(snapshot_done_ns - t0) / 1e9 : 0, (double)(start - t0) / 1e9, cpu, errors_count, first_error);
+    (void)json_only;
+    return complete ? 0 : 1;
+}
