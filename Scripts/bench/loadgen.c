@@ -212,30 +212,51 @@ static void delivered_to(int receiver, long i) {
     }
 }
 
+/* After the key at q (just past its closing quote): skips `\s*:\s*`; NULL if no colon. */
+static const unsigned char *after_colon(const unsigned char *q, const unsigned char *end) {
+    while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) q++;
+    if (q >= end || *q != ':') return NULL;
+    q++;
+    while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) q++;
+    return q;
+}
+
+/* Whether the message is a Create ("operation": 0, whatever the spacing). */
+static int is_create(const unsigned char *p, size_t n) {
+    const unsigned char *end = p + n, *q = p;
+    while ((q = memmem(q, (size_t)(end - q), "\"operation\"", 11))) {
+        const unsigned char *v = after_colon(q + 11, end);
+        if (v && v < end && *v == '0') return 1;
+        q += 11;
+    }
+    return 0;
+}
+
 /* A whole text message from the master. */
 static void on_message(struct conn *c, const unsigned char *p, size_t n) {
     if (c->index < 0) return; /* the sender ignores what it gets (a StorePOS app gets no echo) */
+    if (!is_create(p, n)) return;
+    const unsigned char *q = p, *end = p + n;
     if (mode == MODE_SNAPSHOT) {
-        /* The connect sequence: Removes, then Creates carrying every order. */
-        if (!memmem(p, n, "\"operation\":0", 13)) return;
-        const unsigned char *q = p, *end = p + n;
+        /* The connect sequence: (Removes, then) Creates carrying every order. */
         while ((q = memmem(q, (size_t)(end - q), "\"uuid\"", 6))) { snapshot_orders++; q += 6; }
         if (snapshot_orders >= expect && !snapshot_done_ns) snapshot_done_ns = now_ns();
         return;
     }
-    if (!memmem(p, n, "\"operation\":0", 13)) return;
     char prefix[10];
     snprintf(prefix, sizeof prefix, "%08X", marker);
-    const unsigned char *q = p, *end = p + n;
-    while ((q = memmem(q, (size_t)(end - q), "\"uuid\":\"", 8))) {
-        q += 8;
-        if (end - q < 36) break;
-        if (strncasecmp((const char *)q, prefix, 8) != 0) continue;
+    while ((q = memmem(q, (size_t)(end - q), "\"uuid\"", 6))) {
+        const unsigned char *v = after_colon(q + 6, end);
+        q += 6;
+        if (!v || v >= end || *v != '"') continue;
+        v++;
+        if (end - v < 36) break;
+        if (strncasecmp((const char *)v, prefix, 8) != 0) continue;
         long i = 0;
         for (int k = 24; k < 36; k++) {
-            int v = hexval(q[k]);
-            if (v < 0) { i = -1; break; }
-            i = i * 16 + v;
+            int h = hexval(v[k]);
+            if (h < 0) { i = -1; break; }
+            i = i * 16 + h;
         }
         delivered_to(c->index, i);
     }

@@ -44,7 +44,7 @@ public enum OperationPlanner {
 
     /// The refusal for an order whose JSON is over `maxOrderBytes`; nil when it fits.
     static func oversized(_ value: JSONValue, uuid: String, index: Int, after change: Bool) -> WireError? {
-        let size = value.serialized().utf8.count
+        let size = value.serializedByteCount
         guard size > maxOrderBytes else { return nil }
         let what = change ? "with this change the order would encode to" : "the order encodes to"
         return WireError(

@@ -1,0 +1,667 @@
+"""OrderSync's master against a plain Python master, side by side, under one load generator.
+
+Runs on loopback only. Each figure comes from fresh servers started alternately (OrderSync,
+Python, OrderSync, Python, ...), the server pinned to core 0 and the load generator
+(`Scripts/bench/loadgen.c`, raw sockets, built here with gcc) to core 1; medians of
+`--repeat` runs. The generator reports its own CPU so it is never the hidden bottleneck.
+
+    python3 Scripts/perf.py --bin .build/release/ordersync --plots Docs/perf --out-json perf.json
+    python3 Scripts/perf.py --smoke --bin .build/debug/ordersync      # the pipeline, in seconds
+
+Scenarios: (a) maximum sustained durable ops/s with 1, 10 and 50 receiving terminals, and
+deliveries per server CPU-second; (b) latency p50/p99/p99.9 at 100, 1,000 and 5,000 ops/s with
+10 terminals; (c) catch-up of an OrderSync slave that missed 100k operations; (d) 1,000
+connected terminals: server RSS and CPU; (e) idle CPU and RSS; (f) the store of 100k orders to a
+new terminal (a StorePOS terminal's connect sequence on both masters; a new OrderSync slave's
+snapshot). Then the cost as the work grows (OrderSync): terminals 1 -> 50 -> 500, order size
+200 B -> 16 KiB, store size 1k -> 1M orders: server CPU per operation and latency, as tables and
+PNG plots. Also the disk's fdatasync time, measured beside them.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class PerfError(Exception):
+    pass
+
+
+# MARK: processes
+
+
+def pinned(core, argv):
+    """argv pinned to one core when the machine has two or more and taskset exists."""
+    if os.cpu_count() and os.cpu_count() >= 2 and shutil.which("taskset"):
+        return ["taskset", "-c", str(core), *argv]
+    return argv
+
+
+def cpu_seconds(pid):
+    """CPU time of every thread of `pid` so far: the scheduler's nanoseconds on CPU
+    (/proc/PID/task/*/schedstat) where the kernel keeps them, else utime + stime in clock ticks.
+    Threads that already ended count only in the fallback."""
+    try:
+        total = 0
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def memory_mib(pid):
+    rss = hwm = 0.0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) / 1024
+            elif line.startswith("VmHWM:"):
+                hwm = int(line.split()[1]) / 1024
+    return rss, hwm
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while True:
+        try:
+            value = predicate()
+        except (OSError, ValueError, http.client.HTTPException):
+            value = None
+        if value:
+            return value
+        if time.time() > deadline:
+            raise PerfError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def raise_files_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=60)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.unix_path)
+
+
+def api(data_dir, method, path, body=None):
+    c = UnixHTTP(os.path.join(data_dir, "ordersync.sock"))
+    try:
+        c.request(method, path, body=json.dumps(body) if body is not None else None,
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        return r.status, json.loads(data) if data else None
+    finally:
+        c.close()
+
+
+class Server:
+    """One master process on 127.0.0.1, pinned to core 0."""
+
+    kind = "?"
+
+    def __init__(self, tmp, name):
+        self.dir = os.path.join(tmp, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = free_port()
+        self.process = None
+        self.log = open(os.path.join(self.dir, "server.log"), "ab")
+
+    def argv(self):
+        raise NotImplementedError
+
+    def start(self):
+        self.process = subprocess.Popen(pinned(0, self.argv()), stdout=self.log, stderr=self.log,
+                                        env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent"),
+                                        preexec_fn=raise_files_limit)
+        wait_for(self.accepting, 30, f"the {self.kind} master on port {self.port}")
+        return self
+
+    def accepting(self):
+        if self.process.poll() is not None:
+            raise PerfError(f"the {self.kind} master exited: {self.tail()}")
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+            return True
+
+    def tail(self):
+        with open(os.path.join(self.dir, "server.log"), "rb") as f:
+            return f.read()[-2000:].decode(errors="replace")
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+class OrderSyncServer(Server):
+    kind = "OrderSync"
+
+    def __init__(self, tmp, name, binary):
+        super().__init__(tmp, name)
+        self.binary = binary
+        self.data = os.path.join(self.dir, "data")
+
+    def argv(self):
+        big = "1000000"
+        return [self.binary, "master", "--data-dir", self.data, "--store", "bench", "--port", str(self.port),
+                "--listen", "127.0.0.1", "--insecure-storepos", "--log-level", "warning", "--rate-limit", big,
+                "--rate-burst", big, "--max-connections", "5000", "--max-connections-per-address", "5000",
+                "--max-handshakes-per-address", "5000"]
+
+    def status(self):
+        return api(self.data, "GET", "/v1/status")[1]
+
+
+class PythonServer(Server):
+    kind = "Python"
+
+    def argv(self):
+        return [sys.executable, os.path.join(HERE, "bench", "python_master.py"), "--port", str(self.port),
+                "--db", os.path.join(self.dir, "orders.sqlite")]
+
+
+# MARK: the generator
+
+
+class Generator:
+    def __init__(self, tmp):
+        self.binary = os.path.join(tmp, "loadgen")
+        source = os.path.join(HERE, "bench", "loadgen.c")
+        gcc = shutil.which("gcc") or shutil.which("cc")
+        if not gcc:
+            raise PerfError("gcc is needed to build the load generator (apt-get install gcc)")
+        subprocess.run([gcc, "-O2", "-Wall", "-Wextra", "-o", self.binary, source, "-lm"], check=True)
+
+    def run(self, port, **options):
+        argv = [self.binary, "--port", str(port)]
+        for key, value in options.items():
+            argv += [f"--{key.replace('_', '-')}", str(value)]
+        result = subprocess.run(pinned(1, argv), capture_output=True, text=True, timeout=600,
+                                preexec_fn=raise_files_limit)
+        try:
+            figures = json.loads(result.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            raise PerfError(f"loadgen gave no figures: {result.stderr.strip()} {result.stdout.strip()}")
+        return figures
+
+
+# MARK: measuring
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.tmp = tempfile.mkdtemp(prefix="ordersync-perf-")
+        self.gen = Generator(self.tmp)
+        self.results = {"machine": machine(), "command": " ".join([os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]]),
+                        "smoke": args.smoke, "repeat": args.repeat}
+        self.runs = 0
+        self.servers = []
+
+    def server(self, kind):
+        self.runs += 1
+        name = f"{kind}-{self.runs}"
+        s = OrderSyncServer(self.tmp, name, self.args.bin) if kind == "ordersync" else PythonServer(self.tmp, name)
+        self.servers.append(s)
+        return s.start()
+
+    def alternate(self, measure, kinds=("ordersync", "python")):
+        """`measure(server)` on fresh servers, alternately, `repeat` times each: {kind: [figures]}."""
+        out = {k: [] for k in kinds}
+        for _ in range(self.args.repeat):
+            for kind in kinds:
+                s = self.server(kind)
+                try:
+                    out[kind].append(measure(s))
+                finally:
+                    s.stop()
+        return out
+
+    def loaded(self, s, **options):
+        """Runs the generator against `s`; adds the server's CPU and memory over the run."""
+        cpu0 = cpu_seconds(s.pid)
+        figures = self.gen.run(s.port, **options)
+        figures["server_cpu_s"] = cpu_seconds(s.pid) - cpu0
+        figures["server_rss_mib"], figures["server_hwm_mib"] = memory_mib(s.pid)
+        if not figures["complete"]:
+            raise PerfError(f"the {s.kind} master did not deliver everything: {figures}")
+        return figures
+
+    # (a)
+    def throughput(self):
+        ops = 400 if self.args.smoke else 20000
+        rows = []
+        for receivers in ([2] if self.args.smoke else [1, 10, 50]):
+            n = ops if receivers < 50 else ops // 2
+            runs = self.alternate(lambda s: self.loaded(s, mode="max", receivers=receivers, ops=n, window=512))
+            row = {"receivers": receivers, "ops": n}
+            for kind, figures in runs.items():
+                row[kind] = {
+                    "ops_per_s": median([f["ops_per_s"] for f in figures]),
+                    "deliveries_per_cpu_s": median([f["delivered"] / max(f["server_cpu_s"], 1e-9) for f in figures]),
+                    "server_cpu_s": median([f["server_cpu_s"] for f in figures]),
+                    "generator_cpu_s": median([f["generator_cpu_s"] for f in figures]),
+                    "p99_ms": median([f["latency_ms"]["p99"] for f in figures]),
+                    "runs": [round(f["ops_per_s"]) for f in figures],
+                }
+            rows.append(row)
+        self.results["throughput"] = rows
+
+    # (b)
+    def latency(self):
+        rows = []
+        rates = [200] if self.args.smoke else [100, 1000, 5000]
+        duration, warmup = (0.5, 0.2) if self.args.smoke else (5, 1)
+        receivers = 2 if self.args.smoke else 10
+        for rate in rates:
+            runs = self.alternate(lambda s: self.loaded(s, mode="rate", receivers=receivers, rate=rate,
+                                                        duration=duration, warmup=warmup))
+            row = {"rate": rate, "receivers": receivers}
+            for kind, figures in runs.items():
+                row[kind] = {key: median([f["latency_ms"][key] for f in figures]) for key in ("p50", "p99", "p999", "max")}
+                row[kind]["p99_runs"] = [round(f["latency_ms"]["p99"], 3) for f in figures]
+                row[kind]["kept_up"] = all(f["kept_up"] for f in figures)
+                row[kind]["server_cpu_per_s"] = median([f["server_cpu_s"] / f["wall_s"] for f in figures])
+            rows.append(row)
+        self.results["latency"] = rows
+
+    # (c) and the OrderSync slave's snapshot in (f)
+    def pair_slave(self, master, name):
+        status, window = api(master.data, "POST", "/v1/pairing", {"name": name})
+        if status != 201:
+            raise PerfError(f"pairing window refused: {status} {window}")
+        return SlaveProcess(self.tmp, name, self.args.bin, master.port, window["code"]).start()
+
+    def catch_up(self):
+        missed = 500 if self.args.smoke else 100_000
+        times, paths = [], []
+        for _ in range(self.args.repeat):
+            master = self.server("ordersync")
+            slave = None
+            try:
+                slave = self.pair_slave(master, f"till-{self.runs}")
+                slave.wait_synced(master, timeout=60)
+                slave.stop()
+                self.loaded(master, mode="max", receivers=1, ops=missed, window=512)
+                seq = master.status()["seq"]
+                started = time.time()
+                slave.start()
+                slave.wait_synced(master, timeout=300, seq=seq)
+                times.append(time.time() - started)
+                paths.append("journal" if "catchup.sent" in master.tail() else "snapshot")
+            finally:
+                if slave:
+                    slave.stop()
+                master.stop()
+        self.results["catch_up"] = {"missed": missed, "seconds": median(times), "runs": [round(t, 3) for t in times],
+                                    "path": paths[-1] if paths else None}
+
+    # (d)
+    def many_terminals(self):
+        terminals = 20 if self.args.smoke else 1000
+        hold = 1 if self.args.smoke else 10
+
+        def measure(s):
+            figures = self.loaded(s, mode="hold", receivers=terminals, duration=hold)
+            if figures["still_open"] != terminals:
+                raise PerfError(f"{s.kind}: {figures['still_open']} of {terminals} terminals still open")
+            return figures
+
+        runs = self.alternate(measure)
+        self.results["many_terminals"] = {
+            "terminals": terminals, "hold_s": hold,
+            **{kind: {"rss_mib": median([f["server_rss_mib"] for f in fs]), "hwm_mib": median([f["server_hwm_mib"] for f in fs]),
+                      "cpu_s": median([f["server_cpu_s"] for f in fs]), "connect_s": median([f["connect_s"] for f in fs])}
+               for kind, fs in runs.items()}}
+
+    # (e)
+    def idle(self):
+        seconds = 1 if self.args.smoke else 10
+
+        def measure(s):
+            time.sleep(0.5)  # past start-up
+            cpu0 = cpu_seconds(s.pid)
+            time.sleep(seconds)  # the measured interval itself: nothing to wait for
+            rss, _ = memory_mib(s.pid)
+            return {"cpu_s": cpu_seconds(s.pid) - cpu0, "rss_mib": rss}
+
+        runs = self.alternate(measure)
+        self.results["idle"] = {"seconds": seconds, **{kind: {"cpu_s": median([f["cpu_s"] for f in fs]),
+                                                             "rss_mib": median([f["rss_mib"] for f in fs])}
+                                                      for kind, fs in runs.items()}}
+
+    # (f)
+    def snapshot(self):
+        orders = 300 if self.args.smoke else 100_000
+
+        def measure(s):
+            self.loaded(s, mode="max", receivers=1, ops=orders, window=512)
+            figures = self.gen.run(s.port, mode="snapshot", expect=orders)
+            if not figures["complete"] or figures["snapshot_orders"] < orders:
+                raise PerfError(f"{s.kind}: the snapshot held {figures['snapshot_orders']} of {orders} orders")
+            figures["server_hwm_mib"] = memory_mib(s.pid)[1]
+            if isinstance(s, OrderSyncServer):
+                slave = self.pair_slave(s, f"new-{self.runs}")
+                try:
+                    started = time.time()
+                    slave.wait_synced(s, timeout=300)
+                    figures["slave_s"] = time.time() - started
+                finally:
+                    slave.stop()
+            return figures
+
+        runs = self.alternate(measure)
+        self.results["snapshot"] = {
+            "orders": orders,
+            **{kind: {"storepos_s": median([f["snapshot_s"] for f in fs]), "hwm_mib": median([f["server_hwm_mib"] for f in fs]),
+                      "slave_s": median([f.get("slave_s") for f in fs])}
+               for kind, fs in runs.items()}}
+
+    # cost sweeps
+    def sweeps(self):
+        smoke = self.args.smoke
+        rate, duration, warmup = (100, 0.5, 0.2) if smoke else (200, 3, 1)
+
+        def cost(s, receivers, order_bytes):
+            f = self.loaded(s, mode="rate", receivers=receivers, rate=rate, duration=duration, warmup=warmup,
+                            order_bytes=order_bytes)
+            return {"cpu_us_per_op": f["server_cpu_s"] / f["sent"] * 1e6, "p50_ms": f["latency_ms"]["p50"],
+                    "p99_ms": f["latency_ms"]["p99"], "kept_up": f["kept_up"]}
+
+        def summarize(values):
+            return {key: median([v[key] for v in values]) for key in ("cpu_us_per_op", "p50_ms", "p99_ms")} | {
+                "kept_up": all(v["kept_up"] for v in values)}
+
+        sweeps = {}
+        rows = []
+        for terminals in ([1, 4] if smoke else [1, 10, 50, 200, 500]):
+            runs = self.alternate(lambda s: cost(s, terminals, 200))
+            rows.append({"x": terminals, **{k: summarize(v) for k, v in runs.items()}})
+        sweeps["terminals"] = rows
+        rows = []
+        for size in ([200, 2048] if smoke else [200, 1024, 4096, 16384]):
+            runs = self.alternate(lambda s: cost(s, 10 if not smoke else 2, size))
+            rows.append({"x": size, **{k: summarize(v) for k, v in runs.items()}})
+        sweeps["order_bytes"] = rows
+        rows = []
+        sizes = [100, 1000] if smoke else [1000, 10_000, 100_000, self.args.largest_store]
+        for stored in sizes:
+            def measure(s):
+                self.loaded(s, mode="max", receivers=1, ops=stored, window=1024)
+                return cost(s, 10 if not smoke else 2, 200)
+            runs = self.alternate(measure, kinds=("ordersync",)) if stored > 100_000 else self.alternate(measure)
+            rows.append({"x": stored, **{k: summarize(v) for k, v in runs.items()}})
+        sweeps["store_orders"] = rows
+        self.results["sweeps"] = {"rate": rate, **sweeps}
+
+    def fsync(self):
+        path = os.path.join(self.tmp, "fsync-probe")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        times = []
+        for i in range(50 if self.args.smoke else 500):
+            os.pwrite(fd, b"x" * 4096, (i % 16) * 4096)
+            t = time.perf_counter()
+            os.fdatasync(fd)
+            times.append((time.perf_counter() - t) * 1000)
+        os.close(fd)
+        times.sort()
+        self.results["fdatasync_ms"] = {"p50": times[len(times) // 2], "p99": times[int(len(times) * 0.99) - 1], "max": times[-1]}
+
+    def cleanup(self):
+        for s in self.servers:
+            if s.process and s.process.poll() is None:
+                s.process.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class SlaveProcess:
+    """An OrderSync slave paired with the master on loopback (`--master ws://127.0.0.1:P/`)."""
+
+    def __init__(self, tmp, name, binary, port, code):
+        self.data = os.path.join(tmp, name)
+        self.binary, self.port, self.code = binary, port, code
+        self.process = None
+
+    def start(self):
+        argv = [self.binary, "slave", "--data-dir", self.data, "--store", "bench", "--master", f"ws://127.0.0.1:{self.port}/",
+                "--log-level", "warning"]
+        if self.code:
+            argv += ["--pair", self.code]
+            self.code = None
+        os.makedirs(self.data, exist_ok=True)
+        log = open(os.path.join(self.data, "..", os.path.basename(self.data) + ".log"), "ab")
+        self.process = subprocess.Popen(argv, stdout=log, stderr=log,
+                                        env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent"))
+        return self
+
+    def wait_synced(self, master, timeout, seq=None):
+        want = seq if seq is not None else master.status()["seq"]
+
+        def synced():
+            if self.process.poll() is not None:
+                raise PerfError(f"the slave exited ({self.process.returncode})")
+            status = api(self.data, "GET", "/v1/status")[1]
+            return status["master"]["state"] == "live" and status["seq"] >= want
+
+        wait_for(synced, timeout, "the slave to sync")
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=20)
+
+
+def machine():
+    model = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpus": os.cpu_count(), "cpu": model, "kernel": os.uname().release}
+
+
+# MARK: reporting
+
+
+def fmt(value, digits=0):
+    if value is None:
+        return "-"
+    if digits == 0:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def ratio(a, b, higher_is_better=True):
+    if not a or not b:
+        return "-"
+    return f"{(a / b if higher_is_better else b / a):.1f}x"
+
+
+def report(r):
+    lines = [f"Command: `{r['command']}`", f"Machine: {r['machine']['cpus']} cores, {r['machine']['cpu']}, Linux {r['machine']['kernel']}",
+             f"Medians of {r['repeat']} alternating runs.", ""]
+    if "fdatasync_ms" in r:
+        f = r["fdatasync_ms"]
+        lines += [f"The disk's fdatasync (4 KiB rewritten, beside the runs): p50 {f['p50']:.3f} ms, p99 {f['p99']:.3f} ms, "
+                  f"max {f['max']:.3f} ms.", ""]
+    if "throughput" in r:
+        lines += ["(a) Maximum sustained durable ops/s (StorePOS Creates, 512 in flight) and deliveries per server CPU-second:", "",
+                  "| receivers | OrderSync ops/s | Python ops/s | ratio | OrderSync deliveries/CPU-s | Python deliveries/CPU-s | ratio |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for row in r["throughput"]:
+            o, p = row["ordersync"], row["python"]
+            lines.append(f"| {row['receivers']} | {fmt(o['ops_per_s'])} | {fmt(p['ops_per_s'])} | {ratio(o['ops_per_s'], p['ops_per_s'])} | "
+                         f"{fmt(o['deliveries_per_cpu_s'])} | {fmt(p['deliveries_per_cpu_s'])} | "
+                         f"{ratio(o['deliveries_per_cpu_s'], p['deliveries_per_cpu_s'])} |")
+        lines.append("")
+    if "latency" in r:
+        lines += ["(b) Latency from send until every terminal has it (ms), open-loop rate:", "",
+                  "| ops/s | terminals | OrderSync p50 / p99 / p99.9 | Python p50 / p99 / p99.9 | p99 ratio | OrderSync p99 runs | kept up (O/P) |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for row in r["latency"]:
+            o, p = row["ordersync"], row["python"]
+            lines.append(f"| {fmt(row['rate'])} | {row['receivers']} | {o['p50']:.2f} / {o['p99']:.2f} / {o['p999']:.2f} | "
+                         f"{p['p50']:.2f} / {p['p99']:.2f} / {p['p999']:.2f} | {ratio(o['p99'], p['p99'], False)} | "
+                         f"{', '.join(str(x) for x in o['p99_runs'])} | {'yes' if o['kept_up'] else 'no'} / {'yes' if p['kept_up'] else 'no'} |")
+        lines.append("")
+    if "catch_up" in r:
+        c = r["catch_up"]
+        lines += [f"(c) Catch-up: an OrderSync slave that missed {c['missed']:,} operations is in sync {fmt(c['seconds'], 2)} s after it "
+                  f"starts again (runs: {c['runs']}; by {c['path']}). The Python master has no catch-up: a terminal gets every order again.", ""]
+    if "many_terminals" in r:
+        m = r["many_terminals"]
+        o, p = m["ordersync"], m["python"]
+        lines += [f"(d) {m['terminals']:,} connected terminals held {m['hold_s']} s:", "",
+                  "| | OrderSync | Python |", "| --- | --- | --- |",
+                  f"| RSS (MiB) | {fmt(o['rss_mib'], 1)} | {fmt(p['rss_mib'], 1)} |",
+                  f"| peak RSS (MiB) | {fmt(o['hwm_mib'], 1)} | {fmt(p['hwm_mib'], 1)} |",
+                  f"| CPU while held, connecting included (s) | {fmt(o['cpu_s'], 2)} | {fmt(p['cpu_s'], 2)} |",
+                  f"| all connected in (s) | {fmt(o['connect_s'], 2)} | {fmt(p['connect_s'], 2)} |", ""]
+    if "idle" in r:
+        i = r["idle"]
+        lines += [f"(e) Idle for {i['seconds']} s: OrderSync {fmt(i['ordersync']['cpu_s'], 2)} s CPU, {fmt(i['ordersync']['rss_mib'], 1)} MiB RSS; "
+                  f"Python {fmt(i['python']['cpu_s'], 2)} s CPU, {fmt(i['python']['rss_mib'], 1)} MiB RSS.", ""]
+    if "snapshot" in r:
+        s = r["snapshot"]
+        lines += [f"(f) A store of {s['orders']:,} orders to a new terminal:", "",
+                  "| | OrderSync | Python |", "| --- | --- | --- |",
+                  f"| StorePOS terminal: connect until every order is in (s) | {fmt(s['ordersync']['storepos_s'], 2)} | {fmt(s['python']['storepos_s'], 2)} |",
+                  f"| OrderSync slave: start until live with every order (s) | {fmt(s['ordersync']['slave_s'], 2)} | n/a |",
+                  f"| server peak RSS (MiB) | {fmt(s['ordersync']['hwm_mib'], 1)} | {fmt(s['python']['hwm_mib'], 1)} |", ""]
+    if "sweeps" in r:
+        titles = {"terminals": "terminals", "order_bytes": "order size (bytes of JSON)", "store_orders": "orders in the store"}
+        for key, rows in r["sweeps"].items():
+            if key == "rate":
+                continue
+            lines += [f"Cost as the {titles[key]} grow(s), {r['sweeps']['rate']} ops/s:", "",
+                      f"| {titles[key]} | OrderSync CPU µs/op | OrderSync p50 / p99 ms | Python CPU µs/op | Python p50 / p99 ms |",
+                      "| --- | --- | --- | --- | --- |"]
+            for row in rows:
+                o, p = row["ordersync"], row.get("python")
+                py = f"{fmt(p['cpu_us_per_op'])} | {p['p50_ms']:.2f} / {p['p99_ms']:.2f}" if p else "- | -"
+                lines.append(f"| {fmt(row['x'])} | {fmt(o['cpu_us_per_op'])} | {o['p50_ms']:.2f} / {o['p99_ms']:.2f} | {py} |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def plot(r, folder):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(folder, exist_ok=True)
+    written = []
+    titles = {"terminals": "receiving terminals", "order_bytes": "order size (bytes)", "store_orders": "orders in the store"}
+    for key, rows in r.get("sweeps", {}).items():
+        if key == "rate":
+            continue
+        fig, (cpu, lat) = plt.subplots(1, 2, figsize=(10, 4))
+        for kind, style in (("ordersync", "o-"), ("python", "s--")):
+            points = [(row["x"], row[kind]) for row in rows if row.get(kind)]
+            if not points:
+                continue
+            xs = [x for x, _ in points]
+            cpu.plot(xs, [v["cpu_us_per_op"] for _, v in points], style, label=kind)
+            lat.plot(xs, [v["p99_ms"] for _, v in points], style, label=f"{kind} p99")
+            lat.plot(xs, [v["p50_ms"] for _, v in points], style, alpha=0.4, label=f"{kind} p50")
+        for axis in (cpu, lat):
+            axis.set_xscale("log")
+            axis.set_xlabel(titles[key])
+            axis.grid(True, alpha=0.3)
+            axis.legend()
+        cpu.set_ylabel("master CPU per operation (µs)")
+        lat.set_ylabel("send to every terminal (ms)")
+        fig.suptitle(f"Cost as the {titles[key]} grow ({r['sweeps']['rate']} ops/s)")
+        fig.tight_layout()
+        path = os.path.join(folder, f"cost-{key.replace('_', '-')}.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", default=os.path.join(REPO, ".build", "release", "ordersync"))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default="a,b,c,d,e,f,sweeps", help="scenarios: a,b,c,d,e,f,sweeps")
+    parser.add_argument("--largest-store", type=int, default=1_000_000, help="the last store size of the sweep")
+    parser.add_argument("--out-json")
+    parser.add_argument("--plots", help="write the sweeps' PNG plots into this folder")
+    parser.add_argument("--smoke", action="store_true", help="every scenario, tiny: checks the pipeline, not the speed")
+    args = parser.parse_args()
+    if args.smoke:
+        args.repeat = 1
+    if not os.access(args.bin, os.X_OK):
+        raise SystemExit(f"perf: {args.bin} is not an executable (swift build -c release first)")
+    only = set(args.only.split(","))
+    bench = Bench(args)
+    steps = [("fsync", bench.fsync), ("a", bench.throughput), ("b", bench.latency), ("c", bench.catch_up),
+             ("d", bench.many_terminals), ("e", bench.idle), ("f", bench.snapshot), ("sweeps", bench.sweeps)]
+    try:
+        for name, step in steps:
+            if name == "fsync" or name in only:
+                started = time.time()
+                step()
+                print(f"perf: {name} done in {time.time() - started:.1f}s", file=sys.stderr, flush=True)
+    finally:
+        bench.cleanup()
+    if args.out_json:
+        with open(args.out_json, "w") as f:
+            json.dump(bench.results, f, indent=1)
+    if args.plots:
+        for path in plot(bench.results, args.plots):
+            print(f"perf: wrote {path}", file=sys.stderr)
+    print(report(bench.results))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except PerfError as e:
+        raise SystemExit(f"perf: {e}")
