@@ -28,7 +28,10 @@ Scripts/sanitizers.sh all
 echo "test: fuzzing (libFuzzer + ASAN, 60 s per target)"
 Scripts/fuzz.sh 60
 
+echo "test: instruction counts of the hot path under callgrind (smoke: the pipeline, not the figures)"
+Scripts/callgrind.sh --smoke
+
 echo "test: WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise interop, LAN scenarios"
 # Autobahn results are written to a temporary folder; Docs/CONFORMANCE.md is regenerated only by
 # running Scripts/conformance.py by hand.
-ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/conformance Tests/noise Tests/lan
+ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/conformance Tests/noise Tests/lan Tests/bench

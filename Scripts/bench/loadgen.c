@@ -474,13 +474,15 @@ int main(int argc, char **argv) {
         static long last_delivered = -1;
         if (delivered != last_delivered || snapshot_orders) { last_delivered = delivered; last_progress = now; }
         if (now - last_progress > 30ull * 1000000000ull) { error_note("no progress for 30 s"); break; }
-        int timeout_ms = 50;
+        /* Rate mode wakes for the next send to the nanosecond (epoll_pwait2), not the millisecond. */
+        uint64_t wait_ns = 50000000ull;
         if (mode == MODE_RATE && sent < ops) {
             uint64_t due = start + (uint64_t)((double)sent * 1e9 / rate);
-            timeout_ms = due > now ? (int)((due - now + 999999ull) / 1000000ull) : 0;
+            wait_ns = due > now ? due - now : 0;
         }
+        struct timespec timeout = {.tv_sec = (time_t)(wait_ns / 1000000000ull), .tv_nsec = (long)(wait_ns % 1000000000ull)};
         struct epoll_event evs[512];
-        int n = epoll_wait(epfd, evs, 512, timeout_ms);
+        int n = epoll_pwait2(epfd, evs, 512, &timeout, NULL);
         for (int k = 0; k < n; k++) {
             struct conn *c = evs[k].data.ptr;
             if (evs[k].events & EPOLLOUT) flush_out(c);

@@ -75,6 +75,7 @@ public final class MasterNode: @unchecked Sendable {
         engine.snapshotChunk = NodeDefaults.snapshotChunk
         engine.pacesSnapshots = true
         engine.maxHeldSnapshotBytes = configuration.maxHeldSnapshotBytes
+        engine.logsEachOperation = logger.logLevel <= .debug
         engine.rateLimit = RateLimit(operationsPerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"

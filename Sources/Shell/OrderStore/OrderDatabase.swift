@@ -80,6 +80,15 @@ public final class OrderDatabase {
             // "Foreign key constraints are disabled by default (for backwards compatibility), so
             // must be enabled separately for each database connection."
             try connection.executeOnce("PRAGMA foreign_keys = ON")
+            // Each operation of a group commit is a savepoint, whose undo log is a statement
+            // journal: "TEMP_STORE ... When temp_store is MEMORY (2) temporary tables and indices
+            // are kept as if they were in pure in-memory databases" (statement journals
+            // included), so undoing one operation costs no file writes. What is durable is
+            // unchanged: the WAL.
+            try connection.executeOnce("PRAGMA temp_store = MEMORY")
+            // A group of 2,000 operations dirties more pages than the default 2 MiB cache; a
+            // spill would write them to the WAL before the commit (8 MiB, in memory only).
+            try connection.executeOnce("PRAGMA cache_size = -8192")
             migrationsApplied = try Schema.migrate(connection)
             try DatabaseFileMode.restrictCompanions(of: path)
         } catch {

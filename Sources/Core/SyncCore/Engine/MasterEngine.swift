@@ -123,6 +123,9 @@ public final class MasterEngine {
     /// While true, every operation applied is noted in `groupApplied` (the node commits many
     /// operations in one transaction; see `MasterEngine+Group.swift`).
     public var recordsGroup = false
+    /// Whether each applied operation is logged (`op.applied`, a debug record): the node turns
+    /// it off when its log level would drop it anyway, so the hot path does not build it.
+    public var logsEachOperation = true
     /// The operations applied since the group began (`recordsGroup`).
     public internal(set) var groupApplied: [GroupedOperation] = []
 
@@ -454,14 +457,16 @@ public final class MasterEngine {
                         sender: sender, origin: origin, opId: message.opId, operation: message.operation,
                         orderUUIDs: outcome.applied.map(\.uuid)))
             }
-            out.append(
-                .log(
-                    EngineLog(
-                        .debug, "op.applied",
-                        [
-                            ("op.seq", "\(outcome.seq ?? 0)"), ("op.kind", "\(message.operation)"),
-                            ("orders", "\(outcome.applied.count)"), ("origin", origin), ("op.id", message.opId ?? ""),
-                        ])))
+            if logsEachOperation {
+                out.append(
+                    .log(
+                        EngineLog(
+                            .debug, "op.applied",
+                            [
+                                ("op.seq", "\(outcome.seq ?? 0)"), ("op.kind", "\(message.operation)"),
+                                ("orders", "\(outcome.applied.count)"), ("origin", origin), ("op.id", message.opId ?? ""),
+                            ])))
+            }
             out.append(.broadcast(text: text, peers: recipients(of: message.operation, from: sender)))
         } else if outcome.isRepeat, let s = sender, peers[s]?.speaksOrderSync == true {
             // A retry of an operation already answered: the original answer, to the sender only.

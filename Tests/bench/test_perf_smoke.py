@@ -1,0 +1,71 @@
+"""The benchmark's pipeline, end to end in seconds: `Scripts/perf.py --smoke` runs every scenario
+tiny against the OrderSync master and the Python baseline, and its figures must be well formed.
+This checks the measuring, not the speed (Docs/PERFORMANCE.md has the figures)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def prerequisites():
+    binary = os.environ.get("ORDERSYNC_BIN", os.path.join(REPO, ".build", "debug", "ordersync"))
+    missing = [name for name in ("gcc", "taskset") if not shutil.which(name)]
+    if not os.access(binary, os.X_OK):
+        missing.append(binary)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        missing.append("matplotlib")
+    if missing:
+        why = "the benchmark needs " + ", ".join(missing)
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    return binary
+
+
+def test_every_scenario_gives_well_formed_figures_for_both_masters(tmp_path):
+    binary = prerequisites()
+    out = tmp_path / "perf.json"
+    plots = tmp_path / "plots"
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "Scripts", "perf.py"), "--smoke", "--bin", binary, "--out-json", str(out),
+         "--plots", str(plots)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    r = json.loads(out.read_text())
+    print(result.stdout)
+
+    for row in r["throughput"]:
+        for kind in ("ordersync", "python"):
+            f = row[kind]
+            assert f["ops_per_s"] > 0 and f["deliveries_per_cpu_s"] > 0, (kind, f)
+            assert f["server_cpu_s"] > 0 and f["generator_cpu_s"] > 0, (kind, f)
+    for row in r["latency"]:
+        for kind in ("ordersync", "python"):
+            f = row[kind]
+            assert 0 < f["p50"] <= f["p99"] <= f["p999"] <= f["max"], (kind, f)
+    assert r["catch_up"]["seconds"] > 0 and r["catch_up"]["path"] in ("journal", "snapshot")
+    for kind in ("ordersync", "python"):
+        held = r["many_terminals"][kind]
+        assert held["rss_mib"] > 0 and held["hwm_mib"] >= held["rss_mib"] - 1, held
+        assert r["idle"][kind]["rss_mib"] > 0
+        assert r["snapshot"][kind]["storepos_s"] > 0
+    assert r["snapshot"]["ordersync"]["slave_s"] > 0
+    for key in ("terminals", "order_bytes", "store_orders"):
+        rows = r["sweeps"][key]
+        assert len(rows) >= 2 and [row["x"] for row in rows] == sorted(row["x"] for row in rows)
+        for row in rows:
+            assert row["ordersync"]["cpu_us_per_op"] > 0 and row["ordersync"]["p99_ms"] > 0, row
+    assert r["fdatasync_ms"]["p50"] > 0
+    pngs = sorted(p.name for p in plots.iterdir())
+    assert pngs == ["cost-order-bytes.png", "cost-store-orders.png", "cost-terminals.png"], pngs
+    for p in plots.iterdir():
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The tables printed for Docs/PERFORMANCE.md name both masters and the command.
+    assert "| receivers | OrderSync ops/s | Python ops/s |" in result.stdout
+    assert "Command: `Scripts/perf.py --smoke" in result.stdout
