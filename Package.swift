@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "ordersync-wsecho", targets: ["WebSocketEcho"]),
         .executable(name: "ordersync-noise-peer", targets: ["NoisePeer"]),
         .executable(name: "ordersync-qr", targets: ["QRDump"]),
+        .executable(name: "ordersync-microbench", targets: ["MicroBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -86,6 +87,15 @@ let package = Package(
         // Test peer: prints the QRCode module's matrix, for comparison with Python's `segno`
         // (Tests/conformance/test_qrcode_segno.py).
         .executableTarget(name: "QRDump", dependencies: ["QRCode"], path: "Sources/Programs/QRDump"),
+        // Benchmark: the hot path's steps one at a time, for instruction counts under callgrind
+        // and allocation counts (Scripts/callgrind.sh, Docs/PERFORMANCE.md). The counting
+        // allocator is linked into this program only.
+        .target(
+            name: "MicroBenchCases", dependencies: ["JSON", "SyncCore", "OrderStore", "WebSocket"],
+            path: "Sources/Programs/MicroBenchCases"),
+        .target(name: "CMallocCounter", path: "Sources/Programs/CMallocCounter"),
+        .executableTarget(
+            name: "MicroBench", dependencies: ["MicroBenchCases", "CMallocCounter"], path: "Sources/Programs/MicroBench"),
 
         // MARK: Tests
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
@@ -103,6 +113,7 @@ let package = Package(
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "EventLoopIO"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(name: "MicroBenchTests", dependencies: ["MicroBenchCases"]),
         .testTarget(
             name: "OrderSyncNodeTests",
             dependencies: [
