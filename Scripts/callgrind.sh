@@ -2,7 +2,8 @@
 # Instruction counts of the hot path's steps under valgrind's callgrind: repeatable whatever else
 # the machine is doing (instructions, not seconds). Each case of `ordersync-microbench` runs N and
 # 2N times; instructions per operation = (Ir(2N) - Ir(N)) / N, so start-up and warm-up cancel
-# out. Allocations per operation come from the counting allocator linked into the microbench.
+# out; only what runs inside `MicroBenchCase.run` is counted. Allocations per operation come from
+# the counting allocator linked into the microbench.
 #
 #   Scripts/callgrind.sh                 # N=2000, release build; prints a Markdown table
 #   Scripts/callgrind.sh --json out.json # also writes the figures as JSON
@@ -32,7 +33,9 @@ trap 'rm -rf "$WORK"' EXIT
 strip --strip-debug -o "$WORK/microbench" "$BIN"
 
 instructions() {  # CASE ITERATIONS -> total Ir, and the program's own JSON line in $WORK/last.json
-    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" "$WORK/microbench" "$1" "$2" \
+    # Only what runs inside MicroBenchCase.run is counted (not the inputs made beforehand).
+    valgrind --tool=callgrind --toggle-collect='*MicroBenchCases*CaseC3run*' --callgrind-out-file="$WORK/cg.out" \
+        "$WORK/microbench" "$1" "$2" \
         >"$WORK/last.json" 2>"$WORK/valgrind.log" || { cat "$WORK/valgrind.log" >&2; return 1; }
     awk '/^totals:/ {print $2}' "$WORK/cg.out"
 }

@@ -3,7 +3,7 @@ import Foundation
 import MicroBenchCases
 
 // ordersync-microbench CASE ITERATIONS: runs one step of the hot path ITERATIONS times (after a
-// warm-up of a tenth as many) and prints one JSON line: the allocations it made per iteration,
+// warm-up of 50) and prints one JSON line: the allocations it made per iteration,
 // counted by the allocator linked into this program only. Under
 // `valgrind --tool=callgrind`, two runs (N and 2N) give the instructions per iteration
 // (`Scripts/callgrind.sh`).
@@ -14,7 +14,8 @@ guard arguments.count == 3, let iterations = Int(arguments[2]), iterations > 0 e
     exit(2)
 }
 do {
-    let warmUp = max(1, iterations / 10)
+    // A fixed warm-up, so that it cancels out of Scripts/callgrind.sh's (Ir(2N) - Ir(N)) / N.
+    let warmUp = min(50, iterations)
     let bench = try MicroBenchCase(arguments[1], capacity: iterations + warmUp)
     try bench.run(warmUp)
     ordersync_malloc_reset()
