@@ -315,20 +315,24 @@ static char *order_text;
 static size_t order_text_cap;
 static char *name_pad;
 
-/* One Create carrying operation i's order, padded through its customerName to about
-   --order-bytes of JSON. */
+/* One Create carrying operation i's order, padded to about --order-bytes of JSON: through its
+   customerName up to 1,000 bytes (a text field holds at most 4 KiB), beyond that through an
+   unknown member, which a master keeps and passes on (16 KiB of JSON per order at most). */
 static void send_op(struct conn *s, long i) {
     char uuid[37];
     op_uuid(uuid, i);
     int pad = order_bytes - 150;
     if (pad < 1) pad = 1;
-    if (!name_pad) { name_pad = malloc((size_t)pad); memset(name_pad, 'g', (size_t)pad); }
+    int name_len = pad > 1000 ? 1000 : pad;
+    int extra_len = pad - name_len > 12 ? pad - name_len - 12 : 0;
+    if (!name_pad) { name_pad = malloc((size_t)pad + 1); memset(name_pad, 'g', (size_t)pad); }
     size_t need = (size_t)pad + 512;
     if (need > order_text_cap) { order_text = realloc(order_text, need); order_text_cap = need; }
     int n = snprintf(order_text, order_text_cap,
                      "{\"operation\":0,\"orders\":[{\"uuid\":\"%s\",\"customerName\":\"%.*s\",\"created\":\"2016-01-12T21:35:16+0800\","
-                     "\"shippingMethod\":\"pickup\",\"tableName\":\"T%ld\",\"tableSize\":%ld}]}",
-                     uuid, pad, name_pad, i % 40, 1 + i % 8);
+                     "\"shippingMethod\":\"pickup\",\"tableName\":\"T%ld\",\"tableSize\":%ld%s%.*s%s}]}",
+                     uuid, name_len, name_pad, i % 40, 1 + i % 8, extra_len ? ",\"x-pad\":\"" : "", extra_len, name_pad,
+                     extra_len ? "\"" : "");
     sent_at[i] = now_ns();
     remaining[i] = receivers;
     send_frame(s, 0x1, order_text, (size_t)n);
