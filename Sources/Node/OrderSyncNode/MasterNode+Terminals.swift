@@ -108,6 +108,7 @@ extension MasterNode {
         let wasConnected = s.phase == .open
         let name = engine.peers[s.id]?.terminalName
         s.phase = .ended
+        metrics.counts.endedTraffic.add(s.transport.traffic)
         if let t = s.authenticationTimer {
             loop.cancel(t)
             s.authenticationTimer = nil
