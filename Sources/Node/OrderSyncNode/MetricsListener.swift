@@ -20,7 +20,8 @@ enum MetricsExposition {
 
     /// A short text answer.
     static func plain(_ status: Int, _ text: String, _ headers: [(String, String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: HTTPHeaders(headers + [("Content-Type", "text/plain; charset=utf-8")]), body: Array(text.utf8))
+        HTTPResponse(
+            status: status, headers: HTTPHeaders(headers + [("Content-Type", "text/plain; charset=utf-8")]), body: Array(text.utf8))
     }
 }
 

@@ -98,7 +98,8 @@ final class NodeMetrics {
         bytesOut = counter("sent", "bytes_total", "WebSocket frame bytes sent on sync links (handshakes not counted).")
         messagesIn = counter("received_messages", "total", "WebSocket messages received on sync links.")
         messagesOut = counter("sent_messages", "total", "WebSocket messages sent on sync links.")
-        commitFailures = counter("commit_failures", "total", "Store commits (master groups, replica batches) that failed and were rolled back.")
+        commitFailures = counter(
+            "commit_failures", "total", "Store commits (master groups, replica batches) that failed and were rolled back.")
         let d = descriptor(
             "commit_duration", "seconds",
             role == .master
@@ -151,7 +152,8 @@ final class NodeMetrics {
 
     /// Records one commit's latency (once per group or batch, on the loop).
     func recordCommit(_ duration: Duration, failed: Bool) {
-        commitDuration.recordNanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        commitDuration.recordNanoseconds(
+            Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
         if failed { counts.commitFailures += 1 }
     }
 

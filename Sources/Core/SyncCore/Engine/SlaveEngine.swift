@@ -166,7 +166,7 @@ public final class SlaveEngine {
                 // For an entry not sent on this link (an answer from before a reconnect): it is
                 // sent again and answered again.
             } else {
-                out.append(.log(EngineLog(.warning, "master.rejected", [("code", e.code.rawValue), ("reason", e.message)])))
+                out.append(.log(EngineLog(e.logLevel, "master.rejected", [("code", e.code.rawValue), ("reason", e.message)])))
             }
         case .success(.result(let opId, let seq, _, _, let failed)):
             answered(opId: opId, seq: seq, failed: failed, &out)
