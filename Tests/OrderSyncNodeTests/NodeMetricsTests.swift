@@ -1,6 +1,5 @@
 import EventLoopIO
 import Foundation
-import Glibc
 import JSON
 import OrderSyncNode
 import XCTest
@@ -129,27 +128,14 @@ final class NodeMetricsTests: XCTestCase {
 
     /// Sends `request` to 127.0.0.1:`port` and reads until the server closes.
     private func httpExchange(port: UInt16, _ request: String) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        XCTAssertEqual(connected, 0, "connect: errno \(errno)")
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let bytes = Array(request.utf8)
-        XCTAssertEqual(bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }, bytes.count)
+        let socket = try TCPSocket.connect(host: "127.0.0.1", port: port)
+        defer { socket.close() }
+        try socket.writeAll(Array(request.utf8), timeout: .seconds(10))
         var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            out += buffer[0..<n]
+            let chunk = try socket.readSome(timeout: .seconds(10))
+            if chunk.isEmpty { break }
+            out += chunk
         }
         return String(decoding: out, as: UTF8.self)
     }

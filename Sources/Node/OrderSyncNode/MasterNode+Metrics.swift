@@ -4,10 +4,9 @@ import SyncCore
 import WebSocketTransport
 
 extension MasterNode {
-    /// Serves `GET /metrics` on the local API socket.
+    /// Serves `GET /metrics` on the local API socket (and `--metrics-listen`).
     func startMetrics() {
-        api.metrics = { [weak self] in self?.renderMetrics() ?? [] }
-        metricsListener?.start { [weak self] in self?.renderMetrics() ?? [] }
+        NodeMetrics.serve(api: api, listener: metricsListener) { [weak self] in self?.renderMetrics() ?? [] }
     }
 
     /// The exposition, from the node's status at this moment and what it counted.

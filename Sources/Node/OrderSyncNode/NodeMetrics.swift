@@ -150,6 +150,13 @@ final class NodeMetrics {
         Meter(label: d.name, dimensions: labels, handler: registry.makeGauge(descriptor: d, labels: labels), factory: factory).set(1)
     }
 
+    /// Serves `GET /metrics` with what `render` returns on the local API socket and, with
+    /// `--metrics-listen`, on `listener`.
+    static func serve(api: LocalAPIServer, listener: MetricsListener?, render: @escaping () -> [UInt8]) {
+        api.metrics = render
+        listener?.start(render: render)
+    }
+
     /// Records one commit's latency (once per group or batch, on the loop).
     func recordCommit(_ duration: Duration, failed: Bool) {
         commitDuration.recordNanoseconds(

@@ -5,8 +5,7 @@ import SyncCore
 extension SlaveNode {
     /// Serves `GET /metrics` on the local API socket (and `--metrics-listen`).
     func startMetrics() {
-        api.metrics = { [weak self] in self?.renderMetrics() ?? [] }
-        metricsListener?.start { [weak self] in self?.renderMetrics() ?? [] }
+        NodeMetrics.serve(api: api, listener: metricsListener) { [weak self] in self?.renderMetrics() ?? [] }
     }
 
     /// The exposition, from the node's status at this moment and what it counted.
