@@ -450,7 +450,7 @@ def test_binary_and_oversized_messages_close_the_link_and_silent_sockets_are_dro
     terminal.command(cmd="send_big", id="big", bytes=2 * 1024 * 1024)
     closed = big.closed()
     assert (closed["code"], closed["by"]) == (1009, "peer"), closed
-    master.wait_event("peer.disconnected", where=lambda e: e.get("ws.close_code") == "1009", timeout=5)
+    master.wait_event("peer.disconnected", where=lambda e: e.get("ws.close_code") == 1009, timeout=5)
 
     after = terminal.connect("after", url)
     after.snapshot()
