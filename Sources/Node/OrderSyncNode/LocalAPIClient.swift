@@ -109,6 +109,7 @@ public struct LocalAPIClient {
         do {
             socket = try UnixSocket.connectBlocking(path: socketPath)
         } catch let e as PosixError where e.errno == EACCES || e.errno == EPERM {
+            try FileOwner.requireDirectory(dataDirectory)
             throw LocalAPIClientError.permissionDenied(path: socketPath, owner: FileOwner(of: socketPath, orOf: dataDirectory))
         } catch {
             try FileOwner.requireDirectory(dataDirectory)
