@@ -1,8 +1,8 @@
 """Health a script can use, with real processes: `ordersync check` (monitoring-plugin exit
 codes and one line) on a live master and slave, with the master stopped, with no daemon and
 with a slave's outbox filling up while it is cut off; readiness, `connecting` and `lastError`
-in `status`; and the documented exit codes of the CLI (not found 66, conflict 73, no daemon
-69, permission denied 77 on the socket, the database and the data directory)."""
+in `status`; and the documented exit codes of the CLI (bad input 65, not found 66, conflict 73, no
+daemon 69, permission denied 77 on the socket, the database and the data directory)."""
 
 import json
 import os
@@ -156,6 +156,8 @@ def test_cli_exit_codes_say_what_went_wrong(make_lan):
     assert code == 73 and "[already_exists]" in err, err
     code, err = rc("terminal", "revoke", "no-such-till")
     assert code == 66 and "[not_found]" in err, err
+    code, err = rc("order", "update", order["uuid"], "--table-size", "-7")
+    assert code == 65 and "[invalid_field]" in err, err
     code, err = rc("order", "update", order["uuid"], "--status", "nonsense")
     assert code == 64 and "--status must be one of" in err, err
 
