@@ -7,6 +7,8 @@ daemon 69, permission denied 77 on the socket, the database and the data directo
 import json
 import os
 import re
+import signal
+import time
 import uuid as uuidlib
 from datetime import datetime, timezone
 
@@ -160,6 +162,17 @@ def test_cli_exit_codes_say_what_went_wrong(make_lan):
     assert code == 65 and "[invalid_field]" in err, err
     code, err = rc("order", "update", order["uuid"], "--status", "nonsense")
     assert code == 64 and "--status must be one of" in err, err
+
+    # A daemon that takes the connection but never answers (frozen): CRITICAL after --timeout.
+    master.process.send_signal(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        rc_frozen, line = check(master, "--timeout", "1")
+        waited = time.monotonic() - started
+    finally:
+        master.process.send_signal(signal.SIGCONT)
+    assert rc_frozen == CRITICAL and line == "ORDERSYNC CRITICAL - the daemon did not answer within 1 s", line
+    assert waited < 5, waited
 
     # Permission denied on the socket (0660, root's group) says so, and whom to run as.
     os.chmod(master.data_dir, 0o755)

@@ -67,18 +67,21 @@ public struct LocalAPIResponse {
 /// A blocking client of the local API, for the CLI.
 public struct LocalAPIClient {
     let dataDirectory: String
+    /// How long the client waits for the daemon to take or answer the request.
+    let timeout: Duration
 
     /// A client for the daemon of `dataDirectory`.
-    public init(dataDirectory: String) {
+    public init(dataDirectory: String, timeout: Duration = LocalAPIClient.defaultTimeout) {
         self.dataDirectory = dataDirectory
+        self.timeout = timeout
     }
 
     var socketPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.socketFile) }
 
-    /// How long the client waits for the daemon.
-    static let timeout: Duration = .seconds(30)
+    /// How long the CLI waits for the daemon.
+    public static let defaultTimeout: Duration = .seconds(30)
 
-    /// Sends one request and waits (at most 30 s) for the answer.
+    /// Sends one request and waits (at most `timeout`) for the answer.
     public func send(method: String, path: String, body: JSONValue? = nil) throws -> LocalAPIResponse {
         let (status, bytes) = try exchange(method: method, path: path, body: body)
         let json: JSONValue
@@ -121,7 +124,7 @@ public struct LocalAPIClient {
         if !payload.isEmpty { head += "Content-Type: application/json\r\n" }
         head += "\r\n"
         do {
-            try socket.writeAll(Array(head.utf8) + payload, timeout: Self.timeout)
+            try socket.writeAll(Array(head.utf8) + payload, timeout: timeout)
         } catch {
             throw LocalAPIClientError.noDaemon(dataDirectory: dataDirectory)
         }
@@ -129,9 +132,9 @@ public struct LocalAPIClient {
         while true {
             let chunk: [UInt8]
             do {
-                chunk = try socket.readSome(maxBytes: 65_536, timeout: Self.timeout)
+                chunk = try socket.readSome(maxBytes: 65_536, timeout: timeout)
             } catch let e as PosixError where e.errno == ETIMEDOUT {
-                throw LocalAPIClientError.timeout(seconds: Int(Self.timeout.seconds))
+                throw LocalAPIClientError.timeout(seconds: Int(timeout.seconds))
             } catch {
                 throw LocalAPIClientError.badResponse("\(error)")
             }

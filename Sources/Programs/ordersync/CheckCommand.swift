@@ -32,6 +32,9 @@ struct CheckCommand: ParsableCommand {
         help: ArgumentHelp("Seconds a slave may be without a live link to its master (one value: critical).", valueName: "[warn,]crit"))
     var maxSilence = "60"
 
+    @Option(name: .long, help: ArgumentHelp("How long to wait for the daemon's answer (1-3600).", valueName: "seconds"))
+    var timeout = 10
+
     /// The thresholds, or a usage error naming the bad one.
     func thresholds() throws -> HealthThresholds {
         func parse(_ text: String, _ flag: String, singleIsCritical: Bool = false) throws -> HealthThreshold {
@@ -47,18 +50,19 @@ struct CheckCommand: ParsableCommand {
 
     func validate() throws {
         _ = try thresholds()
+        guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be 1-3600 seconds.") }
     }
 
     func run() throws {
-        let report = Self.report(dataDirectory: try data.resolved(), thresholds: try thresholds())
+        let report = Self.report(dataDirectory: try data.resolved(), thresholds: try thresholds(), timeout: .seconds(timeout))
         print(report.line)
         throw ExitCode(report.state.rawValue)
     }
 
     /// Asks the daemon and judges its answer; every failure to ask is a report too.
-    static func report(dataDirectory dir: String, thresholds: HealthThresholds) -> HealthReport {
+    static func report(dataDirectory dir: String, thresholds: HealthThresholds, timeout: Duration) -> HealthReport {
         do {
-            return HealthCheck.evaluate(try LocalAPIClient(dataDirectory: dir).status(), thresholds: thresholds)
+            return HealthCheck.evaluate(try LocalAPIClient(dataDirectory: dir, timeout: timeout).status(), thresholds: thresholds)
         } catch let e as LocalAPIClientError {
             switch e {
             case .noDaemon, .timeout, .noStore: return HealthReport(state: .critical, summary: e.description)
