@@ -41,9 +41,18 @@ func verb(_ done: String, _ reply: JSONValue) -> String {
 }
 
 /// Sends a request to the daemon of `dir`; API and client errors become a clear message and
-/// their exit status (`ExitStatus`).
-func callDaemon(_ dir: String, _ method: String, _ path: String, body: JSONValue? = nil) throws -> JSONValue {
-    let response = try reportingFailures { try LocalAPIClient(dataDirectory: dir).send(method: method, path: path, body: body) }
+/// their exit status (`ExitStatus`). `noDaemon` replaces the message when no daemon runs.
+func callDaemon(
+    _ dir: String, _ method: String, _ path: String, body: JSONValue? = nil, noDaemon: String? = nil
+) throws -> JSONValue {
+    let response = try reportingFailures {
+        do {
+            return try LocalAPIClient(dataDirectory: dir).send(method: method, path: path, body: body)
+        } catch LocalAPIClientError.noDaemon {
+            guard let message = noDaemon else { throw LocalAPIClientError.noDaemon(dataDirectory: dir) }
+            throw fail(message, .unavailable)
+        }
+    }
     if (200..<300).contains(response.status) { return response.body }
     let err = response.body.objectValue?["error"]?.objectValue
     let code = err?["code"]?.stringValue ?? "http_\(response.status)"

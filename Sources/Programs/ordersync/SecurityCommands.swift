@@ -7,14 +7,10 @@ import QRCode
 /// Sends a request to the running master of `dir`: API errors and a master that is not running
 /// become a clear message and their exit status (`ExitStatus`).
 func callMaster(_ dir: String, _ method: String, _ path: String, body: JSONValue? = nil) throws -> JSONValue {
-    do {
-        return try callDaemon(dir, method, path, body: body)
-    } catch let e as ExitCode where e.rawValue == ExitStatus.unavailable.rawValue {
-        // callDaemon said no daemon runs; say what needs the running master.
-        throw fail(
-            "pairing, terminals and keys are managed by the running master. Start it with `ordersync master --data-dir \(dir)`.",
-            .unavailable)
-    }
+    try callDaemon(
+        dir, method, path, body: body,
+        noDaemon: "the master is not running for \(dir); pairing, terminals and keys are managed by the running master. "
+            + "Start it with `ordersync master --data-dir \(dir)`.")
 }
 
 /// `ordersync pair`: opens the master's pairing window and prints the code.
