@@ -83,6 +83,7 @@ extension SlaveNode {
                 engine = try SlaveEngine(
                     store: SQLiteSlaveStore(db: db), terminalId: terminalId, terminalName: terminalName,
                     configuredStore: configuration.store)
+                engine.logsOwnOperations = logger.logLevel <= .info
             } catch {
                 logger.critical("replica.unreadable", metadata: ["error": "\(error)"])
             }

@@ -92,6 +92,7 @@ public final class SlaveNode: @unchecked Sendable {
             throw NodeStartupError(
                 "\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir")
         }
+        engine.logsOwnOperations = logger.logLevel <= .info
         var logger = logger
         if let s = configuration.store ?? engine.joinedStore { logger[metadataKey: "store"] = "\(s)" }
         self.logger = logger
