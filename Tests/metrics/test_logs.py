@@ -1,5 +1,6 @@
-"""Logs an operator reads at 2 a.m., from real processes: a slave whose master is down logs the
-first failed attempt, then one summary per interval with a count, and one line when it is back;
+"""Logs an operator reads at 2 a.m., from real processes: an operation a slave made leaves one
+`order.applied` line on it and one on the master; a slave whose master is down logs the first
+failed attempt, then one summary per interval with a count, and one line when it is back;
 under journald (JOURNAL_STREAM naming stderr) each line starts with its syslog priority."""
 
 import json
@@ -32,6 +33,13 @@ def test_connect_failures_are_summarised_and_the_reconnection_logged(lan2):
     master.wait_event("node.started")
     slave = SummarisingNode.slave(h2, master_url=f"ws://{h1.address}:17461/")
     slave.wait_live(timeout=30)
+    # An operation of the slave's own leaves one info line there once the master applied it.
+    order = slave.create(customer="at the till")
+    mine = slave.wait_event("order.applied", timeout=20)
+    assert (mine["level"], mine["op"], mine["order"].lower(), mine["seq"]) == ("info", "create", order["uuid"].lower(), 1), mine
+    assert mine["terminal"] and mine["op.id"], mine
+    master.wait_event("order.applied", where=lambda e: e["order"].lower() == order["uuid"].lower())
+    assert len(slave.events("order.applied")) == 1 and len(master.events("order.applied")) == 1
     master.stop()
     try:
         # Wait for the first failure and two summaries after it.
