@@ -89,15 +89,12 @@ enum StoreOpening {
         let path = c.databasePath
         switch error.kind {
         case .damaged:
-            let lines = problems(of: error).map { "    \($0)" }.joined(separator: "\n")
-            return """
-                the order store \(path) is damaged; the \(c.role.rawValue) does not serve it.
-                  SQLite reports (PRAGMA quick_check):
-                \(lines)
-                  The file is left as it is. The way back: stop here, move the damaged files aside \
-                (\(path), \(path)-wal, \(path)-shm), copy your latest backup made with `ordersync backup` \
-                to \(path) and start again: see "Backup and restore" and "A damaged store" in Docs/OPERATIONS.md.
-                """
+            let lines = problems(of: error).map { "\n    \($0)" }.joined()
+            return "the order store \(path) is damaged; the \(c.role.rawValue) does not serve it.\n"
+                + "  SQLite reports (PRAGMA quick_check):\(lines)\n"
+                + "  The file is left as it is. The way back: move the damaged files aside (\(path) and its -wal and -shm), "
+                + "copy your latest backup made with `ordersync backup` to \(path) and start again; "
+                + "see \"Backup and restore\" and \"A damaged store\" in Docs/OPERATIONS.md."
         case .schemaTooNew:
             return "cannot open the order store \(path): \(error.message). It was written by a newer ordersync; "
                 + "install that version again (or restore a backup made by this one)"

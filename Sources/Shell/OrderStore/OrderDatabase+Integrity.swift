@@ -34,12 +34,23 @@ extension OrderDatabase {
     private static func quickCheck(_ connection: SQLiteConnection, limit: Int) throws -> [String] {
         // "PRAGMA schema.quick_check(N)": N limits the number of errors reported. A PRAGMA takes
         // no bound parameters; `limit` is an integer, not outside text.
-        let lines = try connection.withStatement("PRAGMA quick_check(\(max(1, limit)))") { statement in
+        let rows = try connection.withStatement("PRAGMA quick_check(\(max(1, limit)))") { statement in
             var out: [String] = []
-            while try statement.step() { out.append(statement.optionalText(0) ?? "") }
+            do {
+                while try statement.step() { out.append(statement.optionalText(0) ?? "") }
+            } catch let error as StoreError where error.kind == .damaged && !out.isEmpty {
+                // SQLite may report its findings and then fail the last step with SQLITE_CORRUPT:
+                // the findings are what an operator needs.
+                return out
+            }
             return out
         }
-        return lines == ["ok"] ? [] : lines
+        guard rows != ["ok"] else { return [] }
+        // One row may hold several findings, one a line.
+        let lines = rows.flatMap { $0.split(separator: "\n").map(String.init) }
+        // "*** in database main ***" heads the findings about the main database: the only one.
+        let findings = lines.filter { !$0.hasPrefix("*** in database") }
+        return findings.isEmpty ? lines : findings
     }
 }
 
