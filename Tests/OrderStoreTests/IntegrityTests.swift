@@ -99,7 +99,9 @@ final class IntegrityTests: StoreTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dbPath))
         let fresh = try openDatabase()
         try fresh.restore(salvaged)
-        XCTAssertEqual(try fresh.outboxEntries().map { [$0.opId, $0.message, "\($0.baseSeq)", "\($0.createdMillis)"] }, entries.map { [$0.opId, $0.message, "7", "\($0.createdMillis)"] })
+        XCTAssertEqual(
+            try fresh.outboxEntries().map { [$0.opId, $0.message, "\($0.baseSeq)", "\($0.createdMillis)"] },
+            entries.map { [$0.opId, $0.message, "7", "\($0.createdMillis)"] })
         XCTAssertEqual(try fresh.metadata("terminal.id"), "terminal-1")
         XCTAssertEqual(try fresh.orderCount(), 0)
         assertStoreError(.damaged) { try OrderDatabase.openReadOnly(path: moved) }
