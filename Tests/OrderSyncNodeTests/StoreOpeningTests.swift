@@ -67,7 +67,8 @@ final class StoreOpeningTests: XCTestCase {
         try prepare(c) { db in
             try db.setMetadata("terminal.id", "till-7")
             for i in 0..<200 {
-                try db.appendOutbox(OutboxEntry(opId: "op-\(i)", message: String(repeating: "m", count: 100), orderKeys: [], createdMillis: 1))
+                try db.appendOutbox(
+                    OutboxEntry(opId: "op-\(i)", message: String(repeating: "m", count: 100), orderKeys: [], createdMillis: 1))
             }
         }
         try overwriteAllButTheFirstPage(c.databasePath)
