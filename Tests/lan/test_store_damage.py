@@ -108,12 +108,17 @@ def test_a_damaged_slave_replica_is_moved_aside_and_resynced_with_its_outbox_kep
         master.create(customer=f"before {i}", note="y" * 200)
     wait_converged([master, slave], expect=30)
     terminal_id = slave.status().get("terminalId")
+    master_seq = master.status()["seq"]
     snapshots_before = len(slave.events("snapshot.received"))
 
     # The master is down: the slave takes an order and keeps it in its outbox.
     assert master.stop() == 0
     queued = slave.create(customer="queued while the master was down")
     assert queued.get("sync") == "pending", queued
+    # A slave's backup says where its replica stands and what waits in its outbox.
+    copy = json.loads(slave.cli("backup", os.path.join(h2.dir, "replica-backup.sqlite"), "--json").stdout)
+    assert copy["role"] == "slave" and copy["orders"] == 31 and copy["outbox"] == 1, copy
+    assert copy["replicaSeq"] == master_seq, (copy, master_seq)
     assert slave.stop() == 0
     pages = overwrite_table_pages(database(slave), "orders")
 
