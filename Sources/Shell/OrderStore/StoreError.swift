@@ -75,6 +75,7 @@ public struct StoreError: Error, CustomStringConvertible, Equatable {
         if let code { text += " [SQLite code \(code)]" }
         if let path { text += " [file \(path)]" }
         if let sql { text += " [sql: \(sql)]" }
+        if kind == .damaged { text += "; see \"A damaged store\" in Docs/OPERATIONS.md" }
         return text
     }
 
