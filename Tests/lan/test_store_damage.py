@@ -29,7 +29,10 @@ def overwrite_table_pages(path: str, table: str) -> list[int]:
         # Everything in the WAL goes into the file first, so the garbage is what SQLite reads.
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         page_size = connection.execute("PRAGMA page_size").fetchone()[0]
-        pages = [row[0] for row in connection.execute("SELECT pageno FROM dbstat WHERE name = ?", (table,))]
+        try:
+            pages = [row[0] for row in connection.execute("SELECT pageno FROM dbstat WHERE name = ?", (table,))]
+        except sqlite3.OperationalError:  # an SQLite built without the dbstat table: the root page
+            pages = [connection.execute("SELECT rootpage FROM sqlite_schema WHERE name = ?", (table,)).fetchone()[0]]
     finally:
         connection.close()
     assert pages, f"no pages of {table} in {path}"
