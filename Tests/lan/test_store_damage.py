@@ -13,8 +13,10 @@ import sqlite3
 
 from ordersync_lab import OrderSyncNode, ordersync_binary, wait_converged
 
-STORAGE_FAILURE = 74
+# Docs/OPERATIONS.md, "Exit codes".
 NOT_FOUND = 66
+REFUSED = 73
+STORAGE_FAILURE = 74
 
 
 def database(node: OrderSyncNode) -> str:
@@ -78,7 +80,7 @@ def test_a_master_with_garbage_in_its_orders_pages_refuses_to_start(make_lan):
 
     # The read-only commands and the backup refuse it too.
     listed = master.cli("order", "list", check=False)
-    assert listed.returncode != 0 and "damaged" in listed.stderr, listed.stderr
+    assert listed.returncode == STORAGE_FAILURE and "damaged" in listed.stderr, listed.stderr
     backup = os.path.join(h1.dir, "damaged-backup.sqlite")
     made = master.cli("backup", backup, check=False)
     assert made.returncode == STORAGE_FAILURE and "damaged" in made.stderr, made.stderr
@@ -98,7 +100,7 @@ def test_a_schema_newer_than_the_binary_is_refused(make_lan):
     master.start()
     code = wait_exit(master)
     output = "\n".join(master.log_lines()[log_start:])
-    assert code == STORAGE_FAILURE, output
+    assert code == REFUSED, output
     assert f"schema version {version + 1}, newer than this build's {version}" in output, output
 
 
@@ -165,7 +167,7 @@ def test_backup_while_running_then_restore_gives_a_new_epoch_and_the_slave_resna
     # An existing file is not overwritten without --force.
     before = open(backup, "rb").read()
     again = master.cli("backup", backup, check=False)
-    assert again.returncode != 0 and "--force" in again.stderr, again.stderr
+    assert again.returncode == REFUSED and "--force" in again.stderr, again.stderr
     assert open(backup, "rb").read() == before
     assert "backup written" in master.cli("backup", backup, "--force").stdout
 

@@ -164,6 +164,9 @@ public struct NodeConfiguration: Sendable {
     /// Slave: the pairing code from `--pair` (pairs on start unless the trust file was made
     /// with this code).
     public var pairingCode: PairingCode?
+    /// Where the executable's log backend records the last warning-or-worse event, for
+    /// `lastError` in status.
+    public var errorLog = NodeErrorLog()
     /// Largest accepted WebSocket message.
     public var maxMessageBytes = NodeDefaults.maxMessageBytes
     /// Idle time before a ping.

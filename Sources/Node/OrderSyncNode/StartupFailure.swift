@@ -4,8 +4,8 @@ public enum StartupFailure: Sendable, Equatable {
     case general
     /// Something named on the command line does not exist (the parent of `--data-dir`).
     case notFound
-    /// What the command would do conflicts with what is there (a backup file that exists).
-    case conflict
-    /// The order store cannot be used: damaged, unreadable, or written by a newer build.
+    /// Refused as it is: a store written by a newer build, a backup file that exists.
+    case refused
+    /// The order store cannot be used: damaged or unreadable.
     case storage
 }

@@ -9,7 +9,8 @@ public enum StoreBackup {
     public struct Failure: Error, CustomStringConvertible {
         /// What went wrong and what to do.
         public var message: String
-        /// `.notFound` (no store, no folder for the file), `.conflict` (the file exists),
+        /// `.notFound` (no store, no folder for the file), `.refused` (the file exists, a
+        /// store of a newer build),
         /// `.storage` (the store or the copy is damaged or cannot be read or written).
         public var failure: StartupFailure
         public var description: String { message }
@@ -48,7 +49,9 @@ public enum StoreBackup {
     private static func failure(_ error: StoreError, source: String) -> Failure {
         switch error.kind {
         case .duplicate:
-            return Failure(message: error.message, failure: .conflict)
+            return Failure(message: error.message, failure: .refused)
+        case .schemaTooNew:
+            return Failure(message: "no backup made: \(error.message) [file \(source)]", failure: .refused)
         case .damaged:
             let problems = (error.problems.isEmpty ? [error.message] : error.problems).map { "    \($0)" }
             return Failure(

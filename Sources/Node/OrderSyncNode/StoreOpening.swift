@@ -15,7 +15,7 @@ enum StoreOpening {
         } catch let error as StoreError where error.kind == .damaged {
             db = try replaceDamagedReplica(c, error, logger: logger, now: now)
         } catch let error as StoreError {
-            throw NodeStartupError(refusal(c, error), failure: .storage)
+            throw NodeStartupError(refusal(c, error), failure: error.kind == .schemaTooNew ? .refused : .storage)
         } catch {
             throw NodeStartupError("cannot open the order store \(c.databasePath): \(error)", failure: .storage)
         }

@@ -18,10 +18,25 @@ struct OrderSyncCommand: ParsableCommand {
             """,
         version: NodeVersion.string,
         subcommands: [
-            MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, JournalCommand.self, PairCommand.self,
-            TerminalCommand.self, KeyCommand.self, BackupCommand.self,
+            MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
+            PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self,
         ]
     )
+
+    /// Runs the command; a `check` whose arguments do not parse exits UNKNOWN (3), not 64.
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch {
+            if let report = CheckCommand.unknownForBadArguments(arguments, error: error) {
+                print(report.line)
+                Foundation.exit(report.state.rawValue)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 /// `--data-dir`, shared by every command (also read from ORDERSYNC_DATA_DIR).
@@ -59,11 +74,14 @@ struct LoggingOptions: ParsableArguments {
         }
     }
 
-    /// Installs the stderr log backend and returns the root logger.
-    func bootstrap(label: String) -> Logger {
+    /// Installs the stderr log backend (and `errors`, which keeps the last warning for status)
+    /// and returns the root logger.
+    func bootstrap(label: String, errors: NodeErrorLog) -> Logger {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let format = LogFormat(rawValue: logFormat) ?? .text
-        LoggingSystem.bootstrap { label in EventLogHandler(logLevel: level, format: format, label: label) }
+        LoggingSystem.bootstrap { label in
+            MultiplexLogHandler([EventLogHandler(logLevel: level, format: format, label: label), NodeErrorLogHandler(errors: errors)])
+        }
         var logger = Logger(label: label)
         logger.logLevel = level
         return logger
@@ -207,12 +225,14 @@ struct MasterCommand: ParsableCommand {
 
     func run() throws {
         let dir = try node.data.resolved()
-        let logger = node.logging.bootstrap(label: "ordersync.master")
+        let errors = NodeErrorLog()
+        let logger = node.logging.bootstrap(label: "ordersync.master", errors: errors)
         var config = NodeConfiguration(
             role: .master, dataDirectory: dir, store: node.store, name: node.name,
             serviceType: node.serviceType, port: UInt16(port), listenAddress: listen,
             masterURL: nil)
         node.apply(to: &config)
+        config.errorLog = errors
         config.maxConnections = maxConnections
         config.maxHandshakesPerAddress = maxHandshakesPerAddress
         config.maxConnectionsPerAddress = maxConnectionsPerAddress
@@ -259,12 +279,14 @@ struct SlaveCommand: ParsableCommand {
 
     func run() throws {
         let dir = try node.data.resolved()
-        let logger = node.logging.bootstrap(label: "ordersync.slave")
+        let errors = NodeErrorLog()
+        let logger = node.logging.bootstrap(label: "ordersync.slave", errors: errors)
         var config = NodeConfiguration(
             role: .slave, dataDirectory: dir, store: node.store, name: node.name,
             serviceType: node.serviceType, port: 0, listenAddress: "0.0.0.0",
             masterURL: master.flatMap { MasterURL(parsing: $0) })
         node.apply(to: &config)
+        config.errorLog = errors
         config.pairingCode = pair.flatMap { try? PairingCode(parsing: $0) }
         try runNode { try SlaveNode(configuration: config, logger: logger).run() }
     }
