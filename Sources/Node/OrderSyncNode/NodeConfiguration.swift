@@ -264,8 +264,15 @@ public struct NodeConfiguration: Sendable {
 public struct NodeStartupError: Error, CustomStringConvertible {
     /// What went wrong and what to do.
     public var message: String
+    /// What kind of failure it is (the command's exit status tells them apart).
+    public var failure: StartupFailure = .general
     /// An error from its message.
     public init(_ message: String) { self.message = message }
+    /// An error from its message and kind.
+    public init(_ message: String, failure: StartupFailure) {
+        self.message = message
+        self.failure = failure
+    }
     public var description: String { message }
 }
 

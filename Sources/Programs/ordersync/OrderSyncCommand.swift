@@ -19,7 +19,7 @@ struct OrderSyncCommand: ParsableCommand {
         version: NodeVersion.string,
         subcommands: [
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
-            PairCommand.self, TerminalCommand.self, KeyCommand.self,
+            PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self,
         ]
     )
 
@@ -170,13 +170,14 @@ struct NodeOptions: ParsableArguments {
     }
 }
 
-/// Runs a node until SIGINT/SIGTERM and maps failures to a clear message and exit code 1.
+/// Runs a node until SIGINT/SIGTERM and maps failures to a clear message and exit status
+/// (`ExitStatus`: 66 for a missing parent of the data directory, 74 for an unusable store).
 func runNode(_ body: () throws -> Void) throws {
     do {
         try body()
     } catch let e as NodeStartupError {
         FileHandle.standardError.write(Data("ordersync: \(e.message)\n".utf8))
-        throw ExitCode(1)
+        throw ExitStatus(e.failure).exitCode
     }
 }
 
