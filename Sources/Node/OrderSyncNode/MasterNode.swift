@@ -47,6 +47,8 @@ public final class MasterNode: @unchecked Sendable {
     /// The thread the groups' COMMITs (and their `fsync`) run on.
     let commitQueue = DispatchQueue(label: "ordersync.master.commit")
     let startedAt = Date()
+    /// systemd's notifications (`READY=1` once published and listening, watchdog pings).
+    let serviceManager: ServiceManager
 
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
     /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the
@@ -80,6 +82,7 @@ public final class MasterNode: @unchecked Sendable {
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger
+        serviceManager = ServiceManager(loop: loop, logger: logger)
         avahiState = discovery == nil ? .notUsed : .starting
 
         let listener: TCPListener
@@ -180,6 +183,7 @@ public final class MasterNode: @unchecked Sendable {
             self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
         }
         try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
+        reportReadiness()
     }
 
     private func startDiscovery() {
@@ -231,6 +235,7 @@ public final class MasterNode: @unchecked Sendable {
                 ])
         case .published(let name):
             publishedName = name
+            serviceManager.ready(status: readinessStatus)
             logger.info(
                 "service.published",
                 metadata: [
@@ -250,6 +255,7 @@ public final class MasterNode: @unchecked Sendable {
             }
         case .publishFailed(let reason):
             logger.error("service.publish_failed", metadata: ["reason": "\(reason)"])
+            serviceManager.ready(status: readinessStatus + " (publishing failed: \(reason))")
         case .serviceFound, .serviceLost, .browseFailed:
             break
         }
@@ -258,6 +264,7 @@ public final class MasterNode: @unchecked Sendable {
     func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
+        serviceManager.stopping()
         logger.info("node.stopping", metadata: ["signal": "\(reason)", "peers": "\(sessions.count)"])
         acceptor.close()
         // Withdraw the service first, so no slave picks a master that no longer accepts.

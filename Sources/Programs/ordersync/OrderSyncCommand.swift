@@ -16,7 +16,7 @@ struct OrderSyncCommand: ParsableCommand {
             data directory. POS apps use the local API (Unix socket in the data directory); the `order` \
             and `status` commands are clients of it.
             """,
-        version: NodeVersion.string,
+        version: NodeVersion.full,
         subcommands: [
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, JournalCommand.self, PairCommand.self,
             TerminalCommand.self, KeyCommand.self,
@@ -32,6 +32,13 @@ struct DataDirOption: ParsableArguments {
             "The node's data directory (SQLite file and local API socket). Default: $ORDERSYNC_DATA_DIR.",
             valueName: "dir"))
     var dataDir: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Settings file (keys are the long flags; flags win). Default: $ORDERSYNC_CONFIG, else /etc/ordersync/ordersync.conf if it exists.",
+            valueName: "file"))
+    var config: String?
 
     /// The data directory, from the option or the environment.
     func resolved() throws -> String {
