@@ -8,6 +8,7 @@
 #   Scripts/package-deb.sh -o DIR               # write the package into DIR
 #   Scripts/package-deb.sh --binary PATH        # package this ordersync binary instead of building one
 #                                               # (also ORDERSYNC_RELEASE_BIN=PATH)
+#   Scripts/package-deb.sh -Z gzip              # dpkg-deb's compression (default xz: smaller, slower)
 #
 # The release build records the commit: Sources/Node/OrderSyncNode/BuildCommit.swift is written
 # with it for the build and put back afterwards, so `ordersync --version` prints
@@ -18,11 +19,13 @@ cd "$(dirname "$0")/.."
 ROOT="$PWD"
 OUT="$ROOT"
 BINARY="${ORDERSYNC_RELEASE_BIN:-}"
+COMPRESSION=xz
 while [ $# -gt 0 ]; do
     case "$1" in
         -o | --output) OUT="$2"; shift ;;
         --binary) BINARY="$2"; shift ;;
-        *) echo "usage: Scripts/package-deb.sh [-o DIR] [--binary PATH]" >&2; exit 2 ;;
+        -Z) COMPRESSION="$2"; shift ;;
+        *) echo "usage: Scripts/package-deb.sh [-o DIR] [--binary PATH] [-Z xz|gzip|zstd|none]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -118,8 +121,8 @@ EOF
 mkdir -p "$OUT"
 DEB="$OUT/ordersync_${VERSION}_${ARCH}.deb"
 if [ "$(id -u)" = 0 ]; then
-    dpkg-deb --root-owner-group --build "$STAGE" "$DEB" >&2
+    dpkg-deb --root-owner-group -Z"$COMPRESSION" --build "$STAGE" "$DEB" >&2
 else
-    fakeroot dpkg-deb --root-owner-group --build "$STAGE" "$DEB" >&2
+    fakeroot dpkg-deb --root-owner-group -Z"$COMPRESSION" --build "$STAGE" "$DEB" >&2
 fi
 echo "$DEB"

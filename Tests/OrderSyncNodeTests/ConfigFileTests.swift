@@ -130,13 +130,21 @@ final class ConfigFileTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/a.conf"
         try "port = 7421\n".write(toFile: path, atomically: true, encoding: .utf8)
-        let never: (String) -> Bool = { _ in XCTFail("the default file was looked for"); return false }
+        let never: (String) -> Bool = { _ in
+            XCTFail("the default file was looked for"); return false
+        }
 
-        XCTAssertEqual(try ConfigArguments.configFile(arguments: ["master", "--config", path], environment: [:], defaultExists: never)?.path, path)
-        XCTAssertEqual(try ConfigArguments.configFile(arguments: ["master", "--config=\(path)"], environment: [:], defaultExists: never)?.path, path)
-        XCTAssertEqual(try ConfigArguments.configFile(arguments: ["master"], environment: ["ORDERSYNC_CONFIG": path], defaultExists: never)?.path, path)
+        XCTAssertEqual(
+            try ConfigArguments.configFile(arguments: ["master", "--config", path], environment: [:], defaultExists: never)?.path, path)
+        XCTAssertEqual(
+            try ConfigArguments.configFile(arguments: ["master", "--config=\(path)"], environment: [:], defaultExists: never)?.path, path)
+        XCTAssertEqual(
+            try ConfigArguments.configFile(arguments: ["master"], environment: ["ORDERSYNC_CONFIG": path], defaultExists: never)?.path, path
+        )
         XCTAssertNil(try ConfigArguments.configFile(arguments: ["master"], environment: [:]) { $0 == "/nowhere" })
-        XCTAssertThrowsError(try ConfigArguments.configFile(arguments: ["master", "--config", dir + "/missing"], environment: [:], defaultExists: never)) {
+        XCTAssertThrowsError(
+            try ConfigArguments.configFile(arguments: ["master", "--config", dir + "/missing"], environment: [:], defaultExists: never)
+        ) {
             XCTAssertEqual("\($0)", "cannot read the configuration file \(dir)/missing: No such file or directory")
         }
     }

@@ -26,7 +26,8 @@ public struct ConfigArguments: Equatable, Sendable {
     /// The configuration file for `arguments`: `--config FILE` (or `--config=FILE`), else
     /// `ORDERSYNC_CONFIG`, else ``ConfigFile/defaultPath`` when it exists. Nil: no file. A file
     /// named by the option or the environment must exist; the default one may be missing.
-    public static func configFile(arguments: [String], environment: [String: String], defaultExists: (String) -> Bool) throws -> ConfigFile? {
+    public static func configFile(arguments: [String], environment: [String: String], defaultExists: (String) -> Bool) throws -> ConfigFile?
+    {
         var named: String?
         var index = 0
         while index < arguments.count, arguments[index] != "--" {
