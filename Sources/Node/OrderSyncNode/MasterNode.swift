@@ -227,6 +227,7 @@ public final class MasterNode: @unchecked Sendable {
         case .daemonUnavailable(let reason):
             avahiState = .down
             publishedName = nil
+            serviceManager.status(readinessStatus + " (not published: Avahi down)")
             logger.warning(
                 "avahi.down",
                 metadata: [

@@ -65,13 +65,17 @@ final class ServiceManager {
         }
     }
 
-    /// Reports the node ready (once) with a status line.
+    /// Reports the node ready with a status line; once ready, only the status line is sent.
     func ready(status: String) {
         if let timer = readinessTimer {
             loop.cancel(timer)
             readinessTimer = nil
         }
-        guard !isReady, !isStopping else { return }
+        guard !isStopping else { return }
+        guard !isReady else {
+            self.status(status)
+            return
+        }
         isReady = true
         send("READY=1\nSTATUS=\(status)")
         if socket != nil { logger.debug("systemd.ready", metadata: ["status": "\(status)"]) }
