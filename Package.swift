@@ -72,7 +72,7 @@ let package = Package(
         .executableTarget(
             name: "ordersync",
             dependencies: [
-                "OrderSyncNode", "JSON", "SyncCore", "QRCode", "SecureLink",
+                "OrderSyncNode", "OrderStore", "JSON", "SyncCore", "QRCode", "SecureLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ], path: "Sources/Programs/ordersync"),
@@ -120,6 +120,7 @@ let package = Package(
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
                 "Noise", "SecureLink", "WebSocket", "WebSocketTransport",
             ]),
+        .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore"]),
     ],
     swiftLanguageModes: [.v6]
 )

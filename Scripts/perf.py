@@ -211,16 +211,26 @@ class Generator:
             raise PerfError("gcc is needed to build the load generator (apt-get install gcc)")
         subprocess.run([gcc, "-O2", "-Wall", "-Wextra", "-o", self.binary, source, "-lm"], check=True)
 
-    def run(self, port, **options):
+    def run(self, port, on_measuring=None, **options):
+        """Runs the generator; `on_measuring()` is called when it starts the measured phase
+        (after its terminals connected and, with `settle_ms`, went quiet)."""
         argv = [self.binary, "--port", str(port)]
         for key, value in options.items():
             argv += [f"--{key.replace('_', '-')}", str(value)]
-        result = subprocess.run(pinned(1, argv), capture_output=True, text=True, timeout=600,
-                                preexec_fn=raise_files_limit)
+        process = subprocess.Popen(pinned(1, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=raise_files_limit)
+        errors = []
+        for line in process.stderr:
+            if line.strip() == "measuring":
+                if on_measuring:
+                    on_measuring()
+                break
+            errors.append(line)
+        stdout, stderr = process.communicate(timeout=600)
         try:
-            figures = json.loads(result.stdout.strip().splitlines()[-1])
+            figures = json.loads(stdout.strip().splitlines()[-1])
         except (IndexError, ValueError):
-            raise PerfError(f"loadgen gave no figures: {result.stderr.strip()} {result.stdout.strip()}")
+            raise PerfError(f"loadgen gave no figures: {''.join(errors)}{stderr.strip()} {stdout.strip()}")
         return figures
 
 
@@ -261,11 +271,17 @@ class Bench:
                     s.stop()
         return out
 
-    def loaded(self, s, **options):
-        """Runs the generator against `s`; adds the server's CPU and memory over the run."""
-        cpu0 = cpu_seconds(s.pid)
-        figures = self.gen.run(s.port, **options)
-        figures["server_cpu_s"] = cpu_seconds(s.pid) - cpu0
+    def loaded(self, s, from_measuring=False, **options):
+        """Runs the generator against `s`; adds the server's CPU and memory over the run (with
+        `from_measuring`, from the start of the measured phase, connecting excluded)."""
+        cpu0 = [cpu_seconds(s.pid)]
+
+        def measuring():
+            if from_measuring:
+                cpu0[0] = cpu_seconds(s.pid)
+
+        figures = self.gen.run(s.port, on_measuring=measuring, **options)
+        figures["server_cpu_s"] = cpu_seconds(s.pid) - cpu0[0]
         figures["server_rss_mib"], figures["server_hwm_mib"] = memory_mib(s.pid)
         if not figures["complete"]:
             raise PerfError(f"the {s.kind} master did not deliver everything: {figures}")
@@ -407,8 +423,10 @@ class Bench:
         rate, duration, warmup = (100, 0.5, 0.2) if smoke else (200, 3, 1)
 
         def cost(s, receivers, order_bytes):
-            f = self.loaded(s, mode="rate", receivers=receivers, rate=rate, duration=duration, warmup=warmup,
-                            order_bytes=order_bytes)
+            # The terminals connect, get what the master sends a new terminal, and go quiet
+            # before the measured operations; CPU is counted from there.
+            f = self.loaded(s, from_measuring=True, mode="rate", receivers=receivers, rate=rate, duration=duration,
+                            warmup=warmup, order_bytes=order_bytes, settle_ms=300)
             return {"cpu_us_per_op": f["server_cpu_s"] / f["sent"] * 1e6, "p50_ms": f["latency_ms"]["p50"],
                     "p99_ms": f["latency_ms"]["p99"], "kept_up": f["kept_up"]}
 
@@ -417,15 +435,16 @@ class Bench:
                 "kept_up": all(v["kept_up"] for v in values)}
 
         sweeps = {}
+        parts = self.args.sweeps.split(",")
         # Rows land in the results as they are measured: a failure keeps what came before.
         self.results["sweeps"] = {"rate": rate, **sweeps}
         rows = []
-        for terminals in ([1, 4] if smoke else [1, 10, 50, 500]):
+        for terminals in ([] if "terminals" not in parts else ([1, 4] if smoke else [1, 10, 50, 500])):
             runs = self.alternate(lambda s: cost(s, terminals, 200))
             rows.append({"x": terminals, **{k: summarize(v) for k, v in runs.items()}})
         self.results["sweeps"]["terminals"] = rows
         rows = []
-        for size in ([200, 2048] if smoke else [200, 1024, 4096, 16000]):
+        for size in ([] if "size" not in parts else ([200, 2048] if smoke else [200, 1024, 4096, 16000])):
             runs = self.alternate(lambda s: cost(s, 10 if not smoke else 2, size))
             rows.append({"x": size, **{k: summarize(v) for k, v in runs.items()}})
         self.results["sweeps"]["order_bytes"] = rows
@@ -433,8 +452,8 @@ class Bench:
         self.results["sweeps"]["store_orders"] = rows
         # One receiving terminal: each terminal that connects to a large store first gets every
         # order (a StorePOS terminal's connect sequence), which is (f)'s figure, not this one's.
-        sizes = [100, 1000] if smoke else [1000, 10_000, 100_000]
-        if not smoke and self.args.largest_store > sizes[-1]:
+        sizes = [] if "store" not in parts else ([100, 1000] if smoke else [1000, 10_000, 100_000])
+        if sizes and not smoke and self.args.largest_store > sizes[-1]:
             sizes.append(self.args.largest_store)
         for stored in sizes:
             def measure(s):
@@ -581,7 +600,7 @@ def report(r):
     if "sweeps" in r:
         titles = {"terminals": "terminals", "order_bytes": "order size (bytes of JSON)", "store_orders": "orders in the store"}
         for key, rows in r["sweeps"].items():
-            if key == "rate":
+            if key == "rate" or not rows:
                 continue
             lines += [f"Cost as the {titles[key]} grow(s), {r['sweeps']['rate']} ops/s:", "",
                       f"| {titles[key]} | OrderSync CPU µs/op | OrderSync p50 / p99 ms | Python CPU µs/op | Python p50 / p99 ms |",
@@ -603,7 +622,7 @@ def plot(r, folder):
     written = []
     titles = {"terminals": "receiving terminals", "order_bytes": "order size (bytes)", "store_orders": "orders in the store"}
     for key, rows in r.get("sweeps", {}).items():
-        if key == "rate":
+        if key == "rate" or not rows:
             continue
         fig, (cpu, lat) = plt.subplots(1, 2, figsize=(10, 4))
         for kind, style in (("ordersync", "o-"), ("python", "s--")):
@@ -637,6 +656,7 @@ def main():
     parser.add_argument("--only", default="a,b,c,d,e,f,sweeps", help="scenarios: a,b,c,d,e,f,sweeps")
     parser.add_argument("--largest-store", type=int, default=1_000_000,
                         help="the last store size of the sweep (OrderSync only; 100000 or less: none beyond 100k)")
+    parser.add_argument("--sweeps", default="terminals,size,store", help="which cost sweeps: terminals,size,store")
     parser.add_argument("--out-json")
     parser.add_argument("--plots", help="write the sweeps' PNG plots into this folder")
     parser.add_argument("--smoke", action="store_true", help="every scenario, tiny: checks the pipeline, not the speed")

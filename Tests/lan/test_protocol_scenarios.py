@@ -202,9 +202,10 @@ def broadcast_uuids(message: dict) -> list[str]:
 
 
 def show(node: OrderSyncNode, uuid: str) -> dict | None:
-    """The order as the node's `order show --json` prints it, or None when it exits 1."""
+    """The order as the node's `order show --json` prints it, or None when it exits 66 (not
+    found)."""
     result = node.cli("order", "show", uuid, "--json", check=False)
-    if result.returncode == 1:
+    if result.returncode == 66:
         return None
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
@@ -548,7 +549,7 @@ def test_cli_lists_pages_prints_json_and_works_read_only_without_a_daemon(lan2):
     assert (updated["tableSize"], updated["tableName"], updated["customerName"], updated["version"]) == (4, "T9", "Eve", 2)
     shown = master.cli("order", "show", plan[0][1], "--json").stdout.strip().splitlines()
     assert len(shown) == 1 and json.loads(shown[0]) == updated
-    assert master.cli("order", "show", new_uuid(), check=False).returncode == 1
+    assert master.cli("order", "show", new_uuid(), check=False).returncode == 66
 
     env = dict(os.environ, ORDERSYNC_DATA_DIR=master.data_dir)
     by_env = h1.run([ordersync_binary(), "order", "list", "--json"], env=env)
@@ -569,7 +570,7 @@ def test_cli_lists_pages_prints_json_and_works_read_only_without_a_daemon(lan2):
                  ["order", "update", plan[1][1], "--customer", "Nobody"],
                  ["order", "remove", plan[1][1]]):
         result = master.cli(*argv, check=False)
-        assert result.returncode == 1, (argv, result)
+        assert result.returncode == 69, (argv, result)
         assert "no ordersync daemon is running" in result.stderr, result.stderr
         assert f"ordersync master --data-dir {master.data_dir}" in result.stderr, result.stderr
     assert page(master, 1, 5) == expected
@@ -581,7 +582,7 @@ def test_cli_lists_pages_prints_json_and_works_read_only_without_a_daemon(lan2):
     assert os.path.exists(os.path.join(master.data_dir, "ordersync.sock"))
     assert page(master, 3, 2) == expected[4:]
     result = master.cli("order", "create", "--customer", "Nobody", check=False)
-    assert result.returncode == 1 and "no ordersync daemon is running" in result.stderr, result
+    assert result.returncode == 69 and "no ordersync daemon is running" in result.stderr, result
 
 
 # 7. Idle CPU ----------------------------------------------------------------------------------

@@ -17,6 +17,20 @@ public enum LocalAPIClientError: Error, CustomStringConvertible {
     case noStore(dataDirectory: String)
     /// The daemon or the store answered with an explained refusal.
     case refused(String)
+    /// The socket, the database or the directory exists but this user may not use it.
+    case permissionDenied(path: String, owner: FileOwner)
+    /// The data directory does not exist.
+    case noDataDirectory(String)
+    /// The daemon answered with an API error (`{"error":{"code","message"}}`).
+    case apiError(status: Int, code: String, message: String)
+
+    /// The error a non-success answer carries.
+    public static func answer(_ r: LocalAPIResponse) -> LocalAPIClientError {
+        let err = r.body.objectValue?["error"]?.objectValue
+        return .apiError(
+            status: r.status, code: err?["code"]?.stringValue ?? "http_\(r.status)",
+            message: err?["message"]?.stringValue ?? "request failed with HTTP \(r.status)")
+    }
 
     public var description: String {
         switch self {
@@ -29,6 +43,12 @@ public enum LocalAPIClientError: Error, CustomStringConvertible {
             return "the daemon did not answer within \(s) s"
         case .refused(let why):
             return why
+        case .permissionDenied(let path, let owner):
+            return "permission denied on \(path) (run as a member of group \(owner.group) or as the service user \(owner.user))"
+        case .apiError(_, let code, let message):
+            return "\(message) [\(code)]"
+        case .noDataDirectory(let dir):
+            return "the data directory \(dir) does not exist. Check --data-dir (or ORDERSYNC_DATA_DIR)."
         case .noStore(let dir):
             return "no ordersync daemon is running for \(dir), and it holds no order store (\(NodeDefaults.databaseFile)). "
                 + "Check --data-dir, or start a node there."
@@ -47,18 +67,21 @@ public struct LocalAPIResponse {
 /// A blocking client of the local API, for the CLI.
 public struct LocalAPIClient {
     let dataDirectory: String
+    /// How long the client waits for the daemon to take or answer the request.
+    let timeout: Duration
 
     /// A client for the daemon of `dataDirectory`.
-    public init(dataDirectory: String) {
+    public init(dataDirectory: String, timeout: Duration = LocalAPIClient.defaultTimeout) {
         self.dataDirectory = dataDirectory
+        self.timeout = timeout
     }
 
     var socketPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.socketFile) }
 
-    /// How long the client waits for the daemon.
-    static let timeout: Duration = .seconds(30)
+    /// How long the CLI waits for the daemon.
+    public static let defaultTimeout: Duration = .seconds(30)
 
-    /// Sends one request and waits (at most 30 s) for the answer.
+    /// Sends one request and waits (at most `timeout`) for the answer.
     public func send(method: String, path: String, body: JSONValue? = nil) throws -> LocalAPIResponse {
         let (status, bytes) = try exchange(method: method, path: path, body: body)
         let json: JSONValue
@@ -88,7 +111,11 @@ public struct LocalAPIClient {
         let socket: Socket
         do {
             socket = try UnixSocket.connectBlocking(path: socketPath)
+        } catch let e as PosixError where e.errno == EACCES || e.errno == EPERM {
+            try FileOwner.requireDirectory(dataDirectory)
+            throw LocalAPIClientError.permissionDenied(path: socketPath, owner: FileOwner(of: socketPath, orOf: dataDirectory))
         } catch {
+            try FileOwner.requireDirectory(dataDirectory)
             throw LocalAPIClientError.noDaemon(dataDirectory: dataDirectory)
         }
         defer { socket.close() }
@@ -97,7 +124,7 @@ public struct LocalAPIClient {
         if !payload.isEmpty { head += "Content-Type: application/json\r\n" }
         head += "\r\n"
         do {
-            try socket.writeAll(Array(head.utf8) + payload, timeout: Self.timeout)
+            try socket.writeAll(Array(head.utf8) + payload, timeout: timeout)
         } catch {
             throw LocalAPIClientError.noDaemon(dataDirectory: dataDirectory)
         }
@@ -105,9 +132,9 @@ public struct LocalAPIClient {
         while true {
             let chunk: [UInt8]
             do {
-                chunk = try socket.readSome(maxBytes: 65_536, timeout: Self.timeout)
+                chunk = try socket.readSome(maxBytes: 65_536, timeout: timeout)
             } catch let e as PosixError where e.errno == ETIMEDOUT {
-                throw LocalAPIClientError.timeout(seconds: Int(Self.timeout.seconds))
+                throw LocalAPIClientError.timeout(seconds: Int(timeout.seconds))
             } catch {
                 throw LocalAPIClientError.badResponse("\(error)")
             }
@@ -134,7 +161,7 @@ public enum OrderReader {
             let r = try LocalAPIClient(dataDirectory: dataDirectory).send(
                 method: "GET", path: "/v1/orders?page=\(page)&per=\(per)\(filter)")
             if r.status == 200 { return r.body }
-            throw LocalAPIClientError.badResponse("HTTP \(r.status)")
+            throw LocalAPIClientError.answer(r)
         } catch LocalAPIClientError.noDaemon {
             let db = try openReadOnly(dataDirectory)
             defer { db.close() }
@@ -150,7 +177,7 @@ public enum OrderReader {
             let r = try LocalAPIClient(dataDirectory: dataDirectory).send(method: "GET", path: "/v1/orders/\(uuid)")
             if r.status == 404 { return nil }
             if r.status == 200 { return r.body.objectValue }
-            throw LocalAPIClientError.badResponse("HTTP \(r.status)")
+            throw LocalAPIClientError.answer(r)
         } catch LocalAPIClientError.noDaemon {
             let db = try openReadOnly(dataDirectory)
             defer { db.close() }
@@ -168,7 +195,7 @@ public enum OrderReader {
         do {
             let r = try LocalAPIClient(dataDirectory: dataDirectory).send(method: "GET", path: path)
             if r.status == 200 { return r.body }
-            throw LocalAPIClientError.refused(r.body.objectValue?["error"]?.objectValue?["message"]?.stringValue ?? "HTTP \(r.status)")
+            throw LocalAPIClientError.answer(r)
         } catch LocalAPIClientError.noDaemon {
             let db = try openReadOnly(dataDirectory)
             defer { db.close() }
@@ -195,8 +222,13 @@ public enum OrderReader {
     }
 
     static func openReadOnly(_ dir: String) throws -> OrderDatabase {
+        try FileOwner.requireDirectory(dir)
         let path = (dir as NSString).appendingPathComponent(NodeDefaults.databaseFile)
-        guard FileManager.default.fileExists(atPath: path) else { throw LocalAPIClientError.noStore(dataDirectory: dir) }
+        // SQLite says only "unable to open database file": tell why first.
+        if access(path, R_OK) != 0 {
+            if errno == EACCES { throw LocalAPIClientError.permissionDenied(path: path, owner: FileOwner(of: path, orOf: dir)) }
+            throw LocalAPIClientError.noStore(dataDirectory: dir)
+        }
         return try OrderDatabase.openReadOnly(path: path)
     }
 }

@@ -46,14 +46,20 @@ extension MasterNode {
                 terminalId: t.id, name: t.name, address: t.address, connected: connectedIds.contains(t.id), ackedSeq: acked,
                 lag: max(0, lastSeq - acked), lastSeen: OrderTimestamp(epochMillis: t.lastSeenMillis).storePOSText)
         }
+        let orders = try? db.orderCount()
         var status = MasterStatus(
             version: NodeVersion.string, store: storeId, name: terminalName, nodeId: nodeIdentity.nodeId, epoch: engine.epoch, seq: lastSeq,
-            orders: (try? db.orderCount()) ?? 0, port: port, dataDir: configuration.dataDirectory,
+            orders: orders ?? 0, port: port, dataDir: configuration.dataDirectory,
             serviceType: configuration.serviceType, serviceName: publishedName, avahi: avahiState,
             uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)), peers: peers, terminals: terminals,
             tombstones: (try? db.tombstoneCount()) ?? 0, pairing: pairingStatus(), pairedTerminals: (try? db.pairedTerminals().count) ?? 0,
             previousNodeId: keys.previous?.nodeId)
         status.commits = group.stats
+        let ready = NodeReadiness(
+            store: orders == nil ? .failed : .ok, published: NodeReadiness.Published(avahi: avahiState, confirmedName: publishedName))
+        status.ready = ready
+        status.state = ready.state
+        status.lastError = configuration.errorLog.lastError
         return status
     }
 }

@@ -168,6 +168,9 @@ public struct NodeConfiguration: Sendable {
     /// Slave: the pairing code from `--pair` (pairs on start unless the trust file was made
     /// with this code).
     public var pairingCode: PairingCode?
+    /// Where the executable's log backend records the last warning-or-worse event, for
+    /// `lastError` in status.
+    public var errorLog = NodeErrorLog()
     /// Largest accepted WebSocket message.
     public var maxMessageBytes = NodeDefaults.maxMessageBytes
     /// Idle time before a ping.
@@ -258,8 +261,15 @@ public struct NodeConfiguration: Sendable {
 public struct NodeStartupError: Error, CustomStringConvertible {
     /// What went wrong and what to do.
     public var message: String
+    /// What kind of failure it is (the command's exit status tells them apart).
+    public var failure: StartupFailure = .general
     /// An error from its message.
     public init(_ message: String) { self.message = message }
+    /// An error from its message and kind.
+    public init(_ message: String, failure: StartupFailure) {
+        self.message = message
+        self.failure = failure
+    }
     public var description: String { message }
 }
 

@@ -88,6 +88,12 @@ public struct MasterStatus: Codable, Sendable, Equatable {
     public var previousNodeId: String?
     /// How the group commits went (Docs/ARCHITECTURE.md, "The master's hot path").
     public var commits = CommitStatus()
+    /// Store readable and service published, as fixed values (`nil` from an older daemon).
+    public var ready: NodeReadiness?
+    /// `ready`, `degraded` or `failed`, from `ready`.
+    public var state: NodeReadyState?
+    /// The last event logged at warning or above, with its time.
+    public var lastError: NodeError?
 
     /// Which protocol a connected terminal speaks.
     public enum PeerProtocol: String, Codable, Sendable {
@@ -185,6 +191,12 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
     public var mastersSeen: [SeenMaster]
     /// How the master's messages were committed to the replica, in batches.
     public var commits = ReplicaCommitStatus()
+    /// Store readable and master link live, as fixed values (`nil` from an older daemon).
+    public var ready: NodeReadiness?
+    /// `ready`, `degraded` or `failed`, from `ready`.
+    public var state: NodeReadyState?
+    /// The last event logged at warning or above, with its time.
+    public var lastError: NodeError?
 
     /// Where a terminal stands with its master's key (`DATA/master.trust`).
     public enum PairingState: String, Codable, Sendable {
@@ -224,6 +236,9 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
         public var lastSeenMillisAgo: Int64?
         /// Why the last link ended or the last attempt failed.
         public var lastError: String?
+        /// Seconds since the link was last live (since the node started when it never was);
+        /// `null` while live.
+        public var notLiveSeconds: Int64?
     }
 
     /// A master seen on the LAN.
@@ -265,6 +280,9 @@ extension MasterStatus {
         try c.encode(pairedTerminals, forKey: .pairedTerminals)
         try c.encode(previousNodeId, forKey: .previousNodeId)
         try c.encode(commits, forKey: .commits)
+        try c.encode(ready, forKey: .ready)
+        try c.encode(state, forKey: .state)
+        try c.encode(lastError, forKey: .lastError)
     }
 }
 
@@ -310,6 +328,9 @@ extension SlaveStatus {
         try c.encode(outbox, forKey: .outbox)
         try c.encode(mastersSeen, forKey: .mastersSeen)
         try c.encode(commits, forKey: .commits)
+        try c.encode(ready, forKey: .ready)
+        try c.encode(state, forKey: .state)
+        try c.encode(lastError, forKey: .lastError)
     }
 }
 
@@ -323,6 +344,7 @@ extension SlaveStatus.Link {
         try c.encode(sinceSeconds, forKey: .sinceSeconds)
         try c.encode(lastSeenMillisAgo, forKey: .lastSeenMillisAgo)
         try c.encode(lastError, forKey: .lastError)
+        try c.encode(notLiveSeconds, forKey: .notLiveSeconds)
     }
 }
 

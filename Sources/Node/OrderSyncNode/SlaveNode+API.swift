@@ -79,22 +79,29 @@ extension SlaveNode {
     /// What the slave is doing, for `GET /v1/status`.
     func status() -> SlaveStatus {
         let now = loop.now
-        let link = SlaveStatus.Link(
+        var link = SlaveStatus.Link(
             state: linkState.name, url: linkState.target?.url.description, serviceName: linkState.target?.serviceName,
             sinceSeconds: (now - linkSince).components.seconds,
             lastSeenMillisAgo: linkState.link?.link.map { (now - $0.lastHeard).wholeMilliseconds },
             lastError: lastLinkError)
+        link.notLiveSeconds = notLiveSince.map { (now - $0).components.seconds }
         let seen = candidates.seen.map { service in
             SlaveStatus.SeenMaster(name: service.name, address: "\(service.address):\(service.port)", store: service.txt["store"])
         }
+        let orders = try? db.orderCount()
         var status = SlaveStatus(
             version: NodeVersion.string, store: configuration.store ?? engine.joinedStore, name: terminalName,
             nodeId: nodeIdentity.nodeId, terminalId: terminalId, masterId: trust.status.masterId, pairing: trust.status.pairing,
             seq: engine.lastSeq, masterSeq: max(engine.masterSeq, engine.lastSeq),
-            lag: max(0, engine.masterSeq - engine.lastSeq), epoch: engine.epoch, orders: (try? db.orderCount()) ?? 0,
+            lag: max(0, engine.masterSeq - engine.lastSeq), epoch: engine.epoch, orders: orders ?? 0,
             dataDir: configuration.dataDirectory, avahi: avahiState, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
             master: link, pendingWrites: pendingWrites.count, outbox: engine.outboxCount, mastersSeen: seen)
         status.commits = replicaCommits
+        let ready = NodeReadiness(
+            store: orders == nil ? .failed : .ok, link: NodeReadiness.Link(state: link.state, pairing: trust.status.pairing))
+        status.ready = ready
+        status.state = ready.state
+        status.lastError = configuration.errorLog.lastError
         return status
     }
 }

@@ -55,6 +55,8 @@ public final class SlaveNode: @unchecked Sendable {
     private(set) var linkSince: MonotonicInstant
     /// Why the last link ended or the last attempt failed.
     var lastLinkError: String?
+    /// When the link was last live (when the node started, before it ever was); nil while live.
+    private(set) var notLiveSince: MonotonicInstant?
     /// Delays between attempts to reach the master.
     var reconnectBackoff: ReconnectBackoff
     var pendingWrites: [String: PendingWrite] = [:]
@@ -113,6 +115,7 @@ public final class SlaveNode: @unchecked Sendable {
         }
         avahiState = configuration.masterURL != nil ? .notUsedWithFixedMaster : (discovery == nil ? .notUsed : .starting)
         linkSince = loop.now
+        notLiveSince = loop.now
         reconnectBackoff = ReconnectBackoff(
             initial: NodeDefaults.reconnectDelay, maximum: NodeDefaults.reconnectDelayLimit,
             jitter: reconnectJitter)
@@ -223,6 +226,11 @@ public final class SlaveNode: @unchecked Sendable {
             break
         }
         if state.name != linkState.name { linkSince = loop.now }
+        if case .live = state {
+            notLiveSince = nil
+        } else if case .live = linkState {
+            notLiveSince = loop.now
+        }
         linkState = state
     }
 

@@ -13,6 +13,7 @@ public enum StatusText {
     /// A master: its store, service and terminals.
     public static func render(_ m: MasterStatus) -> String {
         var lines = common(role: m.role, store: m.store, name: m.name, orders: m.orders, seq: m.seq, avahi: m.avahi, nodeId: m.nodeId)
+        lines += readinessLines(m.state, m.ready, m.lastError)
         lines.append("port:      \(m.port)")
         lines.append("service:   \(m.serviceName ?? "-") (\(m.serviceType))")
         if let previous = m.previousNodeId { lines.append("previous node id: \(previous) (still answers)") }
@@ -40,6 +41,7 @@ public enum StatusText {
     /// A slave: its link to the master, how far behind it is and what waits in its outbox.
     public static func render(_ s: SlaveStatus) -> String {
         var lines = common(role: s.role, store: s.store, name: s.name, orders: s.orders, seq: s.seq, avahi: s.avahi, nodeId: s.nodeId)
+        lines += readinessLines(s.state, s.ready, s.lastError)
         let pairing = s.pairing == .paired ? "" : " (\(s.pairing.rawValue))"
         lines.append("master id: \(s.masterId ?? "not paired")\(pairing)")
         let link = s.master
@@ -48,6 +50,17 @@ public enum StatusText {
         lines.append("lag:       \(s.lag) (master at \(s.masterSeq))")
         lines.append("outbox:    \(s.outbox) local changes waiting for the master")
         return lines.joined(separator: "\n")
+    }
+
+    /// `ready: degraded (store ok, link connecting)` and the last error with its time.
+    static func readinessLines(_ state: NodeReadyState?, _ ready: NodeReadiness?, _ lastError: NodeError?) -> [String] {
+        guard let state, let ready else { return [] }
+        var parts = ["store \(ready.store.rawValue)"]
+        if let p = ready.published { parts.append("published \(p.rawValue)") }
+        if let l = ready.link { parts.append("link \(l.rawValue)") }
+        var lines = ["ready:     \(state.rawValue) (\(parts.joined(separator: ", ")))"]
+        if let e = lastError { lines.append("last warning: \(e.at) \(e.event): \(e.message)") }
+        return lines
     }
 
     private static func common(

@@ -3,35 +3,34 @@ import Foundation
 import OrderSyncNode
 
 extension OrderSyncCommand {
-    /// Parses the command line with the configuration file's settings added (flags win; see
-    /// ``ConfigArguments``), then runs the command. A mistake in the file is a usage error that
-    /// names the file and line.
-    static func main() {
+    /// The command line with the settings file's values added (flags win; see
+    /// ``ConfigArguments``). A file that cannot be read or has a mistake ends the command here
+    /// with the file and line: exit 64 (usage), or UNKNOWN (3) for `check`.
+    static func argumentsWithSettings() -> ConfigArguments {
         let given = Array(CommandLine.arguments.dropFirst())
         let environment = ProcessInfo.processInfo.environment
-        let expanded: ConfigArguments
         do {
             let file = try ConfigArguments.configFile(arguments: given, environment: environment) {
                 FileManager.default.fileExists(atPath: $0)
             }
-            expanded = ConfigArguments(given, file: file, environment: environment, groups: groupCommands)
+            return ConfigArguments(given, file: file, environment: environment, groups: groupCommands)
         } catch {
+            if given.first == "check" {
+                let report = HealthReport(state: .unknown, summary: "\(error)")
+                print(report.line)
+                Foundation.exit(report.state.rawValue)
+            }
             usageFailure("\(error)")
         }
-        var command: ParsableCommand
-        do {
-            command = try parseAsRoot(expanded.arguments)
-        } catch {
-            let text = message(for: error)
-            if let origin = expanded.origin(mentionedIn: text) {
-                usageFailure("\(text) (\(origin.flag.dropFirst(2)) is set at \(origin.location))")
-            }
-            exit(withError: error)
-        }
-        do {
-            try command.run()
-        } catch {
-            exit(withError: error)
+    }
+
+    /// For a bad value that came from the settings file (`--port must be 0-65535.`), says where
+    /// it was set and exits with the usage status; returns for any other error.
+    static func exitNamingTheSetting(of error: any Error, _ settings: ConfigArguments) {
+        guard exitCode(for: error) == .validationFailure else { return }
+        let text = message(for: error)
+        if let origin = settings.origin(mentionedIn: text) {
+            usageFailure("\(text) (\(origin.flag.dropFirst(2)) is set at \(origin.location))")
         }
     }
 

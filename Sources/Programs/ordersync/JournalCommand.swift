@@ -28,12 +28,8 @@ struct JournalCommand: ParsableCommand {
 
     func run() throws {
         let dir = try data.resolved()
-        let result: JSONValue
-        do {
-            result = try OrderReader.journal(dataDirectory: dir, since: since, order: order, limit: limit, rejected: rejected)
-        } catch let e as LocalAPIClientError {
-            FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
-            throw ExitCode(1)
+        let result = try reportingFailures {
+            try OrderReader.journal(dataDirectory: dir, since: since, order: order, limit: limit, rejected: rejected)
         }
         if json {
             print(result.serialized())

@@ -40,22 +40,26 @@ func verb(_ done: String, _ reply: JSONValue) -> String {
         ? "\(done) locally, queued for the master (not reachable right now):" : done
 }
 
-/// Sends a request to the daemon of `dir` and turns API errors into a clear message and exit 1.
-func callDaemon(_ dir: String, _ method: String, _ path: String, body: JSONValue? = nil) throws -> JSONValue {
-    do {
-        let response = try LocalAPIClient(dataDirectory: dir).send(method: method, path: path, body: body)
-        if (200..<300).contains(response.status) { return response.body }
-        let err = response.body.objectValue?["error"]?.objectValue
-        let code = err?["code"]?.stringValue ?? "http_\(response.status)"
-        let message = err?["message"]?.stringValue ?? "request failed with HTTP \(response.status)"
-        var line = "ordersync: \(message) [\(code)]"
-        if let u = err?["uuid"]?.stringValue { line += " (order \(u))" }
-        FileHandle.standardError.write(Data((line + "\n").utf8))
-        throw ExitCode(1)
-    } catch let e as LocalAPIClientError {
-        FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
-        throw ExitCode(1)
+/// Sends a request to the daemon of `dir`; API and client errors become a clear message and
+/// their exit status (`ExitStatus`). `noDaemon` replaces the message when no daemon runs.
+func callDaemon(
+    _ dir: String, _ method: String, _ path: String, body: JSONValue? = nil, noDaemon: String? = nil
+) throws -> JSONValue {
+    let response = try reportingFailures {
+        do {
+            return try LocalAPIClient(dataDirectory: dir).send(method: method, path: path, body: body)
+        } catch LocalAPIClientError.noDaemon {
+            guard let message = noDaemon else { throw LocalAPIClientError.noDaemon(dataDirectory: dir) }
+            throw fail(message, .unavailable)
+        }
     }
+    if (200..<300).contains(response.status) { return response.body }
+    let err = response.body.objectValue?["error"]?.objectValue
+    let code = err?["code"]?.stringValue ?? "http_\(response.status)"
+    let message = err?["message"]?.stringValue ?? "request failed with HTTP \(response.status)"
+    var line = "\(message) [\(code)]"
+    if let u = err?["uuid"]?.stringValue { line += " (order \(u))" }
+    throw fail(line, ExitStatus.forAPIError(code: code, httpStatus: response.status))
 }
 
 /// Fields shared by create and update.
@@ -208,10 +212,10 @@ extension OrderCommand {
                 ])
                 reply = try callDaemon(dir, "POST", "/v1/operations", body: .object(message))
                 if let e = reply.objectValue?["errors"]?.arrayValue?.first?.objectValue {
-                    var line = "ordersync: \(e["message"]?.stringValue ?? "refused") [\(e["code"]?.stringValue ?? "error")]"
+                    let code = e["code"]?.stringValue ?? "error"
+                    var line = "\(e["message"]?.stringValue ?? "refused") [\(code)]"
                     if let cv = e["current"]?.objectValue?["version"]?.intValue { line += "; it is at version \(cv) now" }
-                    FileHandle.standardError.write(Data((line + "\n").utf8))
-                    throw ExitCode(1)
+                    throw fail(line, ExitStatus.forAPIError(code: code, httpStatus: 409))
                 }
                 let removed = reply.objectValue?["applied"]?.arrayValue?.first?.objectValue ?? JSONObject()
                 printOrder(removed, json: json, verb: json ? nil : "removed")
@@ -242,12 +246,8 @@ extension OrderCommand {
 
         func run() throws {
             let dir = try data.resolved()
-            let result: JSONValue
-            do {
-                result = try OrderReader.list(dataDirectory: dir, page: page, per: per, status: status.flatMap(OrderStatus.init(rawValue:)))
-            } catch let e as LocalAPIClientError {
-                FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
-                throw ExitCode(1)
+            let result = try reportingFailures {
+                try OrderReader.list(dataDirectory: dir, page: page, per: per, status: status.flatMap(OrderStatus.init(rawValue:)))
             }
             if json {
                 print(result.serialized())
@@ -273,17 +273,8 @@ extension OrderCommand {
 
         func run() throws {
             let dir = try data.resolved()
-            let order: JSONObject?
-            do {
-                order = try OrderReader.show(dataDirectory: dir, uuid: uuid)
-            } catch let e as LocalAPIClientError {
-                FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
-                throw ExitCode(1)
-            }
-            guard let o = order else {
-                FileHandle.standardError.write(Data("ordersync: no order \(uuid) in \(dir) [not_found]\n".utf8))
-                throw ExitCode(1)
-            }
+            let order = try reportingFailures { try OrderReader.show(dataDirectory: dir, uuid: uuid) }
+            guard let o = order else { throw fail("no order \(uuid) in \(dir) [not_found]", .notFound) }
             printOrder(o, json: json)
         }
     }
@@ -301,11 +292,6 @@ struct StatusCommand: ParsableCommand {
             print(try callDaemon(dir, "GET", "/v1/status").serialized())
             return
         }
-        do {
-            print(StatusText.render(try LocalAPIClient(dataDirectory: dir).status()))
-        } catch let e as LocalAPIClientError {
-            FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
-            throw ExitCode(1)
-        }
+        print(StatusText.render(try reportingFailures { try LocalAPIClient(dataDirectory: dir).status() }))
     }
 }

@@ -18,10 +18,28 @@ struct OrderSyncCommand: ParsableCommand {
             """,
         version: NodeVersion.full,
         subcommands: [
-            MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, JournalCommand.self, PairCommand.self,
-            TerminalCommand.self, KeyCommand.self,
+            MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
+            PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self,
         ]
     )
+
+    /// Runs the command with the settings file's values added (flags win; see ConfigMain.swift);
+    /// a `check` whose arguments do not parse exits UNKNOWN (3), not 64.
+    static func main() {
+        let settings = argumentsWithSettings()
+        let arguments = settings.arguments
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch {
+            if let report = CheckCommand.unknownForBadArguments(arguments, error: error) {
+                print(report.line)
+                Foundation.exit(report.state.rawValue)
+            }
+            exitNamingTheSetting(of: error, settings)
+            exit(withError: error)
+        }
+    }
 }
 
 /// `--data-dir`, shared by every command (also read from ORDERSYNC_DATA_DIR).
@@ -66,11 +84,14 @@ struct LoggingOptions: ParsableArguments {
         }
     }
 
-    /// Installs the stderr log backend and returns the root logger.
-    func bootstrap(label: String) -> Logger {
+    /// Installs the stderr log backend (and `errors`, which keeps the last warning for status)
+    /// and returns the root logger.
+    func bootstrap(label: String, errors: NodeErrorLog) -> Logger {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let format = LogFormat(rawValue: logFormat) ?? .text
-        LoggingSystem.bootstrap { label in EventLogHandler(logLevel: level, format: format, label: label) }
+        LoggingSystem.bootstrap { label in
+            MultiplexLogHandler([EventLogHandler(logLevel: level, format: format, label: label), NodeErrorLogHandler(errors: errors)])
+        }
         var logger = Logger(label: label)
         logger.logLevel = level
         return logger
@@ -144,13 +165,14 @@ struct NodeOptions: ParsableArguments {
     }
 }
 
-/// Runs a node until SIGINT/SIGTERM and maps failures to a clear message and exit code 1.
+/// Runs a node until SIGINT/SIGTERM and maps failures to a clear message and exit status
+/// (`ExitStatus`: 66 for a missing parent of the data directory, 74 for an unusable store).
 func runNode(_ body: () throws -> Void) throws {
     do {
         try body()
     } catch let e as NodeStartupError {
         FileHandle.standardError.write(Data("ordersync: \(e.message)\n".utf8))
-        throw ExitCode(1)
+        throw ExitStatus(e.failure).exitCode
     }
 }
 
@@ -213,12 +235,14 @@ struct MasterCommand: ParsableCommand {
 
     func run() throws {
         let dir = try node.data.resolved()
-        let logger = node.logging.bootstrap(label: "ordersync.master")
+        let errors = NodeErrorLog()
+        let logger = node.logging.bootstrap(label: "ordersync.master", errors: errors)
         var config = NodeConfiguration(
             role: .master, dataDirectory: dir, store: node.store, name: node.name,
             serviceType: node.serviceType, port: UInt16(port), listenAddress: listen,
             masterURL: nil)
         node.apply(to: &config)
+        config.errorLog = errors
         config.maxConnections = maxConnections
         config.maxHandshakesPerAddress = maxHandshakesPerAddress
         config.maxConnectionsPerAddress = maxConnectionsPerAddress
@@ -265,12 +289,14 @@ struct SlaveCommand: ParsableCommand {
 
     func run() throws {
         let dir = try node.data.resolved()
-        let logger = node.logging.bootstrap(label: "ordersync.slave")
+        let errors = NodeErrorLog()
+        let logger = node.logging.bootstrap(label: "ordersync.slave", errors: errors)
         var config = NodeConfiguration(
             role: .slave, dataDirectory: dir, store: node.store, name: node.name,
             serviceType: node.serviceType, port: 0, listenAddress: "0.0.0.0",
             masterURL: master.flatMap { MasterURL(parsing: $0) })
         node.apply(to: &config)
+        config.errorLog = errors
         config.pairingCode = pair.flatMap { try? PairingCode(parsing: $0) }
         try runNode { try SlaveNode(configuration: config, logger: logger).run() }
     }

@@ -5,27 +5,12 @@ import OrderSyncNode
 import QRCode
 
 /// Sends a request to the running master of `dir`: API errors and a master that is not running
-/// become a clear message and exit 1.
+/// become a clear message and their exit status (`ExitStatus`).
 func callMaster(_ dir: String, _ method: String, _ path: String, body: JSONValue? = nil) throws -> JSONValue {
-    let response: LocalAPIResponse
-    do {
-        response = try LocalAPIClient(dataDirectory: dir).send(method: method, path: path, body: body)
-    } catch LocalAPIClientError.noDaemon {
-        FileHandle.standardError.write(
-            Data(
-                ("ordersync: the master is not running for \(dir); pairing, terminals and keys are managed by the running "
-                    + "master. Start it with `ordersync master --data-dir \(dir)`.\n").utf8))
-        throw ExitCode(1)
-    } catch let e as LocalAPIClientError {
-        FileHandle.standardError.write(Data("ordersync: \(e.description)\n".utf8))
-        throw ExitCode(1)
-    }
-    if (200..<300).contains(response.status) { return response.body }
-    let err = response.body.objectValue?["error"]?.objectValue
-    let code = err?["code"]?.stringValue ?? "http_\(response.status)"
-    let message = err?["message"]?.stringValue ?? "request failed with HTTP \(response.status)"
-    FileHandle.standardError.write(Data("ordersync: \(message) [\(code)]\n".utf8))
-    throw ExitCode(1)
+    try callDaemon(
+        dir, method, path, body: body,
+        noDaemon: "the master is not running for \(dir); pairing, terminals and keys are managed by the running master. "
+            + "Start it with `ordersync master --data-dir \(dir)`.")
 }
 
 /// `ordersync pair`: opens the master's pairing window and prints the code.

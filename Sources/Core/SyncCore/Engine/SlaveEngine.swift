@@ -203,6 +203,7 @@ public final class SlaveEngine {
         snapshotApplied = [:]
         snapshotInfo = nil
         var overlay: [String: Order?] = [:]
+        overlay.reserveCapacity(all.count + outbox.count)
         for o in all { overlay[o.key] = o }
         do {
             var c = SlaveCommit()
@@ -217,7 +218,10 @@ public final class SlaveEngine {
             }
             // Pending local changes go on top of the master's state in the same transaction.
             try rebase(&overlay, keys: nil, fallBackToStore: false, skipping: Set(held.keys))
-            c.replaceAll = overlay.values.compactMap { $0 }.sorted { $0.key < $1.key }
+            // Sorted by the overlay's keys (each lowercased once), not by `Order.key`, which
+            // lowercases its UUID on every comparison: with 100k orders that was a third of the
+            // slave's CPU in a snapshot.
+            c.replaceAll = overlay.keys.sorted().compactMap { overlay[$0] ?? nil }
             c.lastSeq = snap.seq
             c.epoch = snap.epoch
             c.needsSnapshot = false

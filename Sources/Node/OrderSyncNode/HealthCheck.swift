@@ -1,0 +1,203 @@
+import Foundation
+
+/// A monitoring plugin's state, with its exit code (Nagios plugin guidelines: 0 OK, 1 WARNING,
+/// 2 CRITICAL, 3 UNKNOWN).
+public enum HealthState: Int32, Sendable, Comparable {
+    /// Everything within its thresholds.
+    case ok = 0
+    /// Working, but above a warning threshold.
+    case warning = 1
+    /// Not working, or above a critical threshold.
+    case critical = 2
+    /// The check could not tell (bad arguments, an unexpected answer, no permission).
+    case unknown = 3
+
+    /// `OK`, `WARNING`, `CRITICAL`, `UNKNOWN`.
+    public var label: String {
+        switch self {
+        case .ok: return "OK"
+        case .warning: return "WARNING"
+        case .critical: return "CRITICAL"
+        case .unknown: return "UNKNOWN"
+        }
+    }
+
+    /// Severity order for combining findings: UNKNOWN ranks between WARNING and CRITICAL, as
+    /// the plugin guidelines combine them (a CRITICAL finding wins over an UNKNOWN one).
+    private var rank: Int {
+        switch self {
+        case .ok: return 0
+        case .warning: return 1
+        case .unknown: return 2
+        case .critical: return 3
+        }
+    }
+
+    /// Compares by severity.
+    public static func < (a: HealthState, b: HealthState) -> Bool { a.rank < b.rank }
+}
+
+/// A `WARN[,CRIT]` threshold pair: a value above `warning` is WARNING, above `critical` is
+/// CRITICAL. Either may be absent (`,1000` has no warning).
+public struct HealthThreshold: Sendable, Equatable {
+    /// Above this: WARNING.
+    public var warning: Int64?
+    /// Above this: CRITICAL.
+    public var critical: Int64?
+
+    /// A threshold from its parts.
+    public init(warning: Int64?, critical: Int64?) {
+        self.warning = warning
+        self.critical = critical
+    }
+
+    /// Parses `WARN,CRIT`, `,CRIT`, `WARN,` or a single number, which is the warning threshold
+    /// or, with `singleIsCritical`, the critical one. Nil for anything else (negative numbers,
+    /// a warning above the critical threshold, text).
+    public init?(parsing text: String, singleIsCritical: Bool = false) {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        func number(_ s: String) -> Int64?? {
+            if s.isEmpty { return .some(nil) }
+            guard let n = Int64(s), n >= 0 else { return nil }
+            return .some(n)
+        }
+        switch parts.count {
+        case 1:
+            guard !parts[0].isEmpty, let n = number(parts[0]) else { return nil }
+            self = singleIsCritical ? HealthThreshold(warning: nil, critical: n) : HealthThreshold(warning: n, critical: nil)
+        case 2:
+            guard let w = number(parts[0]), let c = number(parts[1]), w != nil || c != nil else { return nil }
+            if let w, let c, w > c { return nil }
+            self = HealthThreshold(warning: w, critical: c)
+        default:
+            return nil
+        }
+    }
+
+    /// The state of `value`.
+    public func state(of value: Int64) -> HealthState {
+        if let c = critical, value > c { return .critical }
+        if let w = warning, value > w { return .warning }
+        return .ok
+    }
+
+    /// `;WARN;CRIT` for performance data (an absent threshold left empty).
+    var perfdataSuffix: String { ";\(warning.map(String.init) ?? "");\(critical.map(String.init) ?? "")" }
+
+    /// What was crossed, for the summary: "above 100" or "above 1000 (critical)".
+    func crossed(_ state: HealthState) -> String {
+        state == .critical ? "above \(critical ?? 0) (critical)" : "above \(warning ?? 0)"
+    }
+}
+
+/// The thresholds of `ordersync check`.
+public struct HealthThresholds: Sendable, Equatable {
+    /// Operations a slave (or, on a master, its most lagging connected terminal) may be behind.
+    public var lag: HealthThreshold
+    /// Local changes a slave may hold in its outbox.
+    public var outbox: HealthThreshold
+    /// Seconds a slave may be without a live link to its master.
+    public var silence: HealthThreshold
+
+    /// The defaults: `--max-lag 1000`, `--max-outbox 100` (warnings), `--max-silence 60`
+    /// (critical).
+    public static let defaults = HealthThresholds(
+        lag: HealthThreshold(warning: 1000, critical: nil), outbox: HealthThreshold(warning: 100, critical: nil),
+        silence: HealthThreshold(warning: nil, critical: 60))
+
+    /// Thresholds from their parts.
+    public init(lag: HealthThreshold, outbox: HealthThreshold, silence: HealthThreshold) {
+        self.lag = lag
+        self.outbox = outbox
+        self.silence = silence
+    }
+}
+
+/// What `ordersync check` prints and exits with.
+public struct HealthReport: Sendable, Equatable {
+    /// The overall state (the worst finding).
+    public var state: HealthState
+    /// What the node is and what is wrong, without the state.
+    public var summary: String
+    /// Performance data (`terminals=3 lag=0;100;1000 outbox=0`), empty when the node could not
+    /// be asked.
+    public var perfdata: String
+
+    /// The one line of the plugin output: `ORDERSYNC OK - master shop1, ... | terminals=3 ...`.
+    public var line: String {
+        "ORDERSYNC \(state.label) - \(summary)" + (perfdata.isEmpty ? "" : " | \(perfdata)")
+    }
+
+    /// A report without performance data (the daemon could not be asked).
+    public init(state: HealthState, summary: String, perfdata: String = "") {
+        self.state = state
+        self.summary = summary
+        self.perfdata = perfdata
+    }
+}
+
+/// Judges a node's status against thresholds: pure, so every rule is tested without a daemon.
+///
+/// CRITICAL: the store cannot be read; a slave without a live link to its master for longer
+/// than the silence threshold's critical value, or refused by its master (pair again).
+/// WARNING: a master not published on the LAN; lag, outbox or silence above a warning
+/// threshold. Lag and outbox above a critical value are CRITICAL.
+public enum HealthCheck {
+    /// The report for a status.
+    public static func evaluate(_ status: NodeStatus, thresholds: HealthThresholds) -> HealthReport {
+        switch status {
+        case .master(let m): return evaluate(m, thresholds)
+        case .slave(let s): return evaluate(s, thresholds)
+        }
+    }
+
+    private static func report(_ base: String, _ findings: [(HealthState, String)], perfdata: [String]) -> HealthReport {
+        let worst = findings.map(\.0).max() ?? .ok
+        let problems = findings.filter { $0.0 != .ok }.map(\.1)
+        let summary = problems.isEmpty ? base : "\(base): \(problems.joined(separator: "; "))"
+        return HealthReport(state: worst, summary: summary, perfdata: perfdata.joined(separator: " "))
+    }
+
+    static func evaluate(_ m: MasterStatus, _ t: HealthThresholds) -> HealthReport {
+        // Connected terminals that acknowledged something on this link; StorePOS clients never do.
+        let lags = m.peers.compactMap(\.lag)
+        let maxLag = lags.max() ?? 0
+        var findings: [(HealthState, String)] = []
+        if m.ready?.store == .failed { findings.append((.critical, "store not readable")) }
+        switch m.ready?.published {
+        case .failed: findings.append((.warning, "not published on the LAN (avahi \(m.avahi.rawValue))"))
+        case .pending: findings.append((.warning, "publication not confirmed by Avahi yet"))
+        case .ok, .notUsed, nil: break
+        }
+        let lagState = t.lag.state(of: maxLag)
+        findings.append((lagState, "max lag \(maxLag) \(t.lag.crossed(lagState))"))
+        let terminals = m.peers.count
+        let base = "master \(m.store), \(terminals) terminal\(terminals == 1 ? "" : "s"), max lag \(maxLag)"
+        return report(
+            base, findings, perfdata: ["terminals=\(terminals)", "lag=\(maxLag)\(t.lag.perfdataSuffix)", "outbox=0"])
+    }
+
+    static func evaluate(_ s: SlaveStatus, _ t: HealthThresholds) -> HealthReport {
+        let link = s.ready?.link ?? NodeReadiness.Link(state: s.master.state, pairing: s.pairing)
+        // An older daemon without `notLiveSeconds`: the time in the current state.
+        let silence = link == .live ? 0 : (s.master.notLiveSeconds ?? s.master.sinceSeconds)
+        var findings: [(HealthState, String)] = []
+        if s.ready?.store == .failed { findings.append((.critical, "store not readable")) }
+        if link == .pairingRequired { findings.append((.critical, "the master refuses this terminal: pair it again")) }
+        let silenceState = t.silence.state(of: silence)
+        let why = s.master.lastError.map { ", last error: \($0)" } ?? ""
+        findings.append(
+            (silenceState, "not live to its master for \(silence) s (\(link.rawValue)\(why)) \(t.silence.crossed(silenceState)) s"))
+        let lagState = t.lag.state(of: s.lag)
+        findings.append((lagState, "lag \(s.lag) \(t.lag.crossed(lagState))"))
+        let outboxState = t.outbox.state(of: Int64(s.outbox))
+        findings.append((outboxState, "outbox \(s.outbox) \(t.outbox.crossed(outboxState))"))
+        let base = "slave \(s.name) of \(s.store ?? "no store yet"), link \(link.rawValue), lag \(s.lag), outbox \(s.outbox)"
+        return report(
+            base, findings,
+            perfdata: [
+                "lag=\(s.lag)\(t.lag.perfdataSuffix)", "outbox=\(s.outbox)\(t.outbox.perfdataSuffix)",
+                "silence=\(silence)s\(t.silence.perfdataSuffix)",
+            ])
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import Logging
+
+/// Whether a node can do its job, as fixed values a script can compare (`ready` in
+/// `GET /v1/status`).
+public struct NodeReadiness: Codable, Sendable, Equatable {
+    /// Whether the order store answers reads.
+    public enum Store: String, Codable, Sendable {
+        /// The last read of the store succeeded.
+        case ok
+        /// The store could not be read.
+        case failed
+    }
+
+    /// Whether the master's service is on the LAN (DNS-SD through Avahi).
+    public enum Published: String, Codable, Sendable {
+        /// Avahi confirmed the registration.
+        case ok
+        /// Not confirmed yet (Avahi starting, or a renamed service being registered).
+        case pending
+        /// Not published: avahi-daemon is down or unavailable, or the registration failed.
+        case failed
+        /// The node was built without discovery.
+        case notUsed = "not_used"
+    }
+
+    /// Whether a slave's link to its master carries live operations.
+    public enum Link: String, Codable, Sendable {
+        /// Up to date; live operations flow.
+        case live
+        /// Connected, receiving the snapshot.
+        case syncing
+        /// Trying to reach its master (connecting, or waiting to try again).
+        case connecting
+        /// No master of its store found on the LAN yet (or several stores to choose from).
+        case searching
+        /// The master refuses this terminal (unknown or revoked): pair it again.
+        case pairingRequired = "pairing_required"
+    }
+
+    /// The store.
+    public var store: Store
+    /// A master's publication; `null` on a slave.
+    public var published: Published?
+    /// A slave's link to its master; `null` on a master.
+    public var link: Link?
+
+    /// Readiness from its parts.
+    public init(store: Store, published: Published? = nil, link: Link? = nil) {
+        self.store = store
+        self.published = published
+        self.link = link
+    }
+
+    /// The node's state in one word: `failed` when the store cannot be read, `ready` when the
+    /// master is published (or a slave is live), else `degraded` (serving, but not everything
+    /// is up).
+    public var state: NodeReadyState {
+        guard store == .ok else { return .failed }
+        if let p = published, p != .ok, p != .notUsed { return .degraded }
+        if let l = link, l != .live { return .degraded }
+        return .ready
+    }
+
+    /// Encodes every member, absent ones as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(store, forKey: .store)
+        try c.encode(published, forKey: .published)
+        try c.encode(link, forKey: .link)
+    }
+}
+
+/// The overall state of a node (`state` in `GET /v1/status`).
+public enum NodeReadyState: String, Codable, Sendable {
+    /// Everything is up.
+    case ready
+    /// Serving, but not published (master) or not live to its master (slave).
+    case degraded
+    /// The store cannot be read.
+    case failed
+}
+
+extension NodeReadiness.Published {
+    /// A master's publication from its Avahi connection and the name Avahi confirmed.
+    init(avahi: AvahiState, confirmedName: String?) {
+        switch avahi {
+        case .up: self = confirmedName == nil ? .pending : .ok
+        case .starting: self = .pending
+        case .down, .unavailable: self = .failed
+        case .notUsed, .notUsedWithFixedMaster: self = .notUsed
+        }
+    }
+}
+
+extension NodeReadiness.Link {
+    /// A slave's link from its state and where it stands with its master's key.
+    init(state: SlaveStatus.LinkState, pairing: SlaveStatus.PairingState) {
+        if pairing == .refused, state != .live { self = .pairingRequired; return }
+        switch state {
+        case .live: self = .live
+        case .syncing: self = .syncing
+        case .connecting, .waiting: self = .connecting
+        case .idle: self = .searching
+        }
+    }
+}
+
+/// The last event a node logged at `warning` or above (`lastError` in `GET /v1/status`).
+public struct NodeError: Codable, Sendable, Equatable {
+    /// The event name, as in the log (`master.disconnected`, `service.publish_failed`, ...).
+    public var event: String
+    /// What it said: its `reason` or `error`, else its metadata as `key=value` pairs.
+    public var message: String
+    /// When, as an ISO 8601 time in UTC with milliseconds (`2026-11-25T14:03:07.120Z`).
+    public var at: String
+
+    /// An error from its parts.
+    public init(event: String, message: String, at: String) {
+        self.event = event
+        self.message = message
+        self.at = at
+    }
+
+    /// The ISO 8601 text of a wall-clock time in milliseconds since 1970.
+    public static func isoTime(epochMillis: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: Double(epochMillis) / 1000))
+    }
+}
+
+/// Keeps the last warning-or-worse event of a node, for its status. The executable installs a
+/// `NodeErrorLogHandler` writing into it next to its log backend, and hands the same object
+/// to the node in its configuration.
+public final class NodeErrorLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var last: NodeError?
+
+    /// An empty log.
+    public init() {}
+
+    /// The last event recorded.
+    public var lastError: NodeError? {
+        lock.lock()
+        defer { lock.unlock() }
+        return last
+    }
+
+    /// Records an event.
+    public func record(_ error: NodeError) {
+        lock.lock()
+        last = error
+        lock.unlock()
+    }
+}
+
+/// A log backend that records every event at `warning` or above into a `NodeErrorLog`; used
+/// next to the real backend (swift-log's `MultiplexLogHandler`).
+public struct NodeErrorLogHandler: LogHandler {
+    /// Where the events go.
+    public let errors: NodeErrorLog
+    /// The level below which nothing reaches this handler.
+    public var logLevel: Logger.Level = .info
+    /// Metadata of the logger.
+    public var metadata: Logger.Metadata = [:]
+
+    /// A handler recording into `errors`.
+    public init(errors: NodeErrorLog) {
+        self.errors = errors
+    }
+
+    /// Metadata by key.
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    /// Records the event when it is a warning or worse.
+    public func log(event: LogEvent) {
+        guard event.level >= .warning else { return }
+        let all = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        let message: String
+        if let why = all["reason"] ?? all["error"] {
+            message = "\(why)"
+        } else {
+            message = all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        }
+        errors.record(
+            NodeError(event: "\(event.message)", message: message, at: NodeError.isoTime(epochMillis: WallClock.nowMillis())))
+    }
+}
