@@ -51,6 +51,8 @@ public final class MasterNode: @unchecked Sendable {
     let metrics = NodeMetrics(role: .master, version: NodeVersion.string)
     /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
     let metricsListener: MetricsListener?
+    /// systemd's notifications (`READY=1` once published and listening, watchdog pings).
+    let serviceManager: ServiceManager
 
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
     /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the
@@ -84,6 +86,7 @@ public final class MasterNode: @unchecked Sendable {
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger
+        serviceManager = ServiceManager(loop: loop, logger: logger)
         avahiState = discovery == nil ? .notUsed : .starting
 
         let listener: TCPListener
@@ -187,6 +190,7 @@ public final class MasterNode: @unchecked Sendable {
             self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
         }
         try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
+        reportReadiness()
     }
 
     private func startDiscovery() {
@@ -230,6 +234,7 @@ public final class MasterNode: @unchecked Sendable {
         case .daemonUnavailable(let reason):
             avahiState = .down
             publishedName = nil
+            serviceManager.status(readinessStatus + " (not published: Avahi down)")
             logger.warning(
                 "avahi.down",
                 metadata: [
@@ -238,6 +243,7 @@ public final class MasterNode: @unchecked Sendable {
                 ])
         case .published(let name):
             publishedName = name
+            serviceManager.ready(status: readinessStatus)
             logger.info(
                 "service.published",
                 metadata: [
@@ -257,6 +263,7 @@ public final class MasterNode: @unchecked Sendable {
             }
         case .publishFailed(let reason):
             logger.error("service.publish_failed", metadata: ["reason": "\(reason)"])
+            serviceManager.ready(status: readinessStatus + " (publishing failed: \(reason))")
         case .serviceFound, .serviceLost, .browseFailed:
             break
         }
@@ -265,6 +272,7 @@ public final class MasterNode: @unchecked Sendable {
     func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
+        serviceManager.stopping()
         logger.info("node.stopping", metadata: ["signal": "\(reason)", "peers": "\(sessions.count)"])
         acceptor.close()
         // Withdraw the service first, so no slave picks a master that no longer accepts.

@@ -6,6 +6,10 @@ import SyncCore
 public enum NodeVersion {
     /// Semantic version of this build.
     public static let string = "0.1.0"
+
+    /// What `ordersync --version` prints: the version and the commit it was built from
+    /// (`0.1.0 (commit 1a2b3c4)`, or `0.1.0 (unknown commit)` for a build that did not record it).
+    public static var full: String { "\(string) (\(commit.map { "commit \($0)" } ?? "unknown commit"))" }
 }
 
 /// Documented defaults.

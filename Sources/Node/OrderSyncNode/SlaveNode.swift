@@ -38,6 +38,8 @@ public final class SlaveNode: @unchecked Sendable {
     var avahiState: AvahiState
     var shuttingDown = false
     let startedAt = Date()
+    /// systemd's notifications (`READY=1` once the store is open and the API listens).
+    let serviceManager: ServiceManager
 
     /// Masters seen on the LAN and how attempts on them went.
     var candidates = MasterCandidates()
@@ -96,6 +98,7 @@ public final class SlaveNode: @unchecked Sendable {
         var logger = logger
         if let s = configuration.store ?? engine.joinedStore { logger[metadataKey: "store"] = "\(s)" }
         self.logger = logger
+        serviceManager = ServiceManager(loop: loop, logger: logger)
         let (trust, codeUse) = try SlaveTrust.atStart(
             trust: try MasterTrust.load(path: configuration.masterTrustPath), code: configuration.pairingCode)
         self.trust = trust
@@ -178,6 +181,9 @@ public final class SlaveNode: @unchecked Sendable {
         } else {
             startDiscovery()
         }
+        // A slave serves its replica and takes orders (into its outbox) without a master.
+        serviceManager.startWatchdog()
+        serviceManager.ready(status: "slave of store \(configuration.store ?? engine.joinedStore ?? "(any)"), terminal \(terminalName)")
     }
 
     private func startDiscovery() {
@@ -205,6 +211,7 @@ public final class SlaveNode: @unchecked Sendable {
     func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
+        serviceManager.stopping()
         commitBatch()
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         api.stop()

@@ -16,16 +16,18 @@ struct OrderSyncCommand: ParsableCommand {
             data directory. POS apps use the local API (Unix socket in the data directory); the `order` \
             and `status` commands are clients of it.
             """,
-        version: NodeVersion.string,
+        version: NodeVersion.full,
         subcommands: [
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
             PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self,
         ]
     )
 
-    /// Runs the command; a `check` whose arguments do not parse exits UNKNOWN (3), not 64.
+    /// Runs the command with the settings file's values added (flags win; see ConfigMain.swift);
+    /// a `check` whose arguments do not parse exits UNKNOWN (3), not 64.
     static func main() {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        let settings = argumentsWithSettings()
+        let arguments = settings.arguments
         do {
             var command = try parseAsRoot(arguments)
             try command.run()
@@ -34,6 +36,7 @@ struct OrderSyncCommand: ParsableCommand {
                 print(report.line)
                 Foundation.exit(report.state.rawValue)
             }
+            exitNamingTheSetting(of: error, settings)
             exit(withError: error)
         }
     }
@@ -47,6 +50,13 @@ struct DataDirOption: ParsableArguments {
             "The node's data directory (SQLite file and local API socket). Default: $ORDERSYNC_DATA_DIR.",
             valueName: "dir"))
     var dataDir: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Settings file (keys are the long flags; flags win). Default: $ORDERSYNC_CONFIG, else /etc/ordersync/ordersync.conf if it exists.",
+            valueName: "file"))
+    var config: String?
 
     /// The data directory, from the option or the environment.
     func resolved() throws -> String {
