@@ -10,6 +10,8 @@ APT_PACKAGES=(avahi-daemon avahi-utils libavahi-client-dev libsqlite3-dev sqlite
               python3-venv python3-pip procps psmisc util-linux curl gcc valgrind prometheus)
 # Scripts/package-deb.sh (dpkg-shlibdeps, strip) and its test (systemd-analyze verify, the postinst's adduser)
 APT_PACKAGES+=(dpkg-dev binutils systemd adduser)
+# Tests/dashboard: the page in headless Chromium, driven over the DevTools protocol
+APT_PACKAGES+=(chromium)
 PY_PACKAGES=(websockets==17.4 zeroconf kosoku pytest noiseprotocol segno matplotlib)
 
 if [ "$(id -u)" != 0 ]; then

@@ -194,6 +194,7 @@ public struct ConfigKey: Sendable {
             ConfigKey(name: "rate-burst", kind: .number, roles: [.master]),
             ConfigKey(name: "insecure-storepos", kind: .boolean, roles: [.master]),
             ConfigKey(name: "storepos-allow", kind: .list, roles: [.master]),
+            ConfigKey(name: "http-listen", kind: .text, roles: [.master]),
             ConfigKey(name: "master", kind: .text, roles: [.slave]),
             ConfigKey(name: "pair", kind: .text, roles: [.slave]),
         ]

@@ -5,7 +5,8 @@ import JSON
 ///
 /// `POST /v1/pairing` (`{"name": "till-3", "validForSeconds": 600}`, both optional),
 /// `DELETE /v1/pairing`, `GET /v1/terminals`, `POST /v1/terminals/{id-or-name}/revoke`,
-/// `POST /v1/key/rotate`.
+/// `POST /v1/key/rotate`, `POST /v1/dashboard/tokens` (`{"name": "office"}`, optional),
+/// `GET /v1/dashboard/tokens`, `POST /v1/dashboard/tokens/{id-or-name}/revoke`.
 enum MasterAPIRoute: Equatable {
     /// Opens a pairing window (replacing an open one).
     case openPairing(name: String?, validForSeconds: Int)
@@ -17,12 +18,18 @@ enum MasterAPIRoute: Equatable {
     case revokeTerminal(String)
     /// Makes a new master key; the current one becomes the previous one.
     case rotateKey
+    /// Makes a dashboard token with this label (nil: a default one).
+    case makeDashboardToken(name: String?)
+    /// The dashboard tokens (without their secrets).
+    case dashboardTokens
+    /// Revokes the dashboard token with this id or label.
+    case revokeDashboardToken(String)
 
     /// The route for `method` and `path`, a failure for a malformed request to one of these
     /// paths, or nil when the path is not one of them (a `LocalAPIRoute` then).
     static func decode(method: String, path: String, body: [UInt8]) -> Result<MasterAPIRoute, LocalAPIRoute.Failure>? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        guard parts.count >= 2, parts[0] == "v1", ["pairing", "terminals", "key"].contains(parts[1]) else { return nil }
+        guard parts.count >= 2, parts[0] == "v1", ["pairing", "terminals", "key", "dashboard"].contains(parts[1]) else { return nil }
         func notAllowed() -> Result<MasterAPIRoute, LocalAPIRoute.Failure> {
             .failure(.init(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
         }
@@ -39,6 +46,14 @@ enum MasterAPIRoute: Equatable {
             return method == "POST" ? .success(.revokeTerminal(p[1])) : notAllowed()
         case ["key", "rotate"]:
             return method == "POST" ? .success(.rotateKey) : notAllowed()
+        case ["dashboard", "tokens"]:
+            switch method {
+            case "GET": return .success(.dashboardTokens)
+            case "POST": return namedObject(body).map { .makeDashboardToken(name: $0.name) }
+            default: return notAllowed()
+            }
+        case let p where p.count == 4 && p[0] == "dashboard" && p[1] == "tokens" && p[3] == "revoke" && !p[2].isEmpty:
+            return method == "POST" ? .success(.revokeDashboardToken(p[2])) : notAllowed()
         default:
             return .failure(.init(status: 404, code: "no_route", message: "unknown path \(path)"))
         }
@@ -47,10 +62,26 @@ enum MasterAPIRoute: Equatable {
     /// `POST /v1/pairing`: an empty body, or an object with an optional `name` (1-63 bytes) and
     /// `validForSeconds` (1-600, default 600).
     private static func openPairing(_ body: [UInt8]) -> Result<MasterAPIRoute, LocalAPIRoute.Failure> {
-        func invalid(_ message: String) -> Result<MasterAPIRoute, LocalAPIRoute.Failure> {
-            .failure(.init(status: 400, code: "invalid_field", message: message))
+        namedObject(body).flatMap { (object, name) in
+            var seconds = PairingWindow.maxValidSeconds
+            switch object["validForSeconds"] {
+            case nil, .null?: break
+            case let value?:
+                guard let n = value.intValue, (1...Int64(PairingWindow.maxValidSeconds)).contains(n) else {
+                    return .failure(
+                        .init(
+                            status: 400, code: "invalid_field",
+                            message: "'validForSeconds' must be an integer in 1...\(PairingWindow.maxValidSeconds)"))
+                }
+                seconds = Int(n)
+            }
+            return .success(.openPairing(name: name, validForSeconds: seconds))
         }
-        guard !body.isEmpty else { return .success(.openPairing(name: nil, validForSeconds: PairingWindow.maxValidSeconds)) }
+    }
+
+    /// A body that is empty or a JSON object with an optional `name` (1-63 bytes).
+    private static func namedObject(_ body: [UInt8]) -> Result<(object: JSONObject, name: String?), LocalAPIRoute.Failure> {
+        guard !body.isEmpty else { return .success((JSONObject(), nil)) }
         let object: JSONObject
         do {
             guard let o = try JSONParser.parse(body).objectValue else {
@@ -60,21 +91,10 @@ enum MasterAPIRoute: Equatable {
         } catch {
             return .failure(.init(status: 400, code: "malformed_json", message: "request body is not valid JSON: \(error)"))
         }
-        var name: String?
         switch object["name"] {
-        case nil, .null?: break
-        case .string(let n)? where !n.isEmpty && n.utf8.count <= 63: name = n
-        default: return invalid("'name' must be a string of 1-63 bytes")
+        case nil, .null?: return .success((object, nil))
+        case .string(let n)? where !n.isEmpty && n.utf8.count <= 63: return .success((object, n))
+        default: return .failure(.init(status: 400, code: "invalid_field", message: "'name' must be a string of 1-63 bytes"))
         }
-        var seconds = PairingWindow.maxValidSeconds
-        switch object["validForSeconds"] {
-        case nil, .null?: break
-        case let value?:
-            guard let n = value.intValue, (1...Int64(PairingWindow.maxValidSeconds)).contains(n) else {
-                return invalid("'validForSeconds' must be an integer in 1...\(PairingWindow.maxValidSeconds)")
-            }
-            seconds = Int(n)
-        }
-        return .success(.openPairing(name: name, validForSeconds: seconds))
     }
 }

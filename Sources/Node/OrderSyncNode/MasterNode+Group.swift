@@ -183,6 +183,7 @@ extension MasterNode {
             }
         } else {
             noteCommitted(engine.groupApplied)
+            if !engine.groupApplied.isEmpty { dashboard?.committed(seq: engine.lastSeq) }
             engine.groupCommitted()
             perform(held)
         }

@@ -33,6 +33,8 @@ extension MasterNode {
             revoke(idOrName, respond)
         case .rotateKey:
             rotateKey(respond)
+        case .makeDashboardToken, .dashboardTokens, .revokeDashboardToken:
+            handleDashboardTokens(route, respond)
         }
     }
 

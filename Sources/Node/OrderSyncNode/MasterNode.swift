@@ -51,6 +51,10 @@ public final class MasterNode: @unchecked Sendable {
     let metrics = NodeMetrics(role: .master, version: NodeVersion.string)
     /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
     let metricsListener: MetricsListener?
+    /// `--http-listen`: the store dashboard (nil: off).
+    let dashboard: DashboardServer?
+    /// The dashboard's tokens (digests only), as stored in the database.
+    var dashboardTokens = DashboardTokens()
     /// systemd's notifications (`READY=1` once published and listening, watchdog pings).
     let serviceManager: ServiceManager
 
@@ -103,6 +107,7 @@ public final class MasterNode: @unchecked Sendable {
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
         api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
         metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
+        dashboard = try configuration.httpListen.map { try DashboardServer(address: $0, loop: loop, logger: logger) }
     }
 
     /// A master for the `ordersync master` command: prepares the process (signals), claims the
@@ -146,6 +151,7 @@ public final class MasterNode: @unchecked Sendable {
             self?.handleAPI(route, respond)
         }
         startMetrics()
+        try startDashboard()
 
         logger.info(
             "node.started",
@@ -158,6 +164,7 @@ public final class MasterNode: @unchecked Sendable {
                 "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
                 "paired_terminals": "\((try? db.pairedTerminals().count) ?? 0)",
                 "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
+                "http.listen": "\(dashboard?.localAddress ?? "-")",
             ])
         if configuration.insecureStorePOS {
             let ranges = configuration.storePOSAllow.map(\.description).joined(separator: ",")
@@ -279,6 +286,7 @@ public final class MasterNode: @unchecked Sendable {
         discovery?.unpublish()
         api.stop()
         metricsListener?.stop()
+        dashboard?.stop()
         for s in sessions.values { s.close(code: .goingAway, reason: "master shutting down") }
         if sessions.isEmpty {
             loop.stop()

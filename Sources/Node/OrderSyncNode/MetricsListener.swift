@@ -20,8 +20,7 @@ enum MetricsExposition {
 
     /// A short text answer.
     static func plain(_ status: Int, _ text: String, _ headers: [(String, String)] = []) -> HTTPResponse {
-        HTTPResponse(
-            status: status, headers: HTTPHeaders(headers + [("Content-Type", "text/plain; charset=utf-8")]), body: Array(text.utf8))
+        HTTPListener.plain(status, text, headers)
     }
 }
 
@@ -35,116 +34,33 @@ final class MetricsListener {
     /// Largest request head; no body is accepted.
     static let limits = HTTPRequestParser.Limits(maxHeaderBytes: 8 << 10, maxBodyBytes: 0)
 
-    private let loop: EventLoop
-    private let logger: Logger
-    private var render: () -> [UInt8] = { [] }
-    private let acceptor: Acceptor
-    private var clients: [ObjectIdentifier: MetricsClient] = [:]
+    private let listener: HTTPListener
     /// The address actually bound (`ip:port`).
-    let localAddress: String
+    var localAddress: String { listener.localAddress }
 
     /// Binds `address` on `loop` (on its thread); connections wait in the backlog until
     /// `start(render:)`. A failure to bind is a `NodeStartupError` naming the address.
     init(address: MetricsAddress, loop: EventLoop, logger: Logger) throws {
-        self.loop = loop
-        self.logger = logger
-        let listener: TCPListener
-        do {
-            listener = try TCPListener.bind(host: address.host, port: address.port, backlog: 16)
-        } catch {
-            throw NodeStartupError("cannot listen for metrics on \(address) (--metrics-listen): \(error)")
-        }
-        localAddress = listener.localAddress
-        acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
+        listener = try HTTPListener(
+            address: address, flag: "--metrics-listen", purpose: "metrics", eventPrefix: "metrics", limits: Self.limits,
+            maxConnections: Self.maxConnections, loop: loop, logger: logger)
     }
 
     /// Serves `GET /metrics` with what `render` returns.
     func start(render: @escaping () -> [UInt8]) {
-        self.render = render
-        acceptor.onAccept = { [weak self] accepted in self?.accepted(accepted) }
-        acceptor.onError = { [weak self] error in
-            self?.logger.warning("metrics.accept_failed", metadata: ["error": "\(error)"])
+        listener.start { req, _ in
+            guard req.path == "/metrics" else {
+                return .response(MetricsExposition.plain(404, "not found: only /metrics is served here\n"))
+            }
+            return .response(MetricsExposition.response(to: req, render: render))
         }
     }
 
     /// Stops accepting and closes every connection.
-    func stop() {
-        acceptor.close()
-        for c in clients.values { c.channel.close() }
-        clients.removeAll()
-    }
-
-    private func accepted(_ a: AcceptedSocket) {
-        guard clients.count < Self.maxConnections else {
-            a.socket.close()
-            return
-        }
-        let channel: StreamChannel
-        do { channel = try StreamChannel(socket: a.socket, loop: loop) } catch {
-            logger.warning("metrics.accept_failed", metadata: ["error": "\(error)"])
-            return
-        }
-        let client = MetricsClient(channel: channel)
-        let id = ObjectIdentifier(client)
-        clients[id] = client
-        client.deadline = loop.schedule(after: LocalAPIServer.requestTimeout) { [weak client] in
-            client?.channel.close()
-        }
-        channel.onRead = { [weak self, weak client] bytes in
-            guard let self, let client else { return }
-            client.parser.append(bytes)
-            self.drain(client)
-        }
-        channel.onClose = { [weak self, weak client] _ in
-            if let t = client?.deadline { self?.loop.cancel(t) }
-            self?.clients[id] = nil
-        }
-    }
-
-    private func drain(_ client: MetricsClient) {
-        while true {
-            let request: HTTPRequest?
-            do {
-                request = try client.parser.nextRequest()
-            } catch let e as HTTPError {
-                client.channel.write(MetricsExposition.plain(e.status, e.message + "\n", [("Connection", "close")]).serialize())
-                client.channel.closeAfterFlush()
-                return
-            } catch {
-                client.channel.close()
-                return
-            }
-            guard let req = request else { return }
-            let response =
-                req.path == "/metrics"
-                ? MetricsExposition.response(to: req, render: render)
-                : MetricsExposition.plain(404, "not found: only /metrics is served here\n", req.keepAlive ? [] : [("Connection", "close")])
-            client.channel.write(response.serialize())
-            guard req.keepAlive else {
-                client.channel.closeAfterFlush()
-                return
-            }
-            // A kept-alive connection gets a fresh deadline for its next request.
-            if let t = client.deadline { loop.cancel(t) }
-            client.deadline = loop.schedule(after: LocalAPIServer.requestTimeout) { [weak client] in
-                client?.channel.close()
-            }
-        }
-    }
+    func stop() { listener.stop() }
 }
 
-/// One connection to the metrics listener.
-final class MetricsClient {
-    let channel: StreamChannel
-    var parser = HTTPRequestParser(limits: MetricsListener.limits)
-    var deadline: TimerHandle?
-
-    init(channel: StreamChannel) {
-        self.channel = channel
-    }
-}
-
-/// `--metrics-listen`: `HOST:PORT` or `[IPV6]:PORT`.
+/// `--metrics-listen` and `--http-listen`: `HOST:PORT` or `[IPV6]:PORT`.
 public struct MetricsAddress: Equatable, Sendable, CustomStringConvertible {
     public var host: String
     public var port: UInt16

@@ -207,6 +207,9 @@ public struct NodeConfiguration: Sendable {
     /// Serve `GET /metrics` over plain HTTP on this TCP address too (`--metrics-listen`); nil: only
     /// on the local API socket.
     public var metricsListen: MetricsAddress?
+    /// Serve the store dashboard over plain HTTP on this TCP address (`--http-listen`, master
+    /// only); nil: off.
+    public var httpListen: MetricsAddress?
     /// The interval of the summaries of repeated failures in the log (`master.connect_failed`).
     public var logSummaryInterval: Duration = NodeDefaults.logSummaryInterval
 

@@ -43,7 +43,8 @@ extension OrderSyncCommand {
     /// The commands that only group subcommands (`order`, `terminal`, `key`).
     static var groupCommands: Set<String> {
         Set(
-            configuration.subcommands.filter { !$0.configuration.subcommands.isEmpty }.map {
+            // A group with a default subcommand (`dashboard`) runs as given: it takes settings.
+            configuration.subcommands.filter { !$0.configuration.subcommands.isEmpty && $0.configuration.defaultSubcommand == nil }.map {
                 $0.configuration.commandName ?? $0._commandName
             })
     }

@@ -19,7 +19,7 @@ struct OrderSyncCommand: ParsableCommand {
         version: NodeVersion.full,
         subcommands: [
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
-            PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self,
+            PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self, DashboardCommand.self,
         ]
     )
 
@@ -231,7 +231,17 @@ struct MasterCommand: ParsableCommand {
             "With --insecure-storepos, admit StorePOS terminals only from this IPv4 or IPv6 range (repeatable).", valueName: "cidr"))
     var storePOSAllow: [String] = []
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Serve the store dashboard (a read-only web page, login with `ordersync dashboard`) on this TCP address; off by default.",
+            valueName: "addr:port"))
+    var httpListen: String?
+
     func validate() throws {
+        if let h = httpListen, MetricsAddress(parsing: h) == nil {
+            throw ValidationError("--http-listen must look like 0.0.0.0:8080 or [::1]:8080 (got '\(h)').")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535.") }
         guard (1...100_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1-100000.") }
         guard (1...100_000).contains(maxHandshakesPerAddress), (1...100_000).contains(maxConnectionsPerAddress) else {
@@ -257,6 +267,7 @@ struct MasterCommand: ParsableCommand {
             serviceType: node.serviceType, port: UInt16(port), listenAddress: listen,
             masterURL: nil)
         node.apply(to: &config)
+        config.httpListen = httpListen.flatMap { MetricsAddress(parsing: $0) }
         config.errorLog = errors
         config.maxConnections = maxConnections
         config.maxHandshakesPerAddress = maxHandshakesPerAddress

@@ -119,10 +119,7 @@ struct TerminalCommand: ParsableCommand {
         var json = false
 
         func run() throws {
-            var allowed = CharacterSet.urlPathAllowed
-            allowed.remove("/")
-            let escaped = terminal.addingPercentEncoding(withAllowedCharacters: allowed) ?? terminal
-            let answer = try callMaster(try data.resolved(), "POST", "/v1/terminals/\(escaped)/revoke")
+            let answer = try callMaster(try data.resolved(), "POST", "/v1/terminals/\(pathComponent(terminal))/revoke")
             if json {
                 print(answer.serialized())
                 return

@@ -177,3 +177,35 @@ extension OrderDatabase {
             recordedAtMillis: statement.int64(6))
     }
 }
+
+extension OrderDatabase {
+    /// A journal search for people (the dashboard): up to `limit` entries, newest first, with
+    /// `seq < beforeSeq` when given, naming `orderUUID` (any case), whose origin contains
+    /// `origin` (any case), recorded in `fromMillis ..< toMillis`; a nil filter matches all.
+    public func journalSearch(
+        orderUUID: String?, origin: String?, fromMillis: Int64?, toMillis: Int64?, beforeSeq: Int64?, limit: Int
+    ) throws -> [JournalEntry] {
+        guard limit >= 0 else {
+            throw StoreError(kind: .invalidArgument, message: "limit must not be negative (got \(limit))", path: path)
+        }
+        let order = SQLiteValue.text(orderUUID?.lowercased())
+        let from = fromMillis.map(SQLiteValue.integer) ?? .null
+        let to = toMillis.map(SQLiteValue.integer) ?? .null
+        let before = beforeSeq.map(SQLiteValue.integer) ?? .null
+        return try connection.withStatement(
+            """
+            SELECT seq, op_id, origin, operation, order_uuids, message, recorded_at_ms FROM journal
+            WHERE (? IS NULL OR seq IN (SELECT seq FROM journal_orders WHERE uuid_key = ?))
+              AND (? IS NULL OR instr(lower(origin), lower(?)) > 0)
+              AND (? IS NULL OR recorded_at_ms >= ?) AND (? IS NULL OR recorded_at_ms < ?)
+              AND (? IS NULL OR seq < ?)
+            ORDER BY seq DESC LIMIT ?
+            """,
+            [order, order, .text(origin), .text(origin), from, from, to, to, before, before, .integer(Int64(limit))]
+        ) { statement in
+            var entries: [JournalEntry] = []
+            while try statement.step() { entries.append(try decodeJournalEntry(statement)) }
+            return entries
+        }
+    }
+}

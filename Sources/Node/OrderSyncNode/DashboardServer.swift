@@ -1,0 +1,329 @@
+import EventLoopIO
+import Foundation
+import HTTP1
+import JSON
+import Logging
+import SyncCore
+
+/// What the dashboard shows, answered by the master on its loop.
+protocol DashboardSource: AnyObject {
+    /// The id of the dashboard token whose secret is `secret`; nil: no such token.
+    func dashboardTokenId(secret: String) -> String?
+    /// A read of the local API (status, orders, one order, rejections): status and JSON body.
+    func dashboardRead(_ route: LocalAPIRoute) -> (status: Int, body: [UInt8])
+    /// A journal search (newest first): status and JSON body.
+    func dashboardJournal(_ query: DashboardJournalQuery) -> (status: Int, body: [UInt8])
+}
+
+/// `GET /api/journal`'s filters: an order, a terminal (part of the origin), a time range
+/// (milliseconds since 1970, `from` included, `to` not), entries before a seq (paging).
+struct DashboardJournalQuery: Equatable {
+    var order: String?
+    var terminal: String?
+    var fromMillis: Int64?
+    var toMillis: Int64?
+    var beforeSeq: Int64?
+    var limit = 100
+}
+
+/// `--http-listen ADDR:PORT`: the store dashboard (Docs/OPERATIONS.md, "The store dashboard").
+/// A read-only page served from the binary, and its data behind a login: a dashboard token
+/// (`ordersync dashboard`) is exchanged at `POST /api/session` for an HttpOnly, SameSite=Strict
+/// session cookie, or sent as `Authorization: Bearer TOKEN`. Every data endpoint answers 401
+/// without one; revoking a token ends its sessions and closes its event streams at once.
+final class DashboardServer {
+    static let maxConnections = 64
+    /// A request head up to 8 KiB and a body up to 1 KiB (the login's token).
+    static let limits = HTTPRequestParser.Limits(maxHeaderBytes: 8 << 10, maxBodyBytes: 1 << 10)
+    static let cookieName = "ordersync_session"
+    /// How long a session lasts after the login.
+    static let sessionLifetime: Duration = .seconds(12 * 3600)
+    /// Seconds between status events on the event streams (terminals up or away).
+    static let statusInterval: Duration = .seconds(2)
+    /// An event stream whose reader leaves this much unread is closed (it reconnects).
+    static let streamBacklogLimit = 4 << 20
+
+    private struct Session {
+        var tokenId: String
+        var expires: MonotonicInstant
+    }
+
+    private struct EventStream {
+        var tokenId: String
+        var channel: StreamChannel
+    }
+
+    private let loop: EventLoop
+    private let logger: Logger
+    private let listener: HTTPListener
+    private weak var source: DashboardSource?
+    private var sessions: [String: Session] = [:]
+    private var streams: [ObjectIdentifier: EventStream] = [:]
+    private var statusTimer: TimerHandle?
+    /// The address actually bound (`ip:port`).
+    var localAddress: String { listener.localAddress }
+
+    /// Binds `address` on `loop`; nothing is answered before `start(source:)`.
+    init(address: MetricsAddress, loop: EventLoop, logger: Logger) throws {
+        self.loop = loop
+        self.logger = logger
+        listener = try HTTPListener(
+            address: address, flag: "--http-listen", purpose: "the dashboard", eventPrefix: "dashboard", limits: Self.limits,
+            maxConnections: Self.maxConnections, loop: loop, logger: logger)
+    }
+
+    /// Serves the page and its data from `source`.
+    func start(source: DashboardSource) {
+        self.source = source
+        listener.start { [weak self] request, channel in
+            guard let self else { return .response(HTTPListener.plain(503, "stopping\n")) }
+            return self.answer(request, channel)
+        }
+    }
+
+    /// Closes every stream and connection.
+    func stop() {
+        if let t = statusTimer { loop.cancel(t) }
+        statusTimer = nil
+        for s in streams.values { s.channel.close() }
+        streams.removeAll()
+        listener.stop()
+    }
+
+    /// A token was revoked: its sessions end and its event streams close now.
+    func revoked(tokenId: String) {
+        sessions = sessions.filter { $0.value.tokenId != tokenId }
+        for (id, s) in streams where s.tokenId == tokenId {
+            streams[id] = nil
+            // The page shows its login form at once instead of reconnecting to a 401.
+            s.channel.write(Array("event: revoked\ndata: {}\n\n".utf8))
+            s.channel.closeAfterFlush()
+        }
+    }
+
+    /// A group of operations is on disk up to `seq`: every open page reloads its orders.
+    func committed(seq: Int64) {
+        broadcast("id: \(seq)\nevent: change\ndata: {\"seq\":\(seq)}\n\n")
+    }
+
+    /// Open event streams, for tests and status.
+    var streamCount: Int { streams.count }
+
+    // MARK: Requests
+
+    private func answer(_ request: HTTPRequest, _ channel: StreamChannel) -> HTTPListener.Answer {
+        let path = request.path
+        if let asset = DashboardPage.asset(path) {
+            guard request.method == "GET" || request.method == "HEAD" else { return .response(notAllowed("GET, HEAD")) }
+            return .response(
+                Self.secured(
+                    HTTPResponse(
+                        status: 200, headers: HTTPHeaders([("Content-Type", asset.type), ("Cache-Control", "no-cache")]),
+                        body: request.method == "HEAD" ? [] : asset.body)))
+        }
+        if path == "/api/session" {
+            switch request.method {
+            case "POST": return .response(login(request))
+            case "DELETE": return .response(logout(request))
+            default: return .response(notAllowed("POST, DELETE"))
+            }
+        }
+        guard path.hasPrefix("/api/") else {
+            return .response(Self.error(404, "not_found", "unknown path \(path)"))
+        }
+        guard let tokenId = authenticated(request) else {
+            return .response(Self.error(401, "unauthorized", "log in with a dashboard token (`ordersync dashboard` makes one)"))
+        }
+        guard request.method == "GET" else { return .response(notAllowed("GET")) }
+        guard let source else { return .response(Self.error(503, "starting", "the master is starting")) }
+        switch path {
+        case "/api/events":
+            openStream(channel, tokenId: tokenId)
+            return .stream
+        case "/api/journal":
+            switch Self.journalQuery(request.query) {
+            case .failure(let f): return .response(Self.error(f.status, f.code, f.message))
+            case .success(let q): return .response(Self.json(source.dashboardJournal(q)))
+            }
+        default:
+            let apiPath = "/v1/" + path.dropFirst("/api/".count)
+            switch LocalAPIRoute.decode(method: "GET", path: apiPath, query: request.query, body: []) {
+            case .failure(let f): return .response(Self.error(f.status, f.code, f.message))
+            case .success(let route):
+                switch route {
+                case .status, .list, .show, .rejections: return .response(Self.json(source.dashboardRead(route)))
+                case .journal, .write: return .response(Self.error(404, "not_found", "unknown path \(path)"))
+                }
+            }
+        }
+    }
+
+    /// The token id of the request's session cookie or bearer token.
+    private func authenticated(_ request: HTTPRequest) -> String? {
+        if let auth = request.headers["Authorization"], auth.lowercased().hasPrefix("bearer ") {
+            return source?.dashboardTokenId(secret: String(auth.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces))
+        }
+        guard let id = Self.cookie(Self.cookieName, in: request.headers["Cookie"]), let s = sessions[id] else { return nil }
+        guard s.expires > loop.now else {
+            sessions[id] = nil
+            return nil
+        }
+        return s.tokenId
+    }
+
+    /// `POST /api/session` with `{"token":"..."}`: a session cookie for a valid token.
+    private func login(_ request: HTTPRequest) -> HTTPResponse {
+        if let origin = request.headers["Origin"], let host = request.headers["Host"], origin != "http://\(host)" {
+            return Self.error(403, "forbidden", "log in from the dashboard's own page")
+        }
+        guard let type = request.headers["Content-Type"], type.lowercased().hasPrefix("application/json") else {
+            return Self.error(415, "unsupported_media_type", "send {\"token\": \"...\"} as application/json")
+        }
+        guard let object = try? JSONParser.parse(request.body).objectValue, let secret = object["token"]?.stringValue else {
+            return Self.error(400, "invalid_message", "send {\"token\": \"...\"}")
+        }
+        guard let tokenId = source?.dashboardTokenId(secret: secret.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            logger.notice("dashboard.login_refused", metadata: ["peer": "\(request.headers["Host"] ?? "-")"])
+            return Self.error(401, "unauthorized", "this token is not valid (revoked, or mistyped)")
+        }
+        sessions = sessions.filter { $0.value.expires > loop.now }
+        let id = DashboardTokens.hex((0..<32).map { _ in UInt8.random(in: .min ... .max) })
+        sessions[id] = Session(tokenId: tokenId, expires: loop.now + Self.sessionLifetime)
+        logger.info("dashboard.login", metadata: ["token": "\(tokenId)"])
+        let seconds = Self.sessionLifetime.components.seconds
+        return Self.secured(
+            HTTPResponse(
+                status: 204,
+                headers: HTTPHeaders([
+                    ("Set-Cookie", "\(Self.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(seconds)"),
+                    ("Cache-Control", "no-store"),
+                ]), body: []))
+    }
+
+    /// `DELETE /api/session`: the session ends.
+    private func logout(_ request: HTTPRequest) -> HTTPResponse {
+        if let id = Self.cookie(Self.cookieName, in: request.headers["Cookie"]) { sessions[id] = nil }
+        return Self.secured(
+            HTTPResponse(
+                status: 204, headers: HTTPHeaders([("Set-Cookie", "\(Self.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")]),
+                body: []))
+    }
+
+    // MARK: Event streams
+
+    private func openStream(_ channel: StreamChannel, tokenId: String) {
+        var head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-store\r\nConnection: close\r\n"
+        for (k, v) in Self.securityHeaders { head += "\(k): \(v)\r\n" }
+        head += "\r\nretry: 2000\n\n"
+        channel.write(Array(head.utf8))
+        let id = ObjectIdentifier(channel)
+        streams[id] = EventStream(tokenId: tokenId, channel: channel)
+        let previous = channel.onClose
+        channel.onClose = { [weak self] reason in
+            previous?(reason)
+            self?.streams[id] = nil
+        }
+        sendStatus(to: [channel])
+        if statusTimer == nil { scheduleStatus() }
+    }
+
+    private func scheduleStatus() {
+        statusTimer = loop.schedule(after: Self.statusInterval) { [weak self] in
+            guard let self else { return }
+            self.statusTimer = nil
+            guard !self.streams.isEmpty else { return }
+            self.sendStatus(to: self.streams.values.map(\.channel))
+            self.scheduleStatus()
+        }
+    }
+
+    private func sendStatus(to channels: [StreamChannel]) {
+        guard let source else { return }
+        let status = source.dashboardRead(.status)
+        guard status.status == 200 else { return }
+        let text = "event: status\ndata: " + String(decoding: status.body.filter { $0 != 0x0A }, as: UTF8.self) + "\n\n"
+        for c in channels { write(text, to: c) }
+    }
+
+    private func broadcast(_ text: String) {
+        for s in streams.values { write(text, to: s.channel) }
+    }
+
+    private func write(_ text: String, to channel: StreamChannel) {
+        guard channel.pendingBytes < Self.streamBacklogLimit else {
+            channel.close()
+            return
+        }
+        channel.write(Array(text.utf8))
+    }
+
+    // MARK: Answers
+
+    /// Sent with every answer: no framing, no sniffing, no referrer, nothing from elsewhere.
+    static let securityHeaders = [
+        ("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+        ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"),
+    ]
+
+    static func secured(_ response: HTTPResponse) -> HTTPResponse {
+        var r = response
+        for (k, v) in securityHeaders { r.headers.add(name: k, value: v) }
+        return r
+    }
+
+    static func json(_ answer: (status: Int, body: [UInt8])) -> HTTPResponse {
+        secured(
+            HTTPResponse(
+                status: answer.status, headers: HTTPHeaders([("Content-Type", "application/json"), ("Cache-Control", "no-store")]),
+                body: answer.body))
+    }
+
+    static func error(_ status: Int, _ code: String, _ message: String) -> HTTPResponse {
+        json((status, LocalAPIRoute.errorBody(code: code, message: message).serializedBytes() + [0x0A]))
+    }
+
+    private func notAllowed(_ allow: String) -> HTTPResponse {
+        var r = Self.error(405, "method_not_allowed", "allowed here: \(allow)")
+        r.headers.add(name: "Allow", value: allow)
+        return r
+    }
+
+    /// The value of cookie `name` in a `Cookie` header.
+    static func cookie(_ name: String, in header: String?) -> String? {
+        guard let header else { return nil }
+        for part in header.split(separator: ";") {
+            let pair = part.trimmingCharacters(in: .whitespaces)
+            if pair.hasPrefix(name + "=") { return String(pair.dropFirst(name.count + 1)) }
+        }
+        return nil
+    }
+
+    /// `order`, `terminal`, `from`, `to` (milliseconds), `before` (seq), `limit` (1-1000).
+    static func journalQuery(_ query: [(String, String)]) -> Result<DashboardJournalQuery, LocalAPIRoute.Failure> {
+        func value(_ name: String) -> String? {
+            query.last { $0.0 == name }.map(\.1).flatMap { $0.isEmpty ? nil : $0 }
+        }
+        func invalid(_ message: String) -> Result<DashboardJournalQuery, LocalAPIRoute.Failure> {
+            .failure(.init(status: 400, code: "invalid_query", message: message))
+        }
+        var q = DashboardJournalQuery()
+        if let o = value("order") {
+            guard Order.isValidUUID(o) else { return invalid("'order' must be an order's UUID") }
+            q.order = o
+        }
+        if let t = value("terminal") {
+            guard t.utf8.count <= 200 else { return invalid("'terminal' is too long") }
+            q.terminal = t
+        }
+        for (name, keyPath) in [("from", \DashboardJournalQuery.fromMillis), ("to", \.toMillis), ("before", \.beforeSeq)] {
+            guard let raw = value(name) else { continue }
+            guard let n = Int64(raw), n >= 0 else { return invalid("'\(name)' must be a non-negative integer") }
+            q[keyPath: keyPath] = n
+        }
+        if let raw = value("limit") {
+            guard let n = Int(raw), (1...1000).contains(n) else { return invalid("'limit' must be an integer in 1...1000") }
+            q.limit = n
+        }
+        return .success(q)
+    }
+}

@@ -1,0 +1,101 @@
+import Crypto
+import Foundation
+import JSON
+
+/// The dashboard's access tokens (`ordersync dashboard`): each has an id, a label and its
+/// creation time; only the SHA-256 of the secret is kept, in the master's database (metadata
+/// `dashboard.tokens`). The secret is shown once, when the token is made.
+struct DashboardTokens: Equatable {
+    struct Token: Codable, Equatable {
+        var id: String
+        var name: String
+        var createdAtMillis: Int64
+        /// Hex SHA-256 of the secret.
+        var sha256: String
+    }
+
+    /// The metadata key the list is kept under.
+    static let metadataKey = "dashboard.tokens"
+    /// Most tokens kept at once.
+    static let maxTokens = 100
+
+    private(set) var tokens: [Token] = []
+
+    init(tokens: [Token] = []) {
+        self.tokens = tokens
+    }
+
+    /// The list stored as `text` (nil: none yet).
+    init(stored text: String?) throws {
+        guard let text else { return }
+        tokens = try JSONDecoder().decode([Token].self, from: Data(text.utf8))
+    }
+
+    /// The list as stored.
+    var stored: String {
+        String(decoding: (try? JSONEncoder().encode(tokens)) ?? Data("[]".utf8), as: UTF8.self)
+    }
+
+    enum MakeFailure: Error, Equatable {
+        case nameTaken
+        case tooMany
+    }
+
+    /// A new token labelled `name` (default `dashboard-ID`) and its secret: 32 random bytes
+    /// (256 bits) from the system's generator, as 64 hex digits.
+    mutating func make(name: String?, nowMillis: Int64) -> Result<(token: Token, secret: String), MakeFailure> {
+        guard tokens.count < Self.maxTokens else { return .failure(.tooMany) }
+        var generator = SystemRandomNumberGenerator()
+        var id = Self.hex((0..<4).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        while tokens.contains(where: { $0.id == id }) {
+            id = Self.hex((0..<4).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        }
+        let label = name ?? "dashboard-\(id)"
+        guard !tokens.contains(where: { $0.name == label || $0.id == label }) else { return .failure(.nameTaken) }
+        let secret = Self.hex((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        let token = Token(id: id, name: label, createdAtMillis: nowMillis, sha256: Self.digest(secret))
+        tokens.append(token)
+        return .success((token, secret))
+    }
+
+    /// Removes the token with this id or label; nil when there is none.
+    mutating func revoke(_ idOrName: String) -> Token? {
+        guard let index = tokens.firstIndex(where: { $0.id == idOrName }) ?? tokens.firstIndex(where: { $0.name == idOrName }) else {
+            return nil
+        }
+        return tokens.remove(at: index)
+    }
+
+    /// The token whose secret is `secret`, compared in constant time over the digests.
+    func token(matching secret: String) -> Token? {
+        guard secret.utf8.count == 64 else { return nil }
+        let digest = Array(Self.digest(secret).utf8)
+        var found: Token?
+        for t in tokens {
+            let stored = Array(t.sha256.utf8)
+            guard stored.count == digest.count else { continue }
+            var difference: UInt8 = 0
+            for i in 0..<digest.count { difference |= stored[i] ^ digest[i] }
+            if difference == 0 { found = t }
+        }
+        return found
+    }
+
+    /// The token as the local API shows it (never the digest).
+    static func object(_ t: Token) -> JSONObject {
+        JSONObject([("id", .string(t.id)), ("name", .string(t.name)), ("createdAtMillis", .int(t.createdAtMillis))])
+    }
+
+    static func digest(_ secret: String) -> String { hex(Array(SHA256.hash(data: Array(secret.utf8)))) }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 15)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import JSON
+import OrderStore
+import SyncCore
+
+/// The store dashboard (`--http-listen`) and its tokens (`ordersync dashboard`).
+extension MasterNode: DashboardSource {
+    /// Loads the tokens and serves the dashboard when `--http-listen` asked for it.
+    func startDashboard() throws {
+        dashboardTokens = try DashboardTokens(stored: db.metadata(DashboardTokens.metadataKey))
+        dashboard?.start(source: self)
+    }
+
+    func dashboardTokenId(secret: String) -> String? {
+        dashboardTokens.token(matching: secret)?.id
+    }
+
+    func dashboardRead(_ route: LocalAPIRoute) -> (status: Int, body: [UInt8]) {
+        var answer: (status: Int, body: [UInt8]) = (500, [])
+        let respond = LocalAPIResponder { status, body in answer = (status, body + [0x0A]) }
+        if case .status = route {
+            respond.encoded(200, NodeStatus.master(status()))
+        } else {
+            _ = NodeStartup.answerRead(route, db: db, respond: respond)
+        }
+        return answer
+    }
+
+    func dashboardJournal(_ q: DashboardJournalQuery) -> (status: Int, body: [UInt8]) {
+        do {
+            let entries = try db.journalSearch(
+                orderUUID: q.order, origin: q.terminal, fromMillis: q.fromMillis, toMillis: q.toMillis, beforeSeq: q.beforeSeq,
+                limit: q.limit)
+            return (200, LocalAPIRoute.journalBody(entries).serializedBytes() + [0x0A])
+        } catch {
+            return (500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)").serializedBytes() + [0x0A])
+        }
+    }
+
+    /// `POST|GET /v1/dashboard/tokens`, `POST /v1/dashboard/tokens/{id-or-name}/revoke`.
+    func handleDashboardTokens(_ route: MasterAPIRoute, _ respond: LocalAPIServer.Respond) {
+        var tokens = dashboardTokens
+        switch route {
+        case .dashboardTokens:
+            var o = JSONObject([("tokens", .array(tokens.tokens.map { .object(DashboardTokens.object($0)) }))])
+            o["url"] = dashboardURL(secret: nil).map { .string($0) } ?? .null
+            respond(200, .object(o))
+            return
+        case .makeDashboardToken(let name):
+            switch tokens.make(name: name, nowMillis: WallClock.nowMillis()) {
+            case .failure(.nameTaken):
+                respond(409, LocalAPIRoute.errorBody(code: "conflict", message: "a dashboard token is already called '\(name ?? "")'"))
+            case .failure(.tooMany):
+                respond(
+                    409,
+                    LocalAPIRoute.errorBody(
+                        code: "conflict", message: "already \(DashboardTokens.maxTokens) dashboard tokens; revoke some first"))
+            case .success(let made):
+                guard save(tokens, respond) else { return }
+                var o = DashboardTokens.object(made.token)
+                o["token"] = .string(made.secret)
+                o["url"] = dashboardURL(secret: made.secret).map { .string($0) } ?? .null
+                logger.info("dashboard.token_made", metadata: ["token": "\(made.token.id)", "name": "\(made.token.name)"])
+                respond(201, .object(o))
+            }
+        case .revokeDashboardToken(let idOrName):
+            guard let gone = tokens.revoke(idOrName) else {
+                respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no dashboard token with id or name '\(idOrName)'"))
+                return
+            }
+            guard save(tokens, respond) else { return }
+            dashboard?.revoked(tokenId: gone.id)
+            logger.info("dashboard.token_revoked", metadata: ["token": "\(gone.id)", "name": "\(gone.name)"])
+            respond(200, .object(DashboardTokens.object(gone)))
+        default:
+            respond(404, LocalAPIRoute.errorBody(code: "no_route", message: "not a dashboard route"))
+        }
+    }
+
+    /// Stores `tokens` and makes them the ones in use; false (answered) when the store failed.
+    private func save(_ tokens: DashboardTokens, _ respond: LocalAPIServer.Respond) -> Bool {
+        do {
+            try db.setMetadata(DashboardTokens.metadataKey, tokens.stored)
+        } catch {
+            respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+            return false
+        }
+        dashboardTokens = tokens
+        return true
+    }
+
+    /// The address to open: `http://HOST:PORT/` (with `#token=SECRET`), the host name when the
+    /// dashboard listens on every address; nil without `--http-listen`.
+    func dashboardURL(secret: String?) -> String? {
+        guard let dashboard, let address = configuration.httpListen else { return nil }
+        let port = dashboard.localAddress.split(separator: ":").last.map(String.init) ?? "\(address.port)"
+        var host = address.host
+        if host == "0.0.0.0" || host == "::" { host = DataDirectory.hostName() }
+        if host.contains(":") { host = "[\(host)]" }
+        return "http://\(host):\(port)/" + (secret.map { "#token=\($0)" } ?? "")
+    }
+}

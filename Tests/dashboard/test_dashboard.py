@@ -1,0 +1,190 @@
+"""The store dashboard in a real browser: a master with `--http-listen` on one simulated host,
+a paired slave and a headless Chromium (driven over the DevTools protocol, `cdp.py`) on
+another. Login refused without a token; the orders listed with one; an order created on the
+slave shown without a reload within 1 s; a customer name that is HTML shown as text; a terminal
+stopped shown as away; a revoked token logged out at once; screenshots at desktop and phone
+width kept under reports/dashboard/."""
+
+import json
+import os
+import time
+import uuid
+
+import pytest
+
+from cdp import Browser, chromium_binary
+from lan_support import require, require_lan
+from lanharness import Lan, wait_until
+from ordersync_lab import OrderSyncNode, ordersync_binary
+
+HTTP_PORT = 8080
+XSS = "<img src=x onerror=alert(1)>"
+REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "reports", "dashboard")
+
+
+def dashboard(master: OrderSyncNode, *args: str) -> dict:
+    """`ordersync dashboard ARGS --data-dir D --json` on the master's host."""
+    argv = [ordersync_binary(), "dashboard", *args, "--data-dir", master.data_dir, "--json"]
+    return json.loads(master.host.run(argv).stdout)
+
+
+@pytest.fixture(scope="module")
+def store():
+    """A master serving the dashboard on h1, a paired slave and a browser on h2."""
+    require_lan()
+    require(chromium_binary() is not None, "the dashboard tests need Chromium (apt-get install chromium)")
+    lan = Lan(2)
+    browser = None
+    try:
+        lan.up()
+        h1, h2 = lan.hosts
+        master = OrderSyncNode.master(h1, name="front", extra=["--http-listen", f"0.0.0.0:{HTTP_PORT}"])
+        master.wait_event("node.started")
+        slave = OrderSyncNode.slave(h2)
+        slave.wait_live(timeout=30)
+        browser = Browser(h2)
+        yield {"lan": lan, "master": master, "slave": slave, "browser": browser,
+               "base": f"http://{h1.address}:{HTTP_PORT}"}
+    finally:
+        if browser is not None:
+            browser.close()
+        lan.down()
+
+
+def fetch_status(browser: Browser, path: str, token: str | None = None) -> int:
+    """The HTTP status the page's origin gets for `path` (cookies included)."""
+    headers = f"{{Authorization: 'Bearer {token}'}}" if token else "{}"
+    return browser.evaluate(f"fetch({json.dumps(path)}, {{headers: {headers}}}).then(r => r.status)")
+
+
+def test_login_is_refused_without_a_token(store):
+    browser, base = store["browser"], store["base"]
+    browser.navigate(base + "/")
+    browser.wait("!document.getElementById('login').hidden")
+    assert browser.evaluate("document.getElementById('board').hidden") is True
+    for path in ("/api/status", "/api/orders", "/api/rejections", "/api/journal", "/api/events"):
+        assert fetch_status(browser, path) == 401, path
+        assert fetch_status(browser, path, token="0" * 64) == 401, path
+    # A wrong token typed into the form is refused and the form stays.
+    browser.evaluate("document.getElementById('token').value = 'f'.repeat(64);"
+                     "document.getElementById('login-form').requestSubmit(); true")
+    browser.wait("document.getElementById('login-error').textContent.includes('not valid')")
+    assert browser.evaluate("document.getElementById('board').hidden") is True
+    headers = browser.evaluate(
+        "fetch('/').then(r => [r.headers.get('content-security-policy'), r.headers.get('x-content-type-options'),"
+        " r.headers.get('referrer-policy')])")
+    assert "default-src 'self'" in headers[0] and "frame-ancestors 'none'" in headers[0], headers
+    assert headers[1:] == ["nosniff", "no-referrer"], headers
+
+
+def test_the_token_opens_the_orders(store):
+    master, browser = store["master"], store["browser"]
+    made = [master.create(f"guest {i}", table=f"T{i}") for i in range(3)]
+    hostile = master.create(XSS, note="<b>bold</b>")
+    token = dashboard(master, "--name", "office")
+    assert len(token["token"]) == 64 and token["url"].endswith("/#token=" + token["token"]), token
+    url = store["base"] + "/#token=" + token["token"]
+    browser.navigate(url)
+    browser.wait("!document.getElementById('board').hidden && document.querySelectorAll('#orders tbody tr').length === 4")
+    shown = browser.evaluate("[...document.querySelectorAll('#orders tbody tr')].map(r => r.dataset.uuid)")
+    assert sorted(shown) == sorted(o["uuid"] for o in made + [hostile])
+    # The token leaves the address bar once exchanged for the session cookie (HttpOnly: not in document.cookie).
+    assert browser.evaluate("location.hash") == ""
+    assert browser.evaluate("document.cookie") == ""
+    assert fetch_status(browser, "/api/orders") == 200
+    # The hostile name is text: no element made of it, no dialog opened.
+    cell = browser.evaluate(f"document.querySelector('#orders tr[data-uuid=\"{hostile['uuid']}\"] td.customer').textContent")
+    assert cell == XSS
+    assert browser.evaluate("document.querySelectorAll('img').length") == 0
+    assert browser.evaluate("document.querySelectorAll('#orders tbody :not(tr):not(td)').length") == 0
+    assert browser.dialogs() == []
+    # The token list shows the label, never the secret.
+    listed = dashboard(master, "list")
+    assert [t["name"] for t in listed["tokens"]] == ["office"]
+    assert token["token"] not in json.dumps(listed)
+
+
+def test_an_order_from_the_slave_appears_without_reload_within_a_second(store):
+    slave, browser = store["slave"], store["browser"]
+    browser.wait("document.getElementById('live').textContent === 'live'")
+    browser.evaluate("window.sameDocument = 'yes'")
+    for attempt in range(3):
+        order_id = str(uuid.uuid4()).upper()
+        started = time.monotonic()
+        slave.create(f"walk-in {attempt}", uuid=order_id, table="7")
+        selector = f"#orders tr[data-uuid=\"{order_id}\"]"
+        browser.wait(f"document.querySelector({json.dumps(selector)}) !== null", timeout=5, interval=0.01)
+        elapsed = time.monotonic() - started
+        print(f"FIGURE order from the slave shown after {elapsed * 1000:.0f} ms")
+        assert elapsed < 1.0, elapsed
+    assert browser.evaluate("window.sameDocument") == "yes"
+    terminal = browser.evaluate("document.querySelector('#terminals tbody tr').dataset.state")
+    assert terminal == "up"
+
+
+def test_screenshots_at_desktop_and_phone_width(store):
+    browser = store["browser"]
+    os.makedirs(REPORTS, exist_ok=True)
+    browser.resize(1280, 800)
+    browser.wait("document.querySelectorAll('#orders tbody tr').length > 0")
+    browser.screenshot(os.path.join(REPORTS, "desktop.png"), full_page=False)
+    assert browser.evaluate("document.documentElement.scrollWidth") <= 1280
+    browser.resize(390, 844, mobile=True)
+    print("FIGURE phone widths", browser.evaluate("[window.innerWidth, document.documentElement.clientWidth, document.documentElement.scrollWidth]"))
+    browser.screenshot(os.path.join(REPORTS, "phone.png"), full_page=False)
+    browser.screenshot(os.path.join(REPORTS, "phone-full.png"), full_page=True)
+    # Nothing wider than the phone's screen: no sideways scrolling.
+    wide = browser.evaluate("[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391)"
+                            ".map(e => e.tagName + '#' + e.id + '.' + e.className).slice(0, 10)")
+    assert wide == [], wide
+    assert browser.evaluate("document.documentElement.scrollWidth") <= 390
+    browser.resize(1280, 800)
+    for name in ("desktop.png", "phone.png", "phone-full.png"):
+        assert os.path.getsize(os.path.join(REPORTS, name)) > 10_000, name
+
+
+def test_journal_search_by_order_and_terminal(store):
+    master, slave, browser = store["master"], store["slave"], store["browser"]
+    order = slave.create("table seven", table="7")
+    slave.update(order["uuid"], table="8")
+    wait_until(lambda: len(json.loads(master.cli("journal", "--order", order["uuid"], "--json").stdout)["entries"]) == 2, 10,
+               what="the slave's operations in the master's journal")
+    prefix = slave.origin_prefix()
+    browser.evaluate(f"document.querySelector('#journal-form [name=order]').value = {json.dumps(order['uuid'])};"
+                     "document.getElementById('journal-form').requestSubmit(); true")
+    rows = browser.wait("(() => { const r = [...document.querySelectorAll('#journal tbody tr')]"
+                        ".map(t => t.children[3].textContent); return r.length === 2 ? r : null; })()")
+    assert rows == ["update", "create"], rows
+    browser.evaluate("document.querySelector('#journal-form [name=order]').value = '';"
+                     f"document.querySelector('#journal-form [name=terminal]').value = {json.dumps(prefix)};"
+                     "document.getElementById('journal-form').requestSubmit(); true")
+    origins = browser.wait("(() => { const r = [...document.querySelectorAll('#journal tbody tr')]"
+                           ".map(t => t.children[2].textContent); return r.length >= 5 ? r : null; })()")
+    assert all(o.startswith(prefix) for o in origins), origins
+    assert browser.evaluate("document.getElementById('journal-error').textContent") == ""
+
+
+def test_a_terminal_cut_off_shows_as_away(store):
+    slave, browser = store["slave"], store["browser"]
+    browser.wait("document.querySelector('#terminals tbody tr[data-state=up]') !== null")
+    started = time.monotonic()
+    slave.stop()
+    browser.wait("document.querySelector('#terminals tbody tr[data-state=away]') !== null", timeout=10)
+    print(f"FIGURE terminal shown away {(time.monotonic() - started) * 1000:.0f} ms after it stopped")
+    assert browser.evaluate("document.querySelector('#terminals tbody tr .state').textContent") == "away"
+
+
+def test_a_revoked_token_stops_at_once(store):
+    master, browser = store["master"], store["browser"]
+    assert fetch_status(browser, "/api/status") == 200
+    started = time.monotonic()
+    revoked = dashboard(master, "revoke", "office")
+    assert revoked["name"] == "office"
+    # The open page's event stream is closed; it finds out and shows the login form.
+    browser.wait("!document.getElementById('login').hidden", timeout=5)
+    elapsed = time.monotonic() - started
+    print(f"FIGURE page logged out {elapsed * 1000:.0f} ms after the revocation")
+    assert elapsed < 1.0, elapsed
+    assert "revoked" in browser.evaluate("document.getElementById('login-error').textContent")
+    assert fetch_status(browser, "/api/status") == 401
+    assert dashboard(master, "list")["tokens"] == []
