@@ -123,10 +123,17 @@ def test_an_order_from_the_slave_appears_without_reload_within_a_second(store):
 
 
 def test_screenshots_at_desktop_and_phone_width(store):
-    browser = store["browser"]
+    master, browser = store["master"], store["browser"]
+    # A refused operation for the page to show: an update of an order nobody has.
+    refused = master.cli("order", "update", str(uuid.uuid4()), "--note", "x", check=False)
+    assert refused.returncode != 0, refused
     os.makedirs(REPORTS, exist_ok=True)
     browser.resize(1280, 800)
-    browser.wait("document.querySelectorAll('#orders tbody tr').length > 0")
+    browser.wait("document.querySelectorAll('#rejections tbody tr').length === 1")
+    reason = browser.evaluate("document.querySelector('#rejections tbody tr').children[4].textContent")
+    assert reason.startswith("not_found:"), reason
+    # The slave acknowledged everything (a status event every 2 s brings its lag).
+    browser.wait("document.querySelector('#terminals tbody tr').children[3].textContent === '0 operations'", timeout=10)
     browser.screenshot(os.path.join(REPORTS, "desktop.png"), full_page=False)
     assert browser.evaluate("document.documentElement.scrollWidth") <= 1280
     browser.resize(390, 844, mobile=True)

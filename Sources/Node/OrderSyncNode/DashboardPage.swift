@@ -142,7 +142,9 @@ enum DashboardPage {
           .grid thead { display: none; }
           .grid tr { display: block; border-bottom: 1px solid var(--line); padding: 6px 0; }
           .grid td { display: flex; gap: 8px; border: 0; padding: 2px 4px; }
-          .grid td::before { content: attr(data-label); flex: 0 0 90px; color: var(--muted); font-size: 12px; }
+          .grid td::before { content: attr(data-label); flex: 0 0 84px; color: var(--muted);
+                             font: normal 12px/1.8 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+          .grid td.optional { display: none; }
         }
 
         """#

@@ -78,7 +78,11 @@ enum DashboardScript {
           function openEvents() {
             if (events) events.close();
             events = new EventSource('/api/events');
-            events.addEventListener('open', () => setLive(true));
+            events.addEventListener('open', () => {
+              setLive(true);
+              // Changes made while the stream was down are not replayed: reload.
+              scheduleReload();
+            });
             events.addEventListener('status', (e) => renderStatus(JSON.parse(e.data)));
             events.addEventListener('change', () => scheduleReload());
             events.addEventListener('revoked', () => showLogin('This token was revoked.'));
@@ -98,6 +102,7 @@ enum DashboardScript {
               reloadTimer = null;
               loadOrders();
               loadRejections();
+              searchJournal();
               api('/api/status').then(renderStatus).catch(() => {});
             }, 30);
           }
@@ -164,7 +169,7 @@ enum DashboardScript {
               cell(tr, 'Customer', o.customerName, 'customer');
               cell(tr, 'Status', o.status);
               cell(tr, 'Table', o.tableName || '');
-              cell(tr, 'Items', (o.items || []).length);
+              cell(tr, 'Items', (o.items || []).length, 'optional');
               cell(tr, 'Created', o.created);
               cell(tr, 'Order', o.uuid, 'mono');
               return tr;

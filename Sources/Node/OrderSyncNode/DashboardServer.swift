@@ -60,6 +60,8 @@ final class DashboardServer {
     private var sessions: [String: Session] = [:]
     private var streams: [ObjectIdentifier: EventStream] = [:]
     private var statusTimer: TimerHandle?
+    private var lastSeq: Int64 = -1
+    private var lastRefusals = -1
     /// The address actually bound (`ip:port`).
     var localAddress: String { listener.localAddress }
 
@@ -68,16 +70,17 @@ final class DashboardServer {
         self.loop = loop
         self.logger = logger
         listener = try HTTPListener(
-            address: address, flag: "--http-listen", purpose: "the dashboard", eventPrefix: "dashboard", limits: Self.limits,
-            maxConnections: Self.maxConnections, loop: loop, logger: logger)
+            address: address, flag: "--http-listen", purpose: "the dashboard", limits: Self.limits,
+            maxConnections: Self.maxConnections, loop: loop
+        ) { error in logger.warning("dashboard.accept_failed", metadata: ["error": "\(error)"]) }
     }
 
     /// Serves the page and its data from `source`.
     func start(source: DashboardSource) {
         self.source = source
-        listener.start { [weak self] request, channel in
+        listener.start { [weak self] request, client in
             guard let self else { return .response(HTTPListener.plain(503, "stopping\n")) }
-            return self.answer(request, channel)
+            return self.answer(request, client)
         }
     }
 
@@ -101,8 +104,12 @@ final class DashboardServer {
         }
     }
 
-    /// A group of operations is on disk up to `seq`: every open page reloads its orders.
-    func committed(seq: Int64) {
+    /// A group is on disk: the journal is at `seq` and `refusals` operations were refused since
+    /// the start. When either moved, every open page reloads its orders and refusals.
+    func committed(seq: Int64, refusals: Int) {
+        guard seq != lastSeq || refusals != lastRefusals else { return }
+        lastSeq = seq
+        lastRefusals = refusals
         broadcast("id: \(seq)\nevent: change\ndata: {\"seq\":\(seq)}\n\n")
     }
 
@@ -111,7 +118,7 @@ final class DashboardServer {
 
     // MARK: Requests
 
-    private func answer(_ request: HTTPRequest, _ channel: StreamChannel) -> HTTPListener.Answer {
+    private func answer(_ request: HTTPRequest, _ client: HTTPListenerClient) -> HTTPListener.Answer {
         let path = request.path
         if let asset = DashboardPage.asset(path) {
             guard request.method == "GET" || request.method == "HEAD" else { return .response(notAllowed("GET, HEAD")) }
@@ -123,7 +130,7 @@ final class DashboardServer {
         }
         if path == "/api/session" {
             switch request.method {
-            case "POST": return .response(login(request))
+            case "POST": return .response(login(request, from: client.peerAddress))
             case "DELETE": return .response(logout(request))
             default: return .response(notAllowed("POST, DELETE"))
             }
@@ -138,7 +145,7 @@ final class DashboardServer {
         guard let source else { return .response(Self.error(503, "starting", "the master is starting")) }
         switch path {
         case "/api/events":
-            openStream(channel, tokenId: tokenId)
+            openStream(client.channel, tokenId: tokenId)
             return .stream
         case "/api/journal":
             switch Self.journalQuery(request.query) {
@@ -172,7 +179,7 @@ final class DashboardServer {
     }
 
     /// `POST /api/session` with `{"token":"..."}`: a session cookie for a valid token.
-    private func login(_ request: HTTPRequest) -> HTTPResponse {
+    private func login(_ request: HTTPRequest, from peer: String) -> HTTPResponse {
         if let origin = request.headers["Origin"], let host = request.headers["Host"], origin != "http://\(host)" {
             return Self.error(403, "forbidden", "log in from the dashboard's own page")
         }
@@ -183,13 +190,13 @@ final class DashboardServer {
             return Self.error(400, "invalid_message", "send {\"token\": \"...\"}")
         }
         guard let tokenId = source?.dashboardTokenId(secret: secret.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            logger.notice("dashboard.login_refused", metadata: ["peer": "\(request.headers["Host"] ?? "-")"])
+            logger.notice("dashboard.login_refused", metadata: ["peer.address": "\(peer)"])
             return Self.error(401, "unauthorized", "this token is not valid (revoked, or mistyped)")
         }
         sessions = sessions.filter { $0.value.expires > loop.now }
         let id = DashboardTokens.hex((0..<32).map { _ in UInt8.random(in: .min ... .max) })
         sessions[id] = Session(tokenId: tokenId, expires: loop.now + Self.sessionLifetime)
-        logger.info("dashboard.login", metadata: ["token": "\(tokenId)"])
+        logger.info("dashboard.login", metadata: ["token": "\(tokenId)", "peer.address": "\(peer)"])
         let seconds = Self.sessionLifetime.components.seconds
         return Self.secured(
             HTTPResponse(

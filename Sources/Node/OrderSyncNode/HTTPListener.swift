@@ -1,6 +1,5 @@
 import EventLoopIO
 import HTTP1
-import Logging
 
 /// A plain HTTP/1.1 listener on TCP, on the node's loop: `--metrics-listen` and the master's
 /// `--http-listen` (the dashboard). Requests are bounded (head and body limits, 10 s to arrive,
@@ -15,12 +14,11 @@ final class HTTPListener {
         case stream
     }
 
-    typealias Handler = (HTTPRequest, StreamChannel) -> Answer
+    typealias Handler = (HTTPRequest, HTTPListenerClient) -> Answer
 
     private let loop: EventLoop
-    private let logger: Logger
-    /// Prefix of the logged events (`metrics` gives `metrics.accept_failed`).
-    private let eventPrefix: String
+    /// Reports a failed `accept` (the owner logs it under its own event name).
+    private let acceptFailed: (any Error) -> Void
     private let limits: HTTPRequestParser.Limits
     private let maxConnections: Int
     private var handler: Handler = { _, _ in .response(HTTPListener.plain(503, "starting\n")) }
@@ -32,12 +30,11 @@ final class HTTPListener {
     /// Binds `address` on `loop` (on its thread); connections wait in the backlog until
     /// `start(handler:)`. A failure to bind is a `NodeStartupError` naming `flag`.
     init(
-        address: MetricsAddress, flag: String, purpose: String, eventPrefix: String, limits: HTTPRequestParser.Limits,
-        maxConnections: Int, loop: EventLoop, logger: Logger
+        address: MetricsAddress, flag: String, purpose: String, limits: HTTPRequestParser.Limits,
+        maxConnections: Int, loop: EventLoop, acceptFailed: @escaping (any Error) -> Void
     ) throws {
         self.loop = loop
-        self.logger = logger
-        self.eventPrefix = eventPrefix
+        self.acceptFailed = acceptFailed
         self.limits = limits
         self.maxConnections = maxConnections
         let listener: TCPListener
@@ -54,10 +51,7 @@ final class HTTPListener {
     func start(handler: @escaping Handler) {
         self.handler = handler
         acceptor.onAccept = { [weak self] accepted in self?.accepted(accepted) }
-        acceptor.onError = { [weak self] error in
-            guard let self else { return }
-            self.logger.warning("\(self.eventPrefix).accept_failed", metadata: ["error": "\(error)"])
-        }
+        acceptor.onError = { [weak self] error in self?.acceptFailed(error) }
     }
 
     /// Stops accepting and closes every connection.
@@ -80,10 +74,10 @@ final class HTTPListener {
         }
         let channel: StreamChannel
         do { channel = try StreamChannel(socket: a.socket, loop: loop) } catch {
-            logger.warning("\(eventPrefix).accept_failed", metadata: ["error": "\(error)"])
+            acceptFailed(error)
             return
         }
-        let client = HTTPListenerClient(channel: channel, limits: limits)
+        let client = HTTPListenerClient(channel: channel, peerAddress: a.peerAddress, limits: limits)
         let id = ObjectIdentifier(client)
         clients[id] = client
         renewDeadline(client)
@@ -120,7 +114,7 @@ final class HTTPListener {
                 return
             }
             guard let req = request else { return }
-            switch handler(req, client.channel) {
+            switch handler(req, client) {
             case .stream:
                 client.streaming = true
                 if let t = client.deadline { loop.cancel(t) }
@@ -143,13 +137,16 @@ final class HTTPListener {
 /// One connection to an `HTTPListener`.
 final class HTTPListenerClient {
     let channel: StreamChannel
+    /// The peer as `ip:port`.
+    let peerAddress: String
     var parser: HTTPRequestParser
     var deadline: TimerHandle?
     /// A handler took the connection over.
     var streaming = false
 
-    init(channel: StreamChannel, limits: HTTPRequestParser.Limits) {
+    init(channel: StreamChannel, peerAddress: String, limits: HTTPRequestParser.Limits) {
         self.channel = channel
+        self.peerAddress = peerAddress
         parser = HTTPRequestParser(limits: limits)
     }
 }

@@ -183,7 +183,7 @@ extension MasterNode {
             }
         } else {
             noteCommitted(engine.groupApplied)
-            if !engine.groupApplied.isEmpty { dashboard?.committed(seq: engine.lastSeq) }
+            dashboard?.committed(seq: engine.lastSeq, refusals: engine.refusals.values.reduce(0, +))
             engine.groupCommitted()
             perform(held)
         }

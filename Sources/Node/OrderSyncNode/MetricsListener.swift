@@ -42,8 +42,9 @@ final class MetricsListener {
     /// `start(render:)`. A failure to bind is a `NodeStartupError` naming the address.
     init(address: MetricsAddress, loop: EventLoop, logger: Logger) throws {
         listener = try HTTPListener(
-            address: address, flag: "--metrics-listen", purpose: "metrics", eventPrefix: "metrics", limits: Self.limits,
-            maxConnections: Self.maxConnections, loop: loop, logger: logger)
+            address: address, flag: "--metrics-listen", purpose: "metrics", limits: Self.limits,
+            maxConnections: Self.maxConnections, loop: loop
+        ) { error in logger.warning("metrics.accept_failed", metadata: ["error": "\(error)"]) }
     }
 
     /// Serves `GET /metrics` with what `render` returns.

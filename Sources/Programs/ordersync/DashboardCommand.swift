@@ -75,7 +75,9 @@ struct DashboardCommand: ParsableCommand {
             let formatter = ISO8601DateFormatter()
             for case .object(let t) in list {
                 let made = Date(timeIntervalSince1970: Double(t["createdAtMillis"]?.intValue ?? 0) / 1000)
-                print("\(t["id"]?.stringValue ?? "?")  \(OrderText.quote(t["name"]?.stringValue ?? ""))  made \(formatter.string(from: made))")
+                print(
+                    "\(t["id"]?.stringValue ?? "?")  \(OrderText.quote(t["name"]?.stringValue ?? ""))  made \(formatter.string(from: made))"
+                )
             }
             if let url = answer.objectValue?["url"]?.stringValue { print("dashboard: \(url)") }
         }
