@@ -49,6 +49,10 @@ public final class MasterNode: @unchecked Sendable {
     let startedAt = Date()
     /// systemd's notifications (`READY=1` once published and listening, watchdog pings).
     let serviceManager: ServiceManager
+    /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
+    let metrics = NodeMetrics(role: .master, version: NodeVersion.string)
+    /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
+    let metricsListener: MetricsListener?
 
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
     /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the
@@ -98,6 +102,7 @@ public final class MasterNode: @unchecked Sendable {
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
         api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
+        metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
     }
 
     /// A master for the `ordersync master` command: prepares the process (signals), claims the
@@ -140,6 +145,7 @@ public final class MasterNode: @unchecked Sendable {
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
+        startMetrics()
 
         logger.info(
             "node.started",
@@ -151,6 +157,7 @@ public final class MasterNode: @unchecked Sendable {
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
                 "paired_terminals": "\((try? db.pairedTerminals().count) ?? 0)",
+                "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
             ])
         if configuration.insecureStorePOS {
             let ranges = configuration.storePOSAllow.map(\.description).joined(separator: ",")
@@ -271,6 +278,7 @@ public final class MasterNode: @unchecked Sendable {
         // Withdraw the service first, so no slave picks a master that no longer accepts.
         discovery?.unpublish()
         api.stop()
+        metricsListener?.stop()
         for s in sessions.values { s.close(code: .goingAway, reason: "master shutting down") }
         if sessions.isEmpty {
             loop.stop()

@@ -65,6 +65,12 @@ public final class SlaveNode: @unchecked Sendable {
     /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
     var batch: SlaveBatch?
     var replicaCommits = ReplicaCommitStatus()
+    /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
+    let metrics = NodeMetrics(role: .slave, version: NodeVersion.string)
+    /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
+    let metricsListener: MetricsListener?
+    /// Failed attempts to reach the master, summarised in the log (`master.connect_failed`).
+    var connectFailures: FailureSummary
 
     /// A slave on `loop` (not running yet, on the thread that will run it), keeping its replica
     /// in `dataDirectory` and finding its master through `discovery` (nil: only
@@ -88,6 +94,7 @@ public final class SlaveNode: @unchecked Sendable {
             throw NodeStartupError(
                 "\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir")
         }
+        engine.logsOwnOperations = logger.logLevel <= .info
         var logger = logger
         if let s = configuration.store ?? engine.joinedStore { logger[metadataKey: "store"] = "\(s)" }
         self.logger = logger
@@ -121,6 +128,8 @@ public final class SlaveNode: @unchecked Sendable {
             jitter: reconnectJitter)
         api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
         candidates.trustedIds = trust.trustedIds
+        connectFailures = FailureSummary(interval: configuration.logSummaryInterval)
+        metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
     }
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
@@ -150,6 +159,7 @@ public final class SlaveNode: @unchecked Sendable {
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
+        startMetrics()
         logger.info(
             "node.started",
             metadata: [
@@ -159,7 +169,7 @@ public final class SlaveNode: @unchecked Sendable {
                 "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
                 "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
-                "outbox": "\(engine.outboxCount)",
+                "outbox": "\(engine.outboxCount)", "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
             ])
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
             self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
@@ -205,6 +215,7 @@ public final class SlaveNode: @unchecked Sendable {
         commitBatch()
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         api.stop()
+        metricsListener?.stop()
         answerPendingWritesAsQueued()
         if let link = linkState.link {
             link.close(code: .goingAway, reason: "terminal shutting down")

@@ -79,7 +79,7 @@ struct LoggingOptions: ParsableArguments {
             throw ValidationError(
                 "Unknown --log-level '\(logLevel)'. Use one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
-        guard LogFormat(rawValue: logFormat) != nil else {
+        guard EventLogFormat.Syntax(rawValue: logFormat) != nil else {
             throw ValidationError("Unknown --log-format '\(logFormat)'. Use text or json.")
         }
     }
@@ -88,7 +88,8 @@ struct LoggingOptions: ParsableArguments {
     /// and returns the root logger.
     func bootstrap(label: String, errors: NodeErrorLog) -> Logger {
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        let format = LogFormat(rawValue: logFormat) ?? .text
+        let format = EventLogFormat(
+            syntax: EventLogFormat.Syntax(rawValue: logFormat) ?? .text, priorityPrefix: EventLogFormat.standardErrorIsJournal())
         LoggingSystem.bootstrap { label in
             MultiplexLogHandler([EventLogHandler(logLevel: level, format: format, label: label), NodeErrorLogHandler(errors: errors)])
         }
@@ -129,6 +130,12 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Largest accepted WebSocket message.", valueName: "bytes"))
     var maxMessageSize: Int = NodeDefaults.maxMessageBytes
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Also serve GET /metrics (Prometheus) over plain HTTP on this TCP address; off by default.", valueName: "addr:port"))
+    var metricsListen: String?
+
     /// Applies the link options to a configuration.
     func apply(to c: inout NodeConfiguration) {
         c.pingInterval = .seconds(pingInterval)
@@ -136,6 +143,11 @@ struct NodeOptions: ParsableArguments {
         c.handshakeTimeout = .seconds(handshakeTimeout)
         c.frameTimeout = .seconds(frameTimeout)
         c.maxMessageBytes = maxMessageSize
+        c.metricsListen = metricsListen.flatMap { MetricsAddress(parsing: $0) }
+        // For tests: the log's summaries of repeated failures, every N seconds instead of 60.
+        if let raw = ProcessInfo.processInfo.environment["ORDERSYNC_LOG_SUMMARY_SECONDS"], let s = Double(raw), s > 0 {
+            c.logSummaryInterval = .seconds(s)
+        }
     }
 
     func validate() throws {
@@ -144,6 +156,9 @@ struct NodeOptions: ParsableArguments {
             ("--handshake-timeout", handshakeTimeout), ("--frame-timeout", frameTimeout),
         ] {
             guard v >= 0.1, v <= 3600 else { throw ValidationError("\(name) must be between 0.1 and 3600 seconds.") }
+        }
+        if let m = metricsListen, MetricsAddress(parsing: m) == nil {
+            throw ValidationError("--metrics-listen must look like 127.0.0.1:9420 or [::1]:9420 (got '\(m)').")
         }
         guard peerTimeout > pingInterval else {
             throw ValidationError("--peer-timeout must be longer than --ping-interval.")
