@@ -180,6 +180,7 @@ public struct ConfigKey: Sendable {
             ConfigKey(name: "service-type", kind: .text, roles: both),
             ConfigKey(name: "log-level", kind: .choice(levels), roles: both),
             ConfigKey(name: "log-format", kind: .choice(["text", "json"]), roles: both),
+            ConfigKey(name: "metrics-listen", kind: .text, roles: both),
             ConfigKey(name: "ping-interval", kind: .number, roles: both),
             ConfigKey(name: "peer-timeout", kind: .number, roles: both),
             ConfigKey(name: "handshake-timeout", kind: .number, roles: both),

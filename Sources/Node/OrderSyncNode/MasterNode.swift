@@ -47,6 +47,8 @@ public final class MasterNode: @unchecked Sendable {
     /// The thread the groups' COMMITs (and their `fsync`) run on.
     let commitQueue = DispatchQueue(label: "ordersync.master.commit")
     let startedAt = Date()
+    /// systemd's notifications (`READY=1` once published and listening, watchdog pings).
+    let serviceManager: ServiceManager
     /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
     let metrics = NodeMetrics(role: .master, version: NodeVersion.string)
     /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
@@ -55,8 +57,6 @@ public final class MasterNode: @unchecked Sendable {
     let dashboard: DashboardServer?
     /// The dashboard's tokens (digests only), as stored in the database.
     var dashboardTokens = DashboardTokens()
-    /// systemd's notifications (`READY=1` once published and listening, watchdog pings).
-    let serviceManager: ServiceManager
 
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
     /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the
