@@ -1,8 +1,8 @@
 """The store dashboard in a real browser: a master with `--http-listen` on one simulated host,
-a paired slave and a headless Chromium (driven over the DevTools protocol, `cdp.py`) on
-another. Login refused without a token; the orders listed with one; an order created on the
+a paired slave on another and a headless Chromium (driven over the DevTools protocol, `cdp.py`)
+on a third. Login refused without a token; the orders listed with one; an order created on the
 slave shown without a reload within 1 s; a customer name that is HTML shown as text; a terminal
-stopped shown as away; a revoked token logged out at once; screenshots at desktop and phone
+whose link is cut shown as away; a revoked token logged out at once; screenshots at desktop and phone
 width kept under reports/dashboard/."""
 
 import json
@@ -18,6 +18,7 @@ from lanharness import Lan, wait_until
 from ordersync_lab import OrderSyncNode, ordersync_binary
 
 HTTP_PORT = 8080
+PEER_TIMEOUT = 3
 XSS = "<img src=x onerror=alert(1)>"
 REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "reports", "dashboard")
 
@@ -30,19 +31,22 @@ def dashboard(master: OrderSyncNode, *args: str) -> dict:
 
 @pytest.fixture(scope="module")
 def store():
-    """A master serving the dashboard on h1, a paired slave and a browser on h2."""
+    """A master serving the dashboard on h1 (a silent terminal is dropped after 3 s), a paired
+    slave on h2 and a browser on h3 (the manager's phone)."""
     require_lan()
     require(chromium_binary() is not None, "the dashboard tests need Chromium (apt-get install chromium)")
-    lan = Lan(2)
+    lan = Lan(3)
     browser = None
     try:
         lan.up()
-        h1, h2 = lan.hosts
-        master = OrderSyncNode.master(h1, name="front", extra=["--http-listen", f"0.0.0.0:{HTTP_PORT}"])
+        h1, h2, h3 = lan.hosts
+        master = OrderSyncNode.master(
+            h1, name="front",
+            extra=["--http-listen", f"0.0.0.0:{HTTP_PORT}", "--ping-interval", "1", "--peer-timeout", str(PEER_TIMEOUT)])
         master.wait_event("node.started")
         slave = OrderSyncNode.slave(h2)
         slave.wait_live(timeout=30)
-        browser = Browser(h2)
+        browser = Browser(h3)
         yield {"lan": lan, "master": master, "slave": slave, "browser": browser,
                "base": f"http://{h1.address}:{HTTP_PORT}"}
     finally:
@@ -174,11 +178,16 @@ def test_journal_search_by_order_and_terminal(store):
 def test_a_terminal_cut_off_shows_as_away(store):
     slave, browser = store["slave"], store["browser"]
     browser.wait("document.querySelector('#terminals tbody tr[data-state=up]') !== null")
+    # The slave's cable pulled: no close, only silence. The master drops it after its peer
+    # timeout; the page's next status event (every 2 s) shows it away.
     started = time.monotonic()
-    slave.stop()
-    browser.wait("document.querySelector('#terminals tbody tr[data-state=away]') !== null", timeout=10)
-    print(f"FIGURE terminal shown away {(time.monotonic() - started) * 1000:.0f} ms after it stopped")
+    slave.host.link_down()
+    browser.wait("document.querySelector('#terminals tbody tr[data-state=away]') !== null", timeout=PEER_TIMEOUT + 10)
+    elapsed = time.monotonic() - started
+    print(f"FIGURE terminal shown away {elapsed * 1000:.0f} ms after its link was cut (peer timeout {PEER_TIMEOUT} s)")
+    assert elapsed < PEER_TIMEOUT + 3, elapsed
     assert browser.evaluate("document.querySelector('#terminals tbody tr .state').textContent") == "away"
+    assert browser.evaluate("document.getElementById('live').textContent") == "live", "the page itself stayed connected"
 
 
 def test_a_revoked_token_stops_at_once(store):

@@ -36,6 +36,8 @@ final class DashboardServer {
     /// A request head up to 8 KiB and a body up to 1 KiB (the login's token).
     static let limits = HTTPRequestParser.Limits(maxHeaderBytes: 8 << 10, maxBodyBytes: 1 << 10)
     static let cookieName = "ordersync_session"
+    /// Most sessions kept at once.
+    static let maxSessions = 1000
     /// How long a session lasts after the login.
     static let sessionLifetime: Duration = .seconds(12 * 3600)
     /// Seconds between status events on the event streams (terminals up or away).
@@ -121,12 +123,12 @@ final class DashboardServer {
     private func answer(_ request: HTTPRequest, _ client: HTTPListenerClient) -> HTTPListener.Answer {
         let path = request.path
         if let asset = DashboardPage.asset(path) {
-            guard request.method == "GET" || request.method == "HEAD" else { return .response(notAllowed("GET, HEAD")) }
+            guard request.method == "GET" else { return .response(notAllowed("GET")) }
             return .response(
                 Self.secured(
                     HTTPResponse(
                         status: 200, headers: HTTPHeaders([("Content-Type", asset.type), ("Cache-Control", "no-cache")]),
-                        body: request.method == "HEAD" ? [] : asset.body)))
+                        body: asset.body)))
         }
         if path == "/api/session" {
             switch request.method {
@@ -194,6 +196,10 @@ final class DashboardServer {
             return Self.error(401, "unauthorized", "this token is not valid (revoked, or mistyped)")
         }
         sessions = sessions.filter { $0.value.expires > loop.now }
+        // Bounded: past the limit the session closest to its end goes first.
+        while sessions.count >= Self.maxSessions, let oldest = sessions.min(by: { $0.value.expires < $1.value.expires }) {
+            sessions[oldest.key] = nil
+        }
         let id = DashboardTokens.hex((0..<32).map { _ in UInt8.random(in: .min ... .max) })
         sessions[id] = Session(tokenId: tokenId, expires: loop.now + Self.sessionLifetime)
         logger.info("dashboard.login", metadata: ["token": "\(tokenId)", "peer.address": "\(peer)"])
