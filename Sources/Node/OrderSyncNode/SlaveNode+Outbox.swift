@@ -69,7 +69,9 @@ extension SlaveNode {
         respond: LocalAPIServer.Respond
     ) {
         if single != nil, let e = errors.first {
-            respond(LocalAPIRoute.httpStatus(for: e.code), LocalAPIRoute.errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid))
+            respond(
+                LocalAPIRoute.httpStatus(for: e.code),
+                LocalAPIRoute.errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid, current: e.current))
             return
         }
         let orders = changes.map { decorated($0.order) }
