@@ -20,7 +20,7 @@ final class SchemaTests: StoreTestCase {
         XCTAssertEqual(
             tables,
             [
-                "answered_ops", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
+                "answered_ops", "api_answers", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
                 "orders_by_created", "orders_by_status", "outbox", "paired_terminals", "paired_terminals_by_name", "rejections",
                 "rejections_by_op", "rejections_by_order",
                 "sync_errors", "terminals", "tombstones",
@@ -129,6 +129,7 @@ final class SchemaUpgradeTests: StoreTestCase {
         try db.connection.executeOnce("DROP TABLE sync_errors")
         try db.connection.executeOnce("DROP TABLE answered_ops")
         try db.connection.executeOnce("DROP TABLE paired_terminals")
+        try db.connection.executeOnce("DROP TABLE api_answers")
         try db.connection.executeOnce("DROP INDEX orders_by_status")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN note")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN items_json")

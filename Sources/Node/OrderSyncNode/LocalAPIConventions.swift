@@ -106,7 +106,9 @@ struct LocalAPIExchange {
         guard case .version(let v) = ifMatch else { return .success(route) }
         if let given = order["version"], given != .null, given != .int(v) {
             return .failure(
-                .init(status: 400, code: "invalid_field", message: "\"version\" in the body and If-Match name different versions", uuid: single))
+                .init(
+                    status: 400, code: "invalid_field", message: "\"version\" in the body and If-Match name different versions",
+                    uuid: single))
         }
         order["version"] = .int(v)
         message.orders[0] = .object(order)
