@@ -91,9 +91,9 @@ enum LocalAPIRoute: Equatable {
         case ("POST", ["orders"]):
             return bodyObject().flatMap { o in
                 var order = o
-                if order["uuid"] == nil {
+                guard case .string? = order["uuid"] else {
                     return .failure(
-                        Failure(status: 400, code: "invalid_uuid", message: "the order needs a \"uuid\" (the CLI makes one for you)"))
+                        Failure(status: 400, code: "invalid_uuid", message: "the order needs a \"uuid\" string (the CLI makes one for you)"))
                 }
                 if order["customerName"] == nil { order["customerName"] = .string("") }
                 let id = order["uuid"]?.stringValue
