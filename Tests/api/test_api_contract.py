@@ -111,6 +111,8 @@ def _contract(store, role: str) -> None:
     socket_path = store.socket(role)
     schema = schemathesis.openapi.from_path(DOCUMENT)
     session = unix_session(socket_path)
+    if role == "slave":
+        store.slave.wait_live()
     seeded = _seed_orders(socket_path, 3)
     failures = []
     ran = []

@@ -93,7 +93,8 @@ enum LocalAPIRoute: Equatable {
                 var order = o
                 guard case .string? = order["uuid"] else {
                     return .failure(
-                        Failure(status: 400, code: "invalid_uuid", message: "the order needs a \"uuid\" string (the CLI makes one for you)"))
+                        Failure(status: 400, code: "invalid_uuid", message: "the order needs a \"uuid\" string (the CLI makes one for you)")
+                    )
                 }
                 if order["customerName"] == nil { order["customerName"] = .string("") }
                 let id = order["uuid"]?.stringValue

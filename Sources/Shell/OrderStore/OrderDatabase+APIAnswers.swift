@@ -1,6 +1,7 @@
-/// A master's answers to operations its local API received with an operation id: a repeat of
-/// the id gets the first answer again, byte for byte (Docs/API.md). The newest
-/// `maxAPIAnswers` are kept.
+/// The local API's answers to operations received with an operation id: a repeat of the id
+/// gets the first answer again, byte for byte (Docs/API.md). A master keeps each in the
+/// operation's transaction; a slave once the master has answered (or it refused the operation
+/// itself). The newest `maxAPIAnswers` are kept.
 extension OrderDatabase {
     /// How many answers are kept.
     public static let maxAPIAnswers: Int64 = 10_000

@@ -194,10 +194,10 @@ enum Schema {
                 "DELETE FROM terminals",
             ]),
         Migration(
-            version: 9, name: "answers to local API operations on a master",
+            version: 9, name: "answers to local API operations",
             statements: [
-                // The answer a master's local API gave to an operation sent with an `opId` (the
-                // newest ones), byte for byte: the same `opId` sent again gets it again.
+                // The answer the local API gave to an operation sent with an `opId` (the newest
+                // ones), byte for byte: the same `opId` sent again gets it again.
                 """
                 CREATE TABLE api_answers (
                     position INTEGER PRIMARY KEY AUTOINCREMENT,
