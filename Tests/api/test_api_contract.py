@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid as uuidlib
 
@@ -152,3 +153,26 @@ def test_a_slave_without_its_master_answers_as_documented(store):
     wait_until(lambda: store.slave.status()["master"]["state"] != "live", 30, what="the slave to lose its master")
     _contract(store, "slave", alone=True)
     assert store.slave.status()["outbox"] > 0, "no write went to the outbox: the 202 answers were not exercised"
+
+
+def test_the_document_is_valid_openapi_3_1_and_lists_every_documented_error_code():
+    require(schemathesis is not None, f"schemathesis is not installed: {globals().get('IMPORT_ERROR')}")
+    schema = schemathesis.openapi.from_path(DOCUMENT)
+    schema.validate()  # against the OpenAPI 3.1 meta-schema
+    raw = schema.raw_schema
+    assert raw["openapi"].startswith("3.1")
+    operation_ids = [op["operationId"] for item in raw["paths"].values() for method, op in item.items()
+                     if isinstance(op, dict) and "operationId" in op]
+    assert len(operation_ids) == len(set(operation_ids)) >= 22
+    codes = set(raw["components"]["schemas"]["ErrorCode"]["enum"])
+    # Docs/API.md's table of errors and the document's list agree.
+    with open(os.path.join(os.path.dirname(DOCUMENT), "API.md"), encoding="utf-8") as f:
+        text = f.read()
+    table = text.split("## Errors", 1)[1].split("## ", 1)[0]
+    documented = set()
+    for line in table.splitlines():
+        if line.startswith("| 4") or line.startswith("| 5"):
+            codes_cell = re.sub(r"\([^)]*\)", "", line.split("|")[2])  # without the explanations
+            documented |= set(codes_cell.split("`")[1::2])
+    assert documented and documented <= codes, documented - codes
+    assert codes - documented <= {"resnapshot_required"}, codes - documented
