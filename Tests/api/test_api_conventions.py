@@ -112,6 +112,12 @@ def test_head_wherever_get_is(store, role):
         strip = {"date"}
         assert {k: v for k, v in head[2].items() if k not in strip} == {k: v for k, v in got[2].items() if k not in strip}, path
         assert int(head[2]["content-length"]) == len(got[3]), path
+    # The metrics (text) have a head too.
+    status, _, headers, payload = call(store, role, "HEAD", "/metrics")
+    assert (status, payload) == (200, b"") and headers["content-type"].startswith("text/plain"), headers
+    assert int(headers["content-length"]) > 100
+    status, _, headers, _ = call(store, role, "POST", "/metrics")
+    assert (status, headers.get("allow")) == (405, "GET, HEAD")
     # The status changes from one moment to the next (uptime); its head still has a length and no body.
     status, _, headers, payload = call(store, role, "HEAD", "/v1/status")
     assert status == 200 and payload == b"" and int(headers["content-length"]) > 100

@@ -21,6 +21,8 @@ final class LocalAPIServer {
     var handler: Handler = { _, respond in respond(503, LocalAPIRoute.errorBody(code: "starting", message: "node is starting")) }
     /// Answers the master's own routes (pairing, terminals, key); nil on a slave.
     var masterHandler: MasterHandler?
+    /// Renders `GET /metrics` (the Prometheus text exposition); nil until the node starts.
+    var metrics: (() -> [UInt8])?
 
     init(loop: EventLoop, path: String, logger: Logger) {
         self.loop = loop
@@ -130,6 +132,18 @@ final class LocalAPIServer {
                 return
             }
             guard let req = request else { return }
+            if req.path == "/metrics" {
+                // The Prometheus exposition, as text: answered at once, in order.
+                let response =
+                    metrics.map { MetricsExposition.response(to: req, render: $0) }
+                    ?? MetricsExposition.plain(503, "the node is starting\n")
+                client.channel.write(MetricsExposition.wire(response, to: req))
+                guard req.keepAlive else {
+                    client.channel.closeAfterFlush()
+                    return
+                }
+                continue
+            }
             client.busy = true
             let keepAlive = req.keepAlive
             var exchange = LocalAPIExchange(req)

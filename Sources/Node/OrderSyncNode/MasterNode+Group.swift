@@ -169,6 +169,7 @@ extension MasterNode {
         group.stats.record(
             messages: messages, operations: operations, micros: seconds * 1_000_000 + attoseconds / 1_000_000_000_000,
             failed: error != nil)
+        metrics.recordCommit(loop.now - started, failed: error != nil)
         if let error {
             logger.error(
                 "store.commit_failed",
@@ -192,6 +193,7 @@ extension MasterNode {
                 return
             }
         } else {
+            noteCommitted(engine.groupApplied)
             engine.groupCommitted()
             perform(held)
         }
@@ -222,6 +224,7 @@ extension MasterNode {
             engine.beginGroup()
             while let work = takeWork() { _ = apply(work) }
             try db.commitGroup()
+            noteCommitted(engine.groupApplied)
             engine.groupCommitted()
         } catch {
             db.rollbackGroup()
