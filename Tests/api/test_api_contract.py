@@ -12,6 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
+import subprocess
+import sys
+import threading
 import time
 import uuid as uuidlib
 
@@ -144,6 +148,67 @@ def _contract(store, role: str, alone: bool = False) -> None:
 @pytest.mark.parametrize("role", ["slave", "master"])
 def test_every_answer_matches_the_openapi_document(store, role):
     _contract(store, role)
+
+
+class _TcpToUnix:
+    """127.0.0.1:PORT relayed byte for byte to a Unix socket, for the schemathesis command line
+    (which speaks TCP only)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            node = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            node.connect(self.path)
+            for a, b in ((client, node), (node, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65_536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                sink.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.mark.parametrize("role", ["slave", "master"])
+def test_the_coverage_phase_finds_nothing(store, role):
+    """schemathesis's coverage phase (its command line): boundary values of every parameter and
+    body, missing and extra headers, and methods a path does not answer (`405` with `Allow`)."""
+    require(schemathesis is not None, f"schemathesis is not installed: {globals().get('IMPORT_ERROR')}")
+    socket_path = store.socket(role)
+    excluded = [arg for path in ("/v1/changes", "/metrics") if not _served(socket_path, path)
+                for arg in ("--exclude-path", path)]
+    relay = _TcpToUnix(socket_path)
+    try:
+        result = subprocess.run(
+            [os.path.join(os.path.dirname(sys.executable), "st"), "run", DOCUMENT, "--url", f"http://127.0.0.1:{relay.port}",
+             "--phases", "coverage", "--seed", "1", "--no-color", "--request-timeout", "30",
+             "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
+                         "response_headers_conformance,unsupported_method,allow_header_conformance", *excluded],
+            capture_output=True, text=True, timeout=600, cwd=store.master.host.dir)
+    finally:
+        relay.close()
+    summary = result.stdout[-3000:]
+    assert result.returncode == 0, summary
+    assert "generated" in summary and "Coverage" in summary, summary
 
 
 def test_a_slave_without_its_master_answers_as_documented(store):
