@@ -18,7 +18,6 @@ final class PairedTerminalTests: StoreTestCase {
         try db.saveTerminal(KnownTerminal(id: "said-anything", name: "front (local API)", address: "a", ackedSeq: 0, lastSeenMillis: 1))
         // An earlier build's file: version 7 with a self-declared terminal in it.
         try db.connection.executeOnce("DROP TABLE paired_terminals")
-        try db.connection.executeOnce("DROP TABLE api_answers")
         try db.connection.executeOnce("PRAGMA user_version = 7")
         db.close()
         let upgraded = try openDatabase()

@@ -129,7 +129,6 @@ final class SchemaUpgradeTests: StoreTestCase {
         try db.connection.executeOnce("DROP TABLE sync_errors")
         try db.connection.executeOnce("DROP TABLE answered_ops")
         try db.connection.executeOnce("DROP TABLE paired_terminals")
-        try db.connection.executeOnce("DROP TABLE api_answers")
         try db.connection.executeOnce("DROP INDEX orders_by_status")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN note")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN items_json")

@@ -199,7 +199,7 @@ enum Schema {
                 // The answer the local API gave to an operation sent with an `opId` (the newest
                 // ones), byte for byte: the same `opId` sent again gets it again.
                 """
-                CREATE TABLE api_answers (
+                CREATE TABLE IF NOT EXISTS api_answers (
                     position INTEGER PRIMARY KEY AUTOINCREMENT,
                     op_id TEXT NOT NULL UNIQUE,
                     status INTEGER NOT NULL,
