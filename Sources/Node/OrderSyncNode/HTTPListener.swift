@@ -122,7 +122,8 @@ final class HTTPListener {
                 return
             case .response(var response):
                 if !req.keepAlive && response.headers["Connection"] == nil { response.headers.add(name: "Connection", value: "close") }
-                client.channel.write(response.serialize())
+                // HEAD: the head GET would send, without the body (RFC 9110 9.3.2).
+                client.channel.write(response.serialize(omittingBody: req.method == "HEAD"))
             }
             guard req.keepAlive else {
                 client.channel.closeAfterFlush()

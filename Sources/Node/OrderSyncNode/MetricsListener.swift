@@ -7,15 +7,20 @@ enum MetricsExposition {
     /// The exposition's media type (Prometheus text format 0.0.4).
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    /// The answer to `request` on a path that is `/metrics`: the exposition for GET, 405 for
-    /// other methods.
+    /// The answer to `request` on a path that is `/metrics`: the exposition for GET (and its
+    /// head for HEAD: send it with ``wire(_:to:)``), 405 for other methods.
     static func response(to request: HTTPRequest, render: () -> [UInt8]) -> HTTPResponse {
         var headers: [(String, String)] = []
         if !request.keepAlive { headers.append(("Connection", "close")) }
-        guard request.method == "GET" else {
-            return plain(405, "only GET /metrics is served here\n", headers + [("Allow", "GET")])
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return plain(405, "only GET /metrics is served here\n", headers + [("Allow", "GET, HEAD")])
         }
         return HTTPResponse(status: 200, headers: HTTPHeaders(headers + [("Content-Type", contentType)]), body: render())
+    }
+
+    /// The bytes of `response` to `request`: without the body for HEAD (RFC 9110 9.3.2).
+    static func wire(_ response: HTTPResponse, to request: HTTPRequest) -> [UInt8] {
+        response.serialize(omittingBody: request.method == "HEAD")
     }
 
     /// A short text answer.
@@ -25,7 +30,7 @@ enum MetricsExposition {
 }
 
 /// `--metrics-listen ADDR:PORT`: a plain HTTP/1.1 listener for a Prometheus server, on the
-/// node's loop. It answers only `GET /metrics` (404 elsewhere); requests are bounded (8 KiB of
+/// node's loop. It answers only `GET` and `HEAD /metrics` (404 elsewhere); requests are bounded (8 KiB of
 /// head, no body, 10 s to arrive, 64 connections), answered in order, and nothing else of the
 /// node is reachable through it.
 final class MetricsListener {

@@ -193,6 +193,21 @@ enum Schema {
                 // terminal: those rows are keyed by ids nobody proved, so they go.
                 "DELETE FROM terminals",
             ]),
+        Migration(
+            version: 9, name: "answers to local API operations",
+            statements: [
+                // The answer the local API gave to an operation sent with an `opId` (the newest
+                // ones), byte for byte: the same `opId` sent again gets it again.
+                """
+                CREATE TABLE IF NOT EXISTS api_answers (
+                    position INTEGER PRIMARY KEY AUTOINCREMENT,
+                    op_id TEXT NOT NULL UNIQUE,
+                    status INTEGER NOT NULL,
+                    body TEXT NOT NULL,
+                    answered_ms INTEGER NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// The schema version this build writes and reads.
