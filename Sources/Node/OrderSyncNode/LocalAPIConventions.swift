@@ -33,6 +33,8 @@ struct LocalAPIExchange {
         guard p.first == "v1" else { return nil }
         switch Array(p.dropFirst()) {
         case ["status"], ["journal"], ["rejections"], ["terminals"]: return ["GET", "HEAD"]
+        case ["dashboard", "tokens"]: return ["GET", "HEAD", "POST"]
+        case let t where t.count == 4 && t[0] == "dashboard" && t[1] == "tokens" && t[3] == "revoke": return ["POST"]
         case ["orders"]: return ["GET", "HEAD", "POST"]
         case let o where o.count == 2 && o[0] == "orders": return ["GET", "HEAD", "PATCH", "DELETE"]
         case ["operations"], ["key", "rotate"]: return ["POST"]
@@ -123,7 +125,7 @@ struct LocalAPIExchange {
         if status == 405, let allowed = Self.allowedMethods(path: path) {
             headers.append(("Allow", allowed.joined(separator: ", ")))
         }
-        if status == 201, path == "/v1/pairing" { headers.append(("Location", "/v1/pairing")) }
+        if status == 201, path == "/v1/pairing" || path == "/v1/dashboard/tokens" { headers.append(("Location", path)) }
         let orderPath = path.hasPrefix("/v1/orders/") || (path == "/v1/orders" && method == "POST")
         guard orderPath, (200..<300).contains(status) || (ifMatch != nil && status == 409), method != "DELETE" || status == 409,
             let object = try? JSONParser.parse(body).objectValue
