@@ -60,6 +60,7 @@ final class DashboardTests: XCTestCase {
         for (method, path, body, status) in [
             ("DELETE", "/v1/dashboard/tokens", "", 405), ("GET", "/v1/dashboard/tokens/x/revoke", "", 405),
             ("POST", "/v1/dashboard/tokens", #"{"name":""}"#, 400), ("POST", "/v1/dashboard/tokens", "[", 400),
+            ("POST", "/v1/dashboard/tokens", #"{"name":"a/b"}"#, 400),
             ("GET", "/v1/dashboard/other", "", 404),
         ] {
             guard case .failure(let f)? = route(method, path, body) else { return XCTFail("\(method) \(path) \(body) accepted") }

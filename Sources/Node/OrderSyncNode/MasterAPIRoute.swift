@@ -49,7 +49,14 @@ enum MasterAPIRoute: Equatable {
         case ["dashboard", "tokens"]:
             switch method {
             case "GET": return .success(.dashboardTokens)
-            case "POST": return namedObject(body).map { .makeDashboardToken(name: $0.name) }
+            case "POST":
+                return namedObject(body).flatMap { o in
+                    // A label is a path segment of the revocation: no '/'.
+                    guard !(o.name?.contains("/") ?? false) else {
+                        return .failure(.init(status: 400, code: "invalid_field", message: "'name' must not contain '/'"))
+                    }
+                    return .success(.makeDashboardToken(name: o.name))
+                }
             default: return notAllowed()
             }
         case let p where p.count == 4 && p[0] == "dashboard" && p[1] == "tokens" && p[3] == "revoke" && !p[2].isEmpty:

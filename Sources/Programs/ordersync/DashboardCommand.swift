@@ -24,14 +24,16 @@ struct DashboardCommand: ParsableCommand {
 
         @OptionGroup var data: DataDirOption
 
-        @Option(name: .long, help: ArgumentHelp("A label for the token (1-63 bytes; default dashboard-ID).", valueName: "label"))
+        @Option(name: .long, help: ArgumentHelp("A label for the token (1-63 bytes, no '/'; default dashboard-ID).", valueName: "label"))
         var name: String?
 
         @Flag(name: .long, help: "Print the answer as JSON.")
         var json = false
 
         func validate() throws {
-            if let n = name, n.isEmpty || n.utf8.count > 63 { throw ValidationError("--name must be 1-63 bytes.") }
+            if let n = name, n.isEmpty || n.utf8.count > 63 || n.contains("/") {
+                throw ValidationError("--name must be 1-63 bytes, without '/'.")
+            }
         }
 
         func run() throws {
