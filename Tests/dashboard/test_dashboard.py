@@ -74,6 +74,8 @@ def test_login_is_refused_without_a_token(store):
                      "document.getElementById('login-form').requestSubmit(); true")
     browser.wait("document.getElementById('login-error').textContent.includes('not valid')")
     assert browser.evaluate("document.getElementById('board').hidden") is True
+    os.makedirs(REPORTS, exist_ok=True)
+    browser.screenshot(os.path.join(REPORTS, "login.png"), full_page=False)
     headers = browser.evaluate(
         "fetch('/').then(r => [r.headers.get('content-security-policy'), r.headers.get('x-content-type-options'),"
         " r.headers.get('referrer-policy')])")
