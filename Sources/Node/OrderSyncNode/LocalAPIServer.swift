@@ -21,6 +21,8 @@ final class LocalAPIServer {
     var handler: Handler = { _, respond in respond(503, LocalAPIRoute.errorBody(code: "starting", message: "node is starting")) }
     /// Answers the master's own routes (pairing, terminals, key); nil on a slave.
     var masterHandler: MasterHandler?
+    /// Answers `GET /v1/changes` (the change feed, LocalAPIServer+Changes.swift).
+    var changesHandler: ((ChangesRequest, ChangesSink) -> Void)?
 
     init(loop: EventLoop, path: String, logger: Logger) {
         self.loop = loop
@@ -66,6 +68,7 @@ final class LocalAPIServer {
         }
         channel.onClose = { [weak self, weak client] _ in
             if let t = client?.deadline { self?.loop.cancel(t) }
+            client?.changes?.closed()
             self?.clients[id] = nil
         }
     }
@@ -81,7 +84,7 @@ final class LocalAPIServer {
 
     /// A client that starts a request and stalls is answered 408 and closed, so it cannot hold
     /// a connection (and its buffer) for ever.
-    private func watchDeadline(_ client: APIClientConnection) {
+    func watchDeadline(_ client: APIClientConnection) {
         if client.busy || client.parser.bufferedByteCount == 0 {
             if let t = client.deadline { loop.cancel(t) }
             client.deadline = nil
@@ -104,7 +107,7 @@ final class LocalAPIServer {
     }
 
     /// Handles requests one at a time per connection, in order.
-    private func drain(_ client: APIClientConnection) {
+    func drain(_ client: APIClientConnection) {
         while !client.busy {
             let request: HTTPRequest?
             do {
@@ -132,6 +135,10 @@ final class LocalAPIServer {
             guard let req = request else { return }
             client.busy = true
             let keepAlive = req.keepAlive
+            if let changes = ChangesRequest.decode(method: req.method, path: req.path, query: req.query, headers: req.headers) {
+                serveChanges(changes, client: client, keepAlive: keepAlive)
+                continue
+            }
             let respond = LocalAPIResponder(caller: client.caller) { [weak self, weak client] status, body in
                 guard let self = self, let client = client, client.busy else { return }
                 var headers = [("Content-Type", "application/json")]
@@ -179,6 +186,8 @@ final class APIClientConnection {
     var parser = HTTPRequestParser()
     var busy = false
     var deadline: TimerHandle?
+    /// The change feed request this connection waits on or streams, if any.
+    var changes: ChangesSink?
 
     init(channel: StreamChannel, caller: LocalAPICaller) {
         self.channel = channel

@@ -182,6 +182,7 @@ extension MasterNode {
             }
         } else {
             engine.groupCommitted()
+            feedCommitted()
             perform(held)
         }
         for a in answers { a.respond(a.status, a.body) }

@@ -63,6 +63,8 @@ public final class SlaveNode: @unchecked Sendable {
     /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
     var batch: SlaveBatch?
     var replicaCommits = ReplicaCommitStatus()
+    /// The change feed (`GET /v1/changes`), from the replica's feed table.
+    var changeFeed: ChangeFeedHub?
 
     /// A slave on `loop` (not running yet, on the thread that will run it), keeping its replica
     /// in `dataDirectory` and finding its master through `discovery` (nil: only
@@ -144,6 +146,7 @@ public final class SlaveNode: @unchecked Sendable {
     }
 
     private func start() throws {
+        try startChangeFeed()
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
@@ -197,6 +200,7 @@ public final class SlaveNode: @unchecked Sendable {
         shuttingDown = true
         commitBatch()
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
+        changeFeed?.stop()
         api.stop()
         answerPendingWritesAsQueued()
         if let link = linkState.link {

@@ -19,7 +19,7 @@ struct OrderSyncCommand: ParsableCommand {
         version: NodeVersion.string,
         subcommands: [
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
-            PairCommand.self, TerminalCommand.self, KeyCommand.self,
+            PairCommand.self, TerminalCommand.self, KeyCommand.self, WatchCommand.self, ExportCommand.self,
         ]
     )
 
