@@ -202,7 +202,7 @@ enum Schema {
                 // automatic ROWID assignment algorithm to prevent the reuse of ROWIDs over the
                 // lifetime of the database": a cursor never names two changes, even after pruning.
                 """
-                CREATE TABLE feed (
+                CREATE TABLE IF NOT EXISTS feed (
                     seq INTEGER PRIMARY KEY AUTOINCREMENT,
                     change_json TEXT NOT NULL,
                     recorded_ms INTEGER NOT NULL
