@@ -46,8 +46,10 @@ final class ChangeFeedTests: XCTestCase {
     func testARemovalIsATombstone() {
         let entry = JournalEntry(
             seq: 8, opId: nil, origin: "x", operation: .remove, orderUUIDs: [u1],
-            message: ServerMessage.applied(operation: .remove, orders: [order("Gone", version: 4)], seq: 8, opId: nil, origin: nil, snapshot: nil)
-                .encoded(), recordedAtMillis: 0)
+            message: ServerMessage.applied(
+                operation: .remove, orders: [order("Gone", version: 4)], seq: 8, opId: nil, origin: nil, snapshot: nil
+            )
+            .encoded(), recordedAtMillis: 0)
         let c = ChangeFeed.masterChange(entry)
         XCTAssertEqual(c["orders"], .array([.object(JSONObject([("uuid", .string(u1)), ("removed", .bool(true)), ("version", .int(4))]))]))
         XCTAssertEqual(c["opId"], .null)
@@ -97,7 +99,8 @@ final class ChangeFeedTests: XCTestCase {
         XCTAssertEqual(OrderExport.money(5), "0.05")
         XCTAssertEqual(OrderExport.money(0), "0.00")
         XCTAssertEqual(OrderExport.money(-105), "-1.05")
-        let o = order("Ann", items: [LineItem(name: "Tea", quantity: 3, unitPrice: 250), LineItem(name: "Cake, big", quantity: 1, unitPrice: 399)])
+        let o = order(
+            "Ann", items: [LineItem(name: "Tea", quantity: 3, unitPrice: 250), LineItem(name: "Cake, big", quantity: 1, unitPrice: 399)])
         XCTAssertEqual(OrderExport.totalCents(o), 1149)
         let row = OrderExport.csvRows(o, .orders)
         XCTAssertTrue(row.hasSuffix(",2,4,1149,11.49,1\r\n"), row)

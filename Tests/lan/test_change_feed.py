@@ -80,15 +80,21 @@ class EventStream:
         self.conn.close()
 
 
+def one_master(make_lan) -> OrderSyncNode:
+    """A master alone on a one-host LAN, its local API answering."""
+    (h1,) = make_lan(1).hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    master.wait_api()
+    return master
+
+
 def journal_seqs(node: OrderSyncNode) -> list[int]:
     with sqlite3.connect(f"file:{node.data_dir}/ordersync.sqlite?mode=ro", uri=True) as db:
         return [r[0] for r in db.execute("SELECT seq FROM journal ORDER BY seq")]
 
 
 def test_long_poll_wakes_on_a_change_and_times_out_empty(make_lan):
-    (h1,) = make_lan(1).hosts
-    master = OrderSyncNode.master(h1, store="shop1")
-    master.wait_api()
+    master = one_master(make_lan)
     status, headers, body = get(master, "/v1/changes?since=0")
     assert status == 200 and body == {"changes": [], "last": 0}, body
     epoch = headers["OrderSync-Epoch"]
@@ -133,9 +139,7 @@ def test_long_poll_wakes_on_a_change_and_times_out_empty(make_lan):
 
 
 def test_the_feed_replays_each_entry_as_it_was_and_removals_as_tombstones(make_lan):
-    (h1,) = make_lan(1).hosts
-    master = OrderSyncNode.master(h1, store="shop1")
-    master.wait_api()
+    master = one_master(make_lan)
     u = master.create("First name")["uuid"]
     master.update(u, customer="Second name")
     master.update(u, customer="Third name")
@@ -151,9 +155,7 @@ def test_the_feed_replays_each_entry_as_it_was_and_removals_as_tombstones(make_l
 
 
 def test_sse_delivers_live_changes_and_resumes_across_a_master_restart(make_lan):
-    (h1,) = make_lan(1).hosts
-    master = OrderSyncNode.master(h1, store="shop1")
-    master.wait_api()
+    master = one_master(make_lan)
     for i in range(3):
         master.create(f"before-{i}")
 
@@ -199,9 +201,7 @@ def test_sse_delivers_live_changes_and_resumes_across_a_master_restart(make_lan)
 
 
 def test_a_cursor_older_than_the_journal_or_from_another_database_gets_410(make_lan):
-    (h1,) = make_lan(1).hosts
-    master = OrderSyncNode.master(h1, store="shop1")
-    master.wait_api()
+    master = one_master(make_lan)
     for i in range(5):
         master.create(f"order-{i}")
     epoch = master.status()["epoch"]
@@ -275,9 +275,7 @@ def test_a_slave_feed_shows_a_pending_change_while_the_master_is_down_and_then_i
 
 
 def test_watch_json_prints_the_changes(make_lan):
-    (h1,) = make_lan(1).hosts
-    master = OrderSyncNode.master(h1, store="shop1")
-    master.wait_api()
+    master = one_master(make_lan)
     master.create("old")
     watch = subprocess.Popen([ordersync_binary(), "watch", "--data-dir", master.data_dir, "--json", "--since", "0"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

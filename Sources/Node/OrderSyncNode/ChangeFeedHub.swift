@@ -68,7 +68,7 @@ final class ChangeFeedHub {
         {
             var e = JSONObject()
             e["code"] = .string("resnapshot_required")
-            e["message"] = .string(why + "; reload every order (GET /v1/orders) and follow the feed from \"oldest\" or later")
+            e["message"] = .string(why + "; reload every order (GET /v1/orders) and then follow the feed from \"last\"")
             e["oldest"] = .int(bounds.oldest)
             e["last"] = .int(bounds.last)
             e["epoch"] = .string(epoch)

@@ -30,7 +30,8 @@ public struct OrderExporter {
         defer { db.close() }
         if try db.metadata("node.role") == "slave" {
             throw LocalAPIClientError.refused(
-                "\(dataDirectory) holds a slave's replica (with changes its master may still refuse); export on the master's data directory")
+                "\(dataDirectory) holds a slave's replica (with changes its master may still refuse); export on the master's data directory"
+            )
         }
         var out = ChunkedWriter(fd: fd)
         var count = 0
@@ -56,6 +57,12 @@ public struct OrderExporter {
     }
 }
 
+/// The export's output could not be written (disk full, a closed pipe...).
+public struct ExportWriteError: Error, CustomStringConvertible {
+    public var reason: String
+    public var description: String { "could not write the export: \(reason)" }
+}
+
 /// Collects text and writes it to a descriptor in 64 KiB chunks.
 struct ChunkedWriter {
     let fd: Int32
@@ -78,7 +85,7 @@ struct ChunkedWriter {
             let n = buffer.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw LocalAPIClientError.refused("could not write the export: \(String(cString: strerror(errno)))")
+                throw ExportWriteError(reason: String(cString: strerror(errno)))
             }
             offset += n
         }

@@ -65,7 +65,8 @@ struct WatchCommand: ParsableCommand {
                 parts.append("\(uuid) (removed)")
             } else {
                 let name = order["customerName"]?.stringValue ?? ""
-                parts.append("\(uuid) (\(OrderText.quote(name)), \(order["status"]?.stringValue ?? ""), v\(order["version"]?.intValue ?? 0))")
+                parts.append(
+                    "\(uuid) (\(OrderText.quote(name)), \(order["status"]?.stringValue ?? ""), v\(order["version"]?.intValue ?? 0))")
             }
         }
         return parts.filter { !$0.isEmpty }.joined(separator: "  ")
@@ -105,6 +106,10 @@ struct ExportCommand: ParsableCommand {
     }
 
     func run() throws {
+        do { try export() } catch let e as ExportWriteError { throw fail(e.description, .storageFailure) }
+    }
+
+    private func export() throws {
         let dir = try data.resolved()
         var exporter = OrderExporter(format: OrderExporter.Format(rawValue: format) ?? .csv)
         exporter.layout = items ? .items : .orders
@@ -121,8 +126,12 @@ struct ExportCommand: ParsableCommand {
         guard fd >= 0 else { throw fail("cannot write \(temp): \(String(cString: strerror(errno)))", .storageFailure) }
         do {
             let n = try reportingFailures { try exporter.run(dataDirectory: dir, to: fd) }
-            guard fsync(fd) == 0, close(fd) == 0 else { throw fail("cannot write \(temp): \(String(cString: strerror(errno)))", .storageFailure) }
-            guard rename(temp, output) == 0 else { throw fail("cannot rename \(temp) to \(output): \(String(cString: strerror(errno)))", .storageFailure) }
+            guard fsync(fd) == 0, close(fd) == 0 else {
+                throw fail("cannot write \(temp): \(String(cString: strerror(errno)))", .storageFailure)
+            }
+            guard rename(temp, output) == 0 else {
+                throw fail("cannot rename \(temp) to \(output): \(String(cString: strerror(errno)))", .storageFailure)
+            }
             FileHandle.standardError.write(Data("exported \(n) orders to \(output)\n".utf8))
         } catch {
             close(fd)
