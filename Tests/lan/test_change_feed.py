@@ -74,6 +74,17 @@ class EventStream:
             name, _, value = line.partition(":")
             fields[name] = value[1:] if value.startswith(" ") else value
 
+    def wait_comment(self, timeout: float) -> bool:
+        """Reads until a comment line (a keepalive) arrives; False if an event or the end comes first."""
+        self.sock.settimeout(timeout)
+        while True:
+            line = self.response.fp.readline()
+            if not line or line.startswith(b"data:"):
+                return False
+            if line.startswith(b":"):
+                self.comments += 1
+                return True
+
     def close(self):
         self.response.close()
         self.sock.close()
@@ -197,6 +208,10 @@ def test_sse_delivers_live_changes_and_resumes_across_a_master_restart(make_lan)
     # `since` works the same as Last-Event-ID; Last-Event-ID wins when both are given.
     stream = EventStream(master, since=0, last_event_id=len(seen) - 1)
     assert stream.next()["data"]["seq"] == len(seen)
+    # An idle stream gets a keepalive comment every 15 s.
+    t0 = time.monotonic()
+    assert stream.wait_comment(timeout=20)
+    assert 13 < time.monotonic() - t0 < 20
     stream.close()
 
 
@@ -274,6 +289,41 @@ def test_a_slave_feed_shows_a_pending_change_while_the_master_is_down_and_then_i
                for c in feed_after(cursor))
 
 
+def test_a_slave_feed_shows_the_masters_refusal_of_a_pending_change(lan2):
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1", extra=FAST)
+    slave = OrderSyncNode.slave(h2, extra=FAST)
+    slave.wait_live()
+    order = slave.create(customer="Kim")
+    wait_until(lambda: get(slave, "/v1/changes?since=0")[2]["changes"][-1].get("outcome") == "synced", 10,
+               what="the create to be synced")
+    cursor = get(slave, "/v1/changes?since=0")[2]["last"]
+    h2.link_down()
+    wait_until(lambda: slave.status()["master"]["state"] != "live", 10, what="the slave to notice")
+    master.cli("order", "update", order["uuid"], "--status", "in_progress")
+    master.cli("order", "update", order["uuid"], "--status", "completed")
+    slave.cli("order", "update", order["uuid"], "--table", "T9", "--json")
+    _, _, body = get(slave, f"/v1/changes?since={cursor}")
+    (pending,) = body["changes"]
+    assert pending["pending"] is True and pending["orders"][0]["tableName"] == "T9"
+    # The long-poll is answered by the outcome once the link is back.
+    h2.link_up()
+    outcome = None
+    since = body["last"]
+    deadline = time.monotonic() + 40
+    while outcome is None and time.monotonic() < deadline:
+        status, _, body = get(slave, f"/v1/changes?since={since}&timeout=30")
+        assert status == 200
+        since = body["last"]
+        outcome = next((c for c in body["changes"] if c["operation"] == "outcome"), None)
+    assert outcome is not None, "no outcome on the slave's feed"
+    assert outcome["opId"] == pending["opId"] and outcome["outcome"] == "rejected", outcome
+    assert outcome["error"]["code"] == "invalid_transition" and outcome["error"]["uuid"].lower() == order["uuid"].lower()
+    # The replica goes back to the master's truth: a snapshot follows on the feed.
+    wait_until(lambda: any(c["operation"] == "snapshot" for c in get(slave, f"/v1/changes?since={outcome['seq']}")[2]["changes"]),
+               30, what="the resnapshot on the slave's feed")
+
+
 def test_watch_json_prints_the_changes(make_lan):
     master = one_master(make_lan)
     master.create("old")
@@ -286,16 +336,23 @@ def test_watch_json_prints_the_changes(make_lan):
         master.create("new", uuid=u)
         second = json.loads(watch.stdout.readline())
         assert second["seq"] == 2 and second["orders"][0]["uuid"].lower() == u
+        # The master restarts: watch reconnects and carries on after the last change it printed.
+        assert master.stop() == 0
+        master.start()
+        master.wait_api()
+        master.create("after restart")
+        third = json.loads(watch.stdout.readline())
+        assert third["seq"] == 3 and third["orders"][0]["customerName"] == "after restart"
     finally:
         watch.terminate()
         watch.wait(10)
     # Human lines by default.
-    watch = subprocess.Popen([ordersync_binary(), "watch", "--data-dir", master.data_dir, "--since", "2"],
+    watch = subprocess.Popen([ordersync_binary(), "watch", "--data-dir", master.data_dir, "--since", "3"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         master.create("human")
         line = watch.stdout.readline()
-        assert line.startswith("3  ") and "  create  " in line and "(human, open, v1)" in line, line
+        assert line.startswith("4  ") and "  create  " in line and "(human, open, v1)" in line, line
     finally:
         watch.terminate()
         watch.wait(10)
