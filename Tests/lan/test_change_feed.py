@@ -147,6 +147,11 @@ def test_long_poll_wakes_on_a_change_and_times_out_empty(make_lan):
     for q in ("since=-1", "limit=0", "limit=1001", "timeout=61", "since=x"):
         status, _, body = get(master, f"/v1/changes?{q}")
         assert status == 400 and body["error"]["code"] == "invalid_query", (q, body)
+    conn = UnixHTTPConnection(sock(master))
+    conn.request("POST", "/v1/changes", body=b"")
+    r = conn.getresponse()
+    assert r.status == 405 and r.getheader("Allow") == "GET" and json.loads(r.read())["error"]["code"] == "method_not_allowed"
+    conn.close()
 
 
 def test_the_feed_replays_each_entry_as_it_was_and_removals_as_tombstones(make_lan):

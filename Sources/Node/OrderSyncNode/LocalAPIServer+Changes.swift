@@ -2,10 +2,12 @@ import EventLoopIO
 import HTTP1
 import JSON
 
-/// The change feed's side of one local API connection: a JSON answer (now, or later for a
-/// long-poll), or a stream of server-sent events that lasts until the reader goes away.
+/// The change feed's side of one HTTP connection: a JSON answer (now, or later for a
+/// long-poll), or a stream of server-sent events that lasts until the reader goes away. Any
+/// server on a `StreamChannel` can hand one to `ChangeFeedHub` (it calls `closed()` when the
+/// channel closes).
 final class ChangesSink {
-    private weak var client: APIClientConnection?
+    private weak var channel: StreamChannel?
     private let keepAlive: Bool
     /// The server's continuation once a JSON answer is written (the next request may follow).
     private let finished: () -> Void
@@ -13,26 +15,26 @@ final class ChangesSink {
     /// Called once when the reader's connection closes.
     var onClose: (() -> Void)?
 
-    init(client: APIClientConnection, keepAlive: Bool, finished: @escaping () -> Void) {
-        self.client = client
+    init(channel: StreamChannel, keepAlive: Bool, finished: @escaping () -> Void) {
+        self.channel = channel
         self.keepAlive = keepAlive
         self.finished = finished
     }
 
     /// The connection is still there and not yet answered (or still streaming).
-    var isOpen: Bool { !done && (client?.channel.isOpen ?? false) }
+    var isOpen: Bool { !done && (channel?.isOpen ?? false) }
 
     /// Bytes written but not yet taken by the reader.
-    var pendingBytes: Int { client?.channel.pendingBytes ?? 0 }
+    var pendingBytes: Int { channel?.pendingBytes ?? 0 }
 
     /// Answers with a JSON body given as bytes; the connection then serves its next request.
     func answer(_ status: Int, _ body: [UInt8], headers: [(String, String)] = []) {
-        guard !done, let client else { return }
+        guard !done, let channel else { return }
         done = true
         var h = [("Content-Type", "application/json")] + headers
         if !keepAlive { h.append(("Connection", "close")) }
-        client.channel.write(HTTPResponse(status: status, headers: HTTPHeaders(h), body: body + [0x0A]).serialize())
-        if keepAlive { finished() } else { client.channel.closeAfterFlush() }
+        channel.write(HTTPResponse(status: status, headers: HTTPHeaders(h), body: body + [0x0A]).serialize())
+        if keepAlive { finished() } else { channel.closeAfterFlush() }
     }
 
     /// Answers with a JSON value.
@@ -44,24 +46,24 @@ final class ChangesSink {
     /// the connection closes (RFC 9112 6.3: "the message body length is determined by the number
     /// of octets received by the recipient prior to the server closing the connection").
     func openStream(headers: [(String, String)]) {
-        guard !done, let client else { return }
+        guard !done, let channel else { return }
         var head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\nConnection: close\r\n"
         for (k, v) in headers { head += "\(k): \(v)\r\n" }
         head += "\r\n"
-        client.channel.write(Array(head.utf8))
+        channel.write(Array(head.utf8))
     }
 
     /// Writes part of a stream.
     func write(_ text: String) {
-        guard !done, let client else { return }
-        client.channel.write(Array(text.utf8))
+        guard !done, let channel else { return }
+        channel.write(Array(text.utf8))
     }
 
     /// Ends a stream (the node stops).
     func close() {
         guard !done else { return }
         done = true
-        client?.channel.closeAfterFlush()
+        channel?.closeAfterFlush()
     }
 
     /// The connection closed.
@@ -76,7 +78,7 @@ final class ChangesSink {
 extension LocalAPIServer {
     /// Hands a change feed request to the node, or answers its refusal.
     func serveChanges(_ decoded: Result<ChangesRequest, LocalAPIRoute.Failure>, client: APIClientConnection, keepAlive: Bool) {
-        let sink = ChangesSink(client: client, keepAlive: keepAlive) { [weak self, weak client] in
+        let sink = ChangesSink(channel: client.channel, keepAlive: keepAlive) { [weak self, weak client] in
             guard let self, let client else { return }
             client.busy = false
             client.changes = nil
@@ -86,7 +88,8 @@ extension LocalAPIServer {
         client.changes = sink
         switch decoded {
         case .failure(let f):
-            sink.answer(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message))
+            sink.answer(
+                f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message), headers: f.status == 405 ? [("Allow", "GET")] : [])
         case .success(let r):
             if let changesHandler {
                 changesHandler(r, sink)
