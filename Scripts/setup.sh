@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(avahi-daemon avahi-utils libavahi-client-dev libsqlite3-dev sqlite3 dbus iproute2 iptables
-              python3-venv python3-pip procps psmisc util-linux curl gcc valgrind)
+              python3-venv python3-pip procps psmisc util-linux curl gcc valgrind prometheus)
+# Scripts/package-deb.sh (dpkg-shlibdeps, strip) and its test (systemd-analyze verify, the postinst's adduser)
+APT_PACKAGES+=(dpkg-dev binutils systemd adduser)
 PY_PACKAGES=(websockets==17.4 zeroconf kosoku pytest noiseprotocol segno matplotlib)
 
 if [ "$(id -u)" != 0 ]; then

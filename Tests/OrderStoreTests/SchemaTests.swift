@@ -100,9 +100,9 @@ final class SchemaTests: StoreTestCase {
         XCTAssertTrue(error?.message.contains("not an OrderSync database") ?? false, error?.message ?? "")
     }
 
-    func testAFileThatIsNotSQLiteIsAnErrorWithTheSQLiteCode() throws {
+    func testAFileThatIsNotSQLiteIsDamagedWithTheSQLiteCode() throws {
         _ = FileManager.default.createFile(atPath: dbPath, contents: Data(repeating: 0x41, count: 4096))
-        let error = assertStoreError(.sqlite) { try openDatabase() }
+        let error = assertStoreError(.damaged) { try openDatabase() }
         // SQLITE_NOTADB is 26.
         XCTAssertEqual(error?.primaryCode, 26, error.map { "\($0)" } ?? "")
     }

@@ -37,7 +37,9 @@ final class DataDirectoryTests: XCTestCase {
     private func assertFilesAreOwnerOnly(umask mask: mode_t) throws {
         let previous = umask(mask)
         defer { umask(previous) }
-        let path = temporaryPath() + "/nested/data"
+        let parent = temporaryPath()
+        XCTAssertEqual(mkdir(parent, 0o755), 0)
+        let path = parent + "/data"
         let c = configuration(path)
         let directory = try DataDirectory(claimingFor: c)
         try directory.database.setMetadata("probe", "1")
@@ -50,6 +52,17 @@ final class DataDirectoryTests: XCTestCase {
         let again = try DataDirectory(claimingFor: c)
         XCTAssertEqual(again.nodeIdentity.nodeId, id, "the key is made once and reloaded")
         again.close()
+    }
+
+    func testAMissingParentOfTheDataDirectoryIsRefusedNotCreated() throws {
+        let typo = temporaryPath()
+        let path = typo + "/shop/data"
+        XCTAssertThrowsError(try DataDirectory(claimingFor: configuration(path))) { error in
+            let e = error as? NodeStartupError
+            XCTAssertEqual(e?.failure, .notFound)
+            XCTAssertTrue(e?.message.contains("\(typo)/shop does not exist") == true, "\(error)")
+        }
+        XCTAssertNil(mode(typo), "no parent directory is created")
     }
 
     func testAWorldOrGroupWritableDirectoryIsRefused() throws {

@@ -63,11 +63,11 @@ def test_a_master_started_while_avahi_daemon_hangs_serves_at_once_and_publishes_
             assert handshake < BOUND, f"WebSocket handshake took {handshake:.2f}s while avahi-daemon hangs"
             assert api < BOUND, f"`ordersync status` took {api:.2f}s while avahi-daemon hangs"
             assert status["avahi"] == "starting", status["avahi"]
-        assert not [e for e in master.events("service.published") if e.get("port") == "17901"]
+        assert not [e for e in master.events("service.published") if e.get("port") == 17901]
         resumed = time.monotonic()
     finally:
         os.kill(daemon, signal.SIGCONT)
-    master.wait_event("service.published", timeout=30, where=lambda e: e.get("port") == "17901")
+    master.wait_event("service.published", timeout=30, where=lambda e: e.get("port") == 17901)
     published = time.monotonic() - resumed
     # The killed master's service is withdrawn by the daemon once it notices the client gone.
     browse_until(h2, lambda found: any(s.name == "Counter" and s.port == 17901 for s in found)

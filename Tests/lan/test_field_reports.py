@@ -226,6 +226,7 @@ def test_a_master_given_by_host_name_is_looked_up_without_stalling_the_terminal(
 def test_a_master_run_with_umask_000_keeps_its_files_private_and_names_the_api_callers_uid(lan2):
     h1 = lan2.hosts[0]
     data = os.path.join(h1.dir, "umask000", "data")
+    os.makedirs(os.path.dirname(data))  # a missing parent of --data-dir is refused
     master = OrderSyncNode.master(h1, store="shop1", name="front", data_dir=data, umask=0)
     started = master.wait_event("node.started")
     master.create(customer="Ada")

@@ -89,12 +89,13 @@ def test_check_is_ok_on_a_live_master_and_slave_and_critical_once_the_master_is_
     s = slave.status()
     assert s["master"]["state"] in ("waiting", "connecting"), s["master"]
     error = s["lastError"]
-    assert error["event"] == "master.disconnected" and error["message"], error
+    # The link's end, or the first failed attempt after it (a warning too, `reason` the refusal).
+    assert error["event"] in ("master.disconnected", "master.connect_failed") and error["message"], error
     at = datetime.fromisoformat(error["at"].replace("Z", "+00:00"))
     assert abs((at - stopped_at).total_seconds()) < 10, (error, stopped_at)
     text = slave.cli("status").stdout
     assert "ready:     degraded (store ok, link connecting)" in text, text
-    assert f"last warning: {error['at']} master.disconnected" in text, text
+    assert f"last warning: {error['at']} {error['event']}" in text, text
 
     # Below the silence threshold the slave is still OK; past it, CRITICAL.
     rc, line = check(slave, "--max-silence", "3600")

@@ -68,3 +68,12 @@ public struct WireError: Error, Equatable, Sendable, CustomStringConvertible {
         return s
     }
 }
+
+extension WireError {
+    /// How loud a refusal with this error is logged: a client's mistake (validation, conflict,
+    /// not found, a malformed message, a rate limit) is a `notice`; the node's own failure to
+    /// store (`storage_failed`) a `warning`.
+    public var logLevel: EngineLog.Level {
+        code == .storageFailed ? .warning : .notice
+    }
+}

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
+import Logging
 import OrderStore
 
-/// The node's data directory, claimed: created when missing (mode 0700) and refused when other
+/// The node's data directory, claimed: created when missing (mode 0700; its parent must exist) and refused when other
 /// users could write it, locked so two daemons never share it, with the node's key loaded (made
 /// on first start) and its order store open and checked to belong to the node's role. Every
 /// file in it is made readable by its owner only (0600), whatever the umask. The store a node is
@@ -17,14 +18,14 @@ public final class DataDirectory {
     private var lockDescriptor: Int32
 
     /// Creates the directory, takes its exclusive lock, loads (or makes) the node key and opens
-    /// its store for `configuration`'s role, or explains why not.
-    public init(claimingFor configuration: NodeConfiguration) throws {
+    /// its store for `configuration`'s role (`StoreOpening`), or explains why not.
+    public init(claimingFor configuration: NodeConfiguration, logger: Logger = Logger(label: "ordersync.store")) throws {
         path = configuration.dataDirectory
         try PrivateDirectory.create(path, what: "data directory")
         lockDescriptor = try Self.lock(directory: path, lockPath: configuration.lockPath)
         do {
             nodeIdentity = try NodeIdentity.loadOrCreate(path: configuration.keyPath)
-            database = try Self.openStore(configuration)
+            database = try StoreOpening.open(configuration, logger: logger)
         } catch {
             Glibc.close(lockDescriptor)
             throw error
@@ -48,27 +49,6 @@ public final class DataDirectory {
         _ = ftruncate(fd, 0)
         _ = pid.withCString { write(fd, $0, strlen($0)) }
         return fd
-    }
-
-    /// Opens the store and checks it belongs to the configuration's role.
-    private static func openStore(_ c: NodeConfiguration) throws -> OrderDatabase {
-        let db: OrderDatabase
-        do {
-            db = try OrderDatabase(path: c.databasePath)
-        } catch {
-            throw NodeStartupError("cannot open the order store \(c.databasePath): \(error)")
-        }
-        do {
-            if let role = try db.metadata("node.role"), role != c.role.rawValue {
-                throw NodeStartupError(
-                    "\(c.dataDirectory) holds a \(role)'s order store; use another --data-dir for the \(c.role.rawValue)")
-            }
-            try db.setMetadata("node.role", c.role.rawValue)
-        } catch {
-            db.close()
-            throw error
-        }
-        return db
     }
 
     /// Closes the store and releases the lock.

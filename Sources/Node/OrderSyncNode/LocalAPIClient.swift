@@ -95,6 +95,13 @@ public struct LocalAPIClient {
         return LocalAPIResponse(status: status, body: json)
     }
 
+    /// `GET /metrics`: the Prometheus text exposition (Docs/OPERATIONS.md, "Metrics").
+    public func metrics() throws -> String {
+        let (status, bytes) = try exchange(method: "GET", path: "/metrics", body: nil)
+        guard status == 200 else { throw LocalAPIClientError.badResponse("GET /metrics answered \(status)") }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// `GET /v1/status`, decoded into the typed value the node encoded.
     public func status() throws -> NodeStatus {
         let (status, bytes) = try exchange(method: "GET", path: "/v1/status", body: nil)

@@ -21,6 +21,8 @@ final class LocalAPIServer {
     var handler: Handler = { _, respond in respond(503, LocalAPIRoute.errorBody(code: "starting", message: "node is starting")) }
     /// Answers the master's own routes (pairing, terminals, key); nil on a slave.
     var masterHandler: MasterHandler?
+    /// Renders `GET /metrics` (the Prometheus text exposition); nil until the node starts.
+    var metrics: (() -> [UInt8])?
     /// Answers `GET /v1/changes` (the change feed, LocalAPIServer+Changes.swift).
     var changesHandler: ((ChangesRequest, ChangesSink) -> Void)?
 
@@ -133,6 +135,18 @@ final class LocalAPIServer {
                 return
             }
             guard let req = request else { return }
+            if req.path == "/metrics" {
+                // The Prometheus exposition, as text: answered at once, in order.
+                let response =
+                    metrics.map { MetricsExposition.response(to: req, render: $0) }
+                    ?? MetricsExposition.plain(503, "the node is starting\n")
+                client.channel.write(response.serialize())
+                guard req.keepAlive else {
+                    client.channel.closeAfterFlush()
+                    return
+                }
+                continue
+            }
             client.busy = true
             let keepAlive = req.keepAlive
             if let changes = ChangesRequest.decode(method: req.method, path: req.path, query: req.query, headers: req.headers) {

@@ -177,6 +177,9 @@ final class MasterLink {
     }
 
     /// The WebSocket once open; `nil` before.
+    /// What the link carried so far (`NodeMetrics`).
+    var traffic: TrafficCounts { transport?.traffic ?? TrafficCounts() }
+
     var link: WebSocketChannel? {
         switch transport?.phase {
         case .open, .closing, .closed, .ended: return transport

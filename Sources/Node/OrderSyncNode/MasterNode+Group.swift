@@ -158,6 +158,7 @@ extension MasterNode {
         group.stats.record(
             messages: messages, operations: operations, micros: seconds * 1_000_000 + attoseconds / 1_000_000_000_000,
             failed: error != nil)
+        metrics.recordCommit(loop.now - started, failed: error != nil)
         if let error {
             logger.error(
                 "store.commit_failed",
@@ -181,6 +182,7 @@ extension MasterNode {
                 return
             }
         } else {
+            noteCommitted(engine.groupApplied)
             engine.groupCommitted()
             feedCommitted()
             perform(held)
@@ -212,6 +214,7 @@ extension MasterNode {
             engine.beginGroup()
             while let work = takeWork() { _ = apply(work) }
             try db.commitGroup()
+            noteCommitted(engine.groupApplied)
             engine.groupCommitted()
         } catch {
             db.rollbackGroup()

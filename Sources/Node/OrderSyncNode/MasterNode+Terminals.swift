@@ -82,13 +82,14 @@ extension MasterNode {
             }
             secureMessage(bytes, from: s, link: secure)
         case .protocolError(let error):
-            logger.warning("peer.protocol_error", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
+            // A client's mistake (a malformed frame), not a fault of the master.
+            logger.notice("peer.protocol_error", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
         case .ended(let ending):
             switch ending.cause {
             case .handshakeTimedOut:
                 logger.warning("peer.handshake_timeout", metadata: ["peer.address": "\(s.address)"])
             case .rejected(let rejection):
-                logger.warning(
+                logger.notice(
                     "peer.handshake_rejected",
                     metadata: [
                         "peer.address": "\(s.address)", "http.status": "\(rejection.status)",
@@ -108,6 +109,7 @@ extension MasterNode {
         let wasConnected = s.phase == .open
         let name = engine.peers[s.id]?.terminalName
         s.phase = .ended
+        metrics.counts.endedTraffic.add(s.transport.traffic)
         if let t = s.authenticationTimer {
             loop.cancel(t)
             s.authenticationTimer = nil

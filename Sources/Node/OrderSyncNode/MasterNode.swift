@@ -50,6 +50,12 @@ public final class MasterNode: @unchecked Sendable {
     /// The thread the groups' COMMITs (and their `fsync`) run on.
     let commitQueue = DispatchQueue(label: "ordersync.master.commit")
     let startedAt = Date()
+    /// systemd's notifications (`READY=1` once published and listening, watchdog pings).
+    let serviceManager: ServiceManager
+    /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
+    let metrics = NodeMetrics(role: .master, version: NodeVersion.string)
+    /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
+    let metricsListener: MetricsListener?
 
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
     /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the
@@ -83,6 +89,7 @@ public final class MasterNode: @unchecked Sendable {
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger
+        serviceManager = ServiceManager(loop: loop, logger: logger)
         avahiState = discovery == nil ? .notUsed : .starting
 
         let listener: TCPListener
@@ -98,6 +105,7 @@ public final class MasterNode: @unchecked Sendable {
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
         api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
+        metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
     }
 
     /// A master for the `ordersync master` command: prepares the process (signals), claims the
@@ -141,6 +149,7 @@ public final class MasterNode: @unchecked Sendable {
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
+        startMetrics()
 
         logger.info(
             "node.started",
@@ -152,6 +161,7 @@ public final class MasterNode: @unchecked Sendable {
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
                 "paired_terminals": "\((try? db.pairedTerminals().count) ?? 0)",
+                "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
             ])
         if configuration.insecureStorePOS {
             let ranges = configuration.storePOSAllow.map(\.description).joined(separator: ",")
@@ -184,6 +194,7 @@ public final class MasterNode: @unchecked Sendable {
             self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
         }
         try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
+        reportReadiness()
     }
 
     private func startDiscovery() {
@@ -227,6 +238,7 @@ public final class MasterNode: @unchecked Sendable {
         case .daemonUnavailable(let reason):
             avahiState = .down
             publishedName = nil
+            serviceManager.status(readinessStatus + " (not published: Avahi down)")
             logger.warning(
                 "avahi.down",
                 metadata: [
@@ -235,6 +247,7 @@ public final class MasterNode: @unchecked Sendable {
                 ])
         case .published(let name):
             publishedName = name
+            serviceManager.ready(status: readinessStatus)
             logger.info(
                 "service.published",
                 metadata: [
@@ -254,6 +267,7 @@ public final class MasterNode: @unchecked Sendable {
             }
         case .publishFailed(let reason):
             logger.error("service.publish_failed", metadata: ["reason": "\(reason)"])
+            serviceManager.ready(status: readinessStatus + " (publishing failed: \(reason))")
         case .serviceFound, .serviceLost, .browseFailed:
             break
         }
@@ -262,12 +276,14 @@ public final class MasterNode: @unchecked Sendable {
     func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
+        serviceManager.stopping()
         logger.info("node.stopping", metadata: ["signal": "\(reason)", "peers": "\(sessions.count)"])
         acceptor.close()
         // Withdraw the service first, so no slave picks a master that no longer accepts.
         discovery?.unpublish()
         changeFeed?.stop()
         api.stop()
+        metricsListener?.stop()
         for s in sessions.values { s.close(code: .goingAway, reason: "master shutting down") }
         if sessions.isEmpty {
             loop.stop()

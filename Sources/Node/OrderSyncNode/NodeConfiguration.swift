@@ -6,6 +6,10 @@ import SyncCore
 public enum NodeVersion {
     /// Semantic version of this build.
     public static let string = "0.1.0"
+
+    /// What `ordersync --version` prints: the version and the commit it was built from
+    /// (`0.1.0 (commit 1a2b3c4)`, or `0.1.0 (unknown commit)` for a build that did not record it).
+    public static var full: String { "\(string) (\(commit.map { "commit \($0)" } ?? "unknown commit"))" }
 }
 
 /// Documented defaults.
@@ -72,6 +76,8 @@ public enum NodeDefaults {
     public static let ackDelay: Duration = .milliseconds(200)
     /// How long the master stops accepting when it runs out of file descriptors.
     public static let acceptPause: Duration = .milliseconds(500)
+    /// Repeated failures are logged once, then summarised at most this often.
+    public static let logSummaryInterval: Duration = .seconds(60)
     /// Per-connection limit of bytes queued for a slow reader before it is disconnected.
     public static let maxPendingSendBytes = 16 << 20
     /// The master sends a terminal the next snapshot part only while fewer bytes than this
@@ -198,6 +204,11 @@ public struct NodeConfiguration: Sendable {
     public var insecureStorePOS = false
     /// Master: with `insecureStorePOS`, admit them only from these ranges (empty: from anywhere).
     public var storePOSAllow: [AddressRange] = []
+    /// Serve `GET /metrics` over plain HTTP on this TCP address too (`--metrics-listen`); nil: only
+    /// on the local API socket.
+    public var metricsListen: MetricsAddress?
+    /// The interval of the summaries of repeated failures in the log (`master.connect_failed`).
+    public var logSummaryInterval: Duration = NodeDefaults.logSummaryInterval
 
     /// Master: the DNS-SD instance name to publish: `--name`; without it `POSMaster` when
     /// StorePOS terminals are admitted (their apps look for no other), else the host name.
@@ -257,8 +268,15 @@ public struct NodeConfiguration: Sendable {
 public struct NodeStartupError: Error, CustomStringConvertible {
     /// What went wrong and what to do.
     public var message: String
+    /// What kind of failure it is (the command's exit status tells them apart).
+    public var failure: StartupFailure = .general
     /// An error from its message.
     public init(_ message: String) { self.message = message }
+    /// An error from its message and kind.
+    public init(_ message: String, failure: StartupFailure) {
+        self.message = message
+        self.failure = failure
+    }
     public var description: String { message }
 }
 

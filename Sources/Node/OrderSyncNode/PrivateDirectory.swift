@@ -8,8 +8,10 @@ public enum PrivateDirectory {
     /// The mode a new data directory gets: owner only.
     public static let mode: mode_t = 0o700
 
-    /// Creates `path` with mode 0700 when it is missing (its missing parents are created as
-    /// before, with the default mode), then checks it with ``check(_:what:)``.
+    /// Creates `path` with mode 0700 when it is missing, then checks it with
+    /// ``check(_:what:)``. Its parent must exist: a missing parent is far more often a typo in
+    /// the path than a wish for a new tree of folders, and would silently start a new, empty
+    /// store (`failure: .notFound`).
     public static func create(_ path: String, what: String) throws {
         var info = stat()
         if lstat(path, &info) != 0 {
@@ -17,12 +19,14 @@ public enum PrivateDirectory {
                 throw NodeStartupError("cannot use the \(what) \(path): \(String(cString: strerror(errno)))")
             }
             let parent = parent(of: path)
-            do {
-                if !parent.isEmpty {
-                    try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-                }
-            } catch {
-                throw NodeStartupError("cannot create the \(what) \(path): \(error.localizedDescription)")
+            var parentInfo = stat()
+            let parentFound = stat(parent, &parentInfo) == 0
+            if !parentFound || (parentInfo.st_mode & S_IFMT) != S_IFDIR {
+                let reason = parentFound ? "is not a directory" : "does not exist"
+                throw NodeStartupError(
+                    "the \(what) \(path) cannot be made: its parent directory \(parent) \(reason). "
+                        + "Check the path for a typo; create the parent first if it is meant (missing parents are never created)",
+                    failure: .notFound)
             }
             if mkdir(path, mode) != 0 && errno != EEXIST {
                 throw NodeStartupError("cannot create the \(what) \(path): \(String(cString: strerror(errno)))")

@@ -11,6 +11,8 @@ struct SlaveBatch {
     var messages = 0
     /// The engine asked for the link to end: what else arrived in this turn is not applied.
     var closing = false
+    /// When its first message arrived, on the loop's clock (the commit latency runs from it).
+    var started: MonotonicInstant
 }
 
 /// How the replica's batches went, for `GET /v1/status` (`commits`).
@@ -42,7 +44,7 @@ extension SlaveNode {
                 changeFeed?.wake()
                 return
             }
-            batch = SlaveBatch()
+            batch = SlaveBatch(started: loop.now)
             loop.runSoon { [weak self] in self?.commitBatch() }
         }
         guard batch?.closing == false else { return }
@@ -70,7 +72,9 @@ extension SlaveNode {
         replicaCommits.largestBatch = max(replicaCommits.largestBatch, Int64(b.messages))
         do {
             try db.commitGroup()
+            metrics.recordCommit(loop.now - b.started, failed: false)
         } catch {
+            metrics.recordCommit(loop.now - b.started, failed: true)
             replicaCommits.failed += 1
             db.rollbackGroup()
             logger.error("replica.commit_failed", metadata: ["error": "\(error)", "messages": "\(b.messages)"])
@@ -80,6 +84,7 @@ extension SlaveNode {
                 engine = try SlaveEngine(
                     store: SQLiteSlaveStore(db: db), terminalId: terminalId, terminalName: terminalName,
                     configuredStore: configuration.store)
+                engine.logsOwnOperations = logger.logLevel <= .info
             } catch {
                 logger.critical("replica.unreadable", metadata: ["error": "\(error)"])
             }

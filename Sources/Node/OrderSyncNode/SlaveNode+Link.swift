@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SyncCore
 import WebSocket
+import WebSocketTransport
 
 extension SlaveNode {
     // MARK: Discovery
@@ -147,6 +148,7 @@ extension SlaveNode {
             url: url, loop: loop, configuration: configuration.webSocketChannelConfiguration, credential: trust.credential,
             localStatic: localStatic, terminalName: terminalName, terminalId: terminalId)
         enter(.connecting(l, target))
+        metrics.counts.linkAttempts += 1
         l.onPaired = { [weak self, weak l] greeting in
             guard let self = self, let l = l, case .connecting(let current, _) = self.linkState, current === l else { return }
             self.paired(with: greeting, on: l)
@@ -154,6 +156,7 @@ extension SlaveNode {
         l.onSecured = { [weak self, weak l] greeting in
             guard let self = self, let l = l, case .connecting(let current, let target) = self.linkState, current === l else { return }
             self.enter(.syncing(l, target))
+            self.linkCameUp()
             self.trustedLinkSecured()
             self.logger.info(
                 "master.connected",
@@ -187,6 +190,7 @@ extension SlaveNode {
         let wasUp = linkState.isUp
         let code = ending.closeCode
         lastLinkError = ending.reason
+        metrics.counts.endedTraffic.add(linkState.link?.traffic ?? TrafficCounts())
         commitBatch()
         enter(.idle)
         engine.linkClosed()
@@ -198,7 +202,7 @@ extension SlaveNode {
         } else if wasUp {
             logger.warning("master.disconnected", metadata: meta)
         } else {
-            logger.info("master.connect_failed", metadata: meta)
+            logConnectFailure(meta)
         }
         let verdict = trust.verdict(secured: wasUp, ending: ending)
         noteTrustVerdict(verdict, target: target, reason: ending.reason)
@@ -236,7 +240,7 @@ extension SlaveNode {
         let now = loop.now.sinceBoot
         let verdict = candidates.failed(
             address: target.url.host, port: target.url.port, store: store, epoch: engine.epoch, now: now)
-        logger.info(
+        logger.debug(
             "master.candidate_failed",
             metadata: [
                 "master.address": "\(target.url)", "service.name": "\(target.serviceName ?? "-")",
@@ -253,7 +257,7 @@ extension SlaveNode {
             let forgotten = candidates.seen.count
             let failed = candidates.failedCount
             candidates.forgetResolutions(now: now)
-            logger.info(
+            logger.debug(
                 "master.rebrowse",
                 metadata: [
                     "forgotten": "\(forgotten)", "failed": "\(failed)", "rebrowses": "\(candidates.rebrowses)",

@@ -38,6 +38,8 @@ public final class SlaveNode: @unchecked Sendable {
     var avahiState: AvahiState
     var shuttingDown = false
     let startedAt = Date()
+    /// systemd's notifications (`READY=1` once the store is open and the API listens).
+    let serviceManager: ServiceManager
 
     /// Masters seen on the LAN and how attempts on them went.
     var candidates = MasterCandidates()
@@ -63,6 +65,12 @@ public final class SlaveNode: @unchecked Sendable {
     /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
     var batch: SlaveBatch?
     var replicaCommits = ReplicaCommitStatus()
+    /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
+    let metrics = NodeMetrics(role: .slave, version: NodeVersion.string)
+    /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
+    let metricsListener: MetricsListener?
+    /// Failed attempts to reach the master, summarised in the log (`master.connect_failed`).
+    var connectFailures: FailureSummary
     /// The change feed (`GET /v1/changes`), from the replica's feed table.
     var changeFeed: ChangeFeedHub?
 
@@ -88,9 +96,11 @@ public final class SlaveNode: @unchecked Sendable {
             throw NodeStartupError(
                 "\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir")
         }
+        engine.logsOwnOperations = logger.logLevel <= .info
         var logger = logger
         if let s = configuration.store ?? engine.joinedStore { logger[metadataKey: "store"] = "\(s)" }
         self.logger = logger
+        serviceManager = ServiceManager(loop: loop, logger: logger)
         let (trust, codeUse) = try SlaveTrust.atStart(
             trust: try MasterTrust.load(path: configuration.masterTrustPath), code: configuration.pairingCode)
         self.trust = trust
@@ -120,6 +130,8 @@ public final class SlaveNode: @unchecked Sendable {
             jitter: reconnectJitter)
         api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
         candidates.trustedIds = trust.trustedIds
+        connectFailures = FailureSummary(interval: configuration.logSummaryInterval)
+        metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
     }
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
@@ -150,6 +162,7 @@ public final class SlaveNode: @unchecked Sendable {
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
+        startMetrics()
         logger.info(
             "node.started",
             metadata: [
@@ -159,7 +172,7 @@ public final class SlaveNode: @unchecked Sendable {
                 "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
                 "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
-                "outbox": "\(engine.outboxCount)",
+                "outbox": "\(engine.outboxCount)", "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
             ])
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
             self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
@@ -171,6 +184,9 @@ public final class SlaveNode: @unchecked Sendable {
         } else {
             startDiscovery()
         }
+        // A slave serves its replica and takes orders (into its outbox) without a master.
+        serviceManager.startWatchdog()
+        serviceManager.ready(status: "slave of store \(configuration.store ?? engine.joinedStore ?? "(any)"), terminal \(terminalName)")
     }
 
     private func startDiscovery() {
@@ -198,10 +214,12 @@ public final class SlaveNode: @unchecked Sendable {
     func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
+        serviceManager.stopping()
         commitBatch()
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         changeFeed?.stop()
         api.stop()
+        metricsListener?.stop()
         answerPendingWritesAsQueued()
         if let link = linkState.link {
             link.close(code: .goingAway, reason: "terminal shutting down")

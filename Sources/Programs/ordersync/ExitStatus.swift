@@ -72,6 +72,16 @@ enum ExitStatus: Int32, CaseIterable {
         }
     }
 
+    /// The exit status of a node that could not start, or of a backup that could not be made.
+    init(_ failure: StartupFailure) {
+        switch failure {
+        case .general: self = .failure
+        case .notFound: self = .notFound
+        case .refused: self = .refused
+        case .storage: self = .storageFailure
+        }
+    }
+
     /// The exit status for a failure of the read-only fallback's store.
     static func forStoreError(_ error: StoreError) -> ExitStatus {
         switch error.kind {

@@ -16,16 +16,18 @@ struct OrderSyncCommand: ParsableCommand {
             data directory. POS apps use the local API (Unix socket in the data directory); the `order` \
             and `status` commands are clients of it.
             """,
-        version: NodeVersion.string,
+        version: NodeVersion.full,
         subcommands: [
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
-            PairCommand.self, TerminalCommand.self, KeyCommand.self, WatchCommand.self, ExportCommand.self,
+            PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self, WatchCommand.self, ExportCommand.self,
         ]
     )
 
-    /// Runs the command; a `check` whose arguments do not parse exits UNKNOWN (3), not 64.
+    /// Runs the command with the settings file's values added (flags win; see ConfigMain.swift);
+    /// a `check` whose arguments do not parse exits UNKNOWN (3), not 64.
     static func main() {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        let settings = argumentsWithSettings()
+        let arguments = settings.arguments
         do {
             var command = try parseAsRoot(arguments)
             try command.run()
@@ -34,6 +36,7 @@ struct OrderSyncCommand: ParsableCommand {
                 print(report.line)
                 Foundation.exit(report.state.rawValue)
             }
+            exitNamingTheSetting(of: error, settings)
             exit(withError: error)
         }
     }
@@ -47,6 +50,13 @@ struct DataDirOption: ParsableArguments {
             "The node's data directory (SQLite file and local API socket). Default: $ORDERSYNC_DATA_DIR.",
             valueName: "dir"))
     var dataDir: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Settings file (keys are the long flags; flags win). Default: $ORDERSYNC_CONFIG, else /etc/ordersync/ordersync.conf if it exists.",
+            valueName: "file"))
+    var config: String?
 
     /// The data directory, from the option or the environment.
     func resolved() throws -> String {
@@ -69,7 +79,7 @@ struct LoggingOptions: ParsableArguments {
             throw ValidationError(
                 "Unknown --log-level '\(logLevel)'. Use one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
-        guard LogFormat(rawValue: logFormat) != nil else {
+        guard EventLogFormat.Syntax(rawValue: logFormat) != nil else {
             throw ValidationError("Unknown --log-format '\(logFormat)'. Use text or json.")
         }
     }
@@ -78,7 +88,8 @@ struct LoggingOptions: ParsableArguments {
     /// and returns the root logger.
     func bootstrap(label: String, errors: NodeErrorLog) -> Logger {
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        let format = LogFormat(rawValue: logFormat) ?? .text
+        let format = EventLogFormat(
+            syntax: EventLogFormat.Syntax(rawValue: logFormat) ?? .text, priorityPrefix: EventLogFormat.standardErrorIsJournal())
         LoggingSystem.bootstrap { label in
             MultiplexLogHandler([EventLogHandler(logLevel: level, format: format, label: label), NodeErrorLogHandler(errors: errors)])
         }
@@ -119,6 +130,12 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Largest accepted WebSocket message.", valueName: "bytes"))
     var maxMessageSize: Int = NodeDefaults.maxMessageBytes
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Also serve GET /metrics (Prometheus) over plain HTTP on this TCP address; off by default.", valueName: "addr:port"))
+    var metricsListen: String?
+
     /// Applies the link options to a configuration.
     func apply(to c: inout NodeConfiguration) {
         c.pingInterval = .seconds(pingInterval)
@@ -126,6 +143,11 @@ struct NodeOptions: ParsableArguments {
         c.handshakeTimeout = .seconds(handshakeTimeout)
         c.frameTimeout = .seconds(frameTimeout)
         c.maxMessageBytes = maxMessageSize
+        c.metricsListen = metricsListen.flatMap { MetricsAddress(parsing: $0) }
+        // For tests: the log's summaries of repeated failures, every N seconds instead of 60.
+        if let raw = ProcessInfo.processInfo.environment["ORDERSYNC_LOG_SUMMARY_SECONDS"], let s = Double(raw), s > 0 {
+            c.logSummaryInterval = .seconds(s)
+        }
     }
 
     func validate() throws {
@@ -134,6 +156,9 @@ struct NodeOptions: ParsableArguments {
             ("--handshake-timeout", handshakeTimeout), ("--frame-timeout", frameTimeout),
         ] {
             guard v >= 0.1, v <= 3600 else { throw ValidationError("\(name) must be between 0.1 and 3600 seconds.") }
+        }
+        if let m = metricsListen, MetricsAddress(parsing: m) == nil {
+            throw ValidationError("--metrics-listen must look like 127.0.0.1:9420 or [::1]:9420 (got '\(m)').")
         }
         guard peerTimeout > pingInterval else {
             throw ValidationError("--peer-timeout must be longer than --ping-interval.")
@@ -155,13 +180,14 @@ struct NodeOptions: ParsableArguments {
     }
 }
 
-/// Runs a node until SIGINT/SIGTERM and maps failures to a clear message and exit code 1.
+/// Runs a node until SIGINT/SIGTERM and maps failures to a clear message and exit status
+/// (`ExitStatus`: 66 for a missing parent of the data directory, 74 for an unusable store).
 func runNode(_ body: () throws -> Void) throws {
     do {
         try body()
     } catch let e as NodeStartupError {
         FileHandle.standardError.write(Data("ordersync: \(e.message)\n".utf8))
-        throw ExitCode(1)
+        throw ExitStatus(e.failure).exitCode
     }
 }
 

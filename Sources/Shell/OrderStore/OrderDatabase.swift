@@ -38,7 +38,8 @@ public final class OrderDatabase {
     public var isReadOnly: Bool { connection.isReadOnly }
 
     /// Opens (or creates) the database at `path` for reading and writing: WAL mode,
-    /// `synchronous=FULL`, a busy timeout, and every pending migration applied. The file and
+    /// `synchronous=FULL`, a busy timeout, and every pending migration applied. A file that
+    /// `quick_check` finds damaged is refused (`.damaged`) and left as it is. The file and
     /// its `-wal` and `-shm` companions are mode 0600 whatever the umask (`DatabaseFileMode`).
     public convenience init(path: String) throws {
         try DatabaseFileMode.restrictToOwner(path)
@@ -89,6 +90,9 @@ public final class OrderDatabase {
             // A group of 2,000 operations dirties more pages than the default 2 MiB cache; a
             // spill would write them to the WAL before the commit (8 MiB, in memory only).
             try connection.executeOnce("PRAGMA cache_size = -8192")
+            // A damaged file is refused before anything is written to it (a migration, a row):
+            // it stays as it was for whoever recovers it.
+            try Self.requireSound(connection)
             migrationsApplied = try Schema.migrate(connection)
             try DatabaseFileMode.restrictCompanions(of: path)
         } catch {
@@ -97,15 +101,17 @@ public final class OrderDatabase {
         }
     }
 
-    private init(readOnlyConnection: SQLiteConnection) {
-        connection = readOnlyConnection
+    /// A database on an already open `connection` (read-only, or a backup's copy being made).
+    init(connection: SQLiteConnection) {
+        self.connection = connection
     }
 
     /// Opens an existing database read-only (SQLITE_OPEN_READONLY): no migrations, no writes.
     ///
     /// Throws `.missingDatabase` when the file does not exist, `.schemaTooNew` when a newer
-    /// build wrote it, and `.schemaMismatch` when it is not an OrderSync database of this
-    /// build's schema. Every write method throws `.readOnly`.
+    /// build wrote it, `.schemaMismatch` when it is not an OrderSync database of this build's
+    /// schema, and `.damaged` when `quick_check` finds problems. Every write method throws
+    /// `.readOnly`.
     public static func openReadOnly(path: String) throws -> OrderDatabase {
         guard access(path, F_OK) == 0 else {
             throw StoreError(
@@ -117,11 +123,12 @@ public final class OrderDatabase {
         do {
             try connection.setBusyTimeout(busyTimeout)
             try Schema.checkReadable(connection)
+            try requireSound(connection)
         } catch {
             connection.close()
             throw error
         }
-        return OrderDatabase(readOnlyConnection: connection)
+        return OrderDatabase(connection: connection)
     }
 
     deinit { close() }

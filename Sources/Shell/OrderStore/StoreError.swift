@@ -29,6 +29,9 @@ public struct StoreError: Error, CustomStringConvertible, Equatable {
         case full
         /// A stored row could not be decoded (hand-edited or damaged file).
         case corruptRow
+        /// The file is damaged: SQLite's `quick_check` found problems, or SQLite reported the file
+        /// corrupt or not a database (SQLITE_CORRUPT, SQLITE_NOTADB). `problems` has its lines.
+        case damaged
         /// A caller passed a value the store cannot use (a page below 1, ...).
         case invalidArgument
         /// The database was used after `close()`.
@@ -48,10 +51,15 @@ public struct StoreError: Error, CustomStringConvertible, Equatable {
     public var sql: String?
     /// The database file the error is about.
     public var path: String?
+    /// `.damaged` from `quick_check`: its first lines, as SQLite wrote them.
+    public var problems: [String] = []
 
     /// An error from its parts.
-    public init(kind: Kind, code: Int32? = nil, message: String, sql: String? = nil, path: String? = nil) {
+    public init(
+        kind: Kind, code: Int32? = nil, message: String, sql: String? = nil, path: String? = nil, problems: [String] = []
+    ) {
         self.kind = kind
+        self.problems = problems
         self.code = code
         self.message = message
         self.sql = sql
@@ -67,6 +75,7 @@ public struct StoreError: Error, CustomStringConvertible, Equatable {
         if let code { text += " [SQLite code \(code)]" }
         if let path { text += " [file \(path)]" }
         if let sql { text += " [sql: \(sql)]" }
+        if kind == .damaged { text += "; see \"A damaged store\" in Docs/OPERATIONS.md" }
         return text
     }
 
@@ -107,6 +116,7 @@ public struct StoreError: Error, CustomStringConvertible, Equatable {
         case SQLITE_READONLY: return .readOnly
         case SQLITE_BUSY, SQLITE_LOCKED: return .busy
         case SQLITE_FULL: return .full
+        case SQLITE_CORRUPT, SQLITE_NOTADB: return .damaged
         default: return .sqlite
         }
     }

@@ -10,6 +10,7 @@ extension WebSocketChannel {
             handshakeBuffer.append(contentsOf: bytes)
             continueHandshake(on: channel)
         case .open, .closing:
+            traffic.bytesIn += bytes.count
             connection.append(bytes)
             drainEvents()
         case .resolving, .closed, .ended:
@@ -31,14 +32,17 @@ extension WebSocketChannel {
             guard let event = connection.nextEvent() else { break }
             switch event {
             case .text(let text):
+                traffic.messagesIn += 1
                 if isOpen { onEvent?(.text(text)) }
             case .binary(let bytes):
+                traffic.messagesIn += 1
                 if !configuration.acceptsBinary {
                     close(code: .unsupportedData, reason: "only text messages are accepted")
                 } else if isOpen {
                     onEvent?(.binary(bytes))
                 }
             case .send(let bytes):
+                traffic.bytesOut += bytes.count
                 channel.write(bytes)
             case .ping, .pong:
                 // The pong answering a ping is in the `.send` event before `.ping`.

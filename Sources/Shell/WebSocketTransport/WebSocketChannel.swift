@@ -73,6 +73,9 @@ public final class WebSocketChannel {
     /// more (flow control for long transfers, see ``pendingSendBytes``).
     public var onSendDrained: (() -> Void)?
 
+    /// Messages and frame bytes this connection received and sent (``TrafficCounts``).
+    public internal(set) var traffic = TrafficCounts()
+
     /// Bytes sent but not yet handed to the kernel (0 before the handshake and after the end).
     public var pendingSendBytes: Int { streamChannel?.pendingBytes ?? 0 }
 
@@ -151,13 +154,17 @@ public final class WebSocketChannel {
     /// Sends one text message; ignored unless open.
     public func sendText(_ text: String) {
         guard case .open(let channel) = state else { return }
-        channel.write(connection.sendText(text))
+        let frame = connection.sendText(text)
+        traffic.sent(frame.count)
+        channel.write(frame)
     }
 
     /// Sends one binary message; ignored unless open.
     public func sendBinary(_ bytes: [UInt8]) {
         guard case .open(let channel) = state else { return }
-        channel.write(connection.sendBinary(bytes))
+        let frame = connection.sendBinary(bytes)
+        traffic.sent(frame.count)
+        channel.write(frame)
     }
 
     /// Sends frames encoded beforehand (a broadcast encoded once for every peer, see
@@ -166,6 +173,7 @@ public final class WebSocketChannel {
     public func sendEncoded(_ frames: [UInt8]) {
         precondition(role == .server, "client frames must be masked one by one")
         guard case .open(let channel) = state else { return }
+        traffic.sent(frames.count)
         channel.write(frames)
     }
 
@@ -174,6 +182,7 @@ public final class WebSocketChannel {
     public func sendEncoded(frames: [[UInt8]]) {
         precondition(role == .server, "client frames must be masked one by one")
         guard case .open(let channel) = state else { return }
+        for frame in frames { traffic.sent(frame.count) }
         channel.write(gathering: frames)
     }
 
@@ -197,7 +206,9 @@ public final class WebSocketChannel {
     /// Pings the peer; ignored unless open.
     public func ping() {
         guard case .open(let channel) = state else { return }
-        channel.write(connection.ping(Array("ordersync".utf8)))
+        let frame = connection.ping(Array("ordersync".utf8))
+        traffic.bytesOut += frame.count
+        channel.write(frame)
     }
 
     // MARK: - Ending

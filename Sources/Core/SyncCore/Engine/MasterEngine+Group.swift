@@ -1,5 +1,7 @@
 /// One operation applied inside a group, until the group's commit reports how it went.
 public struct GroupedOperation: Equatable, Sendable {
+    /// Its journal sequence.
+    public var seq: Int64
     /// The terminal that sent it; nil for the master's local API.
     public var sender: Int?
     public var origin: String
@@ -47,7 +49,7 @@ extension MasterEngine {
                     out.append(
                         .log(
                             EngineLog(
-                                .warning, "message.rejected", [("origin", op.origin), ("code", e.code.rawValue), ("reason", e.message)])))
+                                e.logLevel, "message.rejected", [("origin", op.origin), ("code", e.code.rawValue), ("reason", e.message)])))
                     record(e, origin: op.origin, opId: op.opId, operation: op.operation, now: now, &out)
                 }
                 continue

@@ -126,6 +126,9 @@ public final class MasterEngine {
     /// Whether each applied operation is logged (`op.applied`, a debug record): the node turns
     /// it off when its log level would drop it anyway, so the hot path does not build it.
     public var logsEachOperation = true
+    /// Operations refused since start, by code (each order refused counts once): the node's
+    /// metrics read it.
+    public internal(set) var refusals: [WireErrorCode: Int] = [:]
     /// The operations applied since the group began (`recordsGroup`).
     public internal(set) var groupApplied: [GroupedOperation] = []
 
@@ -446,7 +449,7 @@ public final class MasterEngine {
         } else {
             for e in outcome.errors {
                 out.append(
-                    .log(EngineLog(.warning, "message.rejected", [("origin", origin), ("code", e.code.rawValue), ("reason", e.message)])))
+                    .log(EngineLog(e.logLevel, "message.rejected", [("origin", origin), ("code", e.code.rawValue), ("reason", e.message)])))
                 record(e, origin: origin, opId: message.opId, operation: message.operation, now: now, &out)
             }
         }
@@ -454,7 +457,7 @@ public final class MasterEngine {
             if recordsGroup {
                 groupApplied.append(
                     GroupedOperation(
-                        sender: sender, origin: origin, opId: message.opId, operation: message.operation,
+                        seq: outcome.seq ?? 0, sender: sender, origin: origin, opId: message.opId, operation: message.operation,
                         orderUUIDs: outcome.applied.map(\.uuid)))
             }
             if logsEachOperation {
@@ -514,12 +517,13 @@ public final class MasterEngine {
         var meta: [(String, String)] = [("peer.address", address), ("code", e.code.rawValue), ("reason", e.message)]
         if let u = e.uuid { meta.append(("order.uuid", u)) }
         if let op = opId { meta.append(("op.id", op)) }
-        out.append(.log(EngineLog(.warning, "message.rejected", meta)))
+        out.append(.log(EngineLog(e.logLevel, "message.rejected", meta)))
         out.append(.send(peer: id, text: ServerMessage.error(e, opId: opId, operation: operation).encoded()))
     }
 
     /// Keeps a rejection where an operator can list it (`ordersync journal --rejected`).
     func record(_ e: WireError, origin: String, opId: String?, operation: OperationKind?, now: Int64, _ out: inout [Action]) {
+        refusals[e.code, default: 0] += 1
         do {
             try store.appendRejection(
                 Rejection(

@@ -16,6 +16,9 @@ public final class SlaveEngine {
     public let store: any SlaveStore
     public let terminalId: String
     public let terminalName: String
+    /// Whether each of this terminal's own operations is logged once the master applied it
+    /// (`order.applied`, info): the node turns it off when its log level drops info.
+    public var logsOwnOperations = true
     /// The store given on the command line, if any.
     public let configuredStore: String?
 
@@ -166,7 +169,7 @@ public final class SlaveEngine {
                 // For an entry not sent on this link (an answer from before a reconnect): it is
                 // sent again and answered again.
             } else {
-                out.append(.log(EngineLog(.warning, "master.rejected", [("code", e.code.rawValue), ("reason", e.message)])))
+                out.append(.log(EngineLog(e.logLevel, "master.rejected", [("code", e.code.rawValue), ("reason", e.message)])))
             }
         case .success(.result(let opId, let seq, _, _, let failed)):
             answered(opId: opId, seq: seq, failed: failed, &out)
@@ -295,7 +298,20 @@ public final class SlaveEngine {
                 out.append(.scheduleAck)
             }
         }
-        if let st = settled { forget(st.opId, keys: st.keys, errors: st.errors, &out) }
+        if let st = settled {
+            forget(st.opId, keys: st.keys, errors: st.errors, &out)
+            // One of this terminal's own operations, applied by the master: one info line.
+            if logsOwnOperations, !orders.isEmpty {
+                out.append(
+                    .log(
+                        EngineLog(
+                            .info, "order.applied",
+                            [
+                                ("seq", "\(seq ?? 0)"), ("op", "\(op)"), ("order", orders.map(\.uuid).joined(separator: ",")),
+                                ("terminal", terminalName), ("op.id", st.opId),
+                            ])))
+            }
+        }
         out.append(.log(EngineLog(.debug, "op.applied", [("op.seq", "\(seq ?? 0)"), ("op.kind", "\(op)"), ("orders", "\(orders.count)")])))
     }
 

@@ -117,7 +117,9 @@ public protocol SlaveStore: AnyObject {
 
 /// A log record an engine asks its shell to write (the engines have no logger of their own).
 public struct EngineLog: Equatable, Sendable {
-    public enum Level: Sendable { case debug, info, warning, error }
+    /// How much an operator needs to see it: `notice` is a client's mistake (a refused
+    /// operation), not a fault of the node.
+    public enum Level: Sendable { case debug, info, notice, warning, error }
     public var level: Level
     public var event: String
     public var metadata: [(String, String)]

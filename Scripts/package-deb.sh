@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Builds the Debian package ordersync_<version>_<arch>.deb from a release build:
+# /usr/bin/ordersync, the systemd units ordersync-master.service and ordersync-slave.service,
+# /etc/ordersync/ordersync.conf (a conffile), man pages and bash/zsh/fish completions generated
+# from the command definitions, and the user `ordersync` made by the postinst.
+#
+#   Scripts/package-deb.sh                      # release build (Swift runtime linked in), then the package in .
+#   Scripts/package-deb.sh -o DIR               # write the package into DIR
+#   Scripts/package-deb.sh --binary PATH        # package this ordersync binary instead of building one
+#                                               # (also ORDERSYNC_RELEASE_BIN=PATH)
+#   Scripts/package-deb.sh -Z gzip              # dpkg-deb's compression (default xz: smaller, slower)
+#
+# The release build records the commit: Sources/Node/OrderSyncNode/BuildCommit.swift is written
+# with it for the build and put back afterwards, so `ordersync --version` prints
+# `0.1.0 (commit 1a2b3c4d5e6f)`; a plain `swift build` prints `(unknown commit)`.
+# Needs dpkg-dev (dpkg-shlibdeps) and a Swift toolchain on PATH. Prints the package's path last.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+OUT="$ROOT"
+BINARY="${ORDERSYNC_RELEASE_BIN:-}"
+COMPRESSION=xz
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -o | --output) OUT="$2"; shift ;;
+        --binary) BINARY="$2"; shift ;;
+        -Z) COMPRESSION="$2"; shift ;;
+        *) echo "usage: Scripts/package-deb.sh [-o DIR] [--binary PATH] [-Z xz|gzip|zstd|none]" >&2; exit 2 ;;
+    esac
+    shift
+done
+for tool in dpkg-deb dpkg-shlibdeps fakeroot; do
+    if [ "$tool" = fakeroot ] && [ "$(id -u)" = 0 ]; then continue; fi
+    command -v "$tool" >/dev/null || { echo "package-deb: $tool is missing (apt-get install dpkg-dev fakeroot)" >&2; exit 1; }
+done
+
+VERSION="$(sed -n 's/.*public static let string = "\(.*\)".*/\1/p' Sources/Node/OrderSyncNode/NodeConfiguration.swift)"
+[ -n "$VERSION" ] || { echo "package-deb: cannot read the version from NodeConfiguration.swift" >&2; exit 1; }
+ARCH="$(dpkg --print-architecture)"
+COMMIT_FILE=Sources/Node/OrderSyncNode/BuildCommit.swift
+
+if [ -z "$BINARY" ]; then
+    COMMIT="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+    if [ "$COMMIT" != unknown ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+        COMMIT="$COMMIT-dirty"
+    fi
+    SAVED="$(mktemp)"
+    cp "$COMMIT_FILE" "$SAVED"
+    restore() { cp "$SAVED" "$COMMIT_FILE"; rm -f "$SAVED"; }
+    trap restore EXIT
+    sed -i "s/public static let commit: String? = nil/public static let commit: String? = \"$COMMIT\"/" "$COMMIT_FILE"
+    grep -q "\"$COMMIT\"" "$COMMIT_FILE" || { echo "package-deb: cannot record the commit in $COMMIT_FILE" >&2; exit 1; }
+    echo "package-deb: release build of ordersync $VERSION (commit $COMMIT)" >&2
+    # --static-swift-stdlib: the Swift runtime and Foundation are linked in, so the package
+    # needs no toolchain at run time, only Debian's libraries.
+    swift build -c release --product ordersync --static-swift-stdlib 2>&1 | tail -n 2 >&2
+    BINARY="$(swift build -c release --show-bin-path)/ordersync"
+    restore
+    trap - EXIT
+fi
+[ -x "$BINARY" ] || { echo "package-deb: no ordersync binary at $BINARY" >&2; exit 1; }
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+STAGE="$WORK/ordersync"
+install -d "$STAGE/DEBIAN" "$STAGE/usr/bin" "$STAGE/lib/systemd/system" "$STAGE/etc/ordersync" \
+    "$STAGE/usr/share/man/man1" "$STAGE/usr/share/doc/ordersync" \
+    "$STAGE/usr/share/bash-completion/completions" "$STAGE/usr/share/zsh/vendor-completions" \
+    "$STAGE/usr/share/fish/vendor_completions.d"
+strip --strip-debug -o "$STAGE/usr/bin/ordersync" "$BINARY"
+chmod 0755 "$STAGE/usr/bin/ordersync"
+install -m 0644 Packaging/debian/ordersync-master.service Packaging/debian/ordersync-slave.service "$STAGE/lib/systemd/system/"
+install -m 0644 Packaging/debian/ordersync.conf "$STAGE/etc/ordersync/ordersync.conf"
+install -m 0755 Packaging/debian/postinst Packaging/debian/prerm Packaging/debian/postrm "$STAGE/DEBIAN/"
+echo /etc/ordersync/ordersync.conf >"$STAGE/DEBIAN/conffiles"
+for doc in README.md Docs/OPERATIONS.md Docs/API.md Docs/SECURITY.md; do
+    install -m 0644 "$doc" "$STAGE/usr/share/doc/ordersync/"
+done
+
+# Completions and man pages come from the command definitions (swift-argument-parser).
+# ORDERSYNC_CONFIG=/dev/null: the build machine's own settings file is not read.
+export ORDERSYNC_CONFIG=/dev/null
+"$STAGE/usr/bin/ordersync" --generate-completion-script bash >"$STAGE/usr/share/bash-completion/completions/ordersync"
+"$STAGE/usr/bin/ordersync" --generate-completion-script zsh >"$STAGE/usr/share/zsh/vendor-completions/_ordersync"
+"$STAGE/usr/bin/ordersync" --generate-completion-script fish >"$STAGE/usr/share/fish/vendor_completions.d/ordersync.fish"
+swift build --product generate-manual 2>&1 | tail -n 1 >&2
+MANUAL_TOOL="$(swift build --show-bin-path)/generate-manual-tool"
+mkdir -p "$WORK/man"
+"$MANUAL_TOOL" "$STAGE/usr/bin/ordersync" --multi-page --date "$(date -u +%Y-%m-%d)" \
+    --authors "OrderSync developers" -o "$WORK/man" >&2
+for page in "$WORK"/man/*.1; do
+    gzip -9n -c "$page" >"$STAGE/usr/share/man/man1/$(basename "$page").gz"
+done
+chmod 0644 "$STAGE"/usr/share/man/man1/* "$STAGE"/usr/share/*/completions/* "$STAGE"/usr/share/zsh/vendor-completions/* \
+    "$STAGE"/usr/share/fish/vendor_completions.d/*
+
+# The libraries the binary links (dpkg-shlibdeps reads them off the binary), plus avahi-daemon,
+# which publishes and browses for it, and adduser for the postinst.
+mkdir -p "$WORK/src/debian"
+printf 'Source: ordersync\n\nPackage: ordersync\nArchitecture: any\n' >"$WORK/src/debian/control"
+SHLIBS="$(cd "$WORK/src" && dpkg-shlibdeps -O "$STAGE/usr/bin/ordersync" | sed -n 's/^shlibs:Depends=//p')"
+[ -n "$SHLIBS" ] || { echo "package-deb: dpkg-shlibdeps found no libraries" >&2; exit 1; }
+SIZE="$(du -sk --exclude=DEBIAN "$STAGE" | cut -f1)"
+cat >"$STAGE/DEBIAN/control" <<EOF
+Package: ordersync
+Version: $VERSION
+Architecture: $ARCH
+Maintainer: OrderSync developers <ordersync@localhost>
+Installed-Size: $SIZE
+Depends: $SHLIBS, avahi-daemon, adduser
+Section: net
+Priority: optional
+Description: LAN order sync for point-of-sale terminals
+ One terminal runs the master, the others slaves: they find it through
+ DNS-SD (Avahi), pair once with a one-time code and keep every order in
+ sync over an authenticated, encrypted link; each terminal keeps its orders
+ in SQLite. Units: ordersync-master.service and ordersync-slave.service;
+ settings: /etc/ordersync/ordersync.conf.
+EOF
+
+mkdir -p "$OUT"
+DEB="$OUT/ordersync_${VERSION}_${ARCH}.deb"
+if [ "$(id -u)" = 0 ]; then
+    dpkg-deb --root-owner-group -Z"$COMPRESSION" --build "$STAGE" "$DEB" >&2
+else
+    fakeroot dpkg-deb --root-owner-group -Z"$COMPRESSION" --build "$STAGE" "$DEB" >&2
+fi
+echo "$DEB"

@@ -1,0 +1,39 @@
+import EventLoopIO
+import Logging
+import SyncCore
+import WebSocketTransport
+
+extension MasterNode {
+    /// Serves `GET /metrics` on the local API socket (and `--metrics-listen`).
+    func startMetrics() {
+        NodeMetrics.serve(api: api, listener: metricsListener) { [weak self] in self?.renderMetrics() ?? [] }
+    }
+
+    /// The exposition, from the node's status at this moment and what it counted.
+    func renderMetrics() -> [UInt8] {
+        let status = status()
+        var snapshot = NodeMetrics.Snapshot(seq: status.seq)
+        snapshot.refusals = engine.refusals
+        for p in status.peers { snapshot.connected[p.protocol, default: 0] += 1 }
+        snapshot.terminalLag = status.terminals.map { ($0.terminalId, $0.name, $0.lag) }
+        for s in sessions.values { snapshot.liveTraffic.add(s.transport.traffic) }
+        return metrics.render(snapshot)
+    }
+
+    /// A group is on disk: its operations are counted and each is logged once (`order.applied`,
+    /// info), built only when the level lets it through.
+    func noteCommitted(_ operations: [GroupedOperation]) {
+        for op in operations { metrics.counts.applied[op.operation.rawValue] += 1 }
+        guard logger.logLevel <= .info else { return }
+        for op in operations {
+            var meta: Logger.Metadata = [
+                "seq": .stringConvertible(op.seq), "op": "\(op.operation)",
+                "order": "\(op.orderUUIDs.joined(separator: ","))", "terminal": "\(op.origin)",
+            ]
+            if op.orderUUIDs.count != 1 { meta["orders"] = .stringConvertible(op.orderUUIDs.count) }
+            if let s = op.sender, let id = engine.peers[s]?.terminalId { meta["terminal.id"] = "\(id)" }
+            if let id = op.opId { meta["op.id"] = "\(id)" }
+            logger.info("order.applied", metadata: meta)
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import JSON
+import OrderSyncNode
+
+/// `ordersync backup`: a consistent, checked copy of the order store, made while the daemon runs.
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Copy the order store to FILE with SQLite's online backup (the daemon may keep running).",
+        discussion: """
+            The copy is one consistent state of the store, checked with PRAGMA quick_check, written to a \
+            temporary file, synced to disk and renamed to FILE. A master restored from it gets a new epoch \
+            (its slaves take a fresh snapshot). Back up node.key (and a slave's master.trust) with it. \
+            Restoring: Docs/OPERATIONS.md, "Backup and restore".
+            """)
+
+    @OptionGroup var data: DataDirOption
+
+    @Argument(help: ArgumentHelp("The backup file to write.", valueName: "file"))
+    var file: String
+
+    @Flag(name: .long, help: "Replace FILE when it exists.")
+    var force = false
+
+    @Flag(name: .long, help: "Print what was copied as JSON.")
+    var json = false
+
+    func run() throws {
+        let dir = try data.resolved()
+        do {
+            let report = try StoreBackup.make(dataDirectory: dir, file: file, force: force)
+            print(json ? JSONValue.object(report.json).serialized() : report.lines.joined(separator: "\n"))
+        } catch let e as StoreBackup.Failure {
+            FileHandle.standardError.write(Data("ordersync: \(e.message)\n".utf8))
+            throw ExitStatus(e.failure).exitCode
+        }
+    }
+}
