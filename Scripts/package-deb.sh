@@ -84,7 +84,7 @@ export ORDERSYNC_CONFIG=/dev/null
 "$STAGE/usr/bin/ordersync" --generate-completion-script zsh >"$STAGE/usr/share/zsh/vendor-completions/_ordersync"
 "$STAGE/usr/bin/ordersync" --generate-completion-script fish >"$STAGE/usr/share/fish/vendor_completions.d/ordersync.fish"
 swift build --product generate-manual 2>&1 | tail -n 1 >&2
-MANUAL_TOOL="$(swift build --show-bin-path)/generate-manual-tool"
+MANUAL_TOOL="$(swift build --show-bin-path)/generate-manual"
 mkdir -p "$WORK/man"
 "$MANUAL_TOOL" "$STAGE/usr/bin/ordersync" --multi-page --date "$(date -u +%Y-%m-%d)" \
     --authors "OrderSync developers" -o "$WORK/man" >&2

@@ -45,6 +45,7 @@ struct conn {
     int closed;
     struct buf in, out, msg;
     int msg_opcode;
+    long messages;      /* data messages received */
     uint64_t connected_ns;
 };
 
@@ -236,6 +237,7 @@ static int is_create(const unsigned char *p, size_t n) {
 
 /* A whole text message from the master. */
 static void on_message(struct conn *c, const unsigned char *p, size_t n) {
+    c->messages++;
     if (c->index < 0) return; /* the sender ignores what it gets (a StorePOS app gets no echo) */
     if (!is_create(p, n)) return;
     const unsigned char *q = p, *end = p + n;
@@ -367,6 +369,27 @@ static void usage(void) {
     exit(2);
 }
 
+/* One epoll_wait of at most timeout_ms, handling what it reports. */
+static void poll_once(int timeout_ms) {
+    struct epoll_event evs[256];
+    int n = epoll_wait(epfd, evs, 256, timeout_ms);
+    for (int k = 0; k < n; k++) {
+        struct conn *c = evs[k].data.ptr;
+        if (evs[k].events & EPOLLOUT) flush_out(c);
+        if (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
+    }
+}
+
+/* --settle-ms: read until the terminals have had nothing for that long (what a master sends a
+   terminal that connects: every order of a large store), at most 600 s. */
+static void settle(void) {
+    if (settle_ms <= 0) return;
+    uint64_t quiet = (uint64_t)(settle_ms * 1e6), settle_deadline = now_ns() + 600ull * 1000000000ull;
+    while (now_ns() - last_rx_ns < quiet && now_ns() < settle_deadline) {
+        poll_once(10);
+    }
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -421,14 +444,22 @@ int main(int argc, char **argv) {
     for (int r = 0; r < nrecv; r++) {
         open_conn(r);
         if (r % 200 == 199) {
-            struct epoll_event evs[256];
-            int n = epoll_wait(epfd, evs, 256, 10);
-            for (int k = 0; k < n; k++) {
-                struct conn *c = evs[k].data.ptr;
-                if (evs[k].events & EPOLLOUT) flush_out(c);
-                if (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
-            }
+            poll_once(10);
         }
+    }
+    /* With --settle-ms the receivers take what the master sends them on connecting before the
+       sender connects: a master reading a large store for them must not hold up the sender's
+       handshake past its deadline. */
+    if (settle_ms > 0) {
+        /* Until every receiver has its first message (the master has read the store for it). */
+        uint64_t first_deadline = now_ns() + 600ull * 1000000000ull;
+        for (;;) {
+            int waiting = 0;
+            for (int k = 0; k < nconns; k++) waiting += !conns[k].closed && conns[k].messages == 0;
+            if (!waiting || now_ns() > first_deadline) break;
+            poll_once(50);
+        }
+        settle();
     }
     struct conn *sender = with_sender ? open_conn(-1) : NULL;
     /* Wait until every terminal is open. */
@@ -437,29 +468,10 @@ int main(int argc, char **argv) {
         int open = 0;
         for (int k = 0; k < nconns; k++) open += conns[k].open && !conns[k].closed;
         if (open == nconns || now_ns() > deadline) break;
-        struct epoll_event evs[256];
-        int n = epoll_wait(epfd, evs, 256, 50);
-        for (int k = 0; k < n; k++) {
-            struct conn *c = evs[k].data.ptr;
-            if (evs[k].events & EPOLLOUT) flush_out(c);
-            if (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
-        }
+        poll_once(50);
         if (mode == MODE_SNAPSHOT && snapshot_done_ns) break;
     }
-    /* --settle-ms: before measuring, read until the terminals have had nothing for that long
-       (what a master sends a terminal that connects: every order of a large store). */
-    if (settle_ms > 0) {
-        uint64_t quiet = (uint64_t)(settle_ms * 1e6), settle_deadline = now_ns() + 600ull * 1000000000ull;
-        while (now_ns() - last_rx_ns < quiet && now_ns() < settle_deadline) {
-            struct epoll_event evs[256];
-            int n = epoll_wait(epfd, evs, 256, 10);
-            for (int k = 0; k < n; k++) {
-                struct conn *c = evs[k].data.ptr;
-                if (evs[k].events & EPOLLOUT) flush_out(c);
-                if (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
-            }
-        }
-    }
+    settle();
     int connected = 0;
     for (int k = 0; k < nconns; k++) connected += conns[k].open && !conns[k].closed;
     /* The driver reads this line to take the server's CPU from here on. */

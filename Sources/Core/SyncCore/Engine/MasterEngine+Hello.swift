@@ -1,0 +1,99 @@
+/// A terminal's hello: who it is, what it holds, and whether it gets the journal since its
+/// sequence (catch-up) or a snapshot.
+extension MasterEngine {
+    func hello(_ hello: HelloMessage, from id: Int, now: Int64, _ out: inout [Action]) {
+        guard peers[id]?.phase == .awaitingHello else {
+            reject(
+                WireError(.invalidMessage, "hello is only accepted once, as the first message"), opId: nil, operation: nil,
+                to: id, now: now, &out)
+            return
+        }
+        if let proto = hello.proto, proto != orderSyncProtocolName {
+            reject(
+                WireError(.invalidMessage, "this master speaks \(orderSyncProtocolName), not \(proto)"), opId: nil,
+                operation: nil, to: id, now: now, &out)
+            out.append(.close(peer: id, code: MasterEngine.policyViolation, reason: "unsupported protocol version"))
+            return
+        }
+        if let wanted = hello.store, wanted != storeId {
+            reject(
+                WireError(.wrongStore, "this master serves store '\(storeId)', not '\(wanted)'"), opId: nil, operation: nil,
+                to: id, now: now, &out)
+            out.append(.close(peer: id, code: MasterEngine.policyViolation, reason: "wrong store"))
+            return
+        }
+        guard let terminal = peers[id]?.authenticated else {
+            reject(
+                WireError(.invalidMessage, "hello is for OrderSync slaves on a secure link"), opId: nil, operation: nil, to: id,
+                now: now, &out)
+            return
+        }
+        // Who it is was proved by its key: the id and name in the hello are its own say only.
+        if hello.terminalId != terminal.nodeId || hello.terminalName != terminal.name {
+            out.append(
+                .log(
+                    EngineLog(
+                        .debug, "peer.hello_mismatch",
+                        [
+                            ("peer.address", peers[id]?.address ?? "?"), ("terminal", terminal.name), ("terminal.id", terminal.nodeId),
+                            ("hello.terminal", hello.terminalName), ("hello.terminal_id", hello.terminalId),
+                        ])))
+        }
+        // Its ack follows the catch-up; the position in the hello is not an ack (the slave may
+        // still hold operations the master applied, see `SlaveEngine.ackSeq`). Until then it
+        // stands where it was last acknowledged.
+        if let saved = try? store.knownTerminals().first(where: { $0.id == terminal.nodeId }) {
+            peers[id]?.ackedSeq = min(saved.ackedSeq, lastSeq)
+        }
+        if let p = peers[id] { remember([p], now: now, &out) }
+        out.append(
+            .log(
+                EngineLog(
+                    .info, "peer.hello",
+                    [
+                        ("peer.address", peers[id]?.address ?? "?"), ("terminal", terminal.name),
+                        ("terminal.id", terminal.nodeId), ("peer.last_seq", "\(hello.lastSeq)"),
+                    ])))
+        do {
+            if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch) {
+                // Resumable catch-up: exactly the operations it missed, then "ready".
+                for m in missed { out.append(.send(peer: id, text: m)) }
+                out.append(.send(peer: id, text: ServerMessage.ready(seq: lastSeq, epoch: epoch, store: storeId).encoded()))
+                out.append(
+                    .log(
+                        EngineLog(
+                            .info, "catchup.sent",
+                            [
+                                ("peer.address", peers[id]?.address ?? "?"),
+                                ("from_seq", "\(hello.lastSeq)"), ("operations", "\(missed.count)"), ("seq", "\(lastSeq)"),
+                            ])))
+                peers[id]?.phase = .live
+                return
+            }
+        } catch {
+            out.append(.log(EngineLog(.error, "catchup.failed", [("error", "\(error)")])))
+        }
+        // Which of its waiting operations the snapshot already holds: it must not apply them
+        // again on top (a snapshot carries no operation ids).
+        var applied: [String: Int64] = [:]
+        for opId in hello.pending {
+            if let entry = try? store.journalEntry(opId: opId), entry.seq <= lastSeq { applied[opId] = entry.seq }
+        }
+        sendSnapshot(to: id, applied: applied, &out)
+    }
+
+    /// The broadcasts a terminal that applied everything up to `from` of `peerEpoch` has
+    /// missed, in order; nil when the journal cannot bring it up to date (another epoch, a
+    /// sequence from the future, entries compacted away, or too far behind): it needs a snapshot.
+    public func catchUp(from seq: Int64, epoch peerEpoch: String?) throws -> [String]? {
+        guard let e = peerEpoch, e == epoch, seq >= 0, seq <= lastSeq else { return nil }
+        if seq == lastSeq { return [] }
+        guard lastSeq - seq <= Int64(maxCatchUpEntries), let first = try store.firstJournalSeq(), first <= seq + 1 else {
+            return nil
+        }
+        let entries = try store.journal(since: seq, limit: maxCatchUpEntries)
+        // Gapless by construction (sequence numbers are assigned in the commit's transaction).
+        guard entries.first?.seq == seq + 1, entries.last?.seq == lastSeq, entries.count == Int(lastSeq - seq) else { return nil }
+        return entries.map(\.message)
+    }
+}
