@@ -99,6 +99,15 @@ def one_master(make_lan) -> OrderSyncNode:
     return master
 
 
+def live_slave(lan2) -> tuple:
+    """A master on h1 and a slave on h2, live: (h2, master, slave)."""
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1", extra=FAST)
+    slave = OrderSyncNode.slave(h2, extra=FAST)
+    slave.wait_live()
+    return h2, master, slave
+
+
 def journal_seqs(node: OrderSyncNode) -> list[int]:
     with sqlite3.connect(f"file:{node.data_dir}/ordersync.sqlite?mode=ro", uri=True) as db:
         return [r[0] for r in db.execute("SELECT seq FROM journal ORDER BY seq")]
@@ -255,10 +264,7 @@ def test_a_cursor_older_than_the_journal_or_from_another_database_gets_410(make_
 
 
 def test_a_slave_feed_shows_a_pending_change_while_the_master_is_down_and_then_its_outcome(lan2):
-    h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1", extra=FAST)
-    slave = OrderSyncNode.slave(h2, extra=FAST)
-    slave.wait_live()
+    h2, master, slave = live_slave(lan2)
     made = master.create("from the master")
 
     def feed_after(since: int) -> list[dict]:
@@ -295,10 +301,7 @@ def test_a_slave_feed_shows_a_pending_change_while_the_master_is_down_and_then_i
 
 
 def test_a_slave_feed_shows_the_masters_refusal_of_a_pending_change(lan2):
-    h1, h2 = lan2.hosts
-    master = OrderSyncNode.master(h1, store="shop1", extra=FAST)
-    slave = OrderSyncNode.slave(h2, extra=FAST)
-    slave.wait_live()
+    h2, master, slave = live_slave(lan2)
     order = slave.create(customer="Kim")
     wait_until(lambda: get(slave, "/v1/changes?since=0")[2]["changes"][-1].get("outcome") == "synced", 10,
                what="the create to be synced")
