@@ -10,7 +10,7 @@ APT_PACKAGES=(avahi-daemon avahi-utils libavahi-client-dev libsqlite3-dev sqlite
               python3-venv python3-pip procps psmisc util-linux curl gcc valgrind prometheus)
 # Scripts/package-deb.sh (dpkg-shlibdeps, strip) and its test (systemd-analyze verify, the postinst's adduser)
 APT_PACKAGES+=(dpkg-dev binutils systemd adduser)
-PY_PACKAGES=(websockets==17.4 zeroconf kosoku pytest noiseprotocol segno matplotlib)
+PY_PACKAGES=(websockets==17.4 zeroconf kosoku pytest noiseprotocol segno matplotlib schemathesis)
 
 if [ "$(id -u)" != 0 ]; then
     echo "setup: run as root (it installs packages and the tests create network namespaces)" >&2
@@ -36,7 +36,7 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv"
     python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import websockets, zeroconf, pytest, noise.connection, segno, matplotlib" 2>/dev/null || ! [ -x .venv/bin/kosoku ]; then
+if ! .venv/bin/python -c "import websockets, zeroconf, pytest, noise.connection, segno, matplotlib, schemathesis" 2>/dev/null || ! [ -x .venv/bin/kosoku ]; then
     echo "setup: installing ${PY_PACKAGES[*]} into .venv"
     .venv/bin/pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
 fi

@@ -34,4 +34,4 @@ Scripts/callgrind.sh --smoke
 echo "test: WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise interop, LAN scenarios"
 # Autobahn results are written to a temporary folder; Docs/CONFORMANCE.md is regenerated only by
 # running Scripts/conformance.py by hand.
-ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/conformance Tests/noise Tests/lan Tests/bench Tests/package Tests/metrics
+ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/conformance Tests/noise Tests/lan Tests/bench Tests/package Tests/metrics Tests/api

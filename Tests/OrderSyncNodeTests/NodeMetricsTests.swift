@@ -108,6 +108,11 @@ final class NodeMetricsTests: XCTestCase {
         XCTAssertFalse(other.contains("orders\""), "the local API is not reachable here: \(other)")
         let post = try httpExchange(port: port, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         XCTAssertTrue(post.hasPrefix("HTTP/1.1 405 "), post)
+        XCTAssertTrue(post.contains("Allow: GET, HEAD\r\n"), post)
+        let head = try httpExchange(port: port, "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(head.hasPrefix("HTTP/1.1 200 OK\r\n"), head)
+        XCTAssertTrue(head.contains("Content-Length: "), head)
+        XCTAssertTrue(head.hasSuffix("\r\n\r\n"), "HEAD has no body: \(head)")
         let body = try httpExchange(port: port, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
         XCTAssertTrue(body.hasPrefix("HTTP/1.1 413 "), "no request body is taken: \(body)")
         // Two requests on one kept-alive connection are both answered, in order.

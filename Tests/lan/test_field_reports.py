@@ -69,7 +69,7 @@ def test_retrying_an_operation_through_the_api_gives_the_same_answer(lan2):
     sock = os.path.join(master.data_dir, "ordersync.sock")
 
     def post():
-        out = h1.run(["curl", "-sS", "--unix-socket", sock, "-X", "POST", "--data-binary", "@-",
+        out = h1.run(["curl", "-sS", "--unix-socket", sock, "-X", "POST", "-H", "Content-Type: application/json", "--data-binary", "@-",
                       "http://localhost/v1/operations"], input=body)
         return json.loads(out.stdout)
     first, second = post(), post()
@@ -90,7 +90,8 @@ def test_a_pos_retry_on_a_slave_after_the_answer_gets_that_answer_and_brings_not
     sock = os.path.join(slave.data_dir, "ordersync.sock")
 
     def post():
-        out = h2.run(["curl", "-sS", "-w", "\n%{http_code}", "--unix-socket", sock, "-X", "POST", "--data-binary", "@-",
+        out = h2.run(["curl", "-sS", "-w", "\n%{http_code}", "--unix-socket", sock, "-X", "POST", "-H", "Content-Type: application/json",
+                      "--data-binary", "@-",
                       "http://localhost/v1/operations"], input=body)
         text, code = out.stdout.rsplit("\n", 1)
         return int(code), json.loads(text)

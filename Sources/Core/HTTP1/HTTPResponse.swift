@@ -50,6 +50,13 @@ public struct HTTPResponse: Sendable {
     /// with a status code of 1xx (Informational) or 204 (No Content)", so those get neither a
     /// length nor a body; every other response carries `Content-Length`.
     public func serialize() -> [UInt8] {
+        serialize(omittingBody: false)
+    }
+
+    /// The wire form; the answer to `HEAD` omits the body but keeps every header, the
+    /// `Content-Length` included. RFC 9110 9.3.2: "The server SHOULD send the same header fields
+    /// in response to a HEAD request as it would have sent if the request method had been GET."
+    public func serialize(omittingBody: Bool) -> [UInt8] {
         var text = "HTTP/1.1 \(status) \(reason)\r\n"
         for field in headers
         where !HTTPHeaders.equalNames(field.name, "Content-Length")
@@ -62,42 +69,13 @@ public struct HTTPResponse: Sendable {
             text += "Content-Length: \(body.count)\r\n"
         }
         text += "\r\n"
-        return bodyless ? Array(text.utf8) : Array(text.utf8) + body
+        return bodyless || omittingBody ? Array(text.utf8) : Array(text.utf8) + body
     }
 
-    /// The standard reason phrase of `status` (RFC 9110 15), or `"Unknown"`.
+    /// The standard reason phrase of `status` (RFC 9110 15, RFC 6585), or the name of its class
+    /// for a code no RFC defines ("Success" for an unknown 2xx); see ``HTTPStatusReason``.
     public static func reasonPhrase(for status: Int) -> String {
-        switch status {
-        case 100: return "Continue"
-        case 200: return "OK"
-        case 201: return "Created"
-        case 202: return "Accepted"
-        case 204: return "No Content"
-        case 301: return "Moved Permanently"
-        case 304: return "Not Modified"
-        case 400: return "Bad Request"
-        case 401: return "Unauthorized"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 408: return "Request Timeout"
-        case 409: return "Conflict"
-        case 411: return "Length Required"
-        case 413: return "Content Too Large"
-        case 414: return "URI Too Long"
-        case 415: return "Unsupported Media Type"
-        case 422: return "Unprocessable Content"
-        case 426: return "Upgrade Required"
-        case 429: return "Too Many Requests"
-        case 431: return "Request Header Fields Too Large"
-        case 500: return "Internal Server Error"
-        case 501: return "Not Implemented"
-        case 502: return "Bad Gateway"
-        case 503: return "Service Unavailable"
-        case 504: return "Gateway Timeout"
-        case 505: return "HTTP Version Not Supported"
-        default: return "Unknown"
-        }
+        HTTPStatusReason.phrase(for: status)
     }
 
     /// `text` as a JSON string literal (RFC 8259 7).

@@ -39,7 +39,7 @@ enum LocalAPIRoute: Equatable {
             return .success(n)
         }
         func bodyObject() -> Result<JSONObject, Failure> {
-            guard !body.isEmpty else { return .success(JSONObject()) }
+            guard !body.isEmpty else { return .failure(emptyBody) }
             do {
                 guard let o = try JSONParser.parse(body).objectValue else {
                     return .failure(Failure(status: 400, code: "invalid_message", message: "request body must be a JSON object"))
@@ -52,6 +52,8 @@ enum LocalAPIRoute: Equatable {
         func checkUUID(_ u: String) -> Failure? {
             Order.isValidUUID(u) ? nil : Failure(status: 400, code: "invalid_uuid", message: "'\(u)' is not a UUID")
         }
+        let emptyBody = Failure(
+            status: 400, code: "empty_body", message: "\(method) \(path) needs a JSON body (Content-Type: application/json)")
         guard parts.first == "v1" else {
             return .failure(Failure(status: 404, code: "no_route", message: "unknown path \(path); the API lives under /v1"))
         }
@@ -89,9 +91,10 @@ enum LocalAPIRoute: Equatable {
         case ("POST", ["orders"]):
             return bodyObject().flatMap { o in
                 var order = o
-                if order["uuid"] == nil {
+                guard case .string? = order["uuid"] else {
                     return .failure(
-                        Failure(status: 400, code: "invalid_uuid", message: "the order needs a \"uuid\" (the CLI makes one for you)"))
+                        Failure(status: 400, code: "invalid_uuid", message: "the order needs a \"uuid\" string (the CLI makes one for you)")
+                    )
                 }
                 if order["customerName"] == nil { order["customerName"] = .string("") }
                 let id = order["uuid"]?.stringValue
@@ -109,13 +112,14 @@ enum LocalAPIRoute: Equatable {
             return .success(
                 .write(OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(p[1]))]))]), single: p[1]))
         case ("POST", ["operations"]):
+            guard !body.isEmpty else { return .failure(emptyBody) }
             switch ClientMessage.decode(String(decoding: body, as: UTF8.self)) {
             case .success(.operation(let m)): return .success(.write(m, single: nil))
             case .success(.hello), .success(.ack):
                 return .failure(Failure(status: 400, code: "invalid_message", message: "expected an operation message"))
             case .failure(let e): return .failure(Failure(status: 400, code: e.code.rawValue, message: e.message))
             }
-        case (_, let p) where ["status", "orders", "operations", "journal", "rejections"].contains(p.first ?? ""):
+        case _ where LocalAPIExchange.allowedMethods(path: path) != nil:
             return .failure(Failure(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
         default:
             return .failure(Failure(status: 404, code: "no_route", message: "unknown path \(path)"))

@@ -9,6 +9,8 @@ import JSON
 final class ChangesSink {
     private weak var channel: StreamChannel?
     private let keepAlive: Bool
+    /// The request was `HEAD`: an answer carries its headers only (RFC 9110 9.3.2).
+    var omitsBody = false
     /// The server's continuation once a JSON answer is written (the next request may follow).
     private let finished: () -> Void
     private var done = false
@@ -33,7 +35,7 @@ final class ChangesSink {
         done = true
         var h = [("Content-Type", "application/json")] + headers
         if !keepAlive { h.append(("Connection", "close")) }
-        channel.write(HTTPResponse(status: status, headers: HTTPHeaders(h), body: body + [0x0A]).serialize())
+        channel.write(HTTPResponse(status: status, headers: HTTPHeaders(h), body: body + [0x0A]).serialize(omittingBody: omitsBody))
         if keepAlive { finished() } else { channel.closeAfterFlush() }
     }
 
@@ -77,7 +79,7 @@ final class ChangesSink {
 
 extension LocalAPIServer {
     /// Hands a change feed request to the node, or answers its refusal.
-    func serveChanges(_ decoded: Result<ChangesRequest, LocalAPIRoute.Failure>, client: APIClientConnection, keepAlive: Bool) {
+    func serveChanges(_ decoded: Result<ChangesRequest, LocalAPIRoute.Failure>, client: APIClientConnection, keepAlive: Bool, head: Bool) {
         let sink = ChangesSink(channel: client.channel, keepAlive: keepAlive) { [weak self, weak client] in
             guard let self, let client else { return }
             client.busy = false
@@ -85,6 +87,7 @@ extension LocalAPIServer {
             self.drain(client)
             self.watchDeadline(client)
         }
+        sink.omitsBody = head
         client.changes = sink
         switch decoded {
         case .failure(let f):

@@ -140,7 +140,7 @@ final class LocalAPIServer {
                 let response =
                     metrics.map { MetricsExposition.response(to: req, render: $0) }
                     ?? MetricsExposition.plain(503, "the node is starting\n")
-                client.channel.write(response.serialize())
+                client.channel.write(MetricsExposition.wire(response, to: req))
                 guard req.keepAlive else {
                     client.channel.closeAfterFlush()
                     return
@@ -150,14 +150,18 @@ final class LocalAPIServer {
             client.busy = true
             let keepAlive = req.keepAlive
             if let changes = ChangesRequest.decode(method: req.method, path: req.path, query: req.query, headers: req.headers) {
-                serveChanges(changes, client: client, keepAlive: keepAlive)
+                serveChanges(changes, client: client, keepAlive: keepAlive, head: req.method == "HEAD")
                 continue
             }
-            let respond = LocalAPIResponder(caller: client.caller) { [weak self, weak client] status, body in
+            var exchange = LocalAPIExchange(req)
+            let refusal = exchange.check(req)
+            let respond = LocalAPIResponder(caller: client.caller) { [weak self, weak client, exchange] status, body in
                 guard let self = self, let client = client, client.busy else { return }
-                var headers = [("Content-Type", "application/json")]
+                let answer = exchange.answer(status: status, body: body)
+                var headers = [("Content-Type", "application/json")] + answer.headers
                 if !keepAlive { headers.append(("Connection", "close")) }
-                client.channel.write(HTTPResponse(status: status, headers: HTTPHeaders(headers), body: body + [0x0A]).serialize())
+                let response = HTTPResponse(status: answer.status, headers: HTTPHeaders(headers), body: answer.body + [0x0A])
+                client.channel.write(response.serialize(omittingBody: exchange.isHead))
                 client.busy = false
                 if keepAlive {
                     self.drain(client)
@@ -166,29 +170,38 @@ final class LocalAPIServer {
                     client.channel.closeAfterFlush()
                 }
             }
-            if let masterRoute = MasterAPIRoute.decode(method: req.method, path: req.path, body: req.body) {
-                switch masterRoute {
-                case .failure(let f):
-                    respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message))
-                case .success(let r):
-                    if let masterHandler {
-                        masterHandler(r, respond)
-                    } else {
-                        respond(
-                            404,
-                            LocalAPIRoute.errorBody(
-                                code: "not_master",
-                                message: "this node is a slave; pairing, terminals and keys are managed on the master"))
-                    }
-                }
+            if let refusal {
+                respond(refusal.status, LocalAPIRoute.errorBody(code: refusal.code, message: refusal.message))
                 continue
             }
-            switch LocalAPIRoute.decode(method: req.method, path: req.path, query: req.query, body: req.body) {
+            route(req, exchange, respond)
+        }
+    }
+
+    /// Hands a request to the master's routes or the node's (`HEAD` as `GET`).
+    private func route(_ req: HTTPRequest, _ exchange: LocalAPIExchange, _ respond: Respond) {
+        if let masterRoute = MasterAPIRoute.decode(method: exchange.method, path: req.path, body: req.body) {
+            switch masterRoute {
             case .failure(let f):
-                respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message, uuid: f.uuid))
+                respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message))
             case .success(let r):
-                handler(r, respond)
+                if let masterHandler {
+                    masterHandler(r, respond)
+                } else {
+                    respond(
+                        404,
+                        LocalAPIRoute.errorBody(
+                            code: "not_master",
+                            message: "this node is a slave; pairing, terminals and keys are managed on the master"))
+                }
             }
+            return
+        }
+        switch LocalAPIRoute.decode(method: exchange.method, path: req.path, query: req.query, body: req.body).flatMap(exchange.narrowing) {
+        case .failure(let f):
+            respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message, uuid: f.uuid))
+        case .success(let r):
+            handler(r, respond)
         }
     }
 }

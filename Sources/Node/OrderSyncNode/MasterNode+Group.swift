@@ -127,12 +127,23 @@ extension MasterNode {
         case .maintenance:
             return engine.maintenance(now: now)
         case .local(var message, let origin, let single, let respond):
+            // An operation id the caller chose: a repeat gets the first answer, byte for byte.
+            let callerOpId = single == nil ? message.opId : nil
+            if let id = callerOpId, let first = try? db.apiAnswer(opId: id), let body = try? JSONParser.parse(Array(first.body.utf8)) {
+                group.answers.append((respond, first.status, body, nil))
+                return []
+            }
             if message.opId == nil { message.opId = UUID().uuidString.lowercased() }
             let (outcome, actions) = engine.localWrite(message, origin: origin, now: now)
             let answer = LocalAPIRoute.writeAnswer(
                 single: single, operation: message.operation, applied: outcome.applied,
                 unchanged: outcome.unchanged, errors: outcome.errors + outcome.repeatedErrors,
                 seq: outcome.seq)
+            if let id = callerOpId, !outcome.errors.contains(where: { $0.code == .storageFailed }) {
+                // In the group's transaction: kept exactly when the operation is. Should it fail,
+                // a repeat is answered from the journal and the rejections, as before.
+                try? db.saveAPIAnswer(opId: id, status: answer.status, body: answer.body.serialized(), atMillis: now)
+            }
             // The answer if the group's commit fails: every applied order refused.
             var failed: (status: Int, body: JSONValue)?
             if !outcome.applied.isEmpty, !outcome.isRepeat {

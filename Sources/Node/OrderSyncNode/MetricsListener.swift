@@ -7,15 +7,20 @@ enum MetricsExposition {
     /// The exposition's media type (Prometheus text format 0.0.4).
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    /// The answer to `request` on a path that is `/metrics`: the exposition for GET, 405 for
-    /// other methods.
+    /// The answer to `request` on a path that is `/metrics`: the exposition for GET (and its
+    /// head for HEAD: send it with ``wire(_:to:)``), 405 for other methods.
     static func response(to request: HTTPRequest, render: () -> [UInt8]) -> HTTPResponse {
         var headers: [(String, String)] = []
         if !request.keepAlive { headers.append(("Connection", "close")) }
-        guard request.method == "GET" else {
-            return plain(405, "only GET /metrics is served here\n", headers + [("Allow", "GET")])
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return plain(405, "only GET /metrics is served here\n", headers + [("Allow", "GET, HEAD")])
         }
         return HTTPResponse(status: 200, headers: HTTPHeaders(headers + [("Content-Type", contentType)]), body: render())
+    }
+
+    /// The bytes of `response` to `request`: without the body for HEAD (RFC 9110 9.3.2).
+    static func wire(_ response: HTTPResponse, to request: HTTPRequest) -> [UInt8] {
+        response.serialize(omittingBody: request.method == "HEAD")
     }
 
     /// A short text answer.
@@ -119,7 +124,7 @@ final class MetricsListener {
                 req.path == "/metrics"
                 ? MetricsExposition.response(to: req, render: render)
                 : MetricsExposition.plain(404, "not found: only /metrics is served here\n", req.keepAlive ? [] : [("Connection", "close")])
-            client.channel.write(response.serialize())
+            client.channel.write(MetricsExposition.wire(response, to: req))
             guard req.keepAlive else {
                 client.channel.closeAfterFlush()
                 return

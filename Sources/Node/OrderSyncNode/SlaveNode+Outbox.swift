@@ -15,6 +15,11 @@ import SyncCore
 extension SlaveNode {
     /// Handles a write from the local API.
     func localWrite(_ message: OperationMessage, single: String?, respond: LocalAPIServer.Respond) {
+        // An operation id the caller chose, answered before: that answer again, byte for byte.
+        if single == nil, let id = message.opId, let first = try? db.apiAnswer(opId: id) {
+            respond.send(first.status, Array(first.body.utf8))
+            return
+        }
         let opId = message.opId ?? UUID().uuidString.lowercased()
         let (write, actions) = engine.localWrite(
             message, opId: opId, now: WallClock.nowMillis(), origin: respond.caller.origin(node: terminalName))
@@ -41,6 +46,7 @@ extension SlaveNode {
             let answer = LocalAPIRoute.writeAnswer(
                 single: single, operation: message.operation, applied: [],
                 unchanged: write.unchanged, errors: write.errors, seq: nil)
+            keepAnswer(answer, to: message, single: single)
             respond(answer.status, answer.body)
             perform(actions)
             return
@@ -64,13 +70,22 @@ extension SlaveNode {
         perform(actions)
     }
 
+    /// Keeps the final answer to an operation sent with the caller's own `opId`, for a repeat.
+    func keepAnswer(_ answer: (status: Int, body: JSONValue), to message: OperationMessage, single: String?) {
+        guard single == nil, let id = message.opId else { return }
+        // Should this fail, a repeat is answered from the master's answer kept with the outbox.
+        try? db.saveAPIAnswer(opId: id, status: answer.status, body: answer.body.serialized(), atMillis: WallClock.nowMillis())
+    }
+
     /// `202 Accepted`: stored on this terminal, waiting for the master.
     func respondPending(
         single: String?, operation: OperationKind, changes: [OrderChange], errors: [WireError],
         respond: LocalAPIServer.Respond
     ) {
         if single != nil, let e = errors.first {
-            respond(LocalAPIRoute.httpStatus(for: e.code), LocalAPIRoute.errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid))
+            respond(
+                LocalAPIRoute.httpStatus(for: e.code),
+                LocalAPIRoute.errorBody(code: e.code.rawValue, message: e.message, uuid: e.uuid, current: e.current))
             return
         }
         let orders = changes.map { decorated($0.order) }

@@ -84,6 +84,8 @@ extension OrderDatabase {
                 o["code"] = .string(e.code.rawValue)
                 o["message"] = .string(e.message)
                 if let u = e.uuid { o["uuid"] = .string(u) }
+                if let i = e.index { o["index"] = .int(Int64(i)) }
+                if let c = e.current { o["current"] = .object(c.json) }
                 return .object(o)
             }
         ).serialized()
@@ -115,10 +117,13 @@ extension OrderDatabase {
                 }
                 return try OrderFields.storedOrder(from: o, index: nil)
             }
-            let errors = (try JSONParser.parse(errorsText).arrayValue ?? []).compactMap { v -> WireError? in
+            let errors = try (JSONParser.parse(errorsText).arrayValue ?? []).compactMap { v -> WireError? in
                 guard let o = v.objectValue, let c = o["code"]?.stringValue else { return nil }
+                // Rows written by earlier builds have no `index` or `current`.
                 return WireError(
-                    WireErrorCode(rawValue: c) ?? .invalidMessage, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue)
+                    WireErrorCode(rawValue: c) ?? .invalidMessage, o["message"]?.stringValue ?? "", uuid: o["uuid"]?.stringValue,
+                    index: o["index"]?.intValue.map { Int($0) },
+                    current: try o["current"]?.objectValue.map { try OrderFields.storedOrder(from: $0, index: nil) })
             }
             return AnsweredOperation(opId: opId, seq: seq, applied: applied, errors: errors, answeredMillis: at)
         } catch let e as StoreError {

@@ -194,7 +194,22 @@ enum Schema {
                 "DELETE FROM terminals",
             ]),
         Migration(
-            version: 9, name: "change feed on a slave",
+            version: 9, name: "answers to local API operations",
+            statements: [
+                // The answer the local API gave to an operation sent with an `opId` (the newest
+                // ones), byte for byte: the same `opId` sent again gets it again.
+                """
+                CREATE TABLE IF NOT EXISTS api_answers (
+                    position INTEGER PRIMARY KEY AUTOINCREMENT,
+                    op_id TEXT NOT NULL UNIQUE,
+                    status INTEGER NOT NULL,
+                    body TEXT NOT NULL,
+                    answered_ms INTEGER NOT NULL
+                )
+                """
+            ]),
+        Migration(
+            version: 10, name: "change feed on a slave",
             statements: [
                 // A slave's change feed (Docs/API.md, "Change feed"): the master's changes as
                 // applied here, local changes while pending and their outcome, snapshots. "If the
