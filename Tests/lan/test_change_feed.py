@@ -160,6 +160,13 @@ def test_long_poll_wakes_on_a_change_and_times_out_empty(make_lan):
     conn.request("POST", "/v1/changes", body=b"")
     r = conn.getresponse()
     assert r.status == 405 and r.getheader("Allow") == "GET" and json.loads(r.read())["error"]["code"] == "method_not_allowed"
+    # HEAD is not served on the feed: 405 with no body, and the connection goes on.
+    conn.request("HEAD", "/v1/changes")
+    r = conn.getresponse()
+    assert r.status == 405 and r.read() == b""
+    conn.request("GET", "/v1/changes?since=0")
+    r = conn.getresponse()
+    assert r.status == 200 and json.loads(r.read())["last"] == 1
     conn.close()
 
 
