@@ -195,6 +195,7 @@ extension MasterNode {
         } else {
             noteCommitted(engine.groupApplied)
             engine.groupCommitted()
+            feedCommitted()
             perform(held)
         }
         for a in answers { a.respond(a.status, a.body) }
