@@ -52,4 +52,31 @@ final class FileModeTests: StoreTestCase {
             old.close()
         }
     }
+
+    /// Narrowing the modes must not cost SQLite its locks: closing any descriptor of a file
+    /// releases all of the process's POSIX locks on it. Another process must still see the lock
+    /// SQLite holds on the `-shm` file's "DMS" byte (offset 128 in SQLite's unix VFS) while the
+    /// database is open, or it would take the WAL index for unused and reinitialise it under us
+    /// (which killed a slave with SIGBUS).
+    func testAnotherProcessStillSeesTheWALIndexInUseOnceOpened() throws {
+        let db = try openDatabase()
+        try db.insertOrder(makeOrder())
+        let probe = """
+            import fcntl, os, struct, sys
+            fd = os.open(sys.argv[1], os.O_RDWR)
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 128, 1, 0))
+            print("unlocked" if struct.unpack("hhqqi4x", answer)[0] == fcntl.F_UNLCK else "locked")
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", probe, dbPath + "-shm"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        process.waitUntilExit()
+        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(process.terminationStatus, 0, "python3 is needed for this test")
+        XCTAssertEqual(answer.trimmingCharacters(in: .whitespacesAndNewlines), "locked")
+        db.close()
+    }
 }

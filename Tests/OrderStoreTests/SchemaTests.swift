@@ -20,7 +20,7 @@ final class SchemaTests: StoreTestCase {
         XCTAssertEqual(
             tables,
             [
-                "answered_ops", "api_answers", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
+                "answered_ops", "api_answers", "feed", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
                 "orders_by_created", "orders_by_status", "outbox", "paired_terminals", "paired_terminals_by_name", "rejections",
                 "rejections_by_op", "rejections_by_order",
                 "sync_errors", "terminals", "tombstones",

@@ -165,6 +165,21 @@ final class EnginesOnSQLiteTests: XCTestCase {
             toMaster = []
         }
         XCTAssertEqual(try sdb.outboxCount(), 0, "both entries were answered")
+        // The slave's change feed, numbered by the replica: each local change pending, the
+        // master's snapshot (a new slave) and changes with its seq, the outcome of each local change.
+        let feed = try sdb.feed(after: 0, limit: 100).map { try XCTUnwrap(JSONParser.parse(Array($0.text.utf8)).objectValue) }
+        XCTAssertEqual(feed.map { $0["seq"] }, (1...feed.count).map { .int(Int64($0)) })
+        XCTAssertEqual(feed.prefix(2).map { $0["pending"] }, [.bool(true), .bool(true)])
+        XCTAssertEqual(feed.prefix(2).map { $0["opId"] }, [.string("op-a"), .string("op-b")])
+        let fromMaster = feed.filter { $0["masterSeq"] != nil && $0["outcome"] == nil }
+        XCTAssertEqual(fromMaster.map { $0["operation"] }, [.string("snapshot"), .string("create")])
+        XCTAssertEqual(fromMaster.map { $0["masterSeq"] }, [.int(2), .int(3)])
+        let outcomes = Dictionary(
+            uniqueKeysWithValues: feed.filter { $0["operation"] == .string("outcome") }.map { ($0["opId"]?.stringValue ?? "", $0) })
+        XCTAssertEqual(outcomes["op-a"]?["outcome"], .string("synced"))
+        XCTAssertEqual(outcomes["op-a"]?["masterSeq"], .int(3))
+        XCTAssertEqual(outcomes["op-b"]?["outcome"], .string("rejected"))
+        XCTAssertEqual(outcomes["op-b"]?["error"]?.objectValue?["code"], .string("invalid_transition"))
         XCTAssertEqual(slave.syncState(of: a), .synced)
         guard case .rejected(let e) = slave.syncState(of: b) else { return XCTFail("the refusal is shown") }
         XCTAssertEqual(e.code, .invalidTransition)

@@ -228,7 +228,7 @@ public enum OrderReader {
         }
     }
 
-    static func openReadOnly(_ dir: String) throws -> OrderDatabase {
+    public static func openReadOnly(_ dir: String) throws -> OrderDatabase {
         try FileOwner.requireDirectory(dir)
         let path = (dir as NSString).appendingPathComponent(NodeDefaults.databaseFile)
         // SQLite says only "unable to open database file": tell why first.

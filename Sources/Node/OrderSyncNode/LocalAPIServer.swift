@@ -23,6 +23,8 @@ final class LocalAPIServer {
     var masterHandler: MasterHandler?
     /// Renders `GET /metrics` (the Prometheus text exposition); nil until the node starts.
     var metrics: (() -> [UInt8])?
+    /// Answers `GET /v1/changes` (the change feed, LocalAPIServer+Changes.swift).
+    var changesHandler: ((ChangesRequest, ChangesSink) -> Void)?
 
     init(loop: EventLoop, path: String, logger: Logger) {
         self.loop = loop
@@ -68,6 +70,7 @@ final class LocalAPIServer {
         }
         channel.onClose = { [weak self, weak client] _ in
             if let t = client?.deadline { self?.loop.cancel(t) }
+            client?.changes?.closed()
             self?.clients[id] = nil
         }
     }
@@ -83,7 +86,7 @@ final class LocalAPIServer {
 
     /// A client that starts a request and stalls is answered 408 and closed, so it cannot hold
     /// a connection (and its buffer) for ever.
-    private func watchDeadline(_ client: APIClientConnection) {
+    func watchDeadline(_ client: APIClientConnection) {
         if client.busy || client.parser.bufferedByteCount == 0 {
             if let t = client.deadline { loop.cancel(t) }
             client.deadline = nil
@@ -106,7 +109,7 @@ final class LocalAPIServer {
     }
 
     /// Handles requests one at a time per connection, in order.
-    private func drain(_ client: APIClientConnection) {
+    func drain(_ client: APIClientConnection) {
         while !client.busy {
             let request: HTTPRequest?
             do {
@@ -146,6 +149,10 @@ final class LocalAPIServer {
             }
             client.busy = true
             let keepAlive = req.keepAlive
+            if let changes = ChangesRequest.decode(method: req.method, path: req.path, query: req.query, headers: req.headers) {
+                serveChanges(changes, client: client, keepAlive: keepAlive, head: req.method == "HEAD")
+                continue
+            }
             var exchange = LocalAPIExchange(req)
             let refusal = exchange.check(req)
             let respond = LocalAPIResponder(caller: client.caller) { [weak self, weak client, exchange] status, body in
@@ -206,6 +213,8 @@ final class APIClientConnection {
     var parser = HTTPRequestParser()
     var busy = false
     var deadline: TimerHandle?
+    /// The change feed request this connection waits on or streams, if any.
+    var changes: ChangesSink?
 
     init(channel: StreamChannel, caller: LocalAPICaller) {
         self.channel = channel

@@ -196,6 +196,7 @@ extension MasterNode {
             noteCommitted(engine.groupApplied)
             dashboard?.committed(seq: engine.lastSeq, refusals: engine.refusals.values.reduce(0, +))
             engine.groupCommitted()
+            feedCommitted()
             perform(held)
         }
         for a in answers { a.respond(a.status, a.body) }

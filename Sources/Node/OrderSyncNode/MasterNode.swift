@@ -44,6 +44,9 @@ public final class MasterNode: @unchecked Sendable {
     var shuttingDown = false
     /// Group commit: the work waiting for the next group and the one being committed.
     var group = GroupCommitState()
+    /// The change feed (`GET /v1/changes`), from the journal.
+    var changeFeed: ChangeFeedHub?
+    var feedSource: MasterFeedSource?
     /// The thread the groups' COMMITs (and their `fsync`) run on.
     let commitQueue = DispatchQueue(label: "ordersync.master.commit")
     let startedAt = Date()
@@ -147,6 +150,7 @@ public final class MasterNode: @unchecked Sendable {
                 ])
         }
         api.masterHandler = { [weak self] route, respond in self?.handleMasterAPI(route, respond) }
+        try startChangeFeed()
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
@@ -284,6 +288,7 @@ public final class MasterNode: @unchecked Sendable {
         acceptor.close()
         // Withdraw the service first, so no slave picks a master that no longer accepts.
         discovery?.unpublish()
+        changeFeed?.stop()
         api.stop()
         metricsListener?.stop()
         dashboard?.stop()

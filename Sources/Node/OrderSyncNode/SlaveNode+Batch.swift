@@ -41,6 +41,7 @@ extension SlaveNode {
                 // No transaction to batch in: this message goes alone, as it comes.
                 logger.warning("replica.batch_unavailable", metadata: ["error": "\(error)"])
                 perform(engine.received(text, now: WallClock.nowMillis()))
+                changeFeed?.wake()
                 return
             }
             batch = SlaveBatch(started: loop.now)
@@ -91,5 +92,6 @@ extension SlaveNode {
             return
         }
         perform(b.actions)
+        changeFeed?.wake()
     }
 }

@@ -23,6 +23,7 @@ extension SlaveNode {
         let opId = message.opId ?? UUID().uuidString.lowercased()
         let (write, actions) = engine.localWrite(
             message, opId: opId, now: WallClock.nowMillis(), origin: respond.caller.origin(node: terminalName))
+        defer { changeFeed?.wake() }
         switch write.failure {
         case .duplicateOperation?:
             respond(409, LocalAPIRoute.errorBody(code: "already_exists", message: "operation \(opId) is already waiting in the outbox"))

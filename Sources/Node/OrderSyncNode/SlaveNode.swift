@@ -71,6 +71,8 @@ public final class SlaveNode: @unchecked Sendable {
     let metricsListener: MetricsListener?
     /// Failed attempts to reach the master, summarised in the log (`master.connect_failed`).
     var connectFailures: FailureSummary
+    /// The change feed (`GET /v1/changes`), from the replica's feed table.
+    var changeFeed: ChangeFeedHub?
 
     /// A slave on `loop` (not running yet, on the thread that will run it), keeping its replica
     /// in `dataDirectory` and finding its master through `discovery` (nil: only
@@ -156,6 +158,7 @@ public final class SlaveNode: @unchecked Sendable {
     }
 
     private func start() throws {
+        try startChangeFeed()
         try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
             self?.handleAPI(route, respond)
         }
@@ -214,6 +217,7 @@ public final class SlaveNode: @unchecked Sendable {
         serviceManager.stopping()
         commitBatch()
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
+        changeFeed?.stop()
         api.stop()
         metricsListener?.stop()
         answerPendingWritesAsQueued()

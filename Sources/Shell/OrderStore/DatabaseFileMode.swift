@@ -36,21 +36,36 @@ enum DatabaseFileMode {
         }
     }
 
+    /// No descriptor of an existing file is opened here: closing any descriptor of a file
+    /// releases every POSIX lock the process holds on it (fcntl(2): "If a process closes any
+    /// file descriptor referring to a file, then all of the process's locks on that file are
+    /// released"), SQLite's included. The lock SQLite holds on the `-shm` file tells every other
+    /// process that the WAL index is in use; without it, the next process to open the database
+    /// (a CLI command, a backup) reinitialises the index, truncating the file under the
+    /// daemon, which then dies of SIGBUS reading it. So an existing file is narrowed by path
+    /// (`lstat`, `chmod`), and a descriptor is opened only to create a file nobody has yet.
     private static func restrict(_ path: String, create: Bool) throws {
-        let flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0)
-        let fd = open(path, flags, ownerOnly)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return }
-        // open(2): the mode given with O_CREAT "is modified by the process's umask"; fchmod(2)
-        // is not, so the bits are exactly 0600 under any umask.
-        if info.st_mode & 0o7777 != ownerOnly && fchmod(fd, ownerOnly) != 0 {
-            let code = errno
-            throw StoreError(
-                kind: .readOnly, code: nil,
-                message: "cannot make \(path) readable by its owner only (chmod 0600): \(String(cString: strerror(code)))",
-                path: path)
+        guard lstat(path, &info) == 0 else {
+            guard errno == ENOENT, create else { return }
+            // O_EXCL: a file created here is one nobody holds open (a race leaves it to SQLite).
+            let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_CREAT | O_EXCL, ownerOnly)
+            guard fd >= 0 else { return }
+            defer { close(fd) }
+            // open(2): the mode given with O_CREAT "is modified by the process's umask"; fchmod(2)
+            // is not, so the bits are exactly 0600 under any umask.
+            if fchmod(fd, ownerOnly) != 0 { throw failure(path) }
+            return
         }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return }
+        if info.st_mode & 0o7777 != ownerOnly && chmod(path, ownerOnly) != 0 { throw failure(path) }
+    }
+
+    private static func failure(_ path: String) -> StoreError {
+        let code = errno
+        return StoreError(
+            kind: .readOnly, code: nil,
+            message: "cannot make \(path) readable by its owner only (chmod 0600): \(String(cString: strerror(code)))",
+            path: path)
     }
 }

@@ -10,7 +10,7 @@ import SyncCore
 /// serves directly.
 extension OrderDatabase {
     /// The columns every order query selects, in the order `decodeOrder` reads them.
-    private static let orderColumns = """
+    static let orderColumns = """
         uuid, customer_name, created_ms, created_offset_min, shipping_method, table_name, table_size, \
         extra_json, version, status, items_json, note
         """
@@ -176,7 +176,7 @@ extension OrderDatabase {
     }
 
     /// The order in the current row of a statement selecting `orderColumns`.
-    private func decodeOrder(_ statement: SQLiteStatement) throws -> Order {
+    func decodeOrder(_ statement: SQLiteStatement) throws -> Order {
         let uuid = statement.text(0)
         let extraText = statement.text(7)
         let extra: JSONObject

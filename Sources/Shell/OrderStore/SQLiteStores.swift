@@ -1,3 +1,4 @@
+import Foundation
 import SyncCore
 
 /// The master engine's store on SQLite: every change and its journal entry in one
@@ -93,6 +94,7 @@ public final class SQLiteSlaveStore: SlaveStore {
             for r in c.rejections { _ = try db.appendRejection(r) }
             if let n = c.needsSnapshot { try db.setMetadata("replica.needs_snapshot", n ? "1" : "0") }
             for a in c.answered { try db.recordAnswered(a, keep: SlaveCommit.answeredKept) }
+            if !c.feed.isEmpty { try db.appendFeed(c.feed, atMillis: Int64(Date().timeIntervalSince1970 * 1000)) }
         }
     }
 }

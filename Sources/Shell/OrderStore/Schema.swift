@@ -208,6 +208,22 @@ enum Schema {
                 )
                 """
             ]),
+        Migration(
+            version: 10, name: "change feed on a slave",
+            statements: [
+                // A slave's change feed (Docs/API.md, "Change feed"): the master's changes as
+                // applied here, local changes while pending and their outcome, snapshots. "If the
+                // AUTOINCREMENT keyword appears after INTEGER PRIMARY KEY, that changes the
+                // automatic ROWID assignment algorithm to prevent the reuse of ROWIDs over the
+                // lifetime of the database": a cursor never names two changes, even after pruning.
+                """
+                CREATE TABLE IF NOT EXISTS feed (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    change_json TEXT NOT NULL,
+                    recorded_ms INTEGER NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// The schema version this build writes and reads.

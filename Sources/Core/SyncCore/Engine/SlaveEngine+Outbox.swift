@@ -65,6 +65,7 @@ extension SlaveEngine {
         let entry = OutboxEntry(opId: opId, message: message.encoded(), orderKeys: keys, createdMillis: now, baseSeq: lastSeq)
         c.changes = plan.changes
         c.appendOutbox = [entry]
+        c.feed = [.pending(operation: message.operation, changes: plan.changes, opId: opId, origin: origin)]
         for k in keys where syncErrors[k] != nil { c.syncErrors[k] = .some(nil) }
         do {
             try store.commit(c)
@@ -167,6 +168,7 @@ extension SlaveEngine {
     /// refusals (recorded, and shown on the orders), and the answer, kept for a retry.
     func settle(_ opId: String, keys: [String], seq: Int64?, applied: [Order], errors: [WireError], into c: inout SlaveCommit) {
         c.deleteOutbox.append(opId)
+        c.feed.append(.outcome(opId: opId, masterSeq: seq, applied: applied, errors: errors))
         c.answered.append(AnsweredOperation(opId: opId, seq: seq, applied: applied, errors: errors, answeredMillis: now))
         for e in errors {
             if let u = e.uuid { c.syncErrors[u.lowercased()] = .some(e) }

@@ -135,11 +135,11 @@ public final class SlaveEngine {
         switch ServerMessage.decode(text) {
         case .failure(let e):
             out.append(.log(EngineLog(.warning, "master.message_invalid", [("reason", "\(e)")])))
-        case .success(.applied(let op, let orders, let seq, let opId, _, let snapshot)):
+        case .success(.applied(let op, let orders, let seq, let opId, let origin, let snapshot)):
             if let snap = snapshot {
                 snapshotPart(snap, orders, &out)
             } else {
-                applied(op, orders, seq: seq, opId: opId, &out)
+                applied(op, orders, seq: seq, opId: opId, origin: origin, &out)
             }
         case .success(.ready(let seq, let masterEpoch, let masterStore)):
             guard joinAllowed else {
@@ -210,6 +210,7 @@ public final class SlaveEngine {
         for o in all { overlay[o.key] = o }
         do {
             var c = SlaveCommit()
+            c.feed.append(.snapshot(masterSeq: snap.seq, epoch: snap.epoch, orders: all.count))
             // Outbox entries the master already applied are in the snapshot: answered, they
             // leave the outbox in this transaction and are not applied again on top.
             var settledHere: [(opId: String, keys: [String])] = []
@@ -243,7 +244,7 @@ public final class SlaveEngine {
         }
     }
 
-    private func applied(_ op: OperationKind, _ orders: [Order], seq: Int64?, opId: String?, _ out: inout [Action]) {
+    private func applied(_ op: OperationKind, _ orders: [Order], seq: Int64?, opId: String?, origin: String?, _ out: inout [Action]) {
         if let s = seq {
             if s <= lastSeq { return } // already applied
             if s != lastSeq + 1 {
@@ -255,6 +256,7 @@ public final class SlaveEngine {
         var overlay: [String: Order?] = [:]
         for o in orders { overlay[o.key] = op == .remove ? .some(nil) : .some(o) }
         var c = SlaveCommit()
+        c.feed.append(.applied(operation: op, orders: orders, masterSeq: seq, opId: opId, origin: origin))
         var settled: (opId: String, keys: [String], errors: [WireError])?
         var flagged = false
         do {

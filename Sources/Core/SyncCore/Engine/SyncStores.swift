@@ -88,6 +88,8 @@ public struct SlaveCommit: Equatable, Sendable {
     /// Answers to this slave's own operations, kept (the oldest beyond
     /// `SlaveCommit.answeredKept` go).
     public var answered: [AnsweredOperation] = []
+    /// What the slave's change feed records of this commit (Docs/API.md, "Change feed").
+    public var feed: [SlaveFeedEvent] = []
 
     /// How many answered operation ids a slave remembers.
     public static let answeredKept = 10_000
@@ -98,6 +100,7 @@ public struct SlaveCommit: Equatable, Sendable {
     public var isEmpty: Bool {
         replaceAll == nil && changes.isEmpty && lastSeq == nil && epoch == nil && store == nil && appendOutbox.isEmpty
             && deleteOutbox.isEmpty && syncErrors.isEmpty && rejections.isEmpty && needsSnapshot == nil && answered.isEmpty
+            && feed.isEmpty
     }
 }
 

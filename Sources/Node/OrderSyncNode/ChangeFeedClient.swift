@@ -1,0 +1,174 @@
+import EventLoopIO
+import Foundation
+import HTTP1
+import JSON
+
+/// Parses a `text/event-stream` body (HTML Living Standard, 9.2.6 "Interpreting an event
+/// stream"): lines end in CRLF, LF or CR; "data" lines add to the data buffer, "id" sets the last
+/// event id, a blank line dispatches the event, lines starting with a colon are comments. Pure.
+public struct ServerSentEventParser {
+    public struct Event: Equatable, Sendable {
+        public var id: String?
+        public var event: String
+        public var data: String
+    }
+
+    private var pending: [UInt8] = []
+    private var lastWasCR = false
+    private var data: [String] = []
+    private var event = ""
+    private var id: String?
+    private var sawField = false
+
+    public init() {}
+
+    /// Feeds bytes; returns the events they complete.
+    public mutating func append(_ bytes: [UInt8]) -> [Event] {
+        var events: [Event] = []
+        for b in bytes {
+            if lastWasCR {
+                lastWasCR = false
+                if b == 0x0A { continue }
+            }
+            if b == 0x0D || b == 0x0A {
+                lastWasCR = b == 0x0D
+                if let e = line(String(decoding: pending, as: UTF8.self)) { events.append(e) }
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                pending.append(b)
+            }
+        }
+        return events
+    }
+
+    private mutating func line(_ text: String) -> Event? {
+        if text.isEmpty {
+            defer {
+                data = []
+                event = ""
+                sawField = false
+            }
+            guard sawField, !data.isEmpty else { return nil }
+            return Event(id: id, event: event.isEmpty ? "message" : event, data: data.joined(separator: "\n"))
+        }
+        if text.hasPrefix(":") { return nil }
+        let name: Substring
+        var value: Substring
+        if let colon = text.firstIndex(of: ":") {
+            name = text[..<colon]
+            value = text[text.index(after: colon)...]
+            if value.hasPrefix(" ") { value = value.dropFirst() }
+        } else {
+            name = Substring(text)
+            value = ""
+        }
+        sawField = true
+        switch name {
+        case "data": data.append(String(value))
+        case "event": event = String(value)
+        case "id" where !value.contains("\0"): id = String(value)
+        default: break
+        }
+        return nil
+    }
+}
+
+/// Follows a node's change feed as server-sent events over its Unix socket, for `ordersync
+/// watch`: reconnects when the stream ends and resumes with `Last-Event-ID`.
+public struct ChangeFeedClient {
+    let dataDirectory: String
+    /// A stream silent this long (three missed keepalives) is taken as dead and opened again.
+    public var idleTimeout: Duration = .seconds(45)
+
+    public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
+
+    var socketPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.socketFile) }
+
+    /// Calls `onChange` with each change's seq and JSON text, from `since` on, for ever (until the
+    /// process is stopped). Throws when the node answers with a refusal (410: the cursor is too
+    /// old, an epoch mismatch) or no node runs when it starts. `onReconnect` hears of a dropped
+    /// stream.
+    public func follow(
+        since: Int64, onChange: (Int64, String) -> Void, onReconnect: (String) -> Void = { _ in }
+    ) throws -> Never {
+        var cursor = since
+        var everConnected = false
+        while true {
+            do {
+                try stream(from: cursor) { seq, text in
+                    cursor = seq
+                    onChange(seq, text)
+                } opened: {
+                    everConnected = true
+                }
+                onReconnect("the stream ended")
+            } catch let e as LocalAPIClientError {
+                if case .noDaemon = e, everConnected {
+                    onReconnect("no node is running; retrying")
+                } else {
+                    throw e
+                }
+            } catch {
+                onReconnect("\(error)")
+            }
+            Thread.sleep(forTimeInterval: 1)
+        }
+    }
+
+    /// One connection: the request, the head, then events until the stream ends.
+    private func stream(from cursor: Int64, onChange: (Int64, String) -> Void, opened: () -> Void) throws {
+        let socket: Socket
+        do { socket = try UnixSocket.connectBlocking(path: socketPath) } catch {
+            try FileOwner.requireDirectory(dataDirectory)
+            throw LocalAPIClientError.noDaemon(dataDirectory: dataDirectory)
+        }
+        defer { socket.close() }
+        let head =
+            "GET /v1/changes?since=\(cursor) HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n"
+            + "Last-Event-ID: \(cursor)\r\nConnection: close\r\n\r\n"
+        try socket.writeAll(Array(head.utf8), timeout: .seconds(10))
+        var buffer: [UInt8] = []
+        var status: Int?
+        var parser = ServerSentEventParser()
+        while true {
+            let chunk = try socket.readSome(maxBytes: 65_536, timeout: idleTimeout)
+            if status == nil {
+                buffer += chunk
+                guard let end = Self.headEnd(buffer) else {
+                    if chunk.isEmpty { throw LocalAPIClientError.badResponse("connection closed before a response") }
+                    continue
+                }
+                let headText = String(decoding: buffer[..<end], as: UTF8.self)
+                let parts = headText.split(separator: " ", maxSplits: 2)
+                guard parts.count >= 2, let s = Int(parts[1]) else { throw LocalAPIClientError.badResponse("bad status line") }
+                status = s
+                let rest = Array(buffer[(end + 4)...])
+                if s != 200 {
+                    // A JSON error: read it whole (the node closes after it or sends its length).
+                    var body = rest
+                    while let more = try? socket.readSome(maxBytes: 65_536, timeout: .seconds(5)), !more.isEmpty { body += more }
+                    let json = (try? JSONParser.parse(body)) ?? .null
+                    throw LocalAPIClientError.answer(LocalAPIResponse(status: s, body: json))
+                }
+                opened()
+                for e in parser.append(rest) { deliver(e, onChange) }
+                continue
+            }
+            if chunk.isEmpty { return }
+            for e in parser.append(chunk) { deliver(e, onChange) }
+        }
+    }
+
+    private func deliver(_ e: ServerSentEventParser.Event, _ onChange: (Int64, String) -> Void) {
+        guard e.event == "change", let id = e.id, let seq = Int64(id) else { return }
+        onChange(seq, e.data)
+    }
+
+    private static func headEnd(_ b: [UInt8]) -> Int? {
+        guard b.count >= 4 else { return nil }
+        for i in 0...(b.count - 4) where b[i] == 0x0D && b[i + 1] == 0x0A && b[i + 2] == 0x0D && b[i + 3] == 0x0A {
+            return i
+        }
+        return nil
+    }
+}

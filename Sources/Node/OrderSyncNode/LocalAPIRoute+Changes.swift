@@ -1,0 +1,58 @@
+import Foundation
+import HTTP1
+import SyncCore
+
+/// `GET /v1/changes?since=SEQ&limit=N&timeout=S&epoch=E` (Docs/API.md, "Change feed"), with
+/// `Accept: text/event-stream` for server-sent events and `Last-Event-ID` to resume. Pure.
+struct ChangesRequest: Equatable {
+    /// Changes after this cursor.
+    var since: Int64 = 0
+    /// Most changes in one JSON answer.
+    var limit = ChangeFeed.defaultLimit
+    /// Long-poll: seconds to wait for a change when there is none yet (0: answer at once).
+    var timeout = 0
+    /// The epoch the reader's cursor belongs to, when it gives one.
+    var epoch: String?
+    /// Server-sent events instead of one JSON answer.
+    var stream = false
+
+    static let path = "/v1/changes"
+
+    /// nil when the request is not for the change feed; else the request or why it is refused.
+    static func decode(method: String, path: String, query: [(String, String)], headers: HTTPHeaders)
+        -> Result<ChangesRequest, LocalAPIRoute.Failure>?
+    {
+        guard path == Self.path || path == Self.path + "/" else { return nil }
+        guard method == "GET" else {
+            return .failure(.init(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
+        }
+        func value(_ name: String) -> String? { query.last(where: { $0.0 == name })?.1 }
+        func invalid(_ message: String) -> Result<ChangesRequest, LocalAPIRoute.Failure> {
+            .failure(.init(status: 400, code: "invalid_query", message: message))
+        }
+        var r = ChangesRequest()
+        r.stream = headers.listElements("Accept").contains { $0.lowercased().hasPrefix("text/event-stream") }
+        // The EventSource resumes with "Last-Event-ID" (HTML, 9.2.4): it wins over `since`.
+        if let raw = headers["Last-Event-ID"]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty {
+            guard let n = Int64(raw), n >= 0 else { return invalid("'Last-Event-ID' must be a change's seq (an integer, 0 or more)") }
+            r.since = n
+        } else if let raw = value("since") {
+            guard let n = Int64(raw), n >= 0 else { return invalid("'since' must be an integer, 0 or more") }
+            r.since = n
+        }
+        if let raw = value("limit") {
+            guard let n = Int(raw), (1...ChangeFeed.maxLimit).contains(n) else {
+                return invalid("'limit' must be an integer in 1...\(ChangeFeed.maxLimit)")
+            }
+            r.limit = n
+        }
+        if let raw = value("timeout") {
+            guard let n = Int(raw), (0...ChangeFeed.maxTimeoutSeconds).contains(n) else {
+                return invalid("'timeout' must be seconds in 0...\(ChangeFeed.maxTimeoutSeconds)")
+            }
+            r.timeout = n
+        }
+        if let e = value("epoch"), !e.isEmpty { r.epoch = e }
+        return .success(r)
+    }
+}

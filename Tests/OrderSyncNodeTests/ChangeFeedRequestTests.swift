@@ -1,0 +1,60 @@
+import HTTP1
+import XCTest
+
+@testable import OrderSyncNode
+
+final class ChangeFeedRequestTests: XCTestCase {
+    func decode(_ query: [(String, String)], _ headers: HTTPHeaders = HTTPHeaders(), method: String = "GET")
+        -> Result<ChangesRequest, LocalAPIRoute.Failure>?
+    {
+        ChangesRequest.decode(method: method, path: "/v1/changes", query: query, headers: headers)
+    }
+
+    func testDefaultsAndQuery() throws {
+        XCTAssertNil(ChangesRequest.decode(method: "GET", path: "/v1/orders", query: [], headers: HTTPHeaders()))
+        XCTAssertEqual(try decode([])?.get(), ChangesRequest())
+        let r = try decode([("since", "42"), ("limit", "1000"), ("timeout", "60"), ("epoch", "e")])?.get()
+        XCTAssertEqual(r, ChangesRequest(since: 42, limit: 1000, timeout: 60, epoch: "e", stream: false))
+    }
+
+    func testEventStreamAndLastEventIDWins() throws {
+        let r = try decode([("since", "3")], HTTPHeaders([("Accept", "text/event-stream"), ("Last-Event-ID", " 17 ")]))?.get()
+        XCTAssertEqual(r?.stream, true)
+        XCTAssertEqual(r?.since, 17)
+    }
+
+    func testRefusals() {
+        for q in [("since", "-1"), ("since", "x"), ("limit", "0"), ("limit", "1001"), ("timeout", "61")] {
+            guard case .failure(let f)? = decode([q]) else { return XCTFail("\(q) accepted") }
+            XCTAssertEqual(f.status, 400)
+            XCTAssertEqual(f.code, "invalid_query")
+        }
+        guard case .failure(let f)? = decode([], HTTPHeaders([("Last-Event-ID", "abc")])) else { return XCTFail("bad id accepted") }
+        XCTAssertEqual(f.status, 400)
+        guard case .failure(let m)? = decode([], method: "POST") else { return XCTFail("POST accepted") }
+        XCTAssertEqual(m.status, 405)
+    }
+
+    func testEventStreamParserWholeAndByteByByte() {
+        let text = ": keepalive\n\nid: 1\nevent: change\ndata: {\"seq\":1}\n\nid: 2\r\nevent: change\r\ndata: a\r\ndata: b\r\n\r\n"
+        var whole = ServerSentEventParser()
+        let all = whole.append(Array(text.utf8))
+        XCTAssertEqual(
+            all,
+            [
+                .init(id: "1", event: "change", data: "{\"seq\":1}"),
+                .init(id: "2", event: "change", data: "a\nb"),
+            ])
+        var bytewise = ServerSentEventParser()
+        var events: [ServerSentEventParser.Event] = []
+        for b in text.utf8 { events += bytewise.append([b]) }
+        XCTAssertEqual(events, all)
+    }
+
+    func testLongPollBody() {
+        XCTAssertEqual(String(decoding: ChangeFeedHub.body([], since: 5), as: UTF8.self), "{\"changes\":[],\"last\":5}")
+        XCTAssertEqual(
+            String(decoding: ChangeFeedHub.body([(6, "{\"seq\":6}"), (7, "{\"seq\":7}")], since: 5), as: UTF8.self),
+            "{\"changes\":[{\"seq\":6},{\"seq\":7}],\"last\":7}")
+    }
+}

@@ -1,0 +1,148 @@
+"""`ordersync export` (Docs/OPERATIONS.md, "Export for accounting") on a real master's store: CSV
+that Python's csv module reads back (quotes, commas, line breaks and non-ASCII in names, CRLF
+records, money in minor units and formatted), one row per line item with --items, JSON and
+NDJSON, the --from/--to/--status filters, a clear refusal of bad options, and flat memory: the
+export of 100k orders peaks at about the RSS of the export of 10k."""
+
+import csv
+import io
+import json
+import os
+import sqlite3
+import subprocess
+
+from ordersync_lab import OrderSyncNode, UnixHTTPConnection, ordersync_binary
+
+TRICKY = [
+    'Anna "Annie" Smith',
+    "Comma, Inc.",
+    "Line one\nline two",
+    "Crème brûlée — 東京 🍣",
+    " padded ",
+]
+
+
+def post_order(node: OrderSyncNode, order: dict) -> dict:
+    conn = UnixHTTPConnection(os.path.join(node.data_dir, "ordersync.sock"))
+    try:
+        conn.request("POST", "/v1/orders", headers={"Content-Type": "application/json"}, body=json.dumps(order))
+        r = conn.getresponse()
+        body = json.loads(r.read())
+        assert r.status == 201, body
+        return body
+    finally:
+        conn.close()
+
+
+def export(node: OrderSyncNode, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([ordersync_binary(), "export", "--data-dir", node.data_dir, *args],
+                          capture_output=True, timeout=120)
+
+
+def peak_rss_kib(argv: list[str]) -> int:
+    """Runs a command (output discarded) and returns its peak resident set (ru_maxrss, KiB)."""
+    with open(os.devnull, "wb") as devnull:
+        p = subprocess.Popen(argv, stdout=devnull, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        assert p.returncode == 0, p.stderr.read()
+        p.stderr.close()
+    return usage.ru_maxrss
+
+
+def test_csv_json_filters_and_flat_memory(make_lan):
+    (h1,) = make_lan(1).hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    master.wait_api()
+    made = []
+    for i, name in enumerate(TRICKY):
+        made.append(post_order(master, {
+            "uuid": f"00000000-0000-4000-8000-00000000000{i}", "customerName": name,
+            "created": f"2026-11-0{i + 1}T12:00:00Z", "note": f"note, {i}",
+            "items": [{"name": f"Café {i}", "quantity": 2, "unitPrice": 1234 + i, "sku": f"S-{i}"},
+                      {"name": 'Tea "green"', "quantity": 1, "unitPrice": 5}],
+        }))
+    conn = UnixHTTPConnection(os.path.join(master.data_dir, "ordersync.sock"))
+    conn.request("PATCH", f"/v1/orders/{made[1]['uuid']}", headers={"Content-Type": "application/json"},
+                 body=json.dumps({"status": "cancelled"}))
+    assert conn.getresponse().status == 200
+    conn.close()
+
+    # CSV, one row per order: RFC 4180 records ending in CRLF; the csv module reads it back.
+    r = export(master, "--format", "csv")
+    assert r.returncode == 0, r.stderr
+    raw = r.stdout
+    assert raw.startswith(b"uuid,created,status,customer_name,") and raw.endswith(b"\r\n")
+    assert raw.count(b"\r\n") == len(TRICKY) + 1  # the line break inside a name is a bare LF in quotes
+    rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8"), newline="")))
+    assert [row["customer_name"] for row in rows] == TRICKY
+    for i, row in enumerate(rows):
+        cents = 2 * (1234 + i) + 5
+        assert row["total_cents"] == str(cents) and row["total"] == f"{cents // 100}.{cents % 100:02d}", row
+        assert row["item_lines"] == "2" and row["item_quantity"] == "3" and row["note"] == f"note, {i}"
+    assert rows[1]["status"] == "cancelled" and rows[0]["status"] == "open"
+
+    # One row per line item.
+    r = export(master, "--format", "csv", "--items")
+    items = list(csv.DictReader(io.StringIO(r.stdout.decode("utf-8"), newline="")))
+    assert len(items) == 2 * len(TRICKY)
+    assert items[0]["name"] == "Café 0" and items[0]["unit_price_cents"] == "1234" and items[0]["unit_price"] == "12.34"
+    assert items[0]["line_total_cents"] == "2468" and items[1]["name"] == 'Tea "green"' and items[1]["line_total"] == "0.05"
+
+    # JSON: one array; NDJSON: one object per line; both with the totals.
+    r = export(master, "--format", "json")
+    orders = json.loads(r.stdout)
+    assert [o["customerName"] for o in orders] == TRICKY and orders[0]["totalCents"] == 2473 and orders[0]["total"] == "24.73"
+    r = export(master, "--format", "ndjson")
+    assert [json.loads(line)["uuid"] for line in r.stdout.decode().splitlines()] == [o["uuid"] for o in orders]
+
+    # Filters: --from inclusive, --to exclusive, on `created`; --status.
+    def names(*args):
+        out = export(master, "--format", "json", *args)
+        assert out.returncode == 0, out.stderr
+        return [o["customerName"] for o in json.loads(out.stdout)]
+    assert names("--from", "2026-11-02", "--to", "2026-11-04") == TRICKY[1:3]
+    assert names("--from", "2026-11-03T12:00:00Z") == TRICKY[2:]
+    assert names("--status", "cancelled") == [TRICKY[1]]
+    assert names("--status", "open", "--to", "2026-11-03") == [TRICKY[0]]
+    assert names("--from", "2027-01-01") == []
+
+    # --output: the file appears complete.
+    target = os.path.join(h1.dir, "orders.csv")
+    r = export(master, "--output", target)
+    assert r.returncode == 0 and b"exported 5 orders" in r.stderr
+    with open(target, "rb") as f:
+        assert f.read() == raw
+    assert not os.path.exists(target + ".partial")
+
+    # Bad options: a clear message, exit 64.
+    for bad in (["--format", "xml"], ["--from", "yesterday"], ["--status", "done"], ["--format", "json", "--items"]):
+        r = export(master, *bad)
+        assert r.returncode == 64 and r.stderr, (bad, r.stderr)
+
+    # Memory: 10k orders, then 100k, exported from the stopped master's file.
+    assert master.stop() == 0
+    db_path = os.path.join(master.data_dir, "ordersync.sqlite")
+
+    def grow_to(total: int):
+        with sqlite3.connect(db_path) as db:
+            have = db.execute("SELECT count(*) FROM orders").fetchone()[0]
+            db.execute(
+                """
+                WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                INSERT INTO orders (uuid_key, uuid, customer_name, created_text, created_ms, created_offset_min,
+                    shipping_method, table_name, table_size, extra_json, version, status, items_json, note)
+                SELECT printf('%08x-0000-4000-8000-%012x', i, i), printf('%08X-0000-4000-8000-%012X', i, i),
+                    t.customer_name || ' ' || i, t.created_text, t.created_ms + i, t.created_offset_min, t.shipping_method,
+                    t.table_name, t.table_size, t.extra_json, t.version, t.status, t.items_json, t.note
+                FROM n, (SELECT * FROM orders ORDER BY created_ms LIMIT 1) AS t
+                """, (have + 1, total))
+    argv = [ordersync_binary(), "export", "--data-dir", master.data_dir, "--format", "csv", "--items"]
+    grow_to(10_000)
+    small = peak_rss_kib(argv)
+    grow_to(100_000)
+    large = peak_rss_kib(argv)
+    r = export(master, "--format", "csv")
+    assert r.stdout.count(b"\r\n") == 100_000 + 1
+    print(f"FIGURE export peak RSS: 10k orders {small} KiB, 100k orders {large} KiB")
+    assert large < small * 1.25 + 4096, (small, large)
