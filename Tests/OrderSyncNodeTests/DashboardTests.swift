@@ -104,7 +104,8 @@ final class DashboardTests: XCTestCase {
         XCTAssertTrue(page.contains("Content-Security-Policy: default-src 'self'; frame-ancestors 'none'"), page)
         XCTAssertTrue(page.contains("X-Content-Type-Options: nosniff\r\n") && page.contains("Referrer-Policy: no-referrer\r\n"), page)
         // Data: 401 without a token.
-        for path in ["/api/status", "/api/orders", "/api/journal", "/api/rejections", "/api/events", "/api/orders/\(uuid)"] {
+        for path in ["/api/status", "/api/orders", "/api/journal", "/api/rejections", "/api/events", "/api/changes", "/api/orders/\(uuid)"]
+        {
             let r = try httpExchange(port: port, "GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             XCTAssertTrue(r.hasPrefix("HTTP/1.1 401 "), "\(path): \(r)")
             XCTAssertFalse(r.contains("Ann"), r)
@@ -123,6 +124,8 @@ final class DashboardTests: XCTestCase {
         let bearer = "Authorization: Bearer \(secret)\r\n"
         let orders = try httpExchange(port: port, "GET /api/orders HTTP/1.1\r\nHost: x\r\n\(bearer)Connection: close\r\n\r\n")
         XCTAssertTrue(orders.hasPrefix("HTTP/1.1 200 OK\r\n") && orders.contains(uuid), orders)
+        let changes = try httpExchange(port: port, "GET /api/changes?since=0 HTTP/1.1\r\nHost: x\r\n\(bearer)Connection: close\r\n\r\n")
+        XCTAssertTrue(changes.hasPrefix("HTTP/1.1 200 OK\r\n") && changes.contains(uuid) && changes.contains("\"last\":1"), changes)
         let journal = try httpExchange(
             port: port, "GET /api/journal?order=\(uuid)&terminal=front HTTP/1.1\r\nHost: x\r\n\(bearer)Connection: close\r\n\r\n")
         XCTAssertTrue(journal.contains("\"seq\":1") && journal.contains("\"operation\":\"create\""), journal)
@@ -174,6 +177,16 @@ final class DashboardTests: XCTestCase {
                 method: "POST", path: "/v1/orders",
                 body: .object(JSONObject([("uuid", .string(second)), ("customerName", .string("Bo"))]))
             ).status, 201)
+        // A refused update: the open pages are told to reload their refused operations.
+        let refusedUpdate = try api.send(
+            method: "PATCH", path: "/v1/orders/\(UUID().uuidString)", body: .object(JSONObject([("customerName", .string("Cy"))])))
+        XCTAssertEqual(refusedUpdate.status, 404, "\(refusedUpdate.body)")
+        while !seen.contains("event: refusals\n") {
+            let chunk = try stream.readSome(timeout: .seconds(10))
+            XCTAssertFalse(chunk.isEmpty, "the stream ended early: \(seen)")
+            if chunk.isEmpty { return }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
         let revoked = try api.send(method: "POST", path: "/v1/dashboard/tokens/office/revoke")
         XCTAssertEqual(revoked.status, 200, "\(revoked.body)")
         while true {
@@ -181,7 +194,7 @@ final class DashboardTests: XCTestCase {
             if chunk.isEmpty { break }
             seen += String(decoding: chunk, as: UTF8.self)
         }
-        XCTAssertTrue(seen.contains("id: 2\nevent: change\ndata: {\"seq\":2}\n\n"), seen)
+        XCTAssertTrue(seen.contains("event: refusals\ndata: {\"refused\":1}\n\n"), seen)
         XCTAssertTrue(seen.hasSuffix("event: revoked\ndata: {}\n\n"), seen)
         for auth in [bearer, "Cookie: \(session)\r\n"] {
             let after = try httpExchange(port: port, "GET /api/orders HTTP/1.1\r\nHost: x\r\n\(auth)Connection: close\r\n\r\n")

@@ -66,7 +66,7 @@ def test_login_is_refused_without_a_token(store):
     browser.navigate(base + "/")
     browser.wait("!document.getElementById('login').hidden")
     assert browser.evaluate("document.getElementById('board').hidden") is True
-    for path in ("/api/status", "/api/orders", "/api/rejections", "/api/journal", "/api/events"):
+    for path in ("/api/status", "/api/orders", "/api/rejections", "/api/journal", "/api/events", "/api/changes"):
         assert fetch_status(browser, path) == 401, path
         assert fetch_status(browser, path, token="0" * 64) == 401, path
     # A wrong token typed into the form is refused and the form stays.
@@ -124,6 +124,10 @@ def test_an_order_from_the_slave_appears_without_reload_within_a_second(store):
         print(f"FIGURE order from the slave shown after {elapsed * 1000:.0f} ms")
         assert elapsed < 1.0, elapsed
     assert browser.evaluate("window.sameDocument") == "yes"
+    # The master's change feed, through the dashboard's session, has the slave's orders.
+    feed = browser.evaluate("fetch('/api/changes?since=0&limit=1000').then(r => r.json())")
+    fed = [o.get("customerName") for c in feed["changes"] for o in c["orders"]]
+    assert [n for n in fed if n.startswith("walk-in")] == ["walk-in 0", "walk-in 1", "walk-in 2"], feed
     terminal = browser.evaluate("document.querySelector('#terminals tbody tr').dataset.state")
     assert terminal == "up"
 

@@ -38,6 +38,7 @@ enum DashboardScript {
 
           function showLogin(message) {
             if (events) { events.close(); events = null; }
+            if (feed) { feed.close(); feed = null; }
             $('board').hidden = true;
             $('logout').hidden = true;
             $('login').hidden = false;
@@ -67,12 +68,27 @@ enum DashboardScript {
             $('login').hidden = true;
             $('board').hidden = false;
             $('logout').hidden = false;
-            api('/api/status').then(renderStatus).then(() => {
+            api('/api/status').then((s) => { renderStatus(s); openFeed(s.seq); }).then(() => {
               loadOrders();
               loadRejections();
               searchJournal();
               openEvents();
             }).catch(() => {});
+          }
+
+          // The master's change feed from `seq` on: each change reloads what is shown. A cursor
+          // the feed no longer answers (410) closes it: reload and follow from the status's seq.
+          let feed = null;
+          function openFeed(seq) {
+            if (feed) feed.close();
+            feed = new EventSource('/api/changes?since=' + encodeURIComponent(seq));
+            feed.addEventListener('change', () => scheduleReload());
+            feed.addEventListener('error', () => {
+              if (feed && feed.readyState === EventSource.CLOSED) {
+                feed = null;
+                setTimeout(() => api('/api/status').then((s) => { scheduleReload(); openFeed(s.seq); }).catch(() => {}), 1000);
+              }
+            });
           }
 
           function openEvents() {
@@ -84,7 +100,7 @@ enum DashboardScript {
               scheduleReload();
             });
             events.addEventListener('status', (e) => renderStatus(JSON.parse(e.data)));
-            events.addEventListener('change', () => scheduleReload());
+            events.addEventListener('refusals', () => loadRejections());
             events.addEventListener('revoked', () => showLogin('This token was revoked.'));
             events.addEventListener('error', () => {
               setLive(false);

@@ -13,6 +13,8 @@ protocol DashboardSource: AnyObject {
     func dashboardRead(_ route: LocalAPIRoute) -> (status: Int, body: [UInt8])
     /// A journal search (newest first): status and JSON body.
     func dashboardJournal(_ query: DashboardJournalQuery) -> (status: Int, body: [UInt8])
+    /// Hands a change feed request to the master's feed (Docs/API.md, "Change feed").
+    func dashboardChanges(_ request: ChangesRequest, _ sink: ChangesSink)
 }
 
 /// `GET /api/journal`'s filters: an order, a terminal (part of the origin), a time range
@@ -53,6 +55,8 @@ final class DashboardServer {
     private struct EventStream {
         var tokenId: String
         var channel: StreamChannel
+        /// A change feed stream (`/api/changes`): the feed writes to it, not the dashboard.
+        var feed = false
     }
 
     private let loop: EventLoop
@@ -62,8 +66,7 @@ final class DashboardServer {
     private var sessions: [String: Session] = [:]
     private var streams: [ObjectIdentifier: EventStream] = [:]
     private var statusTimer: TimerHandle?
-    private var lastSeq: Int64 = -1
-    private var lastRefusals = -1
+    private var lastRefusals = 0
     /// The address actually bound (`ip:port`).
     var localAddress: String { listener.localAddress }
 
@@ -101,18 +104,18 @@ final class DashboardServer {
         for (id, s) in streams where s.tokenId == tokenId {
             streams[id] = nil
             // The page shows its login form at once instead of reconnecting to a 401.
-            s.channel.write(Array("event: revoked\ndata: {}\n\n".utf8))
+            if !s.feed { s.channel.write(Array("event: revoked\ndata: {}\n\n".utf8)) }
             s.channel.closeAfterFlush()
         }
     }
 
-    /// A group is on disk: the journal is at `seq` and `refusals` operations were refused since
-    /// the start. When either moved, every open page reloads its orders and refusals.
-    func committed(seq: Int64, refusals: Int) {
-        guard seq != lastSeq || refusals != lastRefusals else { return }
-        lastSeq = seq
+    /// A group is on disk with `refusals` operations refused since the start. Applied changes
+    /// reach the page through the change feed (`/api/changes`); a refusal is not a change, so
+    /// when their number moved every open page is told to reload its refused operations.
+    func committed(refusals: Int) {
+        guard refusals != lastRefusals else { return }
         lastRefusals = refusals
-        broadcast("id: \(seq)\nevent: change\ndata: {\"seq\":\(seq)}\n\n")
+        broadcast("event: refusals\ndata: {\"refused\":\(refusals)}\n\n")
     }
 
     /// Open event streams, for tests and status.
@@ -149,6 +152,14 @@ final class DashboardServer {
         case "/api/events":
             openStream(client.channel, tokenId: tokenId)
             return .stream
+        case "/api/changes":
+            switch ChangesRequest.decode(method: "GET", path: ChangesRequest.path, query: request.query, headers: request.headers) {
+            case .failure(let f)?: return .response(Self.error(f.status, f.code, f.message))
+            case .success(let r)?:
+                followChanges(r, client.channel, tokenId: tokenId, source: source)
+                return .stream
+            case nil: return .response(Self.error(404, "not_found", "unknown path \(path)"))
+            }
         case "/api/journal":
             switch Self.journalQuery(request.query) {
             case .failure(let f): return .response(Self.error(f.status, f.code, f.message))
@@ -240,12 +251,27 @@ final class DashboardServer {
         if statusTimer == nil { scheduleStatus() }
     }
 
+    /// `GET /api/changes`: the master's change feed on this connection (a JSON answer, a
+    /// long-poll or server-sent events), closed with the token's other streams when it is revoked.
+    private func followChanges(_ r: ChangesRequest, _ channel: StreamChannel, tokenId: String, source: DashboardSource) {
+        let sink = ChangesSink(channel: channel, keepAlive: false) {}
+        let id = ObjectIdentifier(channel)
+        streams[id] = EventStream(tokenId: tokenId, channel: channel, feed: true)
+        let previous = channel.onClose
+        channel.onClose = { [weak self] reason in
+            previous?(reason)
+            sink.closed()
+            self?.streams[id] = nil
+        }
+        source.dashboardChanges(r, sink)
+    }
+
     private func scheduleStatus() {
         statusTimer = loop.schedule(after: Self.statusInterval) { [weak self] in
             guard let self else { return }
             self.statusTimer = nil
-            guard !self.streams.isEmpty else { return }
-            self.sendStatus(to: self.streams.values.map(\.channel))
+            guard self.streams.values.contains(where: { !$0.feed }) else { return }
+            self.sendStatus(to: self.streams.values.filter { !$0.feed }.map(\.channel))
             self.scheduleStatus()
         }
     }
@@ -259,7 +285,7 @@ final class DashboardServer {
     }
 
     private func broadcast(_ text: String) {
-        for s in streams.values { write(text, to: s.channel) }
+        for s in streams.values where !s.feed { write(text, to: s.channel) }
     }
 
     private func write(_ text: String, to channel: StreamChannel) {

@@ -37,6 +37,14 @@ extension MasterNode: DashboardSource {
         }
     }
 
+    func dashboardChanges(_ request: ChangesRequest, _ sink: ChangesSink) {
+        guard let changeFeed else {
+            sink.answer(503, LocalAPIRoute.errorBody(code: "starting", message: "the master is starting"))
+            return
+        }
+        changeFeed.handle(request, sink)
+    }
+
     /// `POST|GET /v1/dashboard/tokens`, `POST /v1/dashboard/tokens/{id-or-name}/revoke`.
     func handleDashboardTokens(_ route: MasterAPIRoute, _ respond: LocalAPIServer.Respond) {
         var tokens = dashboardTokens

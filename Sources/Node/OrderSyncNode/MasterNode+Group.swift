@@ -194,7 +194,7 @@ extension MasterNode {
             }
         } else {
             noteCommitted(engine.groupApplied)
-            dashboard?.committed(seq: engine.lastSeq, refusals: engine.refusals.values.reduce(0, +))
+            dashboard?.committed(refusals: engine.refusals.values.reduce(0, +))
             engine.groupCommitted()
             feedCommitted()
             perform(held)

@@ -19,7 +19,8 @@ struct OrderSyncCommand: ParsableCommand {
         version: NodeVersion.full,
         subcommands: [
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
-            PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self, WatchCommand.self, ExportCommand.self, DashboardCommand.self,
+            PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self, WatchCommand.self, ExportCommand.self,
+            DashboardCommand.self,
         ]
     )
 
