@@ -136,7 +136,8 @@ def test_units_verify_and_say_what_the_issue_asks(package):
         for key, value in (("Type", "notify"), ("Restart", "on-failure"), ("StateDirectory", "ordersync"),
                            ("User", "ordersync"), ("Group", "ordersync"), ("NoNewPrivileges", "yes"),
                            ("ProtectSystem", "strict"), ("ProtectHome", "yes"), ("PrivateTmp", "yes"),
-                           ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK"), ("WatchdogSec", "30s")):
+                           ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK"), ("WatchdogSec", "30s"),
+                           ("RestartPreventExitStatus", "64 66 73 74 77")):
             assert settings.get(key) == [value], (unit, key, settings.get(key))
         assert "avahi-daemon.service" in " ".join(settings["After"]).split()
         assert "avahi-daemon.service" in " ".join(settings["Wants"]).split()
