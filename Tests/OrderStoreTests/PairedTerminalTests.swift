@@ -18,12 +18,35 @@ final class PairedTerminalTests: StoreTestCase {
         try db.saveTerminal(KnownTerminal(id: "said-anything", name: "front (local API)", address: "a", ackedSeq: 0, lastSeenMillis: 1))
         // An earlier build's file: version 7 with a self-declared terminal in it.
         try db.connection.executeOnce("DROP TABLE paired_terminals")
+        try db.connection.executeOnce("ALTER TABLE terminals DROP COLUMN outbox")
         try db.connection.executeOnce("PRAGMA user_version = 7")
         db.close()
         let upgraded = try openDatabase()
         XCTAssertEqual(upgraded.migrationsApplied.first, 8)
         XCTAssertEqual(try upgraded.knownTerminals(), [])
         XCTAssertEqual(try upgraded.pairedTerminals(), [])
+    }
+
+    func testAKnownTerminalKeepsTheOutboxItLastReported() throws {
+        let db = try openDatabase()
+        func saved() throws -> Int? { try db.knownTerminals().first?.outbox }
+        try db.saveTerminal(KnownTerminal(id: "AAAA-0001", name: "bar", address: "a", ackedSeq: 0, lastSeenMillis: 1))
+        XCTAssertNil(try saved(), "never said")
+        try db.saveTerminal(KnownTerminal(id: "AAAA-0001", name: "bar", address: "a", ackedSeq: 3, lastSeenMillis: 2, outbox: 4))
+        XCTAssertEqual(try saved(), 4)
+        // A save that knows nothing new of the outbox keeps the last word.
+        try db.saveTerminal(KnownTerminal(id: "AAAA-0001", name: "bar", address: "b", ackedSeq: 5, lastSeenMillis: 3))
+        XCTAssertEqual(try saved(), 4)
+        try db.saveTerminal(KnownTerminal(id: "AAAA-0001", name: "bar", address: "b", ackedSeq: 5, lastSeenMillis: 4, outbox: 0))
+        XCTAssertEqual(try saved(), 0)
+        // A file of the version before: the column arrives, the terminals stay, their outbox unknown.
+        try db.connection.executeOnce("ALTER TABLE terminals DROP COLUMN outbox")
+        try db.connection.executeOnce("PRAGMA user_version = 10")
+        db.close()
+        let upgraded = try openDatabase()
+        XCTAssertEqual(upgraded.migrationsApplied.first, 11)
+        XCTAssertEqual(try upgraded.knownTerminals().map(\.id), ["AAAA-0001"])
+        XCTAssertNil(try upgraded.knownTerminals().first?.outbox)
     }
 
     func testStoredByKeyAndListedByName() throws {

@@ -156,15 +156,28 @@ final class EnginesOnSQLiteTests: XCTestCase {
             }
         }
         run(master.received(helloText, from: 1, now: 6_000))
+        XCTAssertEqual(master.peers[1]?.outbox, 2, "the hello says how many changes wait in the outbox")
+        var acksAsked = 0
         while !toSlave.isEmpty || !toMaster.isEmpty {
             for t in toSlave {
-                for x in slave.received(t, now: 6_000) { if case .send(let m) = x { toMaster.append(m) } }
+                for x in slave.received(t, now: 6_000) {
+                    if case .send(let m) = x { toMaster.append(m) }
+                    if case .scheduleAck = x { acksAsked += 1 }
+                }
             }
             toSlave = []
             for t in toMaster { run(master.received(t, from: 1, now: 6_000)) }
             toMaster = []
         }
         XCTAssertEqual(try sdb.outboxCount(), 0, "both entries were answered")
+        // The outbox emptied: the next ack says so, and the master keeps it for the terminal.
+        XCTAssertGreaterThan(acksAsked, 0)
+        XCTAssertEqual(master.peers[1]?.outbox, 2, "not known before the ack")
+        XCTAssertEqual(slave.ackDue(), [.send(ClientMessage.encodeAck(seq: slave.ackSeq, outbox: 0))])
+        run(master.received(ClientMessage.encodeAck(seq: slave.ackSeq, outbox: 0), from: 1, now: 6_500))
+        XCTAssertEqual(master.peers[1]?.outbox, 0)
+        _ = master.peerDisconnected(1, now: 7_000)
+        XCTAssertEqual(try mdb.knownTerminals().first { $0.id == "t" }?.outbox, 0, "kept for while it is away")
         // The slave's change feed, numbered by the replica: each local change pending, the
         // master's snapshot (a new slave) and changes with its seq, the outcome of each local change.
         let feed = try sdb.feed(after: 0, limit: 100).map { try XCTUnwrap(JSONParser.parse(Array($0.text.utf8)).objectValue) }

@@ -162,8 +162,28 @@ final class WireTests: XCTestCase {
     func testHelloRoundTrip() {
         let h = HelloMessage(terminalId: "t", terminalName: "Bar", store: "s", lastSeq: 5, epoch: "e")
         XCTAssertEqual(try ClientMessage.decode(h.encoded()).get(), .hello(h))
-        XCTAssertEqual(try ClientMessage.decode(ClientMessage.encodeAck(seq: 9)).get(), .ack(seq: 9))
+        XCTAssertEqual(try ClientMessage.decode(ClientMessage.encodeAck(seq: 9)).get(), .ack(seq: 9, outbox: nil))
         if case .success = ClientMessage.decode(#"{"type":"ack","seq":-1}"#) { XCTFail("negative ack accepted") }
+    }
+
+    func testAckAndHelloCarryTheOutboxCountAndBadCountsAreRefused() {
+        XCTAssertEqual(ClientMessage.encodeAck(seq: 9, outbox: 3), #"{"type":"ack","seq":9,"outbox":3}"#)
+        XCTAssertEqual(try ClientMessage.decode(ClientMessage.encodeAck(seq: 9, outbox: 3)).get(), .ack(seq: 9, outbox: 3))
+        // An ack without it (StorePOS never acks; an older slave) is still an ack.
+        XCTAssertEqual(try ClientMessage.decode(#"{"type":"ack","seq":4}"#).get(), .ack(seq: 4, outbox: nil))
+        var h = HelloMessage(terminalId: "t", terminalName: "Bar", store: "s", lastSeq: 5, epoch: "e")
+        h.outbox = 7012
+        XCTAssertTrue(h.encoded().contains(#""outbox":7012"#), h.encoded())
+        XCTAssertEqual(try ClientMessage.decode(h.encoded()).get(), .hello(h))
+        for bad in [
+            #"{"type":"ack","seq":1,"outbox":-1}"#, #"{"type":"ack","seq":1,"outbox":"3"}"#, #"{"type":"ack","seq":1,"outbox":1.5}"#,
+            #"{"type":"ack","seq":1,"outbox":null}"#, #"{"type":"hello","terminal":"t","outbox":[]}"#,
+            #"{"type":"ack","seq":1,"outbox":99999999999}"#,
+        ] {
+            guard case .failure(let e) = ClientMessage.decode(bad) else { return XCTFail("accepted \(bad)") }
+            XCTAssertEqual(e.code, .invalidMessage, bad)
+            XCTAssertTrue(e.message.contains("\"outbox\" must be an integer of 0 or more"), e.message)
+        }
     }
 
     func testHelloListsPendingOperationIdsAndTheSnapshotSaysWhichItHolds() {

@@ -2,7 +2,7 @@
 a paired slave on another and a headless Chromium (driven over the DevTools protocol, `cdp.py`)
 on a third. Login refused without a token; the orders listed with one; an order created on the
 slave shown without a reload within 1 s; a customer name that is HTML shown as text; a terminal
-whose link is cut shown as away; a revoked token logged out at once; screenshots at desktop and phone
+whose link is cut shown as away; a terminal's outbox shown while it drains; a revoked token logged out at once; screenshots at desktop and phone
 width kept under reports/dashboard/."""
 
 import json
@@ -15,10 +15,13 @@ import pytest
 from cdp import Browser, chromium_binary
 from lan_support import require, require_lan
 from lanharness import Lan, wait_until
-from ordersync_lab import OrderSyncNode, ordersync_binary
+from ordersync_lab import OrderSyncNode, UnixHTTPConnection, ordersync_binary
 
 HTTP_PORT = 8080
 PEER_TIMEOUT = 3
+# A terminal may send RATE operations a second, BURST at once: a burst of more waits in its
+# outbox and drains at that pace (the outbox test).
+RATE, BURST = 5, 20
 XSS = "<img src=x onerror=alert(1)>"
 REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "reports", "dashboard")
 
@@ -42,7 +45,8 @@ def store():
         h1, h2, h3 = lan.hosts
         master = OrderSyncNode.master(
             h1, name="front",
-            extra=["--http-listen", f"0.0.0.0:{HTTP_PORT}", "--ping-interval", "1", "--peer-timeout", str(PEER_TIMEOUT)])
+            extra=["--http-listen", f"0.0.0.0:{HTTP_PORT}", "--ping-interval", "1", "--peer-timeout", str(PEER_TIMEOUT),
+                   "--rate-limit", str(RATE), "--rate-burst", str(BURST)])
         master.wait_event("node.started")
         slave = OrderSyncNode.slave(h2)
         slave.wait_live(timeout=30)
@@ -179,6 +183,40 @@ def test_journal_search_by_order_and_terminal(store):
                            ".map(t => t.children[2].textContent); return r.length >= 5 ? r : null; })()")
     assert all(o.startswith(prefix) for o in origins), origins
     assert browser.evaluate("document.getElementById('journal-error').textContent") == ""
+
+
+def test_a_terminals_outbox_is_shown_while_it_drains(store):
+    master, slave, browser = store["master"], store["slave"], store["browser"]
+    row = "document.querySelector('#terminals tbody tr[data-state=up] td.outbox')"
+    browser.wait(f"{row} !== null && {row}.textContent === '0 changes'", timeout=10)
+    # Three times the burst at once: the master lets BURST through and refuses the rest
+    # (rate_limited) until the terminal's bucket is full again; they wait in its outbox.
+    count = 3 * BURST
+    before = len(master.orders())
+    for i in range(count):
+        status, answer = slave.operation(0, {"uuid": str(uuid.uuid4()).upper(), "customerName": f"rush {i}"}, str(uuid.uuid4()))
+        assert status in (200, 202), (status, answer)
+    # The slave says how many wait (its acks); the master's status and the page show it.
+    waiting = wait_until(lambda: next((t["outbox"] for t in master.status()["terminals"] if t["outbox"]), None), 5,
+                         what="the master to see the slave's outbox")
+    assert 0 < waiting <= count, waiting
+    browser.wait(f"{row}.classList.contains('waiting')", timeout=5)
+    shown = browser.evaluate(f"{row}.textContent")
+    print(f"FIGURE outbox shown on the dashboard: {shown!r} (master status said {waiting})")
+    browser.screenshot(os.path.join(REPORTS, "outbox.png"), full_page=False)
+    assert shown.endswith(" changes") and 0 < int(shown.split()[0]) <= count, shown
+    # It drains at the rate limit's pace, and the page follows down to zero.
+    browser.wait(f"{row}.textContent === '0 changes' && !{row}.classList.contains('waiting')", timeout=count / RATE + 15)
+    assert slave.status()["outbox"] == 0
+    assert len(master.orders()) == before + count
+    assert [t["outbox"] for t in master.status()["terminals"]] == [0]
+    # The same per terminal in the master's metrics.
+    conn = UnixHTTPConnection(os.path.join(master.data_dir, "ordersync.sock"))
+    conn.request("GET", "/metrics")
+    exposition = conn.getresponse().read().decode()
+    conn.close()
+    series = [line for line in exposition.splitlines() if line.startswith("ordersync_terminal_outbox_operations{")]
+    assert len(series) == 1 and float(series[0].split()[-1]) == 0 and f'terminal="{slave.node_id()}"' in series[0], series
 
 
 def test_a_terminal_cut_off_shows_as_away(store):

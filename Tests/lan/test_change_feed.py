@@ -159,11 +159,34 @@ def test_long_poll_wakes_on_a_change_and_times_out_empty(make_lan):
     conn = UnixHTTPConnection(sock(master))
     conn.request("POST", "/v1/changes", body=b"")
     r = conn.getresponse()
-    assert r.status == 405 and r.getheader("Allow") == "GET" and json.loads(r.read())["error"]["code"] == "method_not_allowed"
-    # HEAD is not served on the feed: 405 with no body, and the connection goes on.
-    conn.request("HEAD", "/v1/changes")
+    assert r.status == 405 and r.getheader("Allow") == "GET, HEAD" and json.loads(r.read())["error"]["code"] == "method_not_allowed"
+    # HEAD is answered as GET at once, with the same head and no body (a long-poll does not
+    # wait for it), and the connection goes on.
+    conn.request("GET", "/v1/changes?since=0")
     r = conn.getresponse()
-    assert r.status == 405 and r.read() == b""
+    got_headers, got_body = dict(r.getheaders()), r.read()
+    t0 = time.monotonic()
+    conn.request("HEAD", "/v1/changes?since=1&timeout=30")
+    r = conn.getresponse()
+    assert r.status == 200 and r.read() == b"" and time.monotonic() - t0 < 5
+    conn.request("HEAD", "/v1/changes?since=0")
+    r = conn.getresponse()
+    head_headers = dict(r.getheaders())
+    assert r.status == 200 and r.read() == b""
+    strip = {"Date"}
+    assert {k: v for k, v in head_headers.items() if k not in strip} == {k: v for k, v in got_headers.items() if k not in strip}
+    assert int(head_headers["Content-Length"]) == len(got_body) and head_headers["OrderSync-Epoch"]
+    # A stale cursor's HEAD is the 410's head.
+    conn.request("HEAD", "/v1/changes?since=99")
+    r = conn.getresponse()
+    assert r.status == 410 and r.read() == b"" and int(r.getheader("Content-Length")) > 0
+    # An event stream's HEAD: its head, then the connection ends (no events, no wait).
+    stream_head = UnixHTTPConnection(sock(master))
+    stream_head.request("HEAD", "/v1/changes?since=0", headers={"Accept": "text/event-stream"})
+    r = stream_head.getresponse()
+    assert r.status == 200 and r.getheader("Content-Type").startswith("text/event-stream") and r.read() == b""
+    assert r.getheader("OrderSync-Epoch") == head_headers["OrderSync-Epoch"]
+    stream_head.close()
     conn.request("GET", "/v1/changes?since=0")
     r = conn.getresponse()
     assert r.status == 200 and json.loads(r.read())["last"] == 1

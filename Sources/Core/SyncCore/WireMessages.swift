@@ -49,6 +49,9 @@ public struct HelloMessage: Equatable, Sendable {
     /// Operation ids still in its outbox, oldest first (at most `HelloMessage.maxPending`): a
     /// snapshot says which of them it already holds.
     public var pending: [String] = []
+    /// How many changes its outbox holds (all of them, where `pending` lists at most
+    /// `maxPending`); nil from a slave that does not say (an older build).
+    public var outbox: Int?
 
     /// Most operation ids a hello lists.
     public static let maxPending = 5000
@@ -74,6 +77,7 @@ public struct HelloMessage: Equatable, Sendable {
         o["lastSeq"] = .int(lastSeq)
         if let e = epoch { o["epoch"] = .string(e) }
         if !pending.isEmpty { o["pending"] = .array(pending.prefix(HelloMessage.maxPending).map { .string($0) }) }
+        if let n = outbox { o["outbox"] = .int(Int64(n)) }
         return JSONValue.object(o).serialized()
     }
 }
@@ -83,12 +87,25 @@ public enum ClientMessage: Equatable, Sendable {
     case operation(OperationMessage)
     case hello(HelloMessage)
     /// A slave has applied everything up to `seq` (sent after catching up, on heartbeats, and
-    /// shortly after applying broadcasts).
-    case ack(seq: Int64)
+    /// shortly after applying broadcasts or a change of its outbox), and holds `outbox` changes
+    /// not yet answered by the master (nil from a slave that does not say).
+    case ack(seq: Int64, outbox: Int?)
 
     /// JSON text of an ack.
-    public static func encodeAck(seq: Int64) -> String {
-        JSONValue.object(JSONObject([("type", .string("ack")), ("seq", .int(seq))])).serialized()
+    public static func encodeAck(seq: Int64, outbox: Int? = nil) -> String {
+        var o = JSONObject([("type", .string("ack")), ("seq", .int(seq))])
+        if let n = outbox { o["outbox"] = .int(Int64(n)) }
+        return JSONValue.object(o).serialized()
+    }
+
+    /// The optional `outbox` count of a hello or an ack: absent, or an integer of 0 or more.
+    static func outboxCount(_ o: JSONObject, in type: String) -> Result<Int?, WireError> {
+        guard let v = o["outbox"] else { return .success(nil) }
+        guard case .int(let n) = v, n >= 0, n <= Int64(Int32.max) else {
+            let got = v.typeName == "number" ? v.serialized() : v.typeName
+            return .failure(WireError(.invalidMessage, "\(type) \"outbox\" must be an integer of 0 or more, got \(got)"))
+        }
+        return .success(Int(n))
     }
 
     /// Decodes one text message. Never traps; every problem is a `WireError` naming it.
@@ -114,7 +131,7 @@ public enum ClientMessage: Equatable, Sendable {
                 guard let seq = o["seq"]?.intValue, seq >= 0 else {
                     return .failure(WireError(.invalidMessage, "ack needs a \"seq\" of 0 or more"))
                 }
-                return .success(.ack(seq: seq))
+                return outboxCount(o, in: "ack").map { .ack(seq: seq, outbox: $0) }
             default:
                 return .failure(WireError(.invalidMessage, "unknown message type \(t.serialized())"))
             }
@@ -169,6 +186,10 @@ public enum ClientMessage: Equatable, Sendable {
                     ))
             }
             hello.pending = ids
+        }
+        switch outboxCount(o, in: "hello") {
+        case .failure(let e): return .failure(e)
+        case .success(let n): hello.outbox = n
         }
         return .success(.hello(hello))
     }

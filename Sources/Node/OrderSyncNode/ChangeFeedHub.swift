@@ -79,6 +79,11 @@ final class ChangeFeedHub {
         nextId += 1
         if r.stream {
             sink.openStream(headers: headers)
+            if sink.omitsBody {
+                // HEAD: the stream's head, and no events.
+                sink.close()
+                return
+            }
             streams[id] = Stream(cursor: r.since, sink: sink)
             sink.onClose = { [weak self] in self?.streams[id] = nil }
             pump(id)
@@ -90,7 +95,7 @@ final class ChangeFeedHub {
             sink.answer(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "could not read the change feed: \(error)"))
             return
         }
-        if !changes.isEmpty || r.timeout == 0 {
+        if !changes.isEmpty || r.timeout == 0 || sink.omitsBody {
             sink.answer(200, Self.body(changes, since: r.since), headers: headers)
             return
         }

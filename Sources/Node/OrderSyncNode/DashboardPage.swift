@@ -51,7 +51,7 @@ enum DashboardPage {
           <section>
             <h2>Terminals</h2>
             <table id="terminals" class="grid">
-              <thead><tr><th>Terminal</th><th>State</th><th>Last heard</th><th>Lag</th><th>Address</th></tr></thead>
+              <thead><tr><th>Terminal</th><th>State</th><th>Last heard</th><th>Lag</th><th>Outbox</th><th>Address</th></tr></thead>
               <tbody></tbody>
             </table>
             <p id="no-terminals" class="muted" hidden>No terminal has connected yet.</p>
@@ -123,6 +123,7 @@ enum DashboardPage {
         .state { font-weight: 600; }
         .state.up { color: var(--ok); }
         .state.away { color: var(--away); }
+        .outbox.waiting { color: var(--away); font-weight: 600; }
         .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12px; word-break: break-all; }
         .muted { color: var(--muted); font-weight: normal; }
         .error { color: var(--away); min-height: 1em; }

@@ -163,6 +163,10 @@ enum DashboardScript {
               const p = peers.get(t.terminalId);
               cell(tr, 'Last heard', p ? ago(p.lastSeenMillisAgo) : t.lastSeen);
               cell(tr, 'Lag', t.lag + (t.lag === 1 ? ' operation' : ' operations'));
+              // What its outbox held when it last said; while away it may hold more by now.
+              const waiting = t.outbox == null ? '\u2014' : t.outbox + (t.outbox === 1 ? ' change' : ' changes');
+              cell(tr, 'Outbox', waiting + (t.connected || t.outbox == null ? '' : ' when last heard'),
+                'outbox' + (t.outbox > 0 ? ' waiting' : ''));
               cell(tr, 'Address', t.address, 'mono');
               return tr;
             }));

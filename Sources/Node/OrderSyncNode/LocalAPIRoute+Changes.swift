@@ -2,7 +2,7 @@ import Foundation
 import HTTP1
 import SyncCore
 
-/// `GET /v1/changes?since=SEQ&limit=N&timeout=S&epoch=E` (Docs/API.md, "Change feed"), with
+/// `GET` (or `HEAD`) `/v1/changes?since=SEQ&limit=N&timeout=S&epoch=E` (Docs/API.md, "Change feed"), with
 /// `Accept: text/event-stream` for server-sent events and `Last-Event-ID` to resume. Pure.
 struct ChangesRequest: Equatable {
     /// Changes after this cursor.
@@ -17,13 +17,17 @@ struct ChangesRequest: Equatable {
     var stream = false
 
     static let path = "/v1/changes"
+    /// The methods the feed answers (`Allow` on its 405).
+    static let allowed = "GET, HEAD"
 
     /// nil when the request is not for the change feed; else the request or why it is refused.
     static func decode(method: String, path: String, query: [(String, String)], headers: HTTPHeaders)
         -> Result<ChangesRequest, LocalAPIRoute.Failure>?
     {
         guard path == Self.path || path == Self.path + "/" else { return nil }
-        guard method == "GET" else {
+        // HEAD is answered as GET would be at once, with no body (a long-poll does not wait, an
+        // event stream ends after its head).
+        guard method == "GET" || method == "HEAD" else {
             return .failure(.init(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
         }
         func value(_ name: String) -> String? { query.last(where: { $0.0 == name })?.1 }

@@ -91,8 +91,8 @@ extension LocalAPIServer {
         client.changes = sink
         switch decoded {
         case .failure(let f):
-            sink.answer(
-                f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message), headers: f.status == 405 ? [("Allow", "GET")] : [])
+            let allow = f.status == 405 ? [("Allow", ChangesRequest.allowed)] : []
+            sink.answer(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message), headers: allow)
         case .success(let r):
             if let changesHandler {
                 changesHandler(r, sink)

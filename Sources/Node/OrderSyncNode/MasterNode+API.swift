@@ -37,14 +37,16 @@ extension MasterNode {
                 address: s.address, protocol: s.speaksOrderSync ? .ordersync : .storepos,
                 terminal: e?.terminalName, terminalId: e?.terminalId, connectedSeconds: (now - s.connectedAt).components.seconds,
                 lastSeenMillisAgo: (now - link.lastHeard).wholeMilliseconds, ackedSeq: e?.ackedSeq, lag: e?.ackedSeq.map { lastSeq - $0 },
-                messages: e?.messagesIn ?? 0, rejected: e?.rejected ?? 0)
+                outbox: e?.outbox, messages: e?.messagesIn ?? 0, rejected: e?.rejected ?? 0)
         }
         let connectedIds = Set(known.values.compactMap(\.terminalId))
         let terminals = ((try? db.knownTerminals()) ?? []).map { t in
-            let acked = known.values.first { $0.terminalId == t.id }?.ackedSeq ?? t.ackedSeq
+            let live = known.values.first { $0.terminalId == t.id }
+            let acked = live?.ackedSeq ?? t.ackedSeq
             return MasterStatus.KnownTerminal(
                 terminalId: t.id, name: t.name, address: t.address, connected: connectedIds.contains(t.id), ackedSeq: acked,
-                lag: max(0, lastSeq - acked), lastSeen: OrderTimestamp(epochMillis: t.lastSeenMillis).storePOSText)
+                lag: max(0, lastSeq - acked), lastSeen: OrderTimestamp(epochMillis: t.lastSeenMillis).storePOSText,
+                outbox: live?.outbox ?? t.outbox)
         }
         let orders = try? db.orderCount()
         var status = MasterStatus(

@@ -15,7 +15,7 @@ extension MasterNode {
         var snapshot = NodeMetrics.Snapshot(seq: status.seq)
         snapshot.refusals = engine.refusals
         for p in status.peers { snapshot.connected[p.protocol, default: 0] += 1 }
-        snapshot.terminalLag = status.terminals.map { ($0.terminalId, $0.name, $0.lag) }
+        snapshot.terminals = status.terminals.map { .init(id: $0.terminalId, name: $0.name, lag: $0.lag, outbox: $0.outbox) }
         for s in sessions.values { snapshot.liveTraffic.add(s.transport.traffic) }
         return metrics.render(snapshot)
     }

@@ -129,6 +129,7 @@ extension MasterNode {
             o["connected"] = .bool(live != nil)
             o["address"] = (live?.address ?? saved?.address).map { .string($0) } ?? .null
             o["ackedSeq"] = (live?.ackedSeq ?? saved?.ackedSeq).map { .int($0) } ?? .null
+            o["outbox"] = (live?.outbox ?? saved?.outbox).map { .int(Int64($0)) } ?? .null
             return o
         }
     }

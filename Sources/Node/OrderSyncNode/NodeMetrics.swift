@@ -33,8 +33,9 @@ final class NodeMetrics {
         var refusals: [WireErrorCode: Int] = [:]
         /// Connected terminals by protocol (master).
         var connected: [MasterStatus.PeerProtocol: Int] = [:]
-        /// Operations each known slave is behind, by terminal id (master).
-        var terminalLag: [(id: String, name: String, lag: Int64)] = []
+        /// Operations each known slave is behind, and the changes its outbox held when it last
+        /// said (nil: never), by terminal id (master).
+        var terminals: [TerminalGauges] = []
         /// Changes in the outbox, operations behind the master, and whether the link is live (slave).
         var outbox = 0
         var lag: Int64 = 0
@@ -56,7 +57,12 @@ final class NodeMetrics {
     private let applied: [CoreMetrics.Counter]
     private let refused: [WireErrorCode: CoreMetrics.Counter]
     private let connected: [MasterStatus.PeerProtocol: Meter]
-    private var lagByTerminal: [String: (name: String, meter: Meter)] = [:]
+    private lazy var terminalLag = PerTerminalGauge(
+        registry: registry, factory: factory, name: "terminal_lag",
+        help: "Operations a known slave has not acknowledged, by terminal id and name.")
+    private lazy var terminalOutbox = PerTerminalGauge(
+        registry: registry, factory: factory, name: "terminal_outbox",
+        help: "Changes waiting in a known slave's outbox, as it last said (acks, hello), by terminal id and name.")
     private let seq: Meter
     private let outbox: Meter?
     private let slaveLag: Meter?
@@ -198,33 +204,53 @@ final class NodeMetrics {
         outbox?.set(s.outbox)
         slaveLag?.set(s.lag)
         linkLive?.set(s.linkLive ? 1 : 0)
-        setTerminalLag(s.terminalLag)
+        guard role == .master else { return }
+        terminalLag.set(s.terminals.map { ($0.id, $0.name, $0.lag) })
+        terminalOutbox.set(s.terminals.compactMap { t in t.outbox.map { (t.id, t.name, Int64($0)) } })
     }
 
-    /// One gauge per known slave; a terminal no longer known (revoked, forgotten) loses its
-    /// series, so the label set stays that of the paired terminals.
-    private func setTerminalLag(_ list: [(id: String, name: String, lag: Int64)]) {
-        guard role == .master else { return }
+    /// What the master knows of one slave, for its per-terminal gauges.
+    struct TerminalGauges {
+        var id: String
+        var name: String
+        var lag: Int64
+        var outbox: Int?
+    }
+}
+
+/// One gauge per known slave; a terminal no longer known (revoked, forgotten, or with no value)
+/// loses its series, so the label set stays that of the paired terminals.
+private final class PerTerminalGauge {
+    private let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+    private let descriptor: MetricNameDescriptor
+    private var byTerminal: [String: (name: String, meter: Meter)] = [:]
+
+    init(registry: PrometheusCollectorRegistry, factory: PrometheusMetricsFactory, name: String, help: String) {
+        self.registry = registry
+        self.factory = factory
+        descriptor = MetricNameDescriptor(namespace: "ordersync", metricName: name, unitName: "operations", helpText: help)
+    }
+
+    func set(_ list: [(id: String, name: String, value: Int64)]) {
         var seen = Set<String>()
         for t in list {
             seen.insert(t.id)
-            if let entry = lagByTerminal[t.id], entry.name == t.name {
-                entry.meter.set(t.lag)
+            if let entry = byTerminal[t.id], entry.name == t.name {
+                entry.meter.set(t.value)
                 continue
             }
-            lagByTerminal[t.id]?.meter.destroy()
-            let d = MetricNameDescriptor(
-                namespace: "ordersync", metricName: "terminal_lag", unitName: "operations",
-                helpText: "Operations a known slave has not acknowledged, by terminal id and name.")
+            byTerminal[t.id]?.meter.destroy()
             let labels = [("terminal", t.id), ("name", t.name)]
             let meter = Meter(
-                label: d.name, dimensions: labels, handler: registry.makeGauge(descriptor: d, labels: labels), factory: factory)
-            meter.set(t.lag)
-            lagByTerminal[t.id] = (t.name, meter)
+                label: descriptor.name, dimensions: labels, handler: registry.makeGauge(descriptor: descriptor, labels: labels),
+                factory: factory)
+            meter.set(t.value)
+            byTerminal[t.id] = (t.name, meter)
         }
-        for (id, entry) in lagByTerminal where !seen.contains(id) {
+        for (id, entry) in byTerminal where !seen.contains(id) {
             entry.meter.destroy()
-            lagByTerminal[id] = nil
+            byTerminal[id] = nil
         }
     }
 }

@@ -121,6 +121,9 @@ public struct MasterStatus: Codable, Sendable, Equatable {
         public var ackedSeq: Int64?
         /// Operations it is behind, from `ackedSeq`.
         public var lag: Int64?
+        /// Changes waiting in its outbox for the master, as it last said (nil: it has not said,
+        /// e.g. a StorePOS terminal).
+        public var outbox: Int? = nil
         /// Messages received from it.
         public var messages: Int
         /// Its operations the master refused.
@@ -143,6 +146,9 @@ public struct MasterStatus: Codable, Sendable, Equatable {
         public var lag: Int64
         /// When it was last seen (StorePOS timestamp text).
         public var lastSeen: String
+        /// Changes waiting in its outbox, as it last said (while away: when it was last heard,
+        /// it may hold more now); nil if it never said.
+        public var outbox: Int? = nil
     }
 }
 
@@ -298,8 +304,24 @@ extension MasterStatus.Peer {
         try c.encode(lastSeenMillisAgo, forKey: .lastSeenMillisAgo)
         try c.encode(ackedSeq, forKey: .ackedSeq)
         try c.encode(lag, forKey: .lag)
+        try c.encode(outbox, forKey: .outbox)
         try c.encode(messages, forKey: .messages)
         try c.encode(rejected, forKey: .rejected)
+    }
+}
+
+extension MasterStatus.KnownTerminal {
+    /// Encodes every member, absent ones as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(terminalId, forKey: .terminalId)
+        try c.encode(name, forKey: .name)
+        try c.encode(address, forKey: .address)
+        try c.encode(connected, forKey: .connected)
+        try c.encode(ackedSeq, forKey: .ackedSeq)
+        try c.encode(lag, forKey: .lag)
+        try c.encode(lastSeen, forKey: .lastSeen)
+        try c.encode(outbox, forKey: .outbox)
     }
 }
 

@@ -89,10 +89,13 @@ public enum StatusText {
             } else if let id = p.terminalId, let t = m.terminals.first(where: { $0.terminalId == id }) {
                 line += "  acked \(t.ackedSeq)  lag \(t.lag)"
             }
+            if let n = p.outbox { line += "  outbox \(n)" }
             lines.append(line)
         }
         for t in away {
-            lines.append("  away       \(t.name)  \(t.address)  last seen \(t.lastSeen)  acked \(t.ackedSeq)  lag \(t.lag)")
+            var line = "  away       \(t.name)  \(t.address)  last seen \(t.lastSeen)  acked \(t.ackedSeq)  lag \(t.lag)"
+            if let n = t.outbox { line += "  outbox \(n) when last heard" }
+            lines.append(line)
         }
         return lines
     }

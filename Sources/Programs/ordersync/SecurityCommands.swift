@@ -100,6 +100,7 @@ struct TerminalCommand: ParsableCommand {
                 line += connected ? "  connected" : "  away"
                 if let a = t["address"]?.stringValue { line += "  \(a)" }
                 if let seq = t["ackedSeq"]?.intValue { line += "  acked \(seq)" }
+                if let n = t["outbox"]?.intValue { line += "  outbox \(n)" }
                 print(line)
             }
         }

@@ -7,20 +7,28 @@ extension OrderDatabase {
         try requireWritable()
         try connection.execute(
             """
-            INSERT INTO terminals (terminal_id, name, address, acked_seq, last_seen_ms) VALUES (?, ?, ?, ?, ?)
+            INSERT INTO terminals (terminal_id, name, address, acked_seq, last_seen_ms, outbox) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (terminal_id) DO UPDATE SET name = excluded.name, address = excluded.address,
-                acked_seq = excluded.acked_seq, last_seen_ms = excluded.last_seen_ms
-            """, [.text(t.id), .text(t.name), .text(t.address), .integer(t.ackedSeq), .integer(t.lastSeenMillis)])
+                acked_seq = excluded.acked_seq, last_seen_ms = excluded.last_seen_ms,
+                outbox = coalesce(excluded.outbox, terminals.outbox)
+            """,
+            [
+                .text(t.id), .text(t.name), .text(t.address), .integer(t.ackedSeq), .integer(t.lastSeenMillis),
+                t.outbox.map { .integer(Int64($0)) } ?? .null,
+            ])
     }
 
     /// Every known terminal, by name.
     public func knownTerminals() throws -> [KnownTerminal] {
-        try connection.withStatement("SELECT terminal_id, name, address, acked_seq, last_seen_ms FROM terminals ORDER BY name, terminal_id")
-        { s in
+        try connection.withStatement(
+            "SELECT terminal_id, name, address, acked_seq, last_seen_ms, outbox FROM terminals ORDER BY name, terminal_id"
+        ) { s in
             var out: [KnownTerminal] = []
             while try s.step() {
                 out.append(
-                    KnownTerminal(id: s.text(0), name: s.text(1), address: s.text(2), ackedSeq: s.int64(3), lastSeenMillis: s.int64(4)))
+                    KnownTerminal(
+                        id: s.text(0), name: s.text(1), address: s.text(2), ackedSeq: s.int64(3), lastSeenMillis: s.int64(4),
+                        outbox: s.isNull(5) ? nil : Int(s.int64(5))))
             }
             return out
         }

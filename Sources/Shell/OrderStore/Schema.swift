@@ -224,6 +224,13 @@ enum Schema {
                 )
                 """
             ]),
+        Migration(
+            version: 11, name: "outbox of each known terminal",
+            statements: [
+                // How many changes a slave's outbox held when it last said (hello, ack): the
+                // master's status and dashboard show it per terminal. NULL: it never said.
+                "ALTER TABLE terminals ADD COLUMN outbox INTEGER"
+            ]),
     ]
 
     /// The schema version this build writes and reads.

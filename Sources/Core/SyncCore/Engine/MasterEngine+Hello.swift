@@ -44,7 +44,9 @@ extension MasterEngine {
         // stands where it was last acknowledged.
         if let saved = try? store.knownTerminals().first(where: { $0.id == terminal.nodeId }) {
             peers[id]?.ackedSeq = min(saved.ackedSeq, lastSeq)
+            peers[id]?.outbox = saved.outbox
         }
+        if let n = hello.outbox { peers[id]?.outbox = n }
         if let p = peers[id] { remember([p], now: now, &out) }
         out.append(
             .log(
@@ -53,6 +55,7 @@ extension MasterEngine {
                     [
                         ("peer.address", peers[id]?.address ?? "?"), ("terminal", terminal.name),
                         ("terminal.id", terminal.nodeId), ("peer.last_seq", "\(hello.lastSeq)"),
+                        ("peer.outbox", hello.outbox.map { "\($0)" } ?? "-"),
                     ])))
         do {
             if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch) {

@@ -64,6 +64,8 @@ public final class MasterEngine {
         public var terminalName: String? { authenticated?.name }
         /// The last sequence it said it applied (hello, then acks).
         public var ackedSeq: Int64?
+        /// The changes its outbox holds, as it last said (hello, then acks); nil until it says.
+        public var outbox: Int?
         public var messagesIn = 0
         public var rejected = 0
         /// Whether its operations are let through (the rate limit).
@@ -192,8 +194,9 @@ public final class MasterEngine {
             reject(e, opId: nil, operation: nil, to: id, now: now, &out)
         case .success(.hello(let hello)):
             self.hello(hello, from: id, now: now, &out)
-        case .success(.ack(let seq)):
+        case .success(.ack(let seq, let outbox)):
             peers[id]?.ackedSeq = min(max(0, seq), lastSeq)
+            if let n = outbox { peers[id]?.outbox = n }
         case .success(.operation(let message)):
             if p.phase == .awaitingHello {
                 reject(
@@ -418,7 +421,7 @@ public final class MasterEngine {
             p.terminalId.map {
                 KnownTerminal(
                     id: $0, name: p.terminalName ?? $0, address: p.address, ackedSeq: p.ackedSeq ?? 0,
-                    lastSeenMillis: now)
+                    lastSeenMillis: now, outbox: p.outbox)
             }
         }
         guard !terminals.isEmpty else { return }

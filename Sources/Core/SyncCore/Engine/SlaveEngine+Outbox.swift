@@ -89,6 +89,7 @@ extension SlaveEngine {
             // In outbox order: an older entry waiting to be sent again goes first.
             flushOutbox(&out, quiet: true)
             result.sent = true
+            scheduleAck(&out)
         }
         return (result, out)
     }
@@ -183,6 +184,7 @@ extension SlaveEngine {
     func forget(_ opId: String, keys: [String], errors: [WireError], _ out: inout [Action]) {
         outboxKeys[opId] = nil
         outbox.removeAll { $0.opId == opId }
+        if link == .live { scheduleAck(&out) }
         for k in keys {
             pendingKeys[k, default: 1] -= 1
             if pendingKeys[k] == 0 { pendingKeys[k] = nil }

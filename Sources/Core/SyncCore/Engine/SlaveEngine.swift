@@ -46,7 +46,7 @@ public final class SlaveEngine {
     private var snapshotInfo: SnapshotPart?
     /// Outbox entries the snapshot being received already holds, with their sequence numbers.
     private var snapshotApplied: [String: Int64] = [:]
-    private var ackScheduled = false
+    var ackScheduled = false
     var retryScheduled = false
     var now: Int64 = 0
 
@@ -96,6 +96,7 @@ public final class SlaveEngine {
             terminalId: terminalId, terminalName: terminalName, store: configuredStore ?? joinedStore,
             lastSeq: lastSeq, epoch: needsSnapshot ? nil : epoch)
         hello.pending = outbox.prefix(HelloMessage.maxPending).map(\.opId)
+        hello.outbox = outbox.count
         return [.send(hello.encoded())]
     }
 
@@ -112,11 +113,20 @@ public final class SlaveEngine {
         inFlight.removeAll()
     }
 
+    /// Asks for an ack shortly (coalesced: at most one waits at a time). Sent after applied
+    /// broadcasts and whenever the outbox grows or shrinks, so the master's view of this
+    /// terminal (its lag and outbox) follows.
+    func scheduleAck(_ out: inout [Action]) {
+        guard !ackScheduled else { return }
+        ackScheduled = true
+        out.append(.scheduleAck)
+    }
+
     /// The ack delay passed.
     public func ackDue() -> [Action] {
         ackScheduled = false
         guard link == .live else { return [] }
-        return [.send(ClientMessage.encodeAck(seq: ackSeq))]
+        return [.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count))]
     }
 
     /// The retry delay for operations the master could not store passed.
@@ -158,7 +168,7 @@ public final class SlaveEngine {
             }
             masterSeq = max(seq, lastSeq)
             link = .live
-            out.append(.send(ClientMessage.encodeAck(seq: ackSeq)))
+            out.append(.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count)))
             out.append(.synced(seq: seq, epoch: masterEpoch, store: masterStore))
             flushOutbox(&out)
             resyncIfSettled(&out)
@@ -184,7 +194,7 @@ public final class SlaveEngine {
                 out.append(.resync(reason: "resync"))
                 return out
             }
-            if link == .live { out.append(.send(ClientMessage.encodeAck(seq: ackSeq))) }
+            if link == .live { out.append(.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count))) }
         }
         return out
     }
@@ -293,10 +303,7 @@ public final class SlaveEngine {
         if let s = seq {
             lastSeq = s
             masterSeq = max(masterSeq, s)
-            if !ackScheduled {
-                ackScheduled = true
-                out.append(.scheduleAck)
-            }
+            scheduleAck(&out)
         }
         if let st = settled {
             forget(st.opId, keys: st.keys, errors: st.errors, &out)

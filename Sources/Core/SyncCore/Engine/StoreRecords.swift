@@ -38,14 +38,17 @@ public struct KnownTerminal: Equatable, Sendable {
     public var ackedSeq: Int64
     /// Wall-clock time it was last heard from, milliseconds since 1970.
     public var lastSeenMillis: Int64
+    /// The changes its outbox held when it last said (hello, ack); nil if it never said.
+    public var outbox: Int?
 
     /// A terminal from its fields.
-    public init(id: String, name: String, address: String, ackedSeq: Int64, lastSeenMillis: Int64) {
+    public init(id: String, name: String, address: String, ackedSeq: Int64, lastSeenMillis: Int64, outbox: Int? = nil) {
         self.id = id
         self.name = name
         self.address = address
         self.ackedSeq = ackedSeq
         self.lastSeenMillis = lastSeenMillis
+        self.outbox = outbox
     }
 }
 
