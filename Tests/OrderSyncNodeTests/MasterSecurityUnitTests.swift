@@ -1,4 +1,5 @@
 import Foundation
+import HTTP1
 import JSON
 import OrderStore
 import SecureLink
@@ -82,6 +83,17 @@ final class MasterSecurityUnitTests: XCTestCase {
         XCTAssertEqual(try route("GET", "/v1/terminals")?.get(), .terminals)
         XCTAssertEqual(try route("POST", "/v1/terminals/till (2)/revoke")?.get(), .revokeTerminal("till (2)"))
         XCTAssertEqual(try route("POST", "/v1/key/rotate")?.get(), .rotateKey)
+        // A name holding '/' travels as %2F and stays one segment (the server splits the path
+        // before decoding each segment).
+        let slashed = try HTTPRequest(method: "POST", target: "/v1/terminals/bar%2F2/revoke")
+        XCTAssertEqual(slashed.pathSegments, ["v1", "terminals", "bar/2", "revoke"])
+        XCTAssertEqual(
+            try MasterAPIRoute.decode(method: "POST", path: slashed.path, segments: slashed.pathSegments, body: [])?.get(),
+            .revokeTerminal("bar/2"))
+        let token = try HTTPRequest(method: "POST", target: "/v1/dashboard/tokens/a%2Fb%20c/revoke")
+        XCTAssertEqual(
+            try MasterAPIRoute.decode(method: "POST", path: token.path, segments: token.pathSegments, body: [])?.get(),
+            .revokeDashboardToken("a/b c"))
         for (method, path, body, status) in [
             ("POST", "/v1/pairing", #"{"validForSeconds":601}"#, 400), ("POST", "/v1/pairing", #"{"validForSeconds":0}"#, 400),
             ("POST", "/v1/pairing", #"{"name":""}"#, 400), ("POST", "/v1/pairing", #"{"name":7}"#, 400),

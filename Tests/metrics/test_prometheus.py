@@ -51,6 +51,8 @@ def test_prometheus_scrapes_a_live_master(lan2):
         terminal = master.terminals()[0]
         # The slave acknowledged all four operations.
         prometheus.wait_value(f'ordersync_terminal_lag_operations{{terminal="{terminal["id"]}"}}', 0)
+        # It said its outbox is empty (its acks carry the count).
+        prometheus.wait_value(f'ordersync_terminal_outbox_operations{{terminal="{terminal["id"]}"}}', 0)
         count = prometheus.value("ordersync_commit_duration_seconds_count")
         assert count is not None and count >= 4, count
         assert prometheus.value('ordersync_commit_duration_seconds_bucket{le="+Inf"}') == count
@@ -83,6 +85,8 @@ def test_prometheus_scrapes_a_live_master(lan2):
         master.cli("terminal", "revoke", terminal["id"])
         wait_until(lambda: not prometheus.query("ordersync_terminal_lag_operations"), 30,
                    what="the revoked terminal's lag series to go")
+        wait_until(lambda: not prometheus.query("ordersync_terminal_outbox_operations"), 30,
+                   what="the revoked terminal's outbox series to go")
 
         # Each applied operation left exactly one info line, with its sequence, kind, order and
         # origin; the refusal is a notice.

@@ -42,6 +42,12 @@ public struct HTTPRequest: Sendable {
         self.keepAlive = keepAlive
     }
 
+    /// The path's segments, each percent-decoded on its own (see `RequestTarget.segments`): a
+    /// segment may hold a `/` sent as `%2F`.
+    public var pathSegments: [String] {
+        (try? RequestTarget(parsing: target).segments) ?? path.split(separator: "/").map(String.init)
+    }
+
     /// The first value of query parameter `name`.
     public func queryValue(_ name: String) -> String? {
         query.first { $0.0 == name }?.1

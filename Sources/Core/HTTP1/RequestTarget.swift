@@ -4,6 +4,10 @@ public struct RequestTarget: Sendable {
     public var path: String
     /// The decoded query parameters in order; `+` decodes to a space.
     public var query: [(String, String)]
+    /// The path's non-empty segments, each percent-decoded on its own: `%2F` inside a segment
+    /// stays part of it (`/v1/terminals/bar%2F2/revoke` has the segment `bar/2`), where
+    /// splitting ``path`` would cut it.
+    public var segments: [String]
 
     /// Parses an origin-form (`/path?query`), absolute-form (`http://host/path?query`) or
     /// asterisk-form (`*`) request target.
@@ -15,6 +19,7 @@ public struct RequestTarget: Sendable {
         if rest == "*" {
             self.path = "*"
             self.query = []
+            self.segments = ["*"]
             return
         }
         if !rest.hasPrefix("/"), let schemeEnd = RequestTarget.endOfScheme(rest) {
@@ -32,6 +37,9 @@ public struct RequestTarget: Sendable {
         }
         let parts = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         self.path = try RequestTarget.percentDecode(parts[0], plusIsSpace: false)
+        self.segments = try parts[0].split(separator: "/", omittingEmptySubsequences: true).map {
+            try RequestTarget.percentDecode($0, plusIsSpace: false)
+        }
         self.query = parts.count > 1 ? try RequestTarget.parseQuery(parts[1]) : []
     }
 

@@ -180,7 +180,7 @@ final class LocalAPIServer {
 
     /// Hands a request to the master's routes or the node's (`HEAD` as `GET`).
     private func route(_ req: HTTPRequest, _ exchange: LocalAPIExchange, _ respond: Respond) {
-        if let masterRoute = MasterAPIRoute.decode(method: exchange.method, path: req.path, body: req.body) {
+        if let masterRoute = MasterAPIRoute.decode(method: exchange.method, path: req.path, segments: req.pathSegments, body: req.body) {
             switch masterRoute {
             case .failure(let f):
                 respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message))

@@ -27,8 +27,13 @@ enum MasterAPIRoute: Equatable {
 
     /// The route for `method` and `path`, a failure for a malformed request to one of these
     /// paths, or nil when the path is not one of them (a `LocalAPIRoute` then).
-    static func decode(method: String, path: String, body: [UInt8]) -> Result<MasterAPIRoute, LocalAPIRoute.Failure>? {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+    /// `segments` are the path's segments, each decoded on its own (`HTTPRequest.pathSegments`),
+    /// so a terminal name holding `/` (sent as `%2F`) stays one segment; without them, `path`
+    /// is split.
+    static func decode(method: String, path: String, segments: [String]? = nil, body: [UInt8]) -> Result<
+        MasterAPIRoute, LocalAPIRoute.Failure
+    >? {
+        let parts = segments ?? path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard parts.count >= 2, parts[0] == "v1", ["pairing", "terminals", "key", "dashboard"].contains(parts[1]) else { return nil }
         func notAllowed() -> Result<MasterAPIRoute, LocalAPIRoute.Failure> {
             .failure(.init(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
