@@ -31,8 +31,20 @@ final class ChangeFeedRequestTests: XCTestCase {
         }
         guard case .failure(let f)? = decode([], HTTPHeaders([("Last-Event-ID", "abc")])) else { return XCTFail("bad id accepted") }
         XCTAssertEqual(f.status, 400)
+        // A bad `since` is refused even when Last-Event-ID (which wins) is there.
+        guard case .failure(let s)? = decode([("since", "-1")], HTTPHeaders([("Last-Event-ID", "0")])) else {
+            return XCTFail("a bad since beside Last-Event-ID was accepted")
+        }
+        XCTAssertEqual(s.code, "invalid_query")
+        // An id past Int64 is a cursor ahead of every feed (answered 410 by the feed).
+        guard case .success(let far)? = decode([], HTTPHeaders([("Last-Event-ID", "30680186678998510295")])) else {
+            return XCTFail("a long Last-Event-ID was refused")
+        }
+        XCTAssertEqual(far.since, Int64.max)
         guard case .failure(let m)? = decode([], method: "POST") else { return XCTFail("POST accepted") }
         XCTAssertEqual(m.status, 405)
+        guard case .success(let head)? = decode([("since", "2")], method: "HEAD") else { return XCTFail("HEAD refused") }
+        XCTAssertEqual(head.since, 2)
     }
 
     func testEventStreamParserWholeAndByteByByte() {

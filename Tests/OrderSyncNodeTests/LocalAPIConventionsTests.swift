@@ -104,7 +104,7 @@ final class LocalAPIConventionsTests: XCTestCase {
         XCTAssertEqual(try LocalAPIExchange.parseIfMatch(" \"x\" , \"v7\" ").get(), .version(7))
         XCTAssertEqual(try LocalAPIExchange.parseIfMatch("W/\"v7\"").get(), .version(Int64.max), "weak tags never match")
         XCTAssertEqual(try LocalAPIExchange.parseIfMatch("\"v0\"").get(), .version(Int64.max))
-        for bad in ["v7", "\"v1\", \"v2\"", "", "\"v1"] {
+        for bad in ["v7", "\"v1\", \"v2\"", "", "\"v1", "\"a b\"", "\"a\"b\"", "\"\u{7F}\""] {
             guard case .failure(let f) = LocalAPIExchange.parseIfMatch(bad) else { return XCTFail(bad) }
             XCTAssertEqual(f.code, "invalid_header", bad)
             XCTAssertEqual(f.status, 400, bad)

@@ -83,6 +83,22 @@ final class LifecycleTests: XCTestCase {
             let b = OperationMessage(operation: .create, orders: [.object(JSONObject([("uuid", .string(u)), ("items", bad)]))])
             XCTAssertEqual(OperationPlanner.plan(b, now: now) { _ in nil }.errors.map(\.code), [.invalidField], "\(bad)")
         }
+        // An integral number written with a fraction is the integer (JSON Schema counts `2.0` as one).
+        let integral = OperationMessage(
+            operation: .create,
+            orders: [
+                .object(
+                    JSONObject([
+                        ("uuid", .string(u)),
+                        (
+                            "items",
+                            .array([.object(JSONObject([("name", .string("x")), ("quantity", .double(2)), ("unitPrice", .double(350))]))])
+                        ),
+                    ]))
+            ])
+        XCTAssertEqual(
+            OperationPlanner.plan(integral, now: now) { _ in nil }.changes.first?.order.items,
+            [LineItem(name: "x", quantity: 2, unitPrice: 350)])
     }
 
     func testStaleVersionIsAConflictCarryingTheCurrentOrder() throws {

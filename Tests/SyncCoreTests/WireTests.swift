@@ -166,6 +166,13 @@ final class WireTests: XCTestCase {
         if case .success = ClientMessage.decode(#"{"type":"ack","seq":-1}"#) { XCTFail("negative ack accepted") }
     }
 
+    func testAnIntegralOperationWrittenWithAFractionIsThatOperation() throws {
+        guard case .operation(let m) = try ClientMessage.decode(#"{"operation":1.0,"orders":[]}"#).get() else { return XCTFail() }
+        XCTAssertEqual(m.operation, .update)
+        guard case .failure(let e) = ClientMessage.decode(#"{"operation":1.5,"orders":[]}"#) else { return XCTFail("1.5 accepted") }
+        XCTAssertEqual(e.code, .unknownOperation)
+    }
+
     func testAckAndHelloCarryTheOutboxCountAndBadCountsAreRefused() {
         XCTAssertEqual(ClientMessage.encodeAck(seq: 9, outbox: 3), #"{"type":"ack","seq":9,"outbox":3}"#)
         XCTAssertEqual(try ClientMessage.decode(ClientMessage.encodeAck(seq: 9, outbox: 3)).get(), .ack(seq: 9, outbox: 3))

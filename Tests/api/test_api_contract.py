@@ -211,6 +211,38 @@ def test_the_coverage_phase_finds_nothing(store, role):
     assert "generated" in summary and "Coverage" in summary, summary
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize("role", ["slave", "master"])
+def test_a_plain_schemathesis_run_finds_nothing(store, role):
+    """`st run Docs/openapi.yaml` as anyone would start it from the project's folder: every phase
+    (examples, coverage, fuzzing, stateful) and schemathesis's default checks, which include
+    `positive_data_acceptance` (a request the document allows is not refused) and
+    `negative_data_rejection` (one it forbids is not accepted). `schemathesis.toml` names the
+    documented answers that depend on state (410 for a stale cursor or a removed order, 412 for
+    If-Match)."""
+    require(schemathesis is not None, f"schemathesis is not installed: {globals().get('IMPORT_ERROR')}")
+    socket_path = store.socket(role)
+    if role == "slave":
+        store.slave.wait_live()
+    relay = _TcpToUnix(socket_path)
+    started = time.monotonic()
+    try:
+        result = subprocess.run(
+            [os.path.join(os.path.dirname(sys.executable), "st"), "run", DOCUMENT, "--url", f"http://127.0.0.1:{relay.port}",
+             "--seed", "1", "--no-color", "--request-timeout", "70", "--max-examples", "50"],
+            capture_output=True, text=True, timeout=900, cwd=REPO)
+    finally:
+        relay.close()
+    summary = result.stdout[-6000:]
+    print(f"FIGURE {role}: plain schemathesis run in {time.monotonic() - started:.0f} s: "
+          + next((line.strip() for line in reversed(result.stdout.splitlines()) if "generated" in line), "?"))
+    assert result.returncode == 0, summary
+    for phase in ("Examples", "Coverage", "Fuzzing", "Stateful"):
+        assert f"✅ {phase}" in result.stdout, summary
+
+
 def test_a_slave_without_its_master_answers_as_documented(store):
     """Writes answered `202` (pending, in the outbox), as the document says. Runs last: the
     master is stopped."""

@@ -109,10 +109,11 @@ public enum OrderFields {
         let name = try text("items[\(i)].name", nameValue)
         var sku: String?
         if let s = o["sku"], s != .null { sku = try text("items[\(i)].sku", s) }
-        guard let q = o["quantity"]?.intValue, case .int = o["quantity"]!, q >= 1, q <= 100_000 else {
+        // An integral number is an integer whether written `2` or `2.0` (JSON Schema counts both).
+        guard let q = o["quantity"]?.intValue, q >= 1, q <= 100_000 else {
             throw fail("items[\(i)].quantity must be an integer from 1 to 100000")
         }
-        guard let p = o["unitPrice"]?.intValue, case .int = o["unitPrice"]!, p >= 0, p <= 1_000_000_000_000 else {
+        guard let p = o["unitPrice"]?.intValue, p >= 0, p <= 1_000_000_000_000 else {
             throw fail("items[\(i)].unitPrice must be a non-negative integer in minor units (cents), not a decimal")
         }
         return LineItem(sku: sku, name: name, quantity: q, unitPrice: p)
@@ -121,7 +122,7 @@ public enum OrderFields {
     /// The `version` an Update or Remove says it was based on, if it carries one.
     public static func baseVersion(of o: JSONObject, uuid: String, index: Int?) throws -> Int64? {
         guard let v = o["version"], v != .null else { return nil }
-        guard let n = v.intValue, case .int = v, n >= 1 else {
+        guard let n = v.intValue, n >= 1 else {
             throw WireError(
                 .invalidField, "\"version\" must be the positive integer version the change is based on", uuid: uuid, index: index)
         }

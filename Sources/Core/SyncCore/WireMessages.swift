@@ -139,7 +139,8 @@ public enum ClientMessage: Equatable, Sendable {
         guard let op = o["operation"] else {
             return .failure(WireError(.invalidMessage, "message has no \"operation\""))
         }
-        guard let n = op.intValue, case .int = op else {
+        // `1` or `1.0`: an integral number (JSON Schema counts both as integers).
+        guard let n = op.intValue else {
             let got =
                 op.typeName == "number"
                 ? "a number that is not an integer" : op.typeName == "string" ? "the string \(op.serialized())" : op.typeName

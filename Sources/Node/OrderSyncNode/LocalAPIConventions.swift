@@ -84,10 +84,14 @@ struct LocalAPIExchange {
         for e in elements {
             let strong = !e.hasPrefix("W/")
             let tag = strong ? Substring(e) : e.dropFirst(2)
-            guard tag.count >= 2, tag.first == "\"", tag.last == "\"" else {
+            // RFC 9110 8.8.3: entity-tag = [ weak ] DQUOTE *etagc DQUOTE; etagc = %x21 / %x23-7E
+            // (obs-text is not taken here).
+            let opaque = tag.count >= 2 ? tag.dropFirst().dropLast() : ""
+            guard tag.count >= 2, tag.first == "\"", tag.last == "\"",
+                opaque.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x7E).contains($0) })
+            else {
                 return invalid("'\(e)' is not an entity tag: send \"*\" or the order's ETag, e.g. \"v3\" with its quotes")
             }
-            let opaque = tag.dropFirst().dropLast()
             if strong, opaque.first == "v", let n = Int64(opaque.dropFirst()), n >= 1 { versions.insert(n) }
         }
         guard !elements.isEmpty else { return invalid("empty") }

@@ -36,13 +36,18 @@ struct ChangesRequest: Equatable {
         }
         var r = ChangesRequest()
         r.stream = headers.listElements("Accept").contains { $0.lowercased().hasPrefix("text/event-stream") }
-        // The EventSource resumes with "Last-Event-ID" (HTML, 9.2.4): it wins over `since`.
-        if let raw = headers["Last-Event-ID"]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty {
-            guard let n = Int64(raw), n >= 0 else { return invalid("'Last-Event-ID' must be a change's seq (an integer, 0 or more)") }
-            r.since = n
-        } else if let raw = value("since") {
+        // Both are checked; the EventSource resumes with "Last-Event-ID" (HTML, 9.2.4), which
+        // wins over `since`.
+        if let raw = value("since") {
             guard let n = Int64(raw), n >= 0 else { return invalid("'since' must be an integer, 0 or more") }
             r.since = n
+        }
+        if let raw = headers["Last-Event-ID"]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty {
+            guard raw.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                return invalid("'Last-Event-ID' must be a change's seq (an integer, 0 or more)")
+            }
+            // Digits past Int64 name a change no node has made yet: ahead of the feed (410).
+            r.since = Int64(raw) ?? Int64.max
         }
         if let raw = value("limit") {
             guard let n = Int(raw), (1...ChangeFeed.maxLimit).contains(n) else {
