@@ -55,10 +55,13 @@ final class NodeMetricsTests: XCTestCase {
             method: "PATCH", path: "/v1/orders/\(UUID().uuidString)", body: .object(JSONObject([("customerName", .string("Bo"))])))
         XCTAssertEqual(missing.status, 404)
 
-        // The slave acknowledges the create: its lag on the master falls to 0.
+        // The slave acknowledges the create: its lag on the master falls to 0 (and its acks say its
+        // outbox is empty).
         let text = try waitForMetrics(master, "the slave's acknowledgement") {
             sample($0, #"ordersync_terminals_connected{protocol="ordersync"}"#) == 1
-                && $0.contains(#"name="till"} 0.0"#)
+                && $0.split(separator: "\n").contains {
+                    $0.hasPrefix("ordersync_terminal_lag_operations{") && $0.hasSuffix(#"name="till"} 0.0"#)
+                }
         }
         XCTAssertEqual(sample(text, #"ordersync_operations_applied_total{op="create"}"#), 1, text)
         XCTAssertEqual(sample(text, #"ordersync_operations_applied_total{op="update"}"#), 0, text)
@@ -75,6 +78,10 @@ final class NodeMetricsTests: XCTestCase {
         guard case .master(let status) = try master.status() else { return XCTFail("not a master") }
         let terminalId = try XCTUnwrap(status.terminals.first?.terminalId)
         XCTAssertEqual(sample(text, #"ordersync_terminal_lag_operations{terminal="\#(terminalId)",name="till"}"#), 0, text)
+        let outbox = try waitForMetrics(master, "the slave's outbox") {
+            sample($0, #"ordersync_terminal_outbox_operations{terminal="\#(terminalId)",name="till"}"#) == 0
+        }
+        XCTAssertTrue(outbox.contains("# TYPE ordersync_terminal_outbox_operations gauge"), outbox)
 
         let replica = try waitForMetrics(slave, "the slave's replica") { sample($0, "ordersync_journal_seq") == 1 }
         XCTAssertEqual(sample(replica, "ordersync_master_link_live"), 1, replica)
@@ -89,7 +96,9 @@ final class NodeMetricsTests: XCTestCase {
         // A revoked terminal loses its lag series.
         let revoked = try api.send(method: "POST", path: "/v1/terminals/till/revoke")
         XCTAssertEqual(revoked.status, 200, "\(revoked.body)")
-        let after = try waitForMetrics(master, "the revoked terminal's series to go") { !$0.contains("ordersync_terminal_lag_operations{") }
+        let after = try waitForMetrics(master, "the revoked terminal's series to go") {
+            !$0.contains("ordersync_terminal_lag_operations{") && !$0.contains("ordersync_terminal_outbox_operations{")
+        }
         XCTAssertEqual(sample(after, #"ordersync_operations_applied_total{op="create"}"#), 1, "counters stay: \(after)")
     }
 
