@@ -119,12 +119,14 @@ private func checkClientMessage(_ text: String) {
     guard case .success(let message) = ClientMessage.decode(text) else { return }
     switch message {
     case .hello(let hello):
-        require(!hello.terminalId.isEmpty && hello.lastSeq >= 0, "accepted hello \(hello)")
+        require(!hello.terminalId.isEmpty && hello.lastSeq >= 0 && (hello.outbox ?? 0) >= 0, "accepted hello \(hello)")
         let again = ClientMessage.decode(hello.encoded())
         require(again == .success(.hello(hello)), "hello round-trip gave \(again)")
-    case .ack(let seq):
-        require(seq >= 0, "accepted ack of \(seq)")
-        require(ClientMessage.decode(ClientMessage.encodeAck(seq: seq)) == .success(.ack(seq: seq)), "ack round-trip")
+    case .ack(let seq, let outbox):
+        require(seq >= 0 && (outbox ?? 0) >= 0, "accepted ack of \(seq) with outbox \(String(describing: outbox))")
+        require(
+            ClientMessage.decode(ClientMessage.encodeAck(seq: seq, outbox: outbox)) == .success(.ack(seq: seq, outbox: outbox)),
+            "ack round-trip")
     case .operation(let operation):
         if let id = operation.opId {
             require(!id.isEmpty && id.utf8.count <= 128, "accepted opId of \(id.utf8.count) bytes")
