@@ -82,7 +82,8 @@ def main() -> int:
             say(f"{node.host.name} ({node.role}): {len(node.orders())} orders")
         print(table(orders), flush=True)
         for p in master.status()["peers"]:
-            say(f"master sees terminal {p['terminal']} at {p['address']}: acked seq {p['ackedSeq']}, lag {p['lag']}")
+            say(f"master sees terminal {p['terminal']} at {p['address']}: acked seq {p['ackedSeq']}, lag {p['lag']}, "
+                f"outbox {p['outbox']}")
         say("the master's journal (who did what):")
         print(master.cli("journal").stdout.rstrip(), flush=True)
 
