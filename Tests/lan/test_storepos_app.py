@@ -186,13 +186,15 @@ def difference(rows: list[dict], orders: list[dict]) -> str | None:
             f"(e.g. {sorted(doubled)[:2]} {sorted(missing)[:2]} {sorted(extra)[:2]} {sorted(stale)[:2]})")
 
 
-def wait_shows(app: StorePOSApp, orders: list[dict], timeout: float = 30) -> dict:
+def wait_shows(app: StorePOSApp, orders, timeout: float = 30) -> dict:
     """Waits until the app shows exactly `orders`, each once; returns its screen."""
     state = {}
 
     def same():
         screen = app.screen()
-        state["difference"] = difference(screen["rows"], orders)
+        # A callable is the master's list read again at each try: operations sent just before
+        # may still be on their way to it.
+        state["difference"] = difference(screen["rows"], orders() if callable(orders) else orders)
         return screen if state["difference"] is None else None
     try:
         return wait_until(same, timeout, interval=0.1, what=f"app {app.label} to show the master's orders")
@@ -205,7 +207,7 @@ def check_apps(master: OrderSyncNode, apps: list[StorePOSApp], scenario: str) ->
     and checks again: every app shows every order of the master exactly once, with its fields,
     and its store holds the same uuids. Prints the figures; returns the master's orders."""
     for app in apps:
-        wait_shows(app, master.orders())
+        wait_shows(app, master.orders)
     barrier = master.create("barrier")["uuid"]
     for app in apps:
         wait_until(lambda: any(r["uuid"] == barrier for r in app.screen()["rows"]), 20, 0.1,
