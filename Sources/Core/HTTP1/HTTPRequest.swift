@@ -8,6 +8,9 @@ public struct HTTPRequest: Sendable {
     public var path: String
     /// The percent-decoded query parameters of ``target``, in order.
     public var query: [(String, String)]
+    /// The path's segments, each percent-decoded on its own (see `RequestTarget.segments`): a
+    /// segment may hold a `/` sent as `%2F`.
+    public var pathSegments: [String]
     /// The protocol version.
     public var version: HTTPVersion
     /// The header fields.
@@ -24,28 +27,22 @@ public struct HTTPRequest: Sendable {
     ) throws {
         let parsed = try RequestTarget(parsing: target)
         self.init(
-            method: method, target: target, path: parsed.path, query: parsed.query,
-            version: .http1_1, headers: headers, body: body, keepAlive: keepAlive)
+            method: method, target: target, parsed: parsed, version: .http1_1, headers: headers, body: body, keepAlive: keepAlive)
     }
 
     init(
-        method: String, target: String, path: String, query: [(String, String)], version: HTTPVersion,
-        headers: HTTPHeaders, body: [UInt8], keepAlive: Bool
+        method: String, target: String, parsed: RequestTarget, version: HTTPVersion, headers: HTTPHeaders, body: [UInt8],
+        keepAlive: Bool
     ) {
         self.method = method
         self.target = target
-        self.path = path
-        self.query = query
+        self.path = parsed.path
+        self.query = parsed.query
+        self.pathSegments = parsed.segments
         self.version = version
         self.headers = headers
         self.body = body
         self.keepAlive = keepAlive
-    }
-
-    /// The path's segments, each percent-decoded on its own (see `RequestTarget.segments`): a
-    /// segment may hold a `/` sent as `%2F`.
-    public var pathSegments: [String] {
-        (try? RequestTarget(parsing: target).segments) ?? path.split(separator: "/").map(String.init)
     }
 
     /// The first value of query parameter `name`.

@@ -152,8 +152,7 @@ public struct HTTPRequestParser {
             preconditionFailure("RequestTarget throws only HTTPError")
         }
         return HTTPRequest(
-            method: line.method, target: line.target, path: target.path, query: target.query,
-            version: line.version, headers: head.headers, body: [],
+            method: line.method, target: line.target, parsed: target, version: line.version, headers: head.headers, body: [],
             keepAlive: HTTPRequestParser.keepAlive(line.version, head.headers))
     }
 
