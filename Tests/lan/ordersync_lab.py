@@ -275,6 +275,15 @@ class OrderSyncNode:
             return s if s.get("master", {}).get("state") == "live" else None
         return wait_until(live, timeout, interval=0.1, what=f"slave on {self.host.name} to be live")
 
+    def wait_drained(self, timeout: float = 30) -> dict:
+        """Slave: waits until the master has answered every queued operation (an empty outbox and
+        every order `synced`); returns the status. Orders can agree on every node a moment before
+        the master's answers to the last operations reach the slave that sent them."""
+        def drained():
+            status = self.status()
+            return status if status["outbox"] == 0 and all(o["sync"] == "synced" for o in self.orders()) else None
+        return wait_until(drained, timeout, interval=0.1, what=f"slave on {self.host.name} to empty its outbox")
+
     def create(self, customer: str, uuid: str | None = None, **fields) -> dict:
         args = ["order", "create", "--customer", customer, "--json", "--uuid", uuid or str(uuidlib.uuid4()).upper()]
         for key, flag in (("shipping", "--shipping"), ("table", "--table"), ("table_size", "--table-size"),

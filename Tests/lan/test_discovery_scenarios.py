@@ -541,5 +541,5 @@ def test_master_killed_slave_queues_writes_and_delivers_them_on_restart(lan2):
     after = slave.create(customer="after restart")
     final = wait_converged([master, slave], timeout=15, expect=5)
     assert {after["uuid"], queued["uuid"]} <= {o["uuid"] for o in final}
-    assert all(o["sync"] == "synced" for o in slave.orders())
+    slave.wait_drained(timeout=15)
     stop_all(master, slave)

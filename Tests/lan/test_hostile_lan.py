@@ -295,7 +295,7 @@ def test_a_rogue_and_a_mistaken_master_get_nothing_and_lose_nothing(lan3):
         wait_live_on(slave, real_url, 10)
         back[sig.name] = time.monotonic() - started
         wait_converged([real, slave], expect=len(total))
-        assert slave.status()["outbox"] == 0
+        slave.wait_drained(timeout=15)
     reader.join(timeout=10)
 
     held = {o["uuid"] for o in real.orders()}

@@ -52,8 +52,7 @@ def test_slave_cut_off_takes_500_operations_and_delivers_each_exactly_once(make_
     kept = sum(1 for order in expected_orders(written).values() if order is not None)
     orders = wait_converged([master, away, other], timeout=60, expect=kept + 1)
     converge = time.time() - back
-    assert away.status()["outbox"] == 0
-    assert all(o["sync"] == "synced" for o in away.orders())
+    away.wait_drained(timeout=30)
     check_delivered_once(master, written, orders)
     assert master.status()["seq"] == 501, "each queued operation applied exactly once"
     creates = sum(op["operation"] == CREATE for op in written)
