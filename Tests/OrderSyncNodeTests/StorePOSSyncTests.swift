@@ -73,7 +73,8 @@ final class StorePOSSyncTests: XCTestCase {
         _ text: String?, from id: Int, file: StaticString = #filePath, line: UInt = #line
     ) throws -> [MasterEngine.Action] {
         now += 1
-        let out = master.received(try XCTUnwrap(text, "terminal \(id) has no such message to send", file: file, line: line), from: id, now: now)
+        let message = try XCTUnwrap(text, "terminal \(id) has no such message to send", file: file, line: line)
+        let out = master.received(message, from: id, now: now)
         deliver(out)
         return out
     }
