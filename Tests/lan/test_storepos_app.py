@@ -17,6 +17,7 @@ import os
 import subprocess
 import threading
 import uuid as uuidlib
+from collections.abc import Callable
 
 import pytest
 
@@ -186,8 +187,9 @@ def difference(rows: list[dict], orders: list[dict]) -> str | None:
             f"(e.g. {sorted(doubled)[:2]} {sorted(missing)[:2]} {sorted(extra)[:2]} {sorted(stale)[:2]})")
 
 
-def wait_shows(app: StorePOSApp, orders, timeout: float = 30) -> dict:
-    """Waits until the app shows exactly `orders`, each once; returns its screen."""
+def wait_shows(app: StorePOSApp, orders: list[dict] | Callable[[], list[dict]], timeout: float = 30) -> dict:
+    """Waits until the app shows exactly `orders` (or what the callable returns at each try),
+    each once; returns its screen."""
     state = {}
 
     def same():
