@@ -192,6 +192,36 @@ final class WebSocketChannelTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(pings.count, 2, "pinged at 40 ms, then every 20 ms: \(raw.frameEvents)")
     }
 
+    func testAPeerWhoseSilenceIsToleratedIsKeptAndStillPinged() throws {
+        let loop = try EventLoop()
+        var configuration = quickConfiguration()
+        configuration.heartbeat = .init(idleInterval: .milliseconds(40), silenceLimit: .milliseconds(100))
+        let server = try TestServer(loop: loop, configuration: configuration)
+        var reported: [Duration] = []
+        server.onEvent = { event, channel in
+            guard case .opened = event else { return }
+            channel.toleratesSilence = true
+            channel.onSilenceTolerated = { silence in
+                reported.append(silence)
+                // Kept well past the limit: the owner ends it after three times the limit.
+                _ = loop.schedule(after: .milliseconds(200)) { channel.close(code: .normal, reason: "done") }
+            }
+        }
+        let raw = try RawClient(loop: loop, port: server.port)
+        raw.channel.write(raw.request)
+        stopWhenBothEnded(loop, server, raw)
+        runLoop(loop)
+        server.close()
+        XCTAssertEqual(reported.count, 1, "reported once per silent spell: \(reported)")
+        XCTAssertGreaterThanOrEqual(reported.first ?? .zero, .milliseconds(100))
+        switch server.ending?.cause {
+        case .closeTimedOut(.normal, _)?, .closed?: break
+        default: XCTFail("ended with \(String(describing: server.ending)), not by its owner after the silence")
+        }
+        let pings = raw.frameEvents.filter { if case .ping = $0 { return true } else { return false } }
+        XCTAssertGreaterThanOrEqual(pings.count, 5, "still pinged every 20 ms past the limit: \(raw.frameEvents)")
+    }
+
     func testAnOwnersHeartbeatReplacesThePing() throws {
         let loop = try EventLoop()
         var configuration = quickConfiguration()

@@ -93,6 +93,7 @@ extension MasterNode {
         }
         s.framing = .storePOS
         s.phase = .open
+        keepStorePOSLink(s)
         logger.warning(
             "storepos.insecure",
             metadata: [

@@ -30,6 +30,11 @@ extension MasterNode {
             a.socket.close()
             return
         }
+        // A StorePOS link is kept while TCP holds it (its app does not answer pings while the
+        // iPad is locked): keepalive probes and the user timeout find a host that is gone.
+        let keepAlive = configuration.storePOSKeepAlive
+        try? a.socket.setKeepAlive(true, idle: keepAlive, interval: max(.seconds(1), keepAlive / 3), probes: 3)
+        try? a.socket.setUserTimeout(keepAlive * 2)
         do {
             let id = nextSessionId
             let transport = try WebSocketChannel.accept(
@@ -100,6 +105,7 @@ extension MasterNode {
             default:
                 break
             }
+            if case .storePOS = s.framing, s.phase == .open { storePOSLinkEnded(s, ending) }
             endSession(s, code: ending.closeCode?.rawValue, reason: "\(ending)")
         }
     }

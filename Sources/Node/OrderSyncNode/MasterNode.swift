@@ -60,6 +60,8 @@ public final class MasterNode: @unchecked Sendable {
     let dashboard: DashboardServer?
     /// The dashboard's tokens (digests only), as stored in the database.
     var dashboardTokens = DashboardTokens()
+    /// Withdrawing and announcing the service again after a StorePOS link was lost.
+    var storePOSReannounce = StorePOSReannounce()
 
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
     /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the

@@ -86,6 +86,16 @@ public enum NodeDefaults {
     /// The most bytes of operations held for a terminal while its snapshot goes out; beyond,
     /// it is closed and gets a fresh snapshot when it reconnects.
     public static let maxHeldSnapshotBytes = 8 << 20
+    /// A StorePOS terminal's link is kept while TCP holds it: keepalive probes start after it
+    /// has been idle this long (then every third of it, three probes), and data it does not
+    /// acknowledge for twice this long ends the link (`TCP_USER_TIMEOUT`).
+    public static let storePOSKeepAlive: Duration = .seconds(30)
+    /// After a StorePOS terminal's link was lost, the master withdraws its service and
+    /// announces it again after this pause, so the app (which reconnects only to a service that
+    /// comes back) receives its connect sequence again.
+    public static let storePOSReannouncePause: Duration = .milliseconds(1500)
+    /// At most one such re-announcement per this interval; losses in between share the next.
+    public static let storePOSReannounceInterval: Duration = .seconds(10)
 }
 
 /// A node's role.
@@ -204,6 +214,14 @@ public struct NodeConfiguration: Sendable {
     public var insecureStorePOS = false
     /// Master: with `insecureStorePOS`, admit them only from these ranges (empty: from anywhere).
     public var storePOSAllow: [AddressRange] = []
+    /// Master: the TCP keepalive of StorePOS links (`--storepos-keepalive`), which are never
+    /// dropped for being quiet (`NodeDefaults.storePOSKeepAlive`).
+    public var storePOSKeepAlive = NodeDefaults.storePOSKeepAlive
+    /// Master: the pause between withdrawing and announcing the service again after a StorePOS
+    /// link was lost.
+    public var storePOSReannouncePause = NodeDefaults.storePOSReannouncePause
+    /// Master: the least time between two such re-announcements.
+    public var storePOSReannounceInterval = NodeDefaults.storePOSReannounceInterval
     /// Serve `GET /metrics` over plain HTTP on this TCP address too (`--metrics-listen`); nil: only
     /// on the local API socket.
     public var metricsListen: MetricsAddress?

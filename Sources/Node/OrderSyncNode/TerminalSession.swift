@@ -37,6 +37,11 @@ final class TerminalSession {
     var framing = Framing.none
     /// The deadline of the secure link's handshake, while authenticating.
     var authenticationTimer: TimerHandle?
+    /// The master asked for the close (its own reasons, not the terminal's goodbye).
+    private(set) var closedByMaster = false
+    /// A StorePOS terminal's link closed because the same address opened a new one (the app
+    /// reconnected without closing its old socket).
+    var replaced = false
 
     init(id: Int, transport: WebSocketChannel, address: String, now: MonotonicInstant) {
         self.id = id
@@ -65,6 +70,7 @@ final class TerminalSession {
 
     /// Starts the closing handshake, or drops a terminal still in the opening handshake.
     func close(code: CloseCode, reason: String) {
+        if phase != .ended { closedByMaster = true }
         transport.close(code: code, reason: reason)
     }
 }

@@ -233,6 +233,13 @@ struct MasterCommand: ParsableCommand {
     var storePOSAllow: [String] = []
 
     @Option(
+        name: .customLong("storepos-keepalive"),
+        help: ArgumentHelp(
+            "StorePOS links are kept while TCP holds them: TCP keepalive probes after this long idle; a dead host is dropped after about twice this.",
+            valueName: "seconds"))
+    var storePOSKeepAlive: Double = NodeDefaults.storePOSKeepAlive.seconds
+
+    @Option(
         name: .long,
         help: ArgumentHelp(
             "Serve the store dashboard (a read-only web page, login with `ordersync dashboard`) on this TCP address; off by default.",
@@ -257,6 +264,9 @@ struct MasterCommand: ParsableCommand {
         if !storePOSAllow.isEmpty && !insecureStorePOS {
             throw ValidationError("--storepos-allow only applies with --insecure-storepos.")
         }
+        guard storePOSKeepAlive >= 1, storePOSKeepAlive <= 3600 else {
+            throw ValidationError("--storepos-keepalive must be between 1 and 3600 seconds.")
+        }
     }
 
     func run() throws {
@@ -277,6 +287,7 @@ struct MasterCommand: ParsableCommand {
         config.rateLimitBurst = rateBurst
         config.insecureStorePOS = insecureStorePOS
         config.storePOSAllow = storePOSAllow.compactMap { AddressRange(parsing: $0) }
+        config.storePOSKeepAlive = .seconds(storePOSKeepAlive)
         try runNode { try MasterNode(configuration: config, logger: logger).run() }
     }
 }

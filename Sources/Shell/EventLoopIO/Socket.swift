@@ -86,6 +86,15 @@ public final class Socket {
         }
     }
 
+    /// Ends the connection when data sent stays unacknowledged for `timeout`
+    /// (`TCP_USER_TIMEOUT`, tcp(7)); with keepalive on, it also bounds how long probes go
+    /// unanswered. Milliseconds, at least one.
+    public func setUserTimeout(_ timeout: Duration) throws {
+        let (seconds, attoseconds) = timeout.components
+        let millis = Int32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        try setOption(Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, millis, "setsockopt(TCP_USER_TIMEOUT)")
+    }
+
     /// `TCP_KEEPIDLE` and `TCP_KEEPINTVL` take whole seconds from 1 up.
     private static func keepAliveSeconds(_ duration: Duration) -> Int32 {
         Int32(clamping: max(1, duration.components.seconds))

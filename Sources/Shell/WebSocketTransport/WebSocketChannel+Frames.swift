@@ -113,9 +113,15 @@ extension WebSocketChannel {
         let idle = heartbeat.idleInterval
         let limit = heartbeat.silenceLimit
         if silent >= limit {
-            state = .closed(channel, Ending(.peerSilent(silent)))
-            channel.close()
-            return
+            guard toleratesSilence else {
+                state = .closed(channel, Ending(.peerSilent(silent)))
+                channel.close()
+                return
+            }
+            if toleratedSilenceSince != lastHeard {
+                toleratedSilenceSince = lastHeard
+                onSilenceTolerated?(silent)
+            }
         }
         guard silent >= idle else {
             scheduleHeartbeatCheck(at: lastHeard + idle)
@@ -125,6 +131,7 @@ extension WebSocketChannel {
             ping()
         }
         guard case .open = state else { return }
-        scheduleHeartbeatCheck(at: min(now + max(.milliseconds(1), idle / 2), lastHeard + limit))
+        let next = now + max(.milliseconds(1), idle / 2)
+        scheduleHeartbeatCheck(at: silent >= limit ? next : min(next, lastHeard + limit))
     }
 }

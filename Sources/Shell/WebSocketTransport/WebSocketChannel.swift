@@ -68,6 +68,16 @@ public final class WebSocketChannel {
     /// Called when the peer has been silent for the heartbeat's idle interval; the owner may
     /// send a message of its own and answer ``IdleResponse/sentHeartbeat``. Unset: a ping.
     public var onIdle: (() -> IdleResponse)?
+    /// When true, a peer silent past the heartbeat's silence limit is not dropped: it is still
+    /// pinged, and the link lasts while TCP holds it (a peer that cannot answer pings while it
+    /// sleeps, such as a locked iPad's app; the owner sets TCP keepalive to find dead hosts).
+    public var toleratesSilence = false
+    /// With ``toleratesSilence``: called once each time the peer has been silent past the
+    /// silence limit (again only after it was heard from in between), with how long.
+    public var onSilenceTolerated: ((Duration) -> Void)?
+    /// The ``lastHeard`` of the silence last reported through ``onSilenceTolerated``.
+    var toleratedSilenceSince: MonotonicInstant?
+
     /// Called while open when the unsent bytes fall from above
     /// ``WebSocketChannelConfiguration/sendLowWaterBytes`` to at most it: the owner may send
     /// more (flow control for long transfers, see ``pendingSendBytes``).
@@ -297,6 +307,7 @@ public final class WebSocketChannel {
             onEvent = nil
             onIdle = nil
             onSendDrained = nil
+            onSilenceTolerated = nil
             callback?(.ended(ending))
         }
         if wasResolving {
