@@ -44,6 +44,11 @@ def test_a_locked_app_is_kept_and_a_lost_link_brings_the_app_back(lan3, apps):
     mark = app.mark()
     app.start()
     app.wait_connected(mark)
+    # Another app, whose link stays healthy throughout, and an OrderSync slave.
+    other = apps(h3, "B")
+    other_mark = other.mark()
+    other.start()
+    other.wait_connected(other_mark)
     slave = OrderSyncNode.slave(h3, store="shop1")
     slave.wait_live()
     wait_shows(app, master.orders)
@@ -73,8 +78,9 @@ def test_a_locked_app_is_kept_and_a_lost_link_brings_the_app_back(lan3, apps):
 
     # (2) The link is lost anyway (here: the master's next send to the app is answered by a
     # reset). The app never reconnects by itself; the master withdraws and re-announces its
-    # service, and the app connects again and shows the order it missed.
-    mark = app.mark()
+    # service, and the app connects again and shows the order it missed. The other app
+    # reconnects too, without closing its old socket: the master closes that old link.
+    mark, other_mark = app.mark(), other.mark()
     reset_links_to(h1, h2.address, True)
     try:
         lost_at = time.monotonic()
@@ -91,10 +97,16 @@ def test_a_locked_app_is_kept_and_a_lost_link_brings_the_app_back(lan3, apps):
           f"broke (service withdrawn and announced again, {reannounce['links_lost']} lost link(s))")
     assert back_in < 15, f"the app took {back_in:.1f} s to come back"
 
-    # The re-announcement does not disturb the OrderSync slave, and everything converges: the app
-    # shows each order of the master once.
+    other.wait_connected(other_mark, timeout=30)
+    replaced = master.wait_event("storepos.replaced", timeout=20, where=from_host(h3))
+    assert replaced["new.peer.address"].startswith(f"{h3.address}:")
+    other.wait_event(lambda e: e["ev"] == "closed", timeout=20, what="its old link closed by the master",
+                     since=other_mark)
+
+    # The re-announcement does not disturb the OrderSync slave, and everything converges: each
+    # app shows each order of the master once.
     assert not slave.events("master.disconnected") and not slave.events("master.dead"), \
         "the OrderSync slave lost its link when the service was announced again"
     slave.create("after the app came back")
     wait_converged([master, slave], timeout=20)
-    check_apps(master, [app], "StorePOS app after a quiet spell and a lost link")
+    check_apps(master, [app, other], "StorePOS apps after a quiet spell and a lost link")

@@ -56,9 +56,10 @@ struct StorePOSReannounce: Equatable {
 /// address, and brought back by announcing the service again when one was lost anyway.
 extension MasterNode {
     /// A StorePOS link is kept while TCP holds it: its app does not answer pings while its iPad
-    /// is locked (the socket's keepalive, set at accept, finds a host that is gone). Older
-    /// StorePOS links of the same address are closed: the app reconnects without closing its
-    /// old socket, which would otherwise deliver every broadcast twice.
+    /// is locked (the socket's keepalive, set at accept, finds a host that is gone). StorePOS
+    /// links of the same address that were open when the service was withdrawn are closed: their
+    /// app reconnects without closing its old socket, which would otherwise deliver every
+    /// broadcast twice. (Several plain clients of one address otherwise coexist.)
     func keepStorePOSLink(_ s: TerminalSession) {
         s.transport.toleratesSilence = true
         s.transport.onSilenceTolerated = { [weak self, weak s] silence in
@@ -71,7 +72,8 @@ extension MasterNode {
                 ])
         }
         let host = Self.host(of: s.address)
-        for other in sessions.values.sorted(by: { $0.id < $1.id }) where other.id != s.id && other.phase == .open {
+        for other in sessions.values.sorted(by: { $0.id < $1.id })
+        where other.id != s.id && other.phase == .open && other.supersededOnReconnect {
             guard case .storePOS = other.framing, Self.host(of: other.address) == host else { continue }
             other.replaced = true
             logger.info(
@@ -113,6 +115,9 @@ extension MasterNode {
                 "links_lost": "\(losses)", "pause_ms": "\(configuration.storePOSReannouncePause.wholeMilliseconds)",
                 "hint": "the service is withdrawn and announced again so that StorePOS apps reconnect",
             ])
+        for s in sessions.values where s.phase == .open {
+            if case .storePOS = s.framing { s.supersededOnReconnect = true }
+        }
         discovery?.unpublish()
         publishedName = nil
         _ = loop.schedule(after: configuration.storePOSReannouncePause) { [weak self] in

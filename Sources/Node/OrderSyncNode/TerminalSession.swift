@@ -39,6 +39,10 @@ final class TerminalSession {
     var authenticationTimer: TimerHandle?
     /// The master asked for the close (its own reasons, not the terminal's goodbye).
     private(set) var closedByMaster = false
+    /// A StorePOS link open when the master withdrew its service to call lost apps back: its
+    /// app reconnects too when the service returns, without closing this link, so a new
+    /// StorePOS link from the same address replaces it.
+    var supersededOnReconnect = false
     /// A StorePOS terminal's link closed because the same address opened a new one (the app
     /// reconnected without closing its old socket).
     var replaced = false
