@@ -107,6 +107,8 @@ def test_the_token_opens_the_orders(store):
     hostile = master.create(XSS, note="<b>bold</b>")
     token = dashboard(master, "--name", "office")
     assert len(token["token"]) == 64 and token["url"].endswith("/#token=" + token["token"]), token
+    # Beyond loopback: https, and the fingerprint to compare with what the browser shows.
+    assert token["url"].startswith("https://") and len(token["certificateSha256"].split(":")) == 32, token
     url = store["base"] + "/#token=" + token["token"]
     browser.navigate(url)
     browser.wait("!document.getElementById('board').hidden && document.querySelectorAll('#orders tbody tr').length === 4")

@@ -118,6 +118,7 @@ def test_idle_flood_from_one_address_does_not_lock_out_another(shop, port, schem
     refused = master.events("dashboard.connection_refused" if port == HTTP_PORT else "metrics.connection_refused")
     assert refused, "the refusals are logged"
     assert refused[0]["peer.address"].startswith(h2.address + ":")
+    assert f"connections from {h2.address} open (limit 12)" in refused[0]["reason"], refused[0]
     # At most 12 of h2's connections stay open at once: the others were closed at accept.
     assert end["closed"] >= 88, end
     figure(listener=scheme, flood_connections=100, flood_reopened=end["opened"], flood_closed=end["closed"],
