@@ -90,6 +90,8 @@ final class HTTPListener {
             status: status, headers: HTTPHeaders(headers + [("Content-Type", "text/plain; charset=utf-8")]), body: Array(text.utf8))
     }
 
+    /// A new connection: closed at once past the caps, else adopted with its first deadline
+    /// (TLS or plain as the listener is).
     private func accepted(_ a: AcceptedSocket) {
         let host = MasterNode.host(of: a.peerAddress)
         switch admission.admit(host) {
@@ -128,6 +130,7 @@ final class HTTPListener {
         }
     }
 
+    /// Counts a refused connection and reports it when a log line is due.
     private func refuse(_ peer: String, _ reason: String) {
         switch refusals.failed(now: MonotonicInstant.now - started, stamp: "") {
         case .first: refused(peer, reason, 1)
@@ -181,6 +184,7 @@ final class HTTPListener {
         client.channel.closeAfterFlush()
     }
 
+    /// Reads requests from `client` (plaintext, after TLS if any) and answers them.
     private func receiveRequests(_ client: HTTPListenerClient) {
         client.channel.onRead = { [weak self, weak client] bytes in
             guard let self, let client, client.deadline.phase != .streaming else { return }
@@ -205,6 +209,8 @@ final class HTTPListener {
         }
     }
 
+    /// Answers every whole request buffered on `client`, in order, until one is missing or a
+    /// handler took the connection over.
     private func drain(_ client: HTTPListenerClient) {
         while client.deadline.phase != .streaming {
             let request: HTTPRequest?

@@ -8,6 +8,7 @@ public final class TLSContext {
     /// `true` for a server's context.
     public let isServer: Bool
 
+    /// A context for one side, TLS 1.2 at least.
     private init(server: Bool) throws {
         ERR_clear_error()
         guard let made = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()) else {

@@ -126,6 +126,7 @@ public final class TLSSession: StreamCodec {
 
     // MARK: OpenSSL
 
+    /// Takes the handshake as far as the bytes in hand allow.
     private func handshake() {
         ERR_clear_error()
         let result = SSL_do_handshake(ssl)
@@ -165,6 +166,7 @@ public final class TLSSession: StreamCodec {
         if count <= 0 { fail(TLSError.fromQueue("write", otherwise: "SSL_write error \(SSL_get_error(ssl, count))")) }
     }
 
+    /// The session is broken for good: what waited to be sent is dropped.
     private func fail(_ error: TLSError) {
         state = .failed(error)
         waiting = []
