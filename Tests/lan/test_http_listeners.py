@@ -6,7 +6,9 @@ h2 attacks them. Figures as `FIGURE ...` lines (run with `pytest -s`):
   its key file is 0600; the login cookie is `Secure`; plain http is redirected to https;
 - 100 idle connections from h2 (reopened as fast as the master closes them) do not stop a
   request from h1's own address, on the dashboard and on `/metrics`;
-- half a request head is closed after the head deadline (5 s), plain and over TLS.
+- half a request head is closed after the head deadline (5 s), plain and over TLS;
+- a packet capture of a login and an orders read holds neither the token, nor the session
+  cookie, nor the customer's name.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import stat
 import subprocess
 
@@ -56,11 +59,32 @@ def shop():
         lan.down()
 
 
+SESSION = """
+import http.client, json, ssl, sys
+host, port, token = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+c = http.client.HTTPSConnection(host, port, context=ctx, timeout=10)
+c.request("POST", "/api/session", body=json.dumps({"token": token}),
+          headers={"Content-Type": "application/json", "Origin": f"https://{host}:{port}"})
+r = c.getresponse(); r.read()
+cookie = r.getheader("Set-Cookie")
+c.request("GET", "/api/orders", headers={"Cookie": cookie.split(";")[0]})
+orders = c.getresponse()
+print(json.dumps({"status": r.status, "cookie": cookie, "orders_status": orders.status,
+                  "orders": orders.read().decode()}))
+"""
+
+
+def login_and_read(h2, h1, token: str) -> dict:
+    """From h2: `POST /api/session` with `token`, then `GET /api/orders` with the cookie."""
+    return json.loads(h2.run([PYTHON, "-c", SESSION, h1.address, str(HTTP_PORT), token]).stdout)
+
+
 def test_dashboard_is_https_with_the_printed_fingerprint(shop):
     master, h1, h2 = shop["master"], shop["h1"], shop["h2"]
     printed = h1.run([ordersync_binary(), "dashboard", "--name", "office", "--data-dir", master.data_dir]).stdout
     lines = dict(line.split(": ", 1) for line in printed.splitlines() if ": " in line)
-    assert lines["open"].startswith(f"https://"), printed
+    assert lines["open"].startswith("https://"), printed
     fingerprint = lines["certificate SHA-256"].strip()
     assert len(fingerprint.split(":")) == 32, printed
     token = lines["open"].split("#token=", 1)[1]
@@ -73,16 +97,7 @@ def test_dashboard_is_https_with_the_printed_fingerprint(shop):
     assert answer["status"] == 200
     assert answer["sha256"].upper() == fingerprint.replace(":", ""), "the certificate served is the one printed"
     # The same with Python's `ssl` client and the standard library's https client.
-    login = h2.run([PYTHON, "-c", f"""
-import http.client, json, ssl
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
-c = http.client.HTTPSConnection("{h1.address}", {HTTP_PORT}, context=ctx, timeout=10)
-c.request("POST", "/api/session", body=json.dumps({{"token": "{token}"}}),
-          headers={{"Content-Type": "application/json", "Origin": "https://{h1.address}:{HTTP_PORT}"}})
-r = c.getresponse(); r.read()
-print(json.dumps({{"status": r.status, "cookie": r.getheader("Set-Cookie")}}))
-"""]).stdout
-    session = json.loads(login)
+    session = login_and_read(h2, h1, token)
     assert session["status"] == 204, session
     assert "; Secure" in session["cookie"] and "HttpOnly" in session["cookie"], session
 
@@ -132,3 +147,37 @@ def test_half_a_request_head_is_closed_after_the_deadline(shop, port, tls):
     closed = answer["closed_after_s"]
     assert HEAD_DEADLINE - 0.5 <= closed <= HEAD_DEADLINE + 2, answer
     figure(listener="dashboard" if tls else "metrics", half_head_closed_after_s=closed)
+
+
+def test_a_capture_of_a_dashboard_session_holds_no_token_cookie_or_name(shop):
+    master, h1, h2 = shop["master"], shop["h1"], shop["h2"]
+    tag = secrets.token_hex(4)
+    name = f"Quokka{tag}"
+    master.create(customer=name, note=f"walnuts {tag}")
+    token = json.loads(h1.run([ordersync_binary(), "dashboard", "--name", f"capture-{tag}", "--data-dir", master.data_dir,
+                               "--json"]).stdout)["token"]
+    out = os.path.join(h1.dir, "dashboard-capture")
+    capture = h1.popen([PYTHON, os.path.join(HERE, "packet_capture.py"), "--interface", h1.interface,
+                        "--port", str(HTTP_PORT), "--out", out], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert capture.stdout.readline().strip() == "capturing"
+    try:
+        session = login_and_read(h2, h1, token)
+    finally:
+        capture.stdin.write("stop\n")
+        capture.stdin.flush()
+        summary = json.loads(capture.stdout.readline())
+        capture.wait(timeout=10)
+    # The session worked: the orders, the customer among them, reached h2.
+    assert session["status"] == 204 and session["orders_status"] == 200, session
+    assert name in session["orders"]
+    cookie = session["cookie"].split(";")[0].split("=", 1)[1]
+    with open(out + ".to-port", "rb") as f:
+        captured = f.read()
+    with open(out + ".from-port", "rb") as f:
+        captured += f.read()
+    assert summary["bytes"] > 1000, summary
+    needles = [token, cookie, name, tag, "customerName", "ordersync_session", "/api/orders", "HTTP/1.1"]
+    hits = {n: captured.count(n.encode()) for n in needles if captured.count(n.encode())}
+    assert not hits, f"cleartext on the wire: {hits}"
+    figure(dashboard_captured_bytes=summary["bytes"], dashboard_captured_segments=summary["segments"],
+           dashboard_cleartext_hits=0)
