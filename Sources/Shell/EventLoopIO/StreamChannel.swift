@@ -13,6 +13,10 @@ import Glibc
 /// channel watches `EPOLLOUT` only while that buffer is non-empty. A peer that does not read
 /// makes the buffer grow; past ``maxPendingBytes`` the channel closes with
 /// ``CloseReason/sendBufferOverflow`` rather than holding unbounded memory.
+///
+/// A ``StreamCodec`` (TLS) may sit between the socket and the owner
+/// (``install(codec:replaying:)``): then ``onRead`` gets what it decoded, ``write(_:)`` sends
+/// what it encoded, and ``pendingBytes`` counts the encoded bytes.
 public final class StreamChannel {
     enum State {
         case connecting
