@@ -52,6 +52,9 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite3", path: "Sources/Shell/CSQLite3", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/Shell/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
         // The epoll event loop, timers, signals and sockets.
         .target(name: "EventLoopIO", dependencies: ["CLinux"], path: "Sources/Shell/EventLoopIO"),
         // The one socket shell around the WebSocket state machines, for the daemon and the test peer.
@@ -60,13 +63,16 @@ let package = Package(
             path: "Sources/Shell/WebSocketTransport"),
         .target(name: "OrderStore", dependencies: ["CSQLite3", "JSON", "SyncCore"], path: "Sources/Shell/OrderStore"),
         .target(name: "Discovery", dependencies: ["CAvahi"], path: "Sources/Shell/Discovery"),
+        // TLS for the dashboard: a self-signed certificate, and TLS sessions over memory buffers
+        // that a `StreamChannel` drives on the loop (OpenSSL, wrapped here alone).
+        .target(name: "TLS", dependencies: ["COpenSSL", "EventLoopIO"], path: "Sources/Shell/TLS"),
 
         // MARK: Node: a running master or slave, and the local API.
         .target(
             name: "OrderSyncNode",
             dependencies: [
                 "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
-                "Noise", "SecureLink",
+                "Noise", "SecureLink", "TLS",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -117,6 +123,7 @@ let package = Package(
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "EventLoopIO"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "EventLoopIO"]),
         .testTarget(name: "MicroBenchTests", dependencies: ["MicroBenchCases"]),
         .testTarget(
             name: "OrderSyncNodeTests",

@@ -32,7 +32,7 @@ class CDPError(RuntimeError):
 class Browser:
     """One headless Chromium on `host` with one page (tab) attached."""
 
-    def __init__(self, host, width: int = 1280, height: int = 800):
+    def __init__(self, host, width: int = 1280, height: int = 800, flags: tuple[str, ...] = ()):
         self.profile = tempfile.mkdtemp(prefix="chromium-", dir=host.dir)
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
@@ -48,7 +48,7 @@ class Browser:
                 "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--password-store=basic", "--use-mock-keychain",
                 "--remote-debugging-pipe", f"--user-data-dir={self.profile}", f"--window-size={width},{height}",
-                "about:blank"]
+                *flags, "about:blank"]
         env = dict(os.environ, HOME=self.profile)
         self.log = open(os.path.join(host.dir, "chromium.log"), "wb")
         self.process = host.popen(argv, env=env, close_fds=False, preexec_fn=fds, stdout=self.log, stderr=self.log)

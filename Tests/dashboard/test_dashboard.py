@@ -5,6 +5,8 @@ slave shown without a reload within 1 s; a customer name that is HTML shown as t
 whose link is cut shown as away; a terminal's outbox shown while it drains; a revoked token logged out at once; screenshots at desktop and phone
 width kept under reports/dashboard/."""
 
+import base64
+import hashlib
 import json
 import os
 import time
@@ -50,13 +52,25 @@ def store():
         master.wait_event("node.started")
         slave = OrderSyncNode.slave(h2)
         slave.wait_live(timeout=30)
-        browser = Browser(h3)
+        # Beyond loopback the dashboard is https with a self-signed certificate: the browser
+        # trusts exactly its key (what a manager does by comparing the fingerprint once).
+        browser = Browser(h3, flags=(f"--ignore-certificate-errors-spki-list={spki_sha256(master)}",))
         yield {"lan": lan, "master": master, "slave": slave, "browser": browser,
-               "base": f"http://{h1.address}:{HTTP_PORT}"}
+               "base": f"https://{h1.address}:{HTTP_PORT}"}
     finally:
         if browser is not None:
             browser.close()
         lan.down()
+
+
+def spki_sha256(master: OrderSyncNode) -> str:
+    """Base64 of the SHA-256 of the dashboard certificate's public key (Chromium's pin format)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    with open(os.path.join(master.data_dir, "dashboard-cert.pem"), "rb") as f:
+        key = x509.load_pem_x509_certificate(f.read()).public_key()
+    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
 
 
 def fetch_status(browser: Browser, path: str, token: str | None = None) -> int:
@@ -93,6 +107,8 @@ def test_the_token_opens_the_orders(store):
     hostile = master.create(XSS, note="<b>bold</b>")
     token = dashboard(master, "--name", "office")
     assert len(token["token"]) == 64 and token["url"].endswith("/#token=" + token["token"]), token
+    # Beyond loopback: https, and the fingerprint to compare with what the browser shows.
+    assert token["url"].startswith("https://") and len(token["certificateSha256"].split(":")) == 32, token
     url = store["base"] + "/#token=" + token["token"]
     browser.navigate(url)
     browser.wait("!document.getElementById('board').hidden && document.querySelectorAll('#orders tbody tr').length === 4")

@@ -119,7 +119,7 @@ def test_files_user_modes_and_dependencies(package):
 
     depends = sh(["dpkg-query", "-W", "-f=${Depends}", "ordersync"]).stdout
     names = {d.strip().split()[0] for d in depends.split(",")}
-    assert {"libavahi-client3", "libsqlite3-0", "libc6", "avahi-daemon"} <= names, depends
+    assert {"libavahi-client3", "libsqlite3-0", "libssl3", "libc6", "avahi-daemon"} <= names, depends
     # The Swift runtime is linked in: nothing is loaded from the toolchain.
     ldd = sh(["ldd", "/usr/bin/ordersync"]).stdout
     assert "/opt/swift" not in ldd and "libswiftCore" not in ldd and "not found" not in ldd, ldd

@@ -196,6 +196,7 @@ public struct ConfigKey: Sendable {
             ConfigKey(name: "insecure-storepos", kind: .boolean, roles: [.master]),
             ConfigKey(name: "storepos-allow", kind: .list, roles: [.master]),
             ConfigKey(name: "http-listen", kind: .text, roles: [.master]),
+            ConfigKey(name: "http-tls", kind: .choice(["auto", "on", "off"]), roles: [.master]),
             ConfigKey(name: "master", kind: .text, roles: [.slave]),
             ConfigKey(name: "pair", kind: .text, roles: [.slave]),
         ]

@@ -4,6 +4,7 @@ import HTTP1
 import JSON
 import Logging
 import SyncCore
+import TLS
 
 /// What the dashboard shows, answered by the master on its loop.
 protocol DashboardSource: AnyObject {
@@ -33,8 +34,9 @@ struct DashboardJournalQuery: Equatable {
 /// (`ordersync dashboard`) is exchanged at `POST /api/session` for an HttpOnly, SameSite=Strict
 /// session cookie, or sent as `Authorization: Bearer TOKEN`. Every data endpoint answers 401
 /// without one; revoking a token ends its sessions and closes its event streams at once.
+/// Served over TLS (a self-signed certificate, `DashboardCertificate`) unless it listens on
+/// loopback or `--http-tls off`; connections are bounded by ``HTTPListenerLimits/standard``.
 final class DashboardServer {
-    static let maxConnections = 64
     /// A request head up to 8 KiB and a body up to 1 KiB (the login's token).
     static let limits = HTTPRequestParser.Limits(maxHeaderBytes: 8 << 10, maxBodyBytes: 1 << 10)
     static let cookieName = "ordersync_session"
@@ -67,18 +69,33 @@ final class DashboardServer {
     private var streams: [ObjectIdentifier: EventStream] = [:]
     private var statusTimer: TimerHandle?
     private var lastRefusals = 0
+    /// The certificate's SHA-256 (`AB:CD:...`) when the dashboard is served over TLS.
+    let tlsFingerprint: String?
     /// The address actually bound (`ip:port`).
     var localAddress: String { listener.localAddress }
 
-    /// Binds `address` on `loop`; nothing is answered before `start(source:)`.
-    init(address: MetricsAddress, loop: EventLoop, logger: Logger) throws {
+    /// Binds `address` on `loop`, over TLS with `certificate` when given; nothing is answered
+    /// before `start(source:)`.
+    init(address: MetricsAddress, certificate: TLSCertificate?, loop: EventLoop, logger: Logger) throws {
         self.loop = loop
         self.logger = logger
+        let tls: TLSContext?
+        do { tls = try certificate.map { try TLSContext.server(certificate: $0) } } catch {
+            throw NodeStartupError("cannot serve the dashboard over TLS: \(error)")
+        }
+        tlsFingerprint = certificate?.fingerprintText
         listener = try HTTPListener(
-            address: address, flag: "--http-listen", purpose: "the dashboard", limits: Self.limits,
-            maxConnections: Self.maxConnections, loop: loop
-        ) { error in logger.warning("dashboard.accept_failed", metadata: ["error": "\(error)"]) }
+            address: address, flag: "--http-listen", purpose: "the dashboard", requestLimits: Self.limits,
+            limits: .standard, tls: tls, loop: loop,
+            acceptFailed: { error in logger.warning("dashboard.accept_failed", metadata: ["error": "\(error)"]) },
+            refused: { peer, reason, count in
+                logger.notice(
+                    "dashboard.connection_refused", metadata: ["peer.address": "\(peer)", "reason": "\(reason)", "count": "\(count)"])
+            })
     }
+
+    /// `https` over TLS, else `http`.
+    var scheme: String { listener.isTLS ? "https" : "http" }
 
     /// Serves the page and its data from `source`.
     func start(source: DashboardSource) {
@@ -193,7 +210,7 @@ final class DashboardServer {
 
     /// `POST /api/session` with `{"token":"..."}`: a session cookie for a valid token.
     private func login(_ request: HTTPRequest, from peer: String) -> HTTPResponse {
-        if let origin = request.headers["Origin"], let host = request.headers["Host"], origin != "http://\(host)" {
+        if let origin = request.headers["Origin"], let host = request.headers["Host"], origin != "\(scheme)://\(host)" {
             return Self.error(403, "forbidden", "log in from the dashboard's own page")
         }
         guard let type = request.headers["Content-Type"], type.lowercased().hasPrefix("application/json") else {
@@ -219,7 +236,7 @@ final class DashboardServer {
             HTTPResponse(
                 status: 204,
                 headers: HTTPHeaders([
-                    ("Set-Cookie", "\(Self.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(seconds)"),
+                    ("Set-Cookie", "\(Self.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(seconds)\(cookieSecure)"),
                     ("Cache-Control", "no-store"),
                 ]), body: []))
     }
@@ -229,9 +246,14 @@ final class DashboardServer {
         if let id = Self.cookie(Self.cookieName, in: request.headers["Cookie"]) { sessions[id] = nil }
         return Self.secured(
             HTTPResponse(
-                status: 204, headers: HTTPHeaders([("Set-Cookie", "\(Self.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")]),
+                status: 204,
+                headers: HTTPHeaders([("Set-Cookie", "\(Self.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0\(cookieSecure)")]),
                 body: []))
     }
+
+    /// RFC 6265 4.1.2.5: "The Secure attribute limits the scope of the cookie to "secure"
+    /// channels": under TLS the browser never sends the session over plain HTTP.
+    private var cookieSecure: String { listener.isTLS ? "; Secure" : "" }
 
     // MARK: Event streams
 

@@ -1,7 +1,9 @@
 import Foundation
 import JSON
+import Logging
 import OrderStore
 import SyncCore
+import TLS
 
 /// The store dashboard (`--http-listen`) and its tokens (`ordersync dashboard`).
 extension MasterNode: DashboardSource {
@@ -52,6 +54,7 @@ extension MasterNode: DashboardSource {
         case .dashboardTokens:
             var o = JSONObject([("tokens", .array(tokens.tokens.map { .object(DashboardTokens.object($0)) }))])
             o["url"] = dashboardURL(secret: nil).map { .string($0) } ?? .null
+            o["certificateSha256"] = dashboard?.tlsFingerprint.map { .string($0) } ?? .null
             respond(200, .object(o))
             return
         case .makeDashboardToken(let name):
@@ -68,6 +71,7 @@ extension MasterNode: DashboardSource {
                 var o = DashboardTokens.object(made.token)
                 o["token"] = .string(made.secret)
                 o["url"] = dashboardURL(secret: made.secret).map { .string($0) } ?? .null
+                o["certificateSha256"] = dashboard?.tlsFingerprint.map { .string($0) } ?? .null
                 logger.info("dashboard.token_made", metadata: ["token": "\(made.token.id)", "name": "\(made.token.name)"])
                 respond(201, .object(o))
             }
@@ -105,6 +109,23 @@ extension MasterNode: DashboardSource {
         var host = address.host
         if host == "0.0.0.0" || host == "::" { host = DataDirectory.hostName() }
         if host.contains(":") { host = "[\(host)]" }
-        return "http://\(host):\(port)/" + (secret.map { "#token=\($0)" } ?? "")
+        return "\(dashboard.scheme)://\(host):\(port)/" + (secret.map { "#token=\($0)" } ?? "")
+    }
+
+    /// The dashboard's certificate when it is served over TLS (made at the first start that
+    /// needs it, `dashboard.certificate_made`); nil for plain HTTP.
+    static func dashboardCertificate(_ configuration: NodeConfiguration, _ logger: Logger) throws -> TLSCertificate? {
+        guard configuration.dashboardUsesTLS, let listen = configuration.httpListen else { return nil }
+        let (certificate, made) = try DashboardCertificate.loadOrCreate(
+            certificatePath: configuration.dashboardCertificatePath, keyPath: configuration.dashboardKeyPath, listen: listen)
+        if made {
+            logger.notice(
+                "dashboard.certificate_made",
+                metadata: [
+                    "sha256": "\(certificate.fingerprintText)", "path": "\(configuration.dashboardCertificatePath)",
+                    "key": "\(configuration.dashboardKeyPath)",
+                ])
+        }
+        return certificate
     }
 }

@@ -112,7 +112,10 @@ public final class MasterNode: @unchecked Sendable {
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
         api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
         metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
-        dashboard = try configuration.httpListen.map { try DashboardServer(address: $0, loop: loop, logger: logger) }
+        dashboard = try configuration.httpListen.map { address in
+            try DashboardServer(
+                address: address, certificate: try Self.dashboardCertificate(configuration, logger), loop: loop, logger: logger)
+        }
     }
 
     /// A master for the `ordersync master` command: prepares the process (signals), claims the
@@ -171,6 +174,7 @@ public final class MasterNode: @unchecked Sendable {
                 "paired_terminals": "\((try? db.pairedTerminals().count) ?? 0)",
                 "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
                 "http.listen": "\(dashboard?.localAddress ?? "-")",
+                "http.tls": "\(dashboard?.tlsFingerprint ?? "-")",
             ])
         if configuration.insecureStorePOS {
             let ranges = configuration.storePOSAllow.map(\.description).joined(separator: ",")

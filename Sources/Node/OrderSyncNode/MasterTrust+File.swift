@@ -72,25 +72,6 @@ extension MasterTrust {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let bytes = Array(try encoder.encode(self)) + [0x0A]
-        let temporary = path + ".new"
-        unlink(temporary)
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            throw NodeStartupError("cannot create the master trust file \(temporary): \(String(cString: strerror(errno)))")
-        }
-        // fchmod(2) is not subject to the umask, unlike open's mode.
-        let ok = fchmod(fd, 0o600) == 0 && Glibc.write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
-        let code = errno
-        Glibc.close(fd)
-        guard ok, rename(temporary, path) == 0 else {
-            let failure = ok ? errno : code
-            unlink(temporary)
-            throw NodeStartupError("cannot write the master trust file \(path): \(String(cString: strerror(failure)))")
-        }
-        let directory = Glibc.open(PrivateDirectory.parent(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            _ = fsync(directory)
-            Glibc.close(directory)
-        }
+        try PrivateFile.write(bytes, to: path, what: "the master trust file")
     }
 }

@@ -31,11 +31,10 @@ enum MetricsExposition {
 
 /// `--metrics-listen ADDR:PORT`: a plain HTTP/1.1 listener for a Prometheus server, on the
 /// node's loop. It answers only `GET` and `HEAD /metrics` (404 elsewhere); requests are bounded (8 KiB of
-/// head, no body, 10 s to arrive, 64 connections), answered in order, and nothing else of the
-/// node is reachable through it.
+/// head, no body), connections by ``HTTPListenerLimits/standard`` (128, 12 per address, 5 s
+/// for a request, 30 s idle); answered in order, and nothing else of the node is reachable
+/// through it.
 final class MetricsListener {
-    /// Most connections open at once; more are closed at accept.
-    static let maxConnections = 64
     /// Largest request head; no body is accepted.
     static let limits = HTTPRequestParser.Limits(maxHeaderBytes: 8 << 10, maxBodyBytes: 0)
 
@@ -47,9 +46,13 @@ final class MetricsListener {
     /// `start(render:)`. A failure to bind is a `NodeStartupError` naming the address.
     init(address: MetricsAddress, loop: EventLoop, logger: Logger) throws {
         listener = try HTTPListener(
-            address: address, flag: "--metrics-listen", purpose: "metrics", limits: Self.limits,
-            maxConnections: Self.maxConnections, loop: loop
-        ) { error in logger.warning("metrics.accept_failed", metadata: ["error": "\(error)"]) }
+            address: address, flag: "--metrics-listen", purpose: "metrics", requestLimits: Self.limits,
+            limits: .standard, loop: loop,
+            acceptFailed: { error in logger.warning("metrics.accept_failed", metadata: ["error": "\(error)"]) },
+            refused: { peer, reason, count in
+                logger.notice(
+                    "metrics.connection_refused", metadata: ["peer.address": "\(peer)", "reason": "\(reason)", "count": "\(count)"])
+            })
     }
 
     /// Serves `GET /metrics` with what `render` returns.

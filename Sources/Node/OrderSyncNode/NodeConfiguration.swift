@@ -29,6 +29,11 @@ public enum NodeDefaults {
     /// Name of the file holding a master's previous static private key after a key rotation
     /// (mode 0600); it still answers slaves that know only the previous key.
     public static let previousKeyFile = "node.key.previous"
+    /// Name of the dashboard's TLS certificate (self-signed, made at the first start that
+    /// serves the dashboard over TLS).
+    public static let dashboardCertificateFile = "dashboard-cert.pem"
+    /// Name of the dashboard certificate's private key (mode 0600).
+    public static let dashboardKeyFile = "dashboard-key.pem"
     /// WebSocket path on the master.
     public static let webSocketPath = "/"
     /// The DNS-SD instance name StorePOS apps look for: they browse `_pos._tcp` and connect only
@@ -225,9 +230,11 @@ public struct NodeConfiguration: Sendable {
     /// Serve `GET /metrics` over plain HTTP on this TCP address too (`--metrics-listen`); nil: only
     /// on the local API socket.
     public var metricsListen: MetricsAddress?
-    /// Serve the store dashboard over plain HTTP on this TCP address (`--http-listen`, master
-    /// only); nil: off.
+    /// Serve the store dashboard on this TCP address (`--http-listen`, master only); nil: off.
     public var httpListen: MetricsAddress?
+    /// Whether the dashboard is served over TLS (`--http-tls`): by default when it listens
+    /// beyond loopback.
+    public var httpTLS = DashboardTLSMode.auto
     /// The interval of the summaries of repeated failures in the log (`master.connect_failed`).
     public var logSummaryInterval: Duration = NodeDefaults.logSummaryInterval
 
@@ -266,6 +273,14 @@ public struct NodeConfiguration: Sendable {
     public var lockPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.lockFile) }
     /// Path of the node's key file.
     public var keyPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.keyFile) }
+    /// Path of the dashboard's TLS certificate.
+    public var dashboardCertificatePath: String {
+        (dataDirectory as NSString).appendingPathComponent(NodeDefaults.dashboardCertificateFile)
+    }
+    /// Path of the dashboard certificate's private key.
+    public var dashboardKeyPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.dashboardKeyFile) }
+    /// Whether the dashboard at `httpListen` is served over TLS.
+    public var dashboardUsesTLS: Bool { httpListen.map { httpTLS.usesTLS(listeningOn: $0) } ?? false }
     /// Path of a master's previous key file (after a key rotation).
     public var previousKeyPath: String { (dataDirectory as NSString).appendingPathComponent(NodeDefaults.previousKeyFile) }
 

@@ -112,26 +112,6 @@ public struct NodeIdentity {
     /// Writes the key to a new file (mode 0600 whatever the umask) and moves it into place, so a
     /// crash never leaves a half-written key.
     static func write(_ identity: NodeIdentity, to path: String) throws {
-        let temporary = path + ".new"
-        unlink(temporary)
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            throw NodeStartupError("cannot create the node key \(temporary): \(String(cString: strerror(errno)))")
-        }
-        let bytes = Array(fileText(identity).utf8)
-        // fchmod(2) is not subject to the umask, unlike open's mode.
-        let ok = fchmod(fd, 0o600) == 0 && Glibc.write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
-        let code = errno
-        Glibc.close(fd)
-        guard ok, rename(temporary, path) == 0 else {
-            let failure = ok ? errno : code
-            unlink(temporary)
-            throw NodeStartupError("cannot write the node key \(path): \(String(cString: strerror(failure)))")
-        }
-        let directory = Glibc.open(PrivateDirectory.parent(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            _ = fsync(directory)
-            Glibc.close(directory)
-        }
+        try PrivateFile.write(Array(fileText(identity).utf8), to: path, what: "the node key")
     }
 }

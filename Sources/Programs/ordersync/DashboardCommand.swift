@@ -48,10 +48,14 @@ struct DashboardCommand: ParsableCommand {
             print("dashboard token \(o["id"]?.stringValue ?? "?") \(OrderText.quote(o["name"]?.stringValue ?? ""))")
             if let url = o["url"]?.stringValue {
                 print("open: \(url)")
+                if let sha256 = o["certificateSha256"]?.stringValue {
+                    print("certificate SHA-256: \(sha256)")
+                    print("(the browser warns about a self-signed certificate: go on only if it shows this fingerprint)")
+                }
             } else {
                 print("token: \(o["token"]?.stringValue ?? "?")")
                 print("the master serves no dashboard: start it with --http-listen ADDR:PORT (e.g. 0.0.0.0:8080),")
-                print("then open http://HOST:PORT/ and paste the token")
+                print("then open the address it serves (https:// beyond loopback) and paste the token")
             }
             print("The token is shown only now; `ordersync dashboard revoke \(o["id"]?.stringValue ?? "ID")` ends it.")
         }
@@ -82,6 +86,7 @@ struct DashboardCommand: ParsableCommand {
                 )
             }
             if let url = answer.objectValue?["url"]?.stringValue { print("dashboard: \(url)") }
+            if let sha256 = answer.objectValue?["certificateSha256"]?.stringValue { print("certificate SHA-256: \(sha256)") }
         }
     }
 

@@ -246,6 +246,13 @@ struct MasterCommand: ParsableCommand {
             valueName: "addr:port"))
     var httpListen: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Serve the dashboard over TLS (a self-signed certificate kept in the data directory): auto (when --http-listen is beyond loopback), on or off.",
+            valueName: "auto|on|off"))
+    var httpTLS = DashboardTLSMode.auto
+
     func validate() throws {
         if let h = httpListen, MetricsAddress(parsing: h) == nil {
             throw ValidationError("--http-listen must look like 0.0.0.0:8080 or [::1]:8080 (got '\(h)').")
@@ -279,6 +286,7 @@ struct MasterCommand: ParsableCommand {
             masterURL: nil)
         node.apply(to: &config)
         config.httpListen = httpListen.flatMap { MetricsAddress(parsing: $0) }
+        config.httpTLS = httpTLS
         config.errorLog = errors
         config.maxConnections = maxConnections
         config.maxHandshakesPerAddress = maxHandshakesPerAddress
@@ -339,3 +347,6 @@ struct SlaveCommand: ParsableCommand {
         try runNode { try SlaveNode(configuration: config, logger: logger).run() }
     }
 }
+
+/// `--http-tls auto|on|off`.
+extension DashboardTLSMode: ExpressibleByArgument {}

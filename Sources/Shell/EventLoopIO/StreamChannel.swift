@@ -13,6 +13,10 @@ import Glibc
 /// channel watches `EPOLLOUT` only while that buffer is non-empty. A peer that does not read
 /// makes the buffer grow; past ``maxPendingBytes`` the channel closes with
 /// ``CloseReason/sendBufferOverflow`` rather than holding unbounded memory.
+///
+/// A ``StreamCodec`` (TLS) may sit between the socket and the owner
+/// (``install(codec:replaying:)``): then ``onRead`` gets what it decoded, ``write(_:)`` sends
+/// what it encoded, and ``pendingBytes`` counts the encoded bytes.
 public final class StreamChannel {
     enum State {
         case connecting
@@ -46,6 +50,9 @@ public final class StreamChannel {
     public var onDrained: (() -> Void)?
     /// The low-water mark for ``onDrained`` (default 1 MiB).
     public var drainedThreshold = 1 << 20
+    /// The layer (TLS) between the socket and ``onRead``/``write(_:)``, if any: see
+    /// ``install(codec:replaying:)``.
+    public private(set) var codec: (any StreamCodec)?
 
     let socket: Socket
     let descriptor: Int32
@@ -114,6 +121,31 @@ public final class StreamChannel {
         guard isWritable, !bytes.isEmpty else {
             return
         }
+        guard let codec else {
+            writeToSocket(bytes)
+            return
+        }
+        do {
+            writeToSocket(try codec.encode(bytes))
+        } catch {
+            finish(.error(PosixError(call: "encode", errno: EPROTO)))
+        }
+    }
+
+    /// Starts decoding what is read and encoding what is written with `codec`, and decodes
+    /// `bytes` (already read, e.g. to recognise the protocol) as if they had just arrived.
+    public func install(codec: any StreamCodec, replaying bytes: [UInt8]) {
+        loop.assertInEventLoop()
+        precondition(self.codec == nil, "a StreamChannel takes one codec")
+        self.codec = codec
+        if !bytes.isEmpty { received(bytes) }
+    }
+
+    /// Queues `bytes` as they go on the wire.
+    private func writeToSocket(_ bytes: [UInt8]) {
+        guard isWritable, !bytes.isEmpty else {
+            return
+        }
         var offset = 0
         if state == .open && pendingBytes == 0 {
             do {
@@ -145,6 +177,10 @@ public final class StreamChannel {
     public func write(gathering buffers: [[UInt8]]) {
         loop.assertInEventLoop()
         guard isWritable else { return }
+        if codec != nil {
+            write(Array(buffers.joined()))
+            return
+        }
         var next = 0
         var offset = 0
         if state == .open && pendingBytes == 0 {
@@ -303,6 +339,8 @@ public final class StreamChannel {
                 closeWhenConnected = true
             }
         case .open:
+            if let codec { writeToSocket(codec.closing()) }
+            guard state == .open else { return }
             state = .flushingBeforeClose
             reasonAfterFlush = .localClose
             startCloseTimer()
@@ -444,9 +482,24 @@ public final class StreamChannel {
             peerEndedStream()
         case .value(let count):
             if state == .open {
-                onRead?(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+                received(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
             }
         }
+    }
+
+    /// Hands what was read to the owner, through the codec if there is one.
+    private func received(_ bytes: [UInt8]) {
+        guard let codec else {
+            onRead?(bytes)
+            return
+        }
+        let output = codec.decode(bytes)
+        writeToSocket(output.reply)
+        if output.failure != nil {
+            closeAfterFlush()
+            return
+        }
+        if state == .open, !output.received.isEmpty { onRead?(output.received) }
     }
 
     private func peerEndedStream() {
