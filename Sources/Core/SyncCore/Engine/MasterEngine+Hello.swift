@@ -68,7 +68,8 @@ extension MasterEngine {
                             .info, "catchup.sent",
                             [
                                 ("peer.address", peers[id]?.address ?? "?"),
-                                ("from_seq", "\(hello.lastSeq)"), ("operations", "\(missed.count)"), ("seq", "\(lastSeq)"),
+                                ("from_seq", "\(hello.lastSeq)"), ("operations", "\(lastSeq - hello.lastSeq)"),
+                                ("messages", "\(missed.count)"), ("seq", "\(lastSeq)"),
                             ])))
                 peers[id]?.phase = .live
                 return
