@@ -120,6 +120,31 @@ final class BulkBroadcastTests: XCTestCase {
         XCTAssertEqual(try master.store.journal(since: 60, limit: 10).map(\.seq), [61])
     }
 
+    func testTheSlavesOwnBulkUpdateSettlesAtTheLastPartAndARetryGetsTheAnswerInPartsAgain() throws {
+        let (master, _, slave, sdb, uuids) = try synced(orders: 40)
+        let (_, written) = slave.localWrite(rename(uuids, to: "Party", opId: nil), opId: "op-mine", now: 3)
+        let sent = written.compactMap { a -> String? in
+            if case .send(let t) = a { return t }; return nil
+        }
+        XCTAssertEqual(sent.count, 1)
+        XCTAssertEqual(try sdb.outboxCount(), 1)
+        let answer = master.received(sent[0], from: 1, now: 3).texts(to: 1)
+        XCTAssertGreaterThan(answer.count, 3, "the broadcast in parts, then result")
+        for text in answer.dropLast(2) { _ = slave.received(text, now: 3) }
+        XCTAssertEqual(try sdb.outboxCount(), 1, "still waiting before the last part")
+        _ = slave.received(answer[answer.count - 2], now: 3)
+        XCTAssertEqual(try sdb.outboxCount(), 0, "settled with the last part, before the result")
+        _ = slave.received(answer[answer.count - 1], now: 3)
+        XCTAssertEqual(slave.lastSeq, 41)
+        // The same operation id again (an answer lost with the link): the first answer, in parts.
+        let again = master.received(sent[0], from: 1, now: 4)
+        XCTAssertTrue(logs(again).contains("op.repeat"))
+        let repeated = again.texts(to: 1)
+        XCTAssertEqual(repeated.count, answer.count)
+        XCTAssertTrue(repeated.allSatisfy { $0.utf8.count <= partBytes })
+        XCTAssertEqual(master.lastSeq, 41, "not applied twice")
+    }
+
     func testPartsOutOfOrderOrInterruptedAreRefusedAndNothingIsApplied() throws {
         let (master, _, slave, sdb, uuids) = try synced(orders: 40)
         let (_, actions) = master.localWrite(rename(uuids, to: "Party"), origin: "m", now: 3)
