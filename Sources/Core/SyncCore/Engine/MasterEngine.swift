@@ -2,7 +2,8 @@
 public struct ApplyOutcome: Sendable {
     /// The journal sequence number of the applied change, if anything was applied.
     public var seq: Int64?
-    /// The broadcast text for every terminal (nil when nothing was applied).
+    /// The broadcast text for every terminal, as journalled (nil when nothing was applied); one
+    /// larger than `MasterEngine.broadcastPartBytes` goes out in parts (`BroadcastParts`).
     public var broadcast: String?
     /// The orders as applied (after the change; removed orders as they were).
     public var applied: [Order] = []
