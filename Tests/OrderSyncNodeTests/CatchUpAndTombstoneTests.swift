@@ -30,7 +30,7 @@ final class CatchUpTests: XCTestCase {
         let missed = try XCTUnwrap(ledger.catchUp(from: 2, epoch: "e1"))
         XCTAssertEqual(missed.count, 3)
         let seqs = missed.compactMap { text -> Int64? in
-            if case .success(.applied(_, _, let seq, _, _, _)) = ServerMessage.decode(text) { return seq }
+            if case .success(.applied(_, _, let seq, _, _, _, _)) = ServerMessage.decode(text) { return seq }
             return nil
         }
         XCTAssertEqual(seqs, [3, 4, 5])

@@ -230,15 +230,7 @@ final class EngineAnswerTests: XCTestCase {
         .object(JSONObject([("uuid", .string(uuid))] + fields))
     }
 
-    func texts(_ actions: [MasterEngine.Action], to peer: Int) -> [String] {
-        actions.compactMap { a -> String? in
-            switch a {
-            case .send(peer, let t): return t
-            case .broadcast(let t, let peers) where peers.contains(peer): return t
-            default: return nil
-            }
-        }
-    }
+    func texts(_ actions: [MasterEngine.Action], to peer: Int) -> [String] { actions.texts(to: peer) }
 
     func testARefusedOperationIsAnsweredTheSameWayWhenRetriedEvenIfItWouldNowSucceed() throws {
         let db = try OrderDatabase(path: dir + "/m.sqlite")

@@ -83,13 +83,13 @@ private func normalized(_ object: JSONObject) -> JSONObject {
 
 /// `message` with the unknown order members normalized like `normalized(_: JSONValue)`.
 private func normalized(_ message: ServerMessage) -> ServerMessage {
-    guard case let .applied(operation, orders, seq, opId, origin, snapshot) = message else { return message }
+    guard case let .applied(operation, orders, seq, opId, origin, snapshot, part) = message else { return message }
     let plain = orders.map { order -> Order in
         var copy = order
         copy.extra = normalized(order.extra)
         return copy
     }
-    return .applied(operation: operation, orders: plain, seq: seq, opId: opId, origin: origin, snapshot: snapshot)
+    return .applied(operation: operation, orders: plain, seq: seq, opId: opId, origin: origin, snapshot: snapshot, part: part)
 }
 
 // MARK: - Terminal to master
@@ -195,7 +195,7 @@ private func checkServerMessage(_ text: String) {
     }
     require(normalized(decoded) == normalized(message), "server message round-trip: \(encoded) decodes as \(decoded)")
     require(decoded.encoded() == encoded, "server message encoding is not stable: \(encoded)")
-    if case .applied(_, let orders, _, _, _, _) = message {
+    if case .applied(_, let orders, _, _, _, _, _) = message {
         for order in orders {
             require(Order.isValidUUID(order.uuid) && order.version >= 1, "slave accepted \(order)")
         }

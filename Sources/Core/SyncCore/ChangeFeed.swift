@@ -49,7 +49,7 @@ public enum ChangeFeed {
     /// were right after that entry (not as they are now). Without `seq`, which the caller puts first.
     public static func masterChange(_ entry: JournalEntry) -> JSONObject {
         var orders: [JSONValue] = []
-        if case .success(.applied(_, let list, _, _, _, _)) = ServerMessage.decode(entry.message) {
+        if case .success(.applied(_, let list, _, _, _, _, _)) = ServerMessage.decode(entry.message) {
             orders = list.map { orderJSON($0, removed: entry.operation == .remove) }
         } else {
             // Not expected (the journal keeps the broadcast as sent): the UUIDs at least.

@@ -220,10 +220,32 @@ public struct SnapshotPart: Equatable, Sendable {
     }
 }
 
+/// Where one message of a broadcast sent in several (`BroadcastParts`) stands: part `part` of
+/// `parts`, every one carrying the operation's `seq` and `opId`.
+public struct BroadcastPart: Equatable, Sendable {
+    /// Most parts one broadcast may be sent in: `MasterEngine.maxBroadcastBytes` in parts of
+    /// at least 128 KiB.
+    public static let maxParts = 256
+    /// One-based part number.
+    public var part: Int
+    /// Number of parts.
+    public var parts: Int
+
+    /// A part from its fields.
+    public init(part: Int, parts: Int) {
+        self.part = part
+        self.parts = parts
+    }
+}
+
 /// What the master sends to terminals.
 public enum ServerMessage: Equatable, Sendable {
-    /// An applied operation (broadcast), or a part of the snapshot sent after connecting.
-    case applied(operation: OperationKind, orders: [Order], seq: Int64?, opId: String?, origin: String?, snapshot: SnapshotPart?)
+    /// An applied operation (broadcast), or a part of the snapshot sent after connecting. `part`
+    /// is set on each message of a broadcast sent in several (`BroadcastParts`); nil for a
+    /// broadcast in one message.
+    case applied(
+        operation: OperationKind, orders: [Order], seq: Int64?, opId: String?, origin: String?, snapshot: SnapshotPart?,
+        part: BroadcastPart? = nil)
     /// The snapshot (or catch-up) is complete; live operations follow.
     case ready(seq: Int64, epoch: String?, store: String?)
     /// A rejection, for the sender only.
@@ -235,10 +257,13 @@ public enum ServerMessage: Equatable, Sendable {
     case result(opId: String, seq: Int64?, applied: Int, unchanged: Int, failed: Int)
 
     /// JSON text of this message. `applied` uses the StorePOS shape with extra members.
-    public func encoded() -> String {
+    public func encoded() -> String { JSONValue.object(jsonObject()).serialized() }
+
+    /// The members of this message, as `encoded()` writes them.
+    public func jsonObject() -> JSONObject {
         var o = JSONObject()
         switch self {
-        case let .applied(operation, orders, seq, opId, origin, snapshot):
+        case let .applied(operation, orders, seq, opId, origin, snapshot, part):
             o["operation"] = .int(Int64(operation.rawValue))
             o["orders"] = .array(orders.map { .object($0.json) })
             if let s = seq { o["seq"] = .int(s) }
@@ -254,6 +279,10 @@ public enum ServerMessage: Equatable, Sendable {
                     s["applied"] = .object(JSONObject(snap.applied.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) }))
                 }
                 o["snapshot"] = .object(s)
+            }
+            if let p = part {
+                o["part"] = .int(Int64(p.part))
+                o["parts"] = .int(Int64(p.parts))
             }
         case let .ready(seq, epoch, store):
             o["type"] = .string("ready")
@@ -281,7 +310,7 @@ public enum ServerMessage: Equatable, Sendable {
             o["unchanged"] = .int(Int64(unchanged))
             o["failed"] = .int(Int64(failed))
         }
-        return JSONValue.object(o).serialized()
+        return o
     }
 
     /// Decodes a message from the master (used by slaves).
@@ -353,9 +382,21 @@ public enum ServerMessage: Equatable, Sendable {
                 seq: s["seq"]?.intValue ?? 0, part: Int(s["part"]?.intValue ?? 1),
                 parts: Int(s["parts"]?.intValue ?? 1), epoch: s["epoch"]?.stringValue, applied: applied)
         }
+        var part: BroadcastPart?
+        if o["part"] != nil || o["parts"] != nil {
+            guard let k = o["part"]?.intValue, let n = o["parts"]?.intValue, n >= 1, n <= BroadcastPart.maxParts, k >= 1, k <= n
+            else {
+                return .failure(
+                    WireError(.invalidMessage, "broadcast part needs part and parts with 1 <= part <= parts <= \(BroadcastPart.maxParts)"))
+            }
+            guard snapshot == nil, o["seq"]?.intValue != nil else {
+                return .failure(WireError(.invalidMessage, "a broadcast part carries a seq and is no snapshot part"))
+            }
+            part = BroadcastPart(part: Int(k), parts: Int(n))
+        }
         return .success(
             .applied(
                 operation: kind, orders: orders, seq: o["seq"]?.intValue, opId: o["opId"]?.stringValue,
-                origin: o["origin"]?.stringValue, snapshot: snapshot))
+                origin: o["origin"]?.stringValue, snapshot: snapshot, part: part))
     }
 }

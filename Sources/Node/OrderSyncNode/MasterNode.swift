@@ -90,6 +90,11 @@ public final class MasterNode: @unchecked Sendable {
         engine.snapshotChunk = NodeDefaults.snapshotChunk
         engine.pacesSnapshots = true
         engine.maxHeldSnapshotBytes = configuration.maxHeldSnapshotBytes
+        // Every message of a broadcast fits what a terminal accepts; a whole broadcast fits one
+        // link's send buffer, and a catch-up half of it (beyond, the paced snapshot).
+        engine.broadcastPartBytes = NodeDefaults.broadcastPartBytes
+        engine.maxBroadcastBytes = configuration.maxPendingSendBytes
+        engine.maxCatchUpBytes = configuration.maxPendingSendBytes / 2
         engine.logsEachOperation = logger.logLevel <= .debug
         engine.rateLimit = RateLimit(operationsPerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
         var logger = logger

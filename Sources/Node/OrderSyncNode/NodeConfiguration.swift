@@ -47,6 +47,12 @@ public enum NodeDefaults {
     /// message's own members). A master seals, and a slave accepts, messages this large on a
     /// secure link even when `--max-message-size` is smaller.
     public static let largestSnapshotPartBytes = snapshotChunk * (OperationPlanner.maxOrderBytes + 1024) + (64 << 10)
+    /// A broadcast whose JSON is larger than this goes out in parts of at most this many bytes
+    /// (`BroadcastParts`, `Docs/PROTOCOL.md` 4.1.1): no message outgrows what a terminal
+    /// accepts. The master refuses an operation whose broadcast would outgrow
+    /// `maxPendingSendBytes` (`too_large`), and catches a terminal up with at most half of it
+    /// (beyond, a snapshot).
+    public static let broadcastPartBytes = 1 << 20
     /// Largest accepted WebSocket message.
     public static let maxMessageBytes = 1 << 20
     /// Interval after which an idle link is pinged.
@@ -188,6 +194,12 @@ public struct NodeConfiguration: Sendable {
     /// Where the executable's log backend records the last warning-or-worse event, for
     /// `lastError` in status.
     public var errorLog = NodeErrorLog()
+    /// A broadcast whose JSON is larger than this goes out in parts of at most this many bytes
+    /// (`BroadcastParts`, `Docs/PROTOCOL.md` 4.1.1): no message outgrows what a terminal
+    /// accepts. The master refuses an operation whose broadcast would outgrow
+    /// `maxPendingSendBytes` (`too_large`), and catches a terminal up with at most half of it
+    /// (beyond, a snapshot).
+    public static let broadcastPartBytes = 1 << 20
     /// Largest accepted WebSocket message.
     public var maxMessageBytes = NodeDefaults.maxMessageBytes
     /// Idle time before a ping.

@@ -58,7 +58,7 @@ extension MasterEngine {
                         ("peer.outbox", hello.outbox.map { "\($0)" } ?? "-"),
                     ])))
         do {
-            if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch) {
+            if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch, peer: id, &out) {
                 // Resumable catch-up: exactly the operations it missed, then "ready".
                 for m in missed { out.append(.send(peer: id, text: m)) }
                 out.append(.send(peer: id, text: ServerMessage.ready(seq: lastSeq, epoch: epoch, store: storeId).encoded()))
@@ -68,7 +68,8 @@ extension MasterEngine {
                             .info, "catchup.sent",
                             [
                                 ("peer.address", peers[id]?.address ?? "?"),
-                                ("from_seq", "\(hello.lastSeq)"), ("operations", "\(missed.count)"), ("seq", "\(lastSeq)"),
+                                ("from_seq", "\(hello.lastSeq)"), ("operations", "\(lastSeq - hello.lastSeq)"),
+                                ("messages", "\(missed.count)"), ("seq", "\(lastSeq)"),
                             ])))
                 peers[id]?.phase = .live
                 return
@@ -86,9 +87,18 @@ extension MasterEngine {
     }
 
     /// The broadcasts a terminal that applied everything up to `from` of `peerEpoch` has
-    /// missed, in order; nil when the journal cannot bring it up to date (another epoch, a
-    /// sequence from the future, entries compacted away, or too far behind): it needs a snapshot.
+    /// missed, in order (a broadcast larger than `broadcastPartBytes` in its parts); nil when the
+    /// journal cannot bring it up to date (another epoch, a sequence from the future, entries
+    /// compacted away, too far behind, or more than `maxCatchUpBytes` to send): it needs a
+    /// snapshot.
     public func catchUp(from seq: Int64, epoch peerEpoch: String?) throws -> [String]? {
+        var ignored: [Action] = []
+        return try catchUp(from: seq, epoch: peerEpoch, peer: nil, &ignored)
+    }
+
+    /// `catchUp(from:epoch:)` for the terminal `peer`, noting in `out` a catch-up over its byte
+    /// budget (`catchup.over_budget`: it gets the paced snapshot instead).
+    func catchUp(from seq: Int64, epoch peerEpoch: String?, peer: Int?, _ out: inout [Action]) throws -> [String]? {
         guard let e = peerEpoch, e == epoch, seq >= 0, seq <= lastSeq else { return nil }
         if seq == lastSeq { return [] }
         guard lastSeq - seq <= Int64(maxCatchUpEntries), let first = try store.firstJournalSeq(), first <= seq + 1 else {
@@ -97,6 +107,26 @@ extension MasterEngine {
         let entries = try store.journal(since: seq, limit: maxCatchUpEntries)
         // Gapless by construction (sequence numbers are assigned in the commit's transaction).
         guard entries.first?.seq == seq + 1, entries.last?.seq == lastSeq, entries.count == Int(lastSeq - seq) else { return nil }
-        return entries.map(\.message)
+        // Sent at once, the entries must fit the link's send buffer: a catch-up that cannot is
+        // replaced by the snapshot, which goes out a part at a time as the link drains.
+        let bytes = entries.reduce(0) { $0 + $1.message.utf8.count }
+        guard bytes <= maxCatchUpBytes else {
+            out.append(
+                .log(
+                    EngineLog(
+                        .info, "catchup.over_budget",
+                        [
+                            ("peer.address", peer.flatMap { peers[$0]?.address } ?? "?"), ("from_seq", "\(seq)"),
+                            ("operations", "\(entries.count)"), ("bytes", "\(bytes)"), ("budget", "\(maxCatchUpBytes)"),
+                        ])))
+            return nil
+        }
+        var messages: [String] = []
+        for entry in entries {
+            let parts = BroadcastParts.messages(of: entry.message, partBytes: broadcastPartBytes)
+            if parts.count > 1 { logParts(seq: entry.seq, bytes: entry.message.utf8.count, parts: parts.count, &out) }
+            messages += parts
+        }
+        return messages
     }
 }

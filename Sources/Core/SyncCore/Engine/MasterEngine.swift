@@ -2,7 +2,8 @@
 public struct ApplyOutcome: Sendable {
     /// The journal sequence number of the applied change, if anything was applied.
     public var seq: Int64?
-    /// The broadcast text for every terminal (nil when nothing was applied).
+    /// The broadcast text for every terminal, as journalled (nil when nothing was applied); one
+    /// larger than `MasterEngine.broadcastPartBytes` goes out in parts (`BroadcastParts`).
     public var broadcast: String?
     /// The orders as applied (after the change; removed orders as they were).
     public var applied: [Order] = []
@@ -115,6 +116,18 @@ public final class MasterEngine {
     var snapshotRead: SnapshotRead?
     /// Most journal entries sent to catch a terminal up; further behind, a snapshot is cheaper.
     public var maxCatchUpEntries = 10_000
+    /// Most bytes of journal entries sent at once to catch a terminal up: beyond, it gets the
+    /// paced snapshot instead (half the default per-connection send cap, so a catch-up never
+    /// overflows its link and is never replayed forever).
+    public var maxCatchUpBytes = 8 << 20
+    /// A broadcast that encodes to more than this goes out in parts of at most this many bytes
+    /// (`BroadcastParts`), live and in catch-up.
+    public var broadcastPartBytes = BroadcastParts.defaultPartBytes
+    /// The most an operation's broadcast may encode to: an operation that would grow into more
+    /// is refused as a whole (`too_large`) before anything is stored. The planner's own limits
+    /// (`OperationPlanner.maxOrdersPerMessage` orders of at most `OperationPlanner.maxOrderBytes`)
+    /// keep broadcasts under it; this holds whatever those limits become.
+    public var maxBroadcastBytes = 16 << 20
     /// Terminals not heard from for this long are forgotten (they get a snapshot if they come
     /// back), so one lost terminal does not keep tombstones and journal for ever.
     public var terminalHorizonMillis: Int64 = 30 * 24 * 3600 * 1000
@@ -277,7 +290,7 @@ public final class MasterEngine {
                     outcome.seq = entry.seq
                     outcome.broadcast = entry.message
                     outcome.isRepeat = true
-                    if case .success(.applied(_, let orders, _, _, _, _)) = ServerMessage.decode(entry.message) {
+                    if case .success(.applied(_, let orders, _, _, _, _, _)) = ServerMessage.decode(entry.message) {
                         outcome.applied = orders
                     }
                     // The orders refused the first time are refused again, with the same reasons
@@ -320,6 +333,17 @@ public final class MasterEngine {
             operation: message.operation, orders: orders, seq: seq, opId: message.opId,
             origin: origin, snapshot: nil
         ).encoded()
+        let bytes = text.utf8.count
+        guard bytes <= maxBroadcastBytes else {
+            // Refused as a whole, before anything is stored: no terminal could be sent it.
+            outcome.errors = [
+                WireError(
+                    .tooLarge,
+                    "this operation would be broadcast as \(bytes) bytes of JSON; at most \(maxBroadcastBytes) are accepted: send fewer orders per message"
+                )
+            ]
+            return outcome
+        }
         let entry = JournalEntry(
             seq: seq, opId: message.opId, origin: origin, operation: message.operation,
             orderUUIDs: orders.map(\.uuid), message: text, recordedAtMillis: now)
@@ -375,12 +399,23 @@ public final class MasterEngine {
                                 ("orders", "\(outcome.applied.count)"), ("origin", origin), ("op.id", message.opId ?? ""),
                             ])))
             }
-            out.append(.broadcast(text: text, peers: recipients(of: message.operation, from: sender)))
+            let seq = outcome.seq ?? 0
+            var texts = [text]
+            if text.utf8.count > broadcastPartBytes {
+                texts = BroadcastParts.messages(
+                    operation: message.operation, orders: outcome.applied, seq: seq, opId: message.opId, origin: origin,
+                    partBytes: broadcastPartBytes)
+                logParts(seq: seq, bytes: text.utf8.count, parts: texts.count, &out)
+            }
+            let to = recipients(of: message.operation, from: sender)
+            for part in texts { out.append(.broadcast(text: part, peers: to)) }
         } else if outcome.isRepeat, let s = sender, peers[s]?.speaksOrderSync == true {
             // A retry of an operation already answered: the original answer, to the sender only.
             out.append(
                 .log(EngineLog(.info, "op.repeat", [("op.id", message.opId ?? ""), ("op.seq", "\(outcome.seq ?? 0)"), ("origin", origin)])))
-            if let text = outcome.broadcast { out.append(.send(peer: s, text: text)) }
+            if let text = outcome.broadcast {
+                for part in BroadcastParts.messages(of: text, partBytes: broadcastPartBytes) { out.append(.send(peer: s, text: part)) }
+            }
         }
         if let s = sender, let id = message.opId, peers[s]?.speaksOrderSync == true {
             out.append(
@@ -398,6 +433,12 @@ public final class MasterEngine {
             peers[s]?.phase = .closing
             out.append(.close(peer: s, code: MasterEngine.internalError, reason: "the master could not store an operation"))
         }
+    }
+
+    /// Notes a broadcast sent in parts (`broadcast.parts`, info: rare, and worth seeing).
+    func logParts(seq: Int64, bytes: Int, parts: Int, _ out: inout [Action]) {
+        out.append(
+            .log(EngineLog(.info, "broadcast.parts", [("op.seq", "\(seq)"), ("bytes", "\(bytes)"), ("parts", "\(parts)")])))
     }
 
     /// Who gets the broadcast of an operation from `sender`: every live terminal, and every one
