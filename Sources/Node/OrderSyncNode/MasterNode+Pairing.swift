@@ -109,14 +109,13 @@ extension MasterNode {
         }
     }
 
-    /// The codes a pairing handshake from `address` is read with: the open ones, or one random
-    /// code when none is open or the address is locked out, so that the peer sees the same
-    /// steps and the same refusal whatever the case.
+    /// The codes a pairing handshake from `address` is read with: the open ones, or none when
+    /// the address is locked out, padded with random codes to `PairingWindows.maxOpen`, so
+    /// that the peer sees the same steps, the same work and the same refusal whatever the case.
     func pairingCodes(for address: String) -> [PairingCode] {
         let now = WallClock.nowMillis()
-        let open = pairing.openWindows(now: now)
-        guard !open.isEmpty, !pairing.isLockedOut(Self.host(of: address), now: now) else { return [PairingCode.generate()] }
-        return open.map(\.code)
+        let open = pairing.isLockedOut(Self.host(of: address), now: now) ? [] : pairing.openWindows(now: now).map(\.code)
+        return open + (open.count..<PairingWindows.maxOpen).map { _ in PairingCode.generate() }
     }
 
     /// A pairing handshake from `address` failed on its last message: counted against the

@@ -8,8 +8,8 @@ import SecureLink
 final class SecureTerminalLink {
     /// Which handshake the slave asked for with its subprotocol.
     enum Mode: Equatable {
-        /// `ordersync.pair.v1` against the codes open when the link opened (or one random code
-        /// when none was, or its address was locked out).
+        /// `ordersync.pair.v1` against the codes open when the link opened (none when its address
+        /// was locked out), padded with random codes.
         case pairing([PairingCode])
         /// `ordersync.ik.v1`: a terminal paired before.
         case known
