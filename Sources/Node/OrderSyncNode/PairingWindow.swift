@@ -211,6 +211,23 @@ public struct PairingWindowStatus: Codable, Sendable, Equatable {
 }
 
 extension PairingWindowStatus {
+    /// The members' names in JSON.
+    enum CodingKeys: String, CodingKey {
+        case state, name, expiresAtMillis, openCodes, lockedOutAddresses
+    }
+
+    /// Decodes a status; from a master of an earlier version (a single window), `openCodes` and
+    /// `lockedOutAddresses` are 0 and its `exhausted` state reads as `closed`.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            state: State(rawValue: try c.decode(String.self, forKey: .state)) ?? .closed,
+            name: try c.decodeIfPresent(String.self, forKey: .name),
+            expiresAtMillis: try c.decodeIfPresent(Int64.self, forKey: .expiresAtMillis),
+            openCodes: try c.decodeIfPresent(Int.self, forKey: .openCodes) ?? 0,
+            lockedOutAddresses: try c.decodeIfPresent(Int.self, forKey: .lockedOutAddresses) ?? 0)
+    }
+
     /// Encodes every member, absent ones as `null` (as the rest of the status).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
