@@ -20,8 +20,12 @@ final class FakeSecureMaster: Sendable {
         var code: PairingCode?
         /// Its static keys, current first (IK answers with whichever the slave addressed).
         var keys: [NoiseKeyPair]
-        /// Known links: close 1008 with this reason instead of answering (an unknown terminal).
+        /// Known links: close 1008 with this reason instead of answering (an unknown terminal,
+        /// as anyone could say it: the refusal proves no key).
         var refuseKnown: String?
+        /// Known links: answer with `"refused": reason` in the proven handshake payload, then
+        /// close 1008 with it (the real master's refusal of an unknown terminal).
+        var refuseKnownProven: String?
         /// Accept the WebSocket, then never answer a handshake message.
         var silent = false
     }
@@ -175,13 +179,19 @@ final class FakeSecureMaster: Sendable {
                             return
                         }
                         let index = link.responderKeyIndex ?? 0
-                        let greeting = JSONValue.object(
-                            JSONObject([
-                                ("master", .string(NodeIdentity.nodeId(publicKey: behaviour.keys[index].publicKey))),
-                                ("store", .string("shop1")),
-                            ])
-                        ).serializedBytes()
-                        events = try link.accept(payload: greeting)
+                        var greeting = JSONObject([
+                            ("master", .string(NodeIdentity.nodeId(publicKey: behaviour.keys[index].publicKey))),
+                            ("store", .string("shop1")),
+                        ])
+                        if let reason = behaviour.refuseKnownProven {
+                            greeting["refused"] = .string(reason)
+                            for case .send(let out) in try link.accept(payload: JSONValue.object(greeting).serializedBytes()) {
+                                channel.sendBinary(out)
+                            }
+                            channel.close(code: .policyViolation, reason: reason)
+                            return
+                        }
+                        events = try link.accept(payload: JSONValue.object(greeting).serializedBytes())
                     }
                     for event in events {
                         switch event {

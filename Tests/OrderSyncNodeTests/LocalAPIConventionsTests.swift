@@ -55,7 +55,8 @@ final class LocalAPIConventionsTests: XCTestCase {
         let cases: [(String, String, String)] = [
             ("PUT", "/v1/orders", "GET, HEAD, POST"), ("POST", "/v1/orders/\(u)", "GET, HEAD, PATCH, DELETE"),
             ("GET", "/v1/operations", "POST"), ("DELETE", "/v1/status", "GET, HEAD"), ("POST", "/v1/journal", "GET, HEAD"),
-            ("PATCH", "/v1/rejections", "GET, HEAD"), ("GET", "/v1/pairing", "POST, DELETE"), ("POST", "/v1/terminals", "GET, HEAD"),
+            ("PATCH", "/v1/rejections", "GET, HEAD"), ("PATCH", "/v1/pairing", "GET, HEAD, POST, DELETE"),
+            ("POST", "/v1/pairing/till-3", "DELETE"), ("POST", "/v1/terminals", "GET, HEAD"),
             ("GET", "/v1/terminals/till-3/revoke", "POST"), ("GET", "/v1/key/rotate", "POST"),
         ]
         for (method, path, allow) in cases {

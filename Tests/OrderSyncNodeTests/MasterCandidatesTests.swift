@@ -94,6 +94,23 @@ final class MasterCandidatesTests: XCTestCase {
         XCTAssertEqual(candidates.failed(address: "10.0.0.9", port: 8080, store: "shop1", epoch: "e1", now: .seconds(9)), .rebrowse)
     }
 
+    func testAMasterAnnouncedAgainAfterItsGoodbyeIsTriedAtOnceAStaleOneIsNot() {
+        var candidates = MasterCandidates()
+        _ = candidates.found(master("Counter", "10.0.0.1"))
+        _ = candidates.found(master("Counter Rogue", "10.0.0.3"))
+        // The master stops (its goodbye); its last attempts and the rogue's failed.
+        XCTAssertTrue(candidates.lost(name: "Counter", domain: "local"))
+        _ = candidates.failed(address: "10.0.0.1", port: 8080, store: "shop1", epoch: "e1", now: .zero)
+        _ = candidates.failed(address: "10.0.0.3", port: 8080, store: "shop1", epoch: "e1", now: .seconds(1))
+        candidates.forgetResolutions(now: .seconds(1))
+        _ = candidates.found(master("Counter Rogue", "10.0.0.3"))
+        XCTAssertEqual(candidates.failures(address: "10.0.0.3", port: 8080), 1, "a stale one reported again keeps its failures")
+        // The master is back: announced anew after its goodbye.
+        XCTAssertTrue(candidates.found(master("Counter", "10.0.0.1")))
+        XCTAssertEqual(candidates.failures(address: "10.0.0.1", port: 8080), 0, "tried at once")
+        XCTAssertEqual(chosenAddress(candidates), "10.0.0.1:8080")
+    }
+
     func testNothingToForgetBacksOffAndSuccessClearsTheFailures() {
         var candidates = MasterCandidates()
         XCTAssertEqual(candidates.failed(address: "10.0.0.1", port: 8080, store: "shop1", epoch: nil, now: .zero), .backOff)

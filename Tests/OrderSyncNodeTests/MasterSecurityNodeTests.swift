@@ -113,12 +113,37 @@ final class MasterSecurityNodeTests: XCTestCase {
         let refusal = refused.waitForEnd()
         XCTAssertEqual(refusal.code, 1008)
         XCTAssertEqual(refusal.reason, "unknown terminal")
-        XCTAssertNil(refused.masterKey, "no second handshake message for a revoked key")
+        XCTAssertEqual(refused.masterKey, masterKey, "the refusal comes in the answer that proves the master's key")
+        XCTAssertEqual(refused.masterPayload?["refused"]?.stringValue, "unknown terminal")
         XCTAssertEqual(refused.snapshot.orders, 0)
         XCTAssertEqual(try api(master).send(method: "POST", path: "/v1/terminals/till-9/revoke").status, 404)
     }
 
-    func testFiveWrongCodesCloseTheWindowAndUnknownPeersReadNothing() throws {
+    func testSeveralCodesOpenAtOnceEachPairsOnceAndOneCanBeCancelled() throws {
+        let master = try startMaster(orders: 1)
+        defer { master.stop() }
+        let codes = try ["till-1", "till-2", "till-3"].map { try openWindow(master, name: $0) }
+        let listed = try api(master).send(method: "GET", path: "/v1/pairing").body.objectValue?["codes"]?.arrayValue ?? []
+        XCTAssertEqual(listed.compactMap { $0.objectValue?["code"]?.stringValue }, codes.map(\.description))
+        XCTAssertEqual(try pairingStatus(master).openCodes, 3)
+        let cancelled = try api(master).send(method: "DELETE", path: "/v1/pairing/till-2")
+        XCTAssertEqual(cancelled.status, 200, "\(cancelled.body)")
+        XCTAssertEqual(try api(master).send(method: "DELETE", path: "/v1/pairing/till-2").status, 404)
+        // The last code first, then the first; the cancelled one pairs nothing.
+        for (code, name) in [(codes[2], "till-3"), (codes[0], "till-1")] {
+            let t = try pair(master, code: code, keys: .generate())
+            XCTAssertTrue(t.wait { !$0.controls.isEmpty }, "no paired message: \(String(describing: t.ending))")
+            XCTAssertEqual(t.controls.first?["name"]?.stringValue, name)
+            t.close()
+        }
+        let dead = try pair(master, code: codes[1], keys: .generate())
+        XCTAssertEqual(dead.waitForEnd().reason, "pairing failed")
+        let reused = try pair(master, code: codes[2], keys: .generate())
+        XCTAssertEqual(reused.waitForEnd().reason, "pairing failed", "single use")
+        XCTAssertEqual(try pairingStatus(master).state, .used)
+    }
+
+    func testFiveWrongCodesLockOutTheirAddressOnlyAndUnknownPeersReadNothing() throws {
         let master = try startMaster(orders: 2)
         defer { master.stop() }
         let code = try openWindow(master)
@@ -129,18 +154,21 @@ final class MasterSecurityNodeTests: XCTestCase {
             XCTAssertEqual(end.code, 1008)
             XCTAssertEqual(end.reason, "pairing failed")
         }
-        XCTAssertEqual(try pairingStatus(master).state, .exhausted)
+        let status = try pairingStatus(master)
+        XCTAssertEqual(status.state, .open, "wrong codes never close a code")
+        XCTAssertEqual(status.lockedOutAddresses, 1)
         let late = try pair(master, code: code, keys: .generate())
-        XCTAssertEqual(late.waitForEnd().reason, "no pairing window open")
+        XCTAssertEqual(late.waitForEnd().reason, "pairing failed", "the locked-out address is refused as for a wrong code")
         XCTAssertTrue(late.controls.isEmpty)
+        XCTAssertNotNil(late.masterKey, "the same steps as any try: the master's second message came")
 
-        // A key the master never paired with: refused before the master's handshake message.
+        // A key the master never paired with: refused in the master's handshake answer.
         let masterKey = Array(try XCTUnwrap(Data(base64Encoded: try masterPublicKey(master))))
         let stranger = try connectKnown(master, masterKey: masterKey, keys: .generate())
         let end = stranger.waitForEnd()
         XCTAssertEqual(end.code, 1008)
         XCTAssertEqual(end.reason, "unknown terminal")
-        XCTAssertNil(stranger.masterKey)
+        XCTAssertEqual(stranger.masterPayload?["refused"]?.stringValue, "unknown terminal")
         XCTAssertEqual(stranger.snapshot.orders, 0)
 
         // The cleartext protocol of earlier versions, and StorePOS without --insecure-storepos.

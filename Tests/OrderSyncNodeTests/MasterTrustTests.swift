@@ -156,8 +156,13 @@ final class MasterTrustTests: XCTestCase {
         let unproven = MasterLinkEnding(
             closeCode: 1008, reason: "secure link failed",
             localFailure: .secure(.init(reason: "authenticationFailed", masterUnproven: true)))
-        XCTAssertEqual(paired.verdict(secured: false, ending: byMaster(1008, "unknown terminal")), .pairingRequired)
-        XCTAssertEqual(paired.verdict(secured: false, ending: byMaster(1008, "terminal revoked")), .pairingRequired)
+        // A 1008 before the answer proved the trusted key may come from anyone: never pairing again.
+        XCTAssertEqual(paired.verdict(secured: false, ending: byMaster(1008, "unknown terminal")), .masterUntrusted)
+        XCTAssertEqual(paired.verdict(secured: false, ending: byMaster(1008, "terminal revoked")), .masterUntrusted)
+        let proven = MasterLinkEnding(
+            closeCode: 1008, reason: "the master refused this terminal: unknown terminal",
+            localFailure: .secure(.init(reason: "refused", masterUnproven: false, refusedByMaster: "unknown terminal")))
+        XCTAssertEqual(paired.verdict(secured: false, ending: proven), .pairingRequired)
         XCTAssertEqual(paired.verdict(secured: false, ending: byMaster(1008, "handshake failed")), .masterUntrusted)
         XCTAssertEqual(paired.verdict(secured: false, ending: unproven), .masterUntrusted)
         XCTAssertEqual(paired.verdict(secured: false, ending: byMaster(nil, "connection refused")), .ordinary)

@@ -200,16 +200,31 @@ final class SlavePairingNodeTests: XCTestCase {
 
     func testAnUnknownTerminalIsShownAsRefused() throws {
         let masterKey = NoiseKeyPair.generate()
-        let master = try FakeSecureMaster(.init(code: nil, keys: [masterKey], refuseKnown: "unknown terminal"))
+        let master = try FakeSecureMaster(.init(code: nil, keys: [masterKey], refuseKnownProven: "unknown terminal"))
         defer { master.stop() }
         let slave = try pairedSlave(with: masterKey, port: master.port)
         let refused = try waitForStatus(slave, "the refusal") { $0.pairing == .refused }
-        XCTAssertEqual(refused.master.lastError, "unknown terminal")
+        XCTAssertEqual(refused.master.lastError, "secure link failed: the master refused this terminal: unknown terminal")
         XCTAssertEqual(refused.master.state, .waiting)
         XCTAssertTrue(StatusText.render(.slave(refused)).contains("(refused)"))
         // Retried at most every 30 s: no second attempt within the next second.
         usleep(1_000_000)
         XCTAssertEqual(master.seen.count, 1)
+        slave.stop()
+    }
+
+    func testARefusalThatProvesNoKeyNeverMeansPairingAgain() throws {
+        let masterKey = NoiseKeyPair.generate()
+        // It even reads the slave's first message (it holds the key), but closes before answering.
+        let device = try FakeSecureMaster(.init(code: nil, keys: [masterKey], refuseKnown: "unknown terminal"))
+        defer { device.stop() }
+        let slave = try pairedSlave(with: masterKey, port: device.port)
+        let failed = try waitForStatus(slave, "the refusal") { $0.master.lastError != nil }
+        XCTAssertEqual(failed.master.lastError, "unknown terminal")
+        XCTAssertEqual(failed.pairing, .paired, "a 1008 before the trusted key was proved is not the master's word")
+        // Retried on the ordinary backoff (250 ms, then doubling), not after 30 s.
+        _ = try waitForStatus(slave, "a second attempt") { _ in device.seen.count >= 2 }
+        XCTAssertEqual(try slaveStatus(slave).pairing, .paired)
         slave.stop()
     }
 }

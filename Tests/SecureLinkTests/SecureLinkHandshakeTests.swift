@@ -48,6 +48,37 @@ final class SecureLinkHandshakeTests: XCTestCase {
         XCTAssertLinkError(.wrongState, try master.seal([1]))
     }
 
+    func testResponderWithSeveralCodesPairsWithAnyOfThemAndTellsWhich() throws {
+        let codes = (20..<24).map { PairingCode.generate(using: counterRandom(seed: UInt8($0))) }
+        for (index, used) in codes.enumerated() {
+            var (slave, first) = try SecureLink.pairingInitiator(code: used, localStatic: slaveKey, payload: slavePayload)
+            var master = try SecureLink.pairingResponder(codes: codes, localStatic: masterKey, payload: masterPayload)
+            let third = try slave.receive(sent(try master.receive(sent(first)[0]))[0])
+            let done = try master.receive(sent(third)[0])
+            XCTAssertEqual(done, [.established(peerStaticKey: slaveKey.publicKey, peerPayload: slavePayload)])
+            XCTAssertEqual(master.pairingCodeIndex, index)
+            XCTAssertEqual(master.handshakeHash, slave.handshakeHash)
+            let paired = Array(#"{"type":"paired"}"#.utf8)
+            XCTAssertEqual(try deliver(try master.seal(paired, control: true), to: &slave), [.control(paired)])
+        }
+    }
+
+    func testResponderWithSeveralCodesRefusesAnotherAfterTheSameSteps() throws {
+        let codes = (30..<33).map { PairingCode.generate(using: counterRandom(seed: UInt8($0))) }
+        var (slave, first) = try SecureLink.pairingInitiator(code: code, localStatic: slaveKey, payload: slavePayload)
+        var master = try SecureLink.pairingResponder(codes: codes, localStatic: masterKey, payload: masterPayload)
+        let second = try master.receive(sent(first)[0])
+        XCTAssertEqual(second.count, 1, "message 2 comes whatever the codes")
+        let third = try slave.receive(sent(second)[0])
+        XCTAssertLinkError(.authenticationFailed, try master.receive(sent(third)[0]))
+        XCTAssertNil(master.pairingCodeIndex)
+        XCTAssertEqual(master.phase, .failed)
+        XCTAssertLinkError(
+            .unsupported, try SecureLink.pairingResponder(codes: [], localStatic: masterKey, payload: masterPayload))
+        let many = Array(repeating: code, count: SecureLink.maxPairingCodes + 1)
+        XCTAssertLinkError(.unsupported, try SecureLink.pairingResponder(codes: many, localStatic: masterKey, payload: masterPayload))
+    }
+
     func testPairingResponderRefusesTruncatedFirstMessage() throws {
         var master = try SecureLink.pairingResponder(code: code, localStatic: masterKey, payload: masterPayload)
         XCTAssertLinkError(.malformed, try master.receive(Array(repeating: 9, count: 20)))

@@ -79,7 +79,8 @@ def test_allow_on_every_405(store, role):
         if method != "HEAD":
             assert error_code(payload) == "method_not_allowed"
     if role == "master":
-        for method, path, allow in [("GET", "/v1/pairing", "POST, DELETE"), ("POST", "/v1/terminals", "GET, HEAD"),
+        for method, path, allow in [("PATCH", "/v1/pairing", "GET, HEAD, POST, DELETE"), ("POST", "/v1/pairing/x", "DELETE"),
+                                    ("POST", "/v1/terminals", "GET, HEAD"),
                                     ("GET", "/v1/key/rotate", "POST"), ("DELETE", "/v1/terminals/x/revoke", "POST")]:
             status, _, headers, _ = call(store, role, method, path)
             assert (status, headers.get("allow")) == (405, allow), (method, path)

@@ -11,8 +11,9 @@ Used by the scenario tests and by the demo (Scripts/demo.py)::
 A slave pairs on its first start (Docs/SECURITY.md): `OrderSyncNode.slave` runs `ordersync pair`
 on its master's host (`pair_with`, by default the last master of its store started on the LAN
 and still running) and starts the slave once with `--pair CODE`; later starts need no code.
-A master's pairing window holds one code, so a second slave's code is asked for only once the
-first one paired. Masters admit plain StorePOS clients only with `insecure_storepos=True`.
+A master holds several open codes at once (one per till), so slaves pair side by side; a code
+reaches the slave on its command line by default, or (`pair_via=`) on standard input, in a file
+or in `ORDERSYNC_PAIR_CODE`, where `ps` does not show it. Masters admit plain StorePOS clients only with `insecure_storepos=True`.
 """
 
 from __future__ import annotations
@@ -68,14 +69,15 @@ class OrderSyncNode:
 
     def __init__(self, host: Host, role: str, args: list[str], data_dir: str | None = None,
                  log_format: str = "json", umask: int | None = None, pair_code: str | None = None,
-                 store: str | None = None):
+                 store: str | None = None, pair_via: str = "argv"):
         self.host = host
         self.role = role
         self.store = store
-        #: Slave: the code passed with `--pair` on its next start (its first one only).
+        #: Slave: the code passed on its next start (its first one only), and how: "argv"
+        #: (`--pair CODE`), "stdin" (`--pair -`), "file" (`--pair-file`) or "env"
+        #: (`ORDERSYNC_PAIR_CODE`).
         self.pair_code = pair_code
-        #: Master: the slave last given one of its pairing codes.
-        self.pairing_slave: OrderSyncNode | None = None
+        self.pair_via = pair_via
         self.data_dir = data_dir or os.path.join(host.dir, f"{role}-data")
         # With `umask`, the process runs with that umask and makes its data dir itself.
         self.umask = umask
@@ -111,10 +113,10 @@ class OrderSyncNode:
     def slave(cls, host: Host, store: str | None = None, master_url: str | None = None,
               extra: list[str] | None = None, data_dir: str | None = None,
               pair_with: "OrderSyncNode | None" = None, pair: bool = True,
-              pair_name: str | None = None) -> "OrderSyncNode":
+              pair_name: str | None = None, pair_via: str = "argv") -> "OrderSyncNode":
         """A slave, paired on its first start with `pair_with` (default: the last running master
-        of `store`, or of any store, started on this LAN). `pair=False` starts it without a code
-        (or a data dir that is already paired)."""
+        of `store`, or of any store, started on this LAN), the code given as `pair_via` says.
+        `pair=False` starts it without a code (or a data dir that is already paired)."""
         args = []
         if store:
             args += ["--store", store]
@@ -125,22 +127,34 @@ class OrderSyncNode:
         if pair and not os.path.exists(os.path.join(directory, "master.trust")):
             master = pair_with or last_master(host, store)
             code = master.pairing_code(name=pair_name)
-        node = cls(host, "slave", args + (extra or []), data_dir=data_dir, pair_code=code, store=store)
-        if code is not None:
-            master.pairing_slave = node
-        return node
+        return cls(host, "slave", args + (extra or []), data_dir=data_dir, pair_code=code, store=store,
+                   pair_via=pair_via)
 
     # Process ---------------------------------------------------------------------------------
 
     def start(self) -> None:
         argv = [ordersync_binary(), self.role, "--data-dir", self.data_dir, "--log-format", self.log_format,
                 "--log-level", "debug", *self.args]
-        if self.pair_code is not None:
-            argv += ["--pair", self.pair_code]
-            self.pair_code = None
+        env, stdin, code = self.environment(), None, self.pair_code
+        self.pair_code = None
+        if code is not None and self.pair_via == "argv":
+            argv += ["--pair", code]
+        elif code is not None and self.pair_via == "stdin":
+            argv += ["--pair", "-"]
+            stdin = subprocess.PIPE
+        elif code is not None and self.pair_via == "file":
+            path = os.path.join(self.host.dir, f"pair-code-{int(time.time() * 1000)}")
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+                f.write(code + "\n")
+            argv += ["--pair-file", path]
+        elif code is not None:
+            env = dict(env if env is not None else os.environ, ORDERSYNC_PAIR_CODE=code)
         self.log_file = open(self.log_path, "ab")
-        self.process = self.host.popen(argv, env=self.environment(), stdout=self.log_file, stderr=self.log_file,
-                                       umask=-1 if self.umask is None else self.umask)
+        self.process = self.host.popen(argv, env=env, stdout=self.log_file, stderr=self.log_file, stdin=stdin,
+                                       text=stdin is not None, umask=-1 if self.umask is None else self.umask)
+        if stdin is not None:
+            self.process.stdin.write(code + "\n")
+            self.process.stdin.close()
 
     def environment(self) -> dict | None:
         """The daemon's environment (None: the test's own)."""
@@ -202,7 +216,7 @@ class OrderSyncNode:
     # CLI ------------------------------------------------------------------------------------
 
     def cli(self, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-        argv = [ordersync_binary(), *args[:2], "--data-dir", self.data_dir, *args[2:]] if args[0] in ("order", "terminal", "key") else \
+        argv = [ordersync_binary(), *args[:2], "--data-dir", self.data_dir, *args[2:]] if args[0] in ("order", "terminal", "key", "pair") else \
                [ordersync_binary(), args[0], "--data-dir", self.data_dir, *args[1:]]
         result = self.host.run(argv, timeout=timeout, check=False)
         if check and result.returncode != 0:
@@ -215,16 +229,12 @@ class OrderSyncNode:
     # Pairing ---------------------------------------------------------------------------------
 
     def pairing_code(self, name: str | None = None, valid_for: int | None = None) -> str:
-        """Master: opens its pairing window (`ordersync pair --json` on its host) and returns
-        the code. The window holds one code: a slave still pairing with the previous one is
-        waited for first."""
-        waiting = self.pairing_slave
-        if waiting is not None and waiting.alive() and not waiting.events("pairing.done"):
-            waiting.wait_event("pairing.done", timeout=30)
+        """Master: opens a pairing code (`ordersync pair --json` on its host) and returns it;
+        the codes opened before stay open."""
         return self.pair(name=name, valid_for=valid_for)["code"]
 
     def pair(self, name: str | None = None, valid_for: int | None = None) -> dict:
-        """Master: `ordersync pair --json` (opens a new window, replacing any other)."""
+        """Master: `ordersync pair --json` (opens one more code; the others stay open)."""
         args = ["pair", "--json"] + (["--name", name] if name else []) + \
             (["--valid-for", str(valid_for)] if valid_for else [])
         self.wait_api()
@@ -245,7 +255,6 @@ class OrderSyncNode:
         """Slave: stops, and starts again with a new code from `master` (`--pair`)."""
         self.stop()
         self.pair_code = master.pairing_code()
-        master.pairing_slave = self
         self.start()
 
     def terminals(self) -> list[dict]:

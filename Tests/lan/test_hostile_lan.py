@@ -9,8 +9,8 @@ figure it measured (`FIGURE name=value ...`, run with `pytest -s`):
   with its own Noise key) and a second real master started by mistake get nothing readable
   while the real master is stopped (SIGTERM, then SIGKILL): no order lost, the slave back on
   the real master within 10 s of it returning, the rogue's death never making it stick;
-- pairing with the right, a wrong (5 times, then the window is closed), an expired and a reused
-  code, and through a relaying TCP proxy;
+- pairing with the right, a wrong (5 times, then that address is locked out), an expired and a
+  reused code, and through a relaying TCP proxy;
 - revoking a terminal closes its link within 1 s and its key is refused after;
 - a master key rotation reaches a connected slave and one that was down;
 - the independent Python secure peer (`Tests/support/secure_peer.py`) pairs with the real
@@ -153,8 +153,10 @@ def test_an_unpaired_peer_reads_nothing_and_applies_nothing(lan3):
     assert not unpaired["established"] and unpaired["received"] == [], unpaired
     assert unpaired["close"]["code"] == 1008 and "unknown terminal" in unpaired["close"]["reason"], unpaired
     assert not no_window["established"] and no_window["close"]["code"] == 1008, no_window
-    refusals = master.wait_event("peer.unauthenticated", count=refusals_before + 4, timeout=10)
+    refusals = master.wait_event("peer.unauthenticated", count=refusals_before + 3, timeout=10)
     assert refusals["level"] == "warning", refusals
+    # The pairing try with no code open fails as a wrong code does, counted against its address.
+    assert master.wait_event("pairing.failed", timeout=10)["peer.address"].startswith(h3.address + ":")
     reasons = [e["reason"] for e in master.events("peer.unauthenticated")[refusals_before:]]
     # Nothing changed: every column of every order, the sequence, the paired terminals.
     assert stored_orders(master.data_dir) == before
@@ -331,13 +333,16 @@ def test_pairing_right_wrong_expired_reused_and_through_a_relay(lan3):
     assert [t["name"] for t in master.terminals()] == ["till-2"]
     assert master.wait_event("terminal.paired")["name"] == "till-2"
 
-    # Wrong codes: five tries close the window, even for the right code after them.
+    # Wrong codes: five tries lock their address out, even for the right code after them; the
+    # code stays open for everyone else (h2's tries; h3 pairs with it below).
     code = master.pair()["code"]
-    tries = pairing_tries(h3, url, [other_code(code) for _ in range(5)] + [code])
-    assert all(not t["established"] and t["close"]["code"] == 1008 for t in tries), tries
-    master.wait_event("pairing.exhausted")
-    assert master.status()["pairing"]["state"] == "exhausted", master.status()["pairing"]
+    tries = pairing_tries(h2, url, [other_code(code) for _ in range(5)] + [code])
+    assert all(not t["established"] and t["close"] == {"code": 1008, "reason": "pairing failed"} for t in tries), tries
+    master.wait_event("pairing.locked_out")
+    assert master.status()["pairing"]["state"] == "open", master.status()["pairing"]
+    assert master.status()["pairing"]["lockedOutAddresses"] == 1, master.status()["pairing"]
     assert len(master.terminals()) == 1
+    assert master.cli("pair", "cancel", code).returncode == 0
     # A real slave given a wrong code is refused and stops, asking for a new one.
     code = master.pair()["code"]
     wrong = OrderSyncNode.slave(h3, pair=False, data_dir=os.path.join(h3.dir, "wrong-code"),
@@ -385,7 +390,7 @@ def test_pairing_right_wrong_expired_reused_and_through_a_relay(lan3):
     assert tag.encode() not in data and b'"operation"' not in data and b"customerName" not in data
     for node in (slave, relayed_slave, master):
         assert node.stop() == 0
-    figure(pairing_s=pairing_s, wrong_code_tries_refused=5, right_code_after_five_wrong="refused",
+    figure(pairing_s=pairing_s, wrong_code_tries_refused=5, right_code_after_five_wrong_same_address="refused",
            expired_code="refused", reused_code="refused", relay_bytes=len(data), relay_cleartext_hits=0)
 
 

@@ -295,6 +295,13 @@ class SecurePeer:
         try:
             cls._send_binary(ws, link.write_handshake(b""))
             payload = json.loads(link.read_handshake(cls._recv_binary(ws, timeout)) or b"{}")
+            if payload.get("refused"):
+                # The master proved its key and refused this terminal; its close follows.
+                try:
+                    ws.recv(timeout=timeout)
+                except ConnectionClosed as error:
+                    raise _closed(error) from None
+                raise Refused(None, f"refused in the handshake answer: {payload['refused']}")
             return cls(ws, link, static, payload, master_key)
         except BaseException:
             ws.close()
@@ -376,11 +383,13 @@ class SecureResponder:
     `static` would. It records what each connection showed it: whether the handshake decrypted,
     how many bytes came in and every plaintext it could read. A connection whose first message
     does not decrypt (made for another master's key) gets `garbage` bytes as a fake second
-    message, so that the initiator has to judge them."""
+    message, so that the initiator has to judge them. With `refuse`, every connection is closed
+    (1008 with that reason) once its first message came, without an answer."""
 
     def __init__(self, host: str, port: int, static: bytes, store: str, pairing_code: str | None = None,
-                 on_event: Callable[[dict], None] | None = None, garbage: bool = True):
+                 on_event: Callable[[dict], None] | None = None, garbage: bool = True, refuse: str | None = None):
         self.static = static
+        self.refuse = refuse
         self.store = store
         self.pairing_code = pairing_code
         self.garbage = garbage
@@ -422,6 +431,11 @@ class SecureResponder:
                 link = None
             first = ws.recv(timeout=10)
             record["bytes"] += len(first)
+            if self.refuse:
+                # Refuses at once, as a master refuses a key it does not know (1008).
+                record["handshake"] = "refused"
+                ws.close(1008, self.refuse)
+                return
             if link is None or isinstance(first, str):
                 record["handshake"] = "unsupported"
                 if isinstance(first, str):
@@ -574,9 +588,55 @@ def _tries_command(args) -> int:
     return 0
 
 
+def _guest_try(url: str, code: str, source: str | None, timeout: float = 10) -> dict:
+    """One pairing try with `code` and a fresh key, recording each handshake step the master
+    answered: whether message 2 came (and its size) and how the link was closed."""
+    out = {"code": code, "second": None, "established": False, "close": None}
+    static = os.urandom(32)
+    link = NoiseLink(PAIRING, initiator=True, static=static, psk=pairing_psk(decode_code(code)))
+    try:
+        ws = SecurePeer._open(url, PAIRING, source, timeout)
+    except Refused as refused:
+        out["close"] = {"code": refused.code, "reason": refused.reason}
+        return out
+    try:
+        SecurePeer._send_binary(ws, link.write_handshake(b""))
+        second = SecurePeer._recv_binary(ws, timeout)
+        out["second"] = len(second)
+        link.read_handshake(second)
+        SecurePeer._send_binary(ws, link.write_handshake(json.dumps({"name": "guest"}).encode()))
+        SecurePeer._recv_binary(ws, timeout)
+        out["established"] = True
+    except Refused as refused:
+        out["close"] = {"code": refused.code, "reason": refused.reason}
+    except (LinkError, TimeoutError) as error:
+        out["error"] = str(error)
+    finally:
+        ws.close()
+    return out
+
+
+def _hammer_command(args) -> int:
+    """A guest: a wrong (random) code every --interval seconds until --seconds are up or
+    standard input closes; one JSON line per try."""
+    deadline = time.monotonic() + args.seconds
+    stop = threading.Event()
+    if args.until_stdin_closes:
+        threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    while time.monotonic() < deadline and not stop.is_set():
+        started = time.monotonic()
+        out = _guest_try(args.url, encode_code(os.urandom(10)), args.source)
+        out["at"] = time.time()
+        out["seconds"] = time.monotonic() - started
+        _emit(out)
+        stop.wait(max(0.0, args.interval - (time.monotonic() - started)))
+    return 0
+
+
 def _respond_command(args) -> int:
     static = bytes.fromhex(args.static) if args.static else os.urandom(32)
-    responder = SecureResponder(args.listen, args.port, static, args.store, pairing_code=args.pair, on_event=_emit)
+    responder = SecureResponder(args.listen, args.port, static, args.store, pairing_code=args.pair, on_event=_emit,
+                                refuse=args.refuse)
     _emit({"event": "listening", "port": responder.port, "id": node_id(public_key(static))})
     responder.server.serve_forever()
     return 0
@@ -600,14 +660,22 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("url")
     t.add_argument("codes", nargs="+")
     t.add_argument("--source")
+    h = sub.add_parser("hammer", help="a guest: a wrong pairing code every INTERVAL s, one JSON line per try")
+    h.add_argument("url")
+    h.add_argument("--interval", type=float, default=0.2)
+    h.add_argument("--seconds", type=float, default=60)
+    h.add_argument("--source")
+    h.add_argument("--until-stdin-closes", action="store_true", help="also stop when standard input closes")
     r = sub.add_parser("respond", help="a master: answer secure links with its own key, print what it read")
     r.add_argument("--listen", required=True)
     r.add_argument("--port", type=int, default=0)
     r.add_argument("--store", required=True)
     r.add_argument("--static", help="hex private key (default: a fresh one)")
     r.add_argument("--pair", help="a pairing code it accepts")
+    r.add_argument("--refuse", help="close every connection with 1008 and this reason after its first message")
     args = parser.parse_args(argv)
-    return {"connect": _connect_command, "tries": _tries_command, "respond": _respond_command}[args.command](args)
+    return {"connect": _connect_command, "tries": _tries_command, "respond": _respond_command,
+            "hammer": _hammer_command}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ public struct NoiseHandshakeState: Sendable {
     public internal(set) var remoteStaticKey: [UInt8]?
     /// `re`.
     var remoteEphemeralKey: [UInt8]?
-    let preSharedKeys: [[UInt8]]
+    var preSharedKeys: [[UInt8]]
     let random: NoiseRandomSource
 
     var pattern: NoiseHandshakePattern { noiseProtocol.pattern }
@@ -77,13 +77,7 @@ public struct NoiseHandshakeState: Sendable {
         if let remoteStaticKey, remoteStaticKey.count != NoiseCrypto.dhLength {
             throw NoiseError(.invalidKey, "a remote static key must be 32 bytes, got \(remoteStaticKey.count)")
         }
-        guard preSharedKeys.count == pattern.preSharedKeyCount else {
-            throw NoiseError(.missingKey, "\(pattern.name) takes \(pattern.preSharedKeyCount) pre-shared keys, got \(preSharedKeys.count)")
-        }
-        // 9.2: "psk is a 32-byte secret value".
-        guard preSharedKeys.allSatisfy({ $0.count == 32 }) else {
-            throw NoiseError(.invalidKey, "a pre-shared key must be 32 bytes")
-        }
+        try Self.checkPreSharedKeys(preSharedKeys, for: pattern)
 
         self.noiseProtocol = noiseProtocol
         self.role = role
@@ -108,6 +102,28 @@ public struct NoiseHandshakeState: Sendable {
             }
         }
         state = .handshaking(symmetric, nextMessage: 0, nextPreSharedKey: 0)
+    }
+
+    /// Throws unless `keys` has one 32-byte key per `psk` token of `pattern`.
+    static func checkPreSharedKeys(_ keys: [[UInt8]], for pattern: NoiseHandshakePattern) throws(NoiseError) {
+        guard keys.count == pattern.preSharedKeyCount else {
+            throw NoiseError(.missingKey, "\(pattern.name) takes \(pattern.preSharedKeyCount) pre-shared keys, got \(keys.count)")
+        }
+        // 9.2: "psk is a 32-byte secret value".
+        guard keys.allSatisfy({ $0.count == 32 }) else {
+            throw NoiseError(.invalidKey, "a pre-shared key must be 32 bytes")
+        }
+    }
+
+    /// A copy of this handshake with other pre-shared keys (one 32-byte key per `psk` token),
+    /// for a responder that tries one message against several candidate keys: each try reads
+    /// its own copy and this state stays as it was. Keys already mixed in stay mixed in; only
+    /// the `psk` tokens still ahead use the new ones.
+    public func replacingPreSharedKeys(_ keys: [[UInt8]]) throws(NoiseError) -> NoiseHandshakeState {
+        try Self.checkPreSharedKeys(keys, for: pattern)
+        var copy = self
+        copy.preSharedKeys = keys
+        return copy
     }
 
     /// Whether the next handshake message is this party's to write.

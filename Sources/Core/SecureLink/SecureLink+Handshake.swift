@@ -38,16 +38,37 @@ extension SecureLink {
         return (link, [.send(first)])
     }
 
+    /// The most codes one pairing responder tries message 3 against (each try costs a DH and
+    /// two decryptions).
+    public static let maxPairingCodes = 16
+
     /// The master's end of a pairing: `payload` goes in message 2. A third message that fails
     /// (a wrong code) is `.authenticationFailed`.
     public static func pairingResponder(
         code: PairingCode, localStatic: NoiseKeyPair, payload: [UInt8], options: SecureLinkOptions = .init(),
         random: NoiseRandomSource = .system
     ) throws(SecureLinkError) -> SecureLink {
+        try pairingResponder(codes: [code], localStatic: localStatic, payload: payload, options: options, random: random)
+    }
+
+    /// The master's end of a pairing with several open codes (1 to `maxPairingCodes`): messages 1
+    /// and 2 do not depend on the code (XXpsk3 mixes the psk in only at message 3), so message 3
+    /// is read with each code in turn, on a copy of the handshake state; the first that
+    /// decrypts is the one used (`pairingCodeIndex`). None: `.authenticationFailed`, after the
+    /// same steps whatever the codes were.
+    public static func pairingResponder(
+        codes: [PairingCode], localStatic: NoiseKeyPair, payload: [UInt8], options: SecureLinkOptions = .init(),
+        random: NoiseRandomSource = .system
+    ) throws(SecureLinkError) -> SecureLink {
+        guard let first = codes.first, codes.count <= maxPairingCodes else {
+            throw SecureLinkError(.unsupported, "a pairing responder takes 1 to \(maxPairingCodes) codes, got \(codes.count)")
+        }
         let handshake = try makeHandshake(
             pairingProtocolName, role: .responder, prologue: SecureLinkSubprotocol.pairing, localStatic: localStatic,
-            preSharedKeys: [code.preSharedKey], random: random)
-        return SecureLink(state: .pairingAwaitingFirst(handshake, payload: payload), options: options, random: random)
+            preSharedKeys: [first.preSharedKey], random: random)
+        return SecureLink(
+            state: .pairingAwaitingFirst(handshake, payload: payload, codes: codes.map(\.preSharedKey)), options: options,
+            random: random)
     }
 
     /// The master's end of a known connection: reads message 1 with each of `keys` in order
@@ -84,7 +105,7 @@ extension SecureLink {
     }
 
     mutating func pairingReadFirst(
-        _ message: [UInt8], handshake: NoiseHandshakeState, payload: [UInt8]
+        _ message: [UInt8], handshake: NoiseHandshakeState, payload: [UInt8], codes: [[UInt8]]
     ) throws(SecureLinkError) -> [Event] {
         var handshake = handshake
         let firstPayload = try Self.read(&handshake, message, "pairing message 1")
@@ -92,14 +113,31 @@ extension SecureLink {
             throw SecureLinkError(.malformed, "pairing message 1 carries a payload of \(firstPayload.count) bytes")
         }
         let second = try Self.write(&handshake, payload: payload, "pairing message 2")
-        state = .pairingAwaitingFinal(handshake)
+        state = .pairingAwaitingFinal(handshake, codes: codes)
         return [.send(second)]
     }
 
-    mutating func pairingReadFinal(_ message: [UInt8], handshake: NoiseHandshakeState) throws(SecureLinkError) -> [Event] {
-        var handshake = handshake
-        let peerPayload = try Self.read(&handshake, message, "pairing message 3 (a wrong code?)")
-        return try establish(handshake, peerPayload: peerPayload)
+    /// Message 3, read with each code's psk on its own copy of the handshake: the first that
+    /// decrypts establishes the link; every code is tried whatever the first ones gave.
+    mutating func pairingReadFinal(_ message: [UInt8], handshake: NoiseHandshakeState, codes: [[UInt8]]) throws(SecureLinkError)
+        -> [Event]
+    {
+        var found: (index: Int, handshake: NoiseHandshakeState, payload: [UInt8])?
+        for (index, psk) in codes.enumerated() {
+            var candidate: NoiseHandshakeState
+            do {
+                candidate = try handshake.replacingPreSharedKeys([psk])
+            } catch {
+                preconditionFailure("a pairing code's psk was refused: \(error)")
+            }
+            guard let peerPayload = try? Self.read(&candidate, message, "pairing message 3"), found == nil else { continue }
+            found = (index, candidate, peerPayload)
+        }
+        guard let found else {
+            throw SecureLinkError(.authenticationFailed, "pairing message 3 decrypts with none of the open codes (a wrong code?)")
+        }
+        pairingCodeIndex = found.index
+        return try establish(found.handshake, peerPayload: found.payload)
     }
 
     mutating func knownReadFirst(_ message: [UInt8], keys: [NoiseKeyPair]) throws(SecureLinkError) -> [Event] {

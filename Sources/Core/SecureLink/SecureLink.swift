@@ -43,10 +43,11 @@ public struct SecureLink: Sendable {
         /// An initiator waiting for message 2; for pairing, it then writes message 3 with
         /// `finalPayload`.
         case initiatorAwaitingResponse(NoiseHandshakeState, finalPayload: [UInt8]?)
-        /// A pairing responder waiting for message 1, to answer with `payload`.
-        case pairingAwaitingFirst(NoiseHandshakeState, payload: [UInt8])
-        /// A pairing responder waiting for message 3.
-        case pairingAwaitingFinal(NoiseHandshakeState)
+        /// A pairing responder waiting for message 1, to answer with `payload`; `codes` are the
+        /// psks of the codes it accepts.
+        case pairingAwaitingFirst(NoiseHandshakeState, payload: [UInt8], codes: [[UInt8]])
+        /// A pairing responder waiting for message 3, to read with each of `codes`.
+        case pairingAwaitingFinal(NoiseHandshakeState, codes: [[UInt8]])
         /// A known responder waiting for message 1, holding the keys it answers to, in order.
         case knownAwaitingFirst(keys: [NoiseKeyPair])
         /// A known responder that read message 1 and waits for the caller's decision.
@@ -65,6 +66,8 @@ public struct SecureLink: Sendable {
     public internal(set) var peerStaticKey: [UInt8]?
     /// Known responder: which of its `keys` the initiator addressed.
     public internal(set) var responderKeyIndex: Int?
+    /// Pairing responder: which of its codes the initiator used, once established.
+    public internal(set) var pairingCodeIndex: Int?
     /// The Noise handshake hash both sides share, once established.
     public internal(set) var handshakeHash: [UInt8]?
 
@@ -93,10 +96,10 @@ public struct SecureLink: Sendable {
         switch current {
         case .initiatorAwaitingResponse(let handshake, let finalPayload):
             return try initiatorRead(message, handshake: handshake, finalPayload: finalPayload)
-        case .pairingAwaitingFirst(let handshake, let payload):
-            return try pairingReadFirst(message, handshake: handshake, payload: payload)
-        case .pairingAwaitingFinal(let handshake):
-            return try pairingReadFinal(message, handshake: handshake)
+        case .pairingAwaitingFirst(let handshake, let payload, let codes):
+            return try pairingReadFirst(message, handshake: handshake, payload: payload, codes: codes)
+        case .pairingAwaitingFinal(let handshake, let codes):
+            return try pairingReadFinal(message, handshake: handshake, codes: codes)
         case .knownAwaitingFirst(let keys):
             return try knownReadFirst(message, keys: keys)
         case .knownAwaitingAcceptance:

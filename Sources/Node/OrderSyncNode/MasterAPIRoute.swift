@@ -4,14 +4,18 @@ import JSON
 /// (Docs/API.md). Pure. A slave answers these paths 404 `not_master`.
 ///
 /// `POST /v1/pairing` (`{"name": "till-3", "validForSeconds": 600}`, both optional),
-/// `DELETE /v1/pairing`, `GET /v1/terminals`, `POST /v1/terminals/{id-or-name}/revoke`,
+/// `GET /v1/pairing`, `DELETE /v1/pairing`, `DELETE /v1/pairing/{code-or-name}`, `GET /v1/terminals`, `POST /v1/terminals/{id-or-name}/revoke`,
 /// `POST /v1/key/rotate`, `POST /v1/dashboard/tokens` (`{"name": "office"}`, optional),
 /// `GET /v1/dashboard/tokens`, `POST /v1/dashboard/tokens/{id-or-name}/revoke`.
 enum MasterAPIRoute: Equatable {
-    /// Opens a pairing window (replacing an open one).
+    /// Opens one more pairing window (the open ones stay open).
     case openPairing(name: String?, validForSeconds: Int)
-    /// Closes the pairing window.
+    /// The open pairing codes.
+    case pairingCodes
+    /// Closes every pairing window.
     case closePairing
+    /// Closes the pairing windows whose code or name this is.
+    case cancelPairing(String)
     /// The paired terminals.
     case terminals
     /// Revokes the paired terminal with this node id or name.
@@ -42,9 +46,12 @@ enum MasterAPIRoute: Equatable {
         case ["pairing"]:
             switch method {
             case "POST": return openPairing(body)
+            case "GET": return .success(.pairingCodes)
             case "DELETE": return .success(.closePairing)
             default: return notAllowed()
             }
+        case let p where p.count == 2 && p[0] == "pairing" && !p[1].isEmpty:
+            return method == "DELETE" ? .success(.cancelPairing(p[1])) : notAllowed()
         case ["terminals"]:
             return method == "GET" ? .success(.terminals) : notAllowed()
         case let p where p.count == 3 && p[0] == "terminals" && p[2] == "revoke" && !p[1].isEmpty:
@@ -75,15 +82,15 @@ enum MasterAPIRoute: Equatable {
     /// `validForSeconds` (1-600, default 600).
     private static func openPairing(_ body: [UInt8]) -> Result<MasterAPIRoute, LocalAPIRoute.Failure> {
         namedObject(body).flatMap { (object, name) in
-            var seconds = PairingWindow.maxValidSeconds
+            var seconds = PairingWindows.maxValidSeconds
             switch object["validForSeconds"] {
             case nil, .null?: break
             case let value?:
-                guard let n = value.intValue, (1...Int64(PairingWindow.maxValidSeconds)).contains(n) else {
+                guard let n = value.intValue, (1...Int64(PairingWindows.maxValidSeconds)).contains(n) else {
                     return .failure(
                         .init(
                             status: 400, code: "invalid_field",
-                            message: "'validForSeconds' must be an integer in 1...\(PairingWindow.maxValidSeconds)"))
+                            message: "'validForSeconds' must be an integer in 1...\(PairingWindows.maxValidSeconds)"))
                 }
                 seconds = Int(n)
             }

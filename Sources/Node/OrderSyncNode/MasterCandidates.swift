@@ -48,6 +48,8 @@ struct MasterCandidates {
 
     /// Failures in a row on one address after which the resolutions are forgotten.
     static let failuresBeforeRebrowse = 3
+    /// The most withdrawn services remembered.
+    static let maxWithdrawn = 256
     /// Shortest time between two fresh browses.
     static let minimumRebrowseInterval: Duration = .seconds(4)
 
@@ -59,6 +61,9 @@ struct MasterCandidates {
     /// Failed attempts in a row per address, kept across browses until one succeeds.
     private var failuresInARow: [String: Int] = [:]
     private var lastRebrowse: Duration?
+    /// Services whose goodbye came (by instance name, domain and interface): found again, they
+    /// are a master that came back, not a stale address reported again.
+    private var withdrawn: Set<String> = []
     /// Epochs announced for any store since this slave started (kept across browses).
     private var epochsSeen: Set<String> = []
     /// The host the last link came up with: the replica's master.
@@ -92,10 +97,17 @@ struct MasterCandidates {
     /// Addresses that failed since the last browse.
     var failedCount: Int { failedSinceBrowse.count }
 
-    /// Records a resolution; returns true when it is new or differs from the one held.
+    /// Records a resolution; returns true when it is new or differs from the one held. A
+    /// service announced again after its goodbye (a master that restarted) has its address's
+    /// failures wiped, so that it is tried at once; a stale address a fresh browse reports again
+    /// keeps them.
     mutating func found(_ service: ResolvedService) -> Bool {
         let key = "\(service.name)|\(service.domain)|\(service.interfaceIndex)"
         let previous = services[key]?.service
+        if withdrawn.remove(key) != nil {
+            failuresInARow[Self.address(of: service)] = nil
+            failedSinceBrowse.remove(Self.address(of: service))
+        }
         seenCounter += 1
         services[key] = (service, seenCounter)
         if !isUntrusted(service), let epoch = service.txt["epoch"] { epochsSeen.insert(epoch) }
@@ -106,6 +118,9 @@ struct MasterCandidates {
     mutating func lost(name: String, domain: String) -> Bool {
         let gone = services.keys.filter { $0.hasPrefix("\(name)|\(domain)|") }
         for key in gone { services[key] = nil }
+        // Bounded: a LAN full of goodbyes costs at most this much memory (and a fast retry).
+        if withdrawn.count >= Self.maxWithdrawn { withdrawn.removeAll() }
+        withdrawn.formUnion(gone)
         return !gone.isEmpty
     }
 

@@ -19,10 +19,11 @@ extension MasterNode {
         }
     }
 
-    /// The pairing window as it stands now (an expired one shows as expired).
+    /// The pairing windows as they stand now (expired ones show as expired).
     func pairingStatus() -> PairingWindowStatus {
-        pairing.expire(now: WallClock.nowMillis())
-        return pairing.status
+        let now = WallClock.nowMillis()
+        pairing.expire(now: now)
+        return pairing.status(now: now)
     }
 
     /// What the master is doing, for `GET /v1/status`.

@@ -6,23 +6,48 @@ import OrderStore
 import SecureLink
 import SyncCore
 
-/// Pairing, paired terminals and the master's key (Docs/SECURITY.md): the pairing window, the
+/// Pairing, paired terminals and the master's key (Docs/SECURITY.md): the pairing windows, the
 /// end of a pairing handshake, revocation and key rotation, and the local API that drives them.
 extension MasterNode {
     func handleMasterAPI(_ route: MasterAPIRoute, _ respond: LocalAPIServer.Respond) {
         switch route {
         case .openPairing(let name, let seconds):
-            let window = openPairingWindow(name: name, validForSeconds: seconds)
-            var o = JSONObject()
-            o["code"] = .string(window.code.description)
-            o["expiresAtMillis"] = .int(window.expiresAtMillis)
+            guard let window = openPairingWindow(name: name, validForSeconds: seconds) else {
+                respond(
+                    409,
+                    LocalAPIRoute.errorBody(
+                        code: "too_many_codes",
+                        message: "\(PairingWindows.maxOpen) pairing codes are open already; "
+                            + "cancel one with `ordersync pair cancel CODE|NAME` or wait for one to be used or expire"))
+                return
+            }
+            var o = Self.pairingObject(window)
             o["store"] = .string(storeId)
             o["master"] = .string(keys.current.nodeId)
-            o["name"] = window.name.map { .string($0) } ?? .null
             respond(201, .object(o))
+        case .pairingCodes:
+            let open = pairing.openWindows(now: WallClock.nowMillis())
+            respond(200, .object(JSONObject([("codes", .array(open.map { .object(Self.pairingObject($0)) }))])))
         case .closePairing:
-            if pairing.close() { logger.info("pairing.closed", metadata: ["reason": "operator"]) }
-            respond(200, .object(JSONObject([("state", .string(pairing.status.state.rawValue))])))
+            let closed = pairing.closeAll()
+            pairingWindowsChanged()
+            if !closed.isEmpty { logger.info("pairing.closed", metadata: ["reason": "operator", "codes": "\(closed.count)"]) }
+            respond(
+                200,
+                .object(
+                    JSONObject([
+                        ("state", .string(pairingStatus().state.rawValue)),
+                        ("cancelled", .array(closed.map { .object(Self.pairingObject($0)) })),
+                    ])))
+        case .cancelPairing(let codeOrName):
+            let cancelled = pairing.cancel(codeOrName, now: WallClock.nowMillis())
+            guard !cancelled.isEmpty else {
+                respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no open pairing code is or is named '\(codeOrName)'"))
+                return
+            }
+            pairingWindowsChanged()
+            for w in cancelled { logger.info("pairing.cancelled", metadata: ["name": "\(w.name ?? "-")", "reason": "operator"]) }
+            respond(200, .object(JSONObject([("cancelled", .array(cancelled.map { .object(Self.pairingObject($0)) }))])))
         case .terminals:
             do {
                 respond(200, .object(JSONObject([("terminals", .array(try pairedTerminals().map { .object($0) }))])))
@@ -38,43 +63,77 @@ extension MasterNode {
         }
     }
 
-    // MARK: The pairing window
+    // MARK: The pairing windows
 
-    /// Opens a window with a fresh code, replacing any open one, and closes it when it expires.
-    func openPairingWindow(name: String?, validForSeconds: Int) -> PairingWindow.Open {
-        let window = pairing.open(code: PairingCode.generate(), name: name, validForSeconds: validForSeconds, now: WallClock.nowMillis())
-        if let t = pairingTimer { loop.cancel(t) }
-        let validFor = Duration.milliseconds(window.expiresAtMillis - window.openedAtMillis)
-        pairingTimer = loop.schedule(after: validFor) { [weak self] in
-            guard let self = self else { return }
-            self.pairingTimer = nil
-            // The wall clock may lag the loop's by a little: expire what was this window.
-            if case .open(let w) = self.pairing.state, w.code == window.code {
-                _ = self.pairing.expire(now: max(WallClock.nowMillis(), w.expiresAtMillis))
-                self.logger.info("pairing.expired", metadata: ["name": "\(w.name ?? "-")"])
-            }
-        }
+    /// An open code as the local API shows it.
+    static func pairingObject(_ w: PairingWindows.Open) -> JSONObject {
+        JSONObject([
+            ("code", .string(w.code.description)), ("name", w.name.map { .string($0) } ?? .null),
+            ("openedAtMillis", .int(w.openedAtMillis)), ("expiresAtMillis", .int(w.expiresAtMillis)),
+        ])
+    }
+
+    /// Opens one more window with a fresh code (the others stay open); nil when
+    /// `PairingWindows.maxOpen` are open.
+    func openPairingWindow(name: String?, validForSeconds: Int) -> PairingWindows.Open? {
+        guard
+            let window = pairing.open(
+                code: PairingCode.generate(), name: name, validForSeconds: validForSeconds, now: WallClock.nowMillis())
+        else { return nil }
+        pairingWindowsChanged()
         logger.info(
             "pairing.opened",
             metadata: [
-                "name": "\(name ?? "-")", "valid_s": "\(validFor.components.seconds)", "expires_ms": "\(window.expiresAtMillis)",
+                "name": "\(name ?? "-")", "valid_s": "\((window.expiresAtMillis - window.openedAtMillis) / 1000)",
+                "expires_ms": "\(window.expiresAtMillis)", "open_codes": "\(pairing.open.count)",
             ])
         return window
     }
 
-    /// A wrong code on a pairing link.
-    func pairingFailed(code: PairingCode, address: String) {
-        switch pairing.recordFailure(code: code, now: WallClock.nowMillis()) {
-        case .ignored:
-            break
+    /// Schedules the expiry timer for the window closing soonest (none when none is open).
+    func pairingWindowsChanged() {
+        if let t = pairingTimer {
+            loop.cancel(t)
+            pairingTimer = nil
+        }
+        guard let next = pairing.nextExpiryMillis else { return }
+        let after = Duration.milliseconds(max(0, next - WallClock.nowMillis()))
+        pairingTimer = loop.schedule(after: after) { [weak self] in
+            guard let self = self else { return }
+            self.pairingTimer = nil
+            // The wall clock may lag the loop's by a little: expire what was due.
+            for w in self.pairing.expire(now: max(WallClock.nowMillis(), next)) {
+                self.logger.info("pairing.expired", metadata: ["name": "\(w.name ?? "-")"])
+            }
+            self.pairingWindowsChanged()
+        }
+    }
+
+    /// The codes a pairing handshake from `address` is read with: the open ones, or none when
+    /// the address is locked out, padded with random codes to `PairingWindows.maxOpen`, so
+    /// that the peer sees the same steps, the same work and the same refusal whatever the case.
+    func pairingCodes(for address: String) -> [PairingCode] {
+        let now = WallClock.nowMillis()
+        let open = pairing.isLockedOut(Self.host(of: address), now: now) ? [] : pairing.openWindows(now: now).map(\.code)
+        return open + (open.count..<PairingWindows.maxOpen).map { _ in PairingCode.generate() }
+    }
+
+    /// A pairing handshake from `address` failed on its last message: counted against the
+    /// address only; the open codes stay open.
+    func pairingFailed(address: String) {
+        let host = Self.host(of: address)
+        let wasLocked = pairing.isLockedOut(host, now: WallClock.nowMillis())
+        switch pairing.recordFailure(address: host, now: WallClock.nowMillis()) {
         case .counted(let remaining):
             logger.warning("pairing.failed", metadata: ["peer.address": "\(address)", "tries_left": "\(remaining)"])
-        case .exhausted:
+        case .lockedOut(let until):
+            guard !wasLocked else { return }
             logger.warning(
-                "pairing.exhausted",
+                "pairing.locked_out",
                 metadata: [
-                    "peer.address": "\(address)", "failures": "\(PairingWindow.maxFailures)",
-                    "hint": "the window is closed; run `ordersync pair` again for a new code",
+                    "peer.address": "\(address)", "failures": "\(PairingWindows.maxFailures)",
+                    "until_ms": "\(until)", "open_codes": "\(pairing.open.count)",
+                    "hint": "this address is refused pairing for \(PairingWindows.lockoutMillis / 1000) s; other terminals can still pair",
                 ])
         }
     }
@@ -85,13 +144,10 @@ extension MasterNode {
         let nodeId = NodeIdentity.nodeId(publicKey: peerKey)
         let now = WallClock.nowMillis()
         guard let window = pairing.complete(code: code, terminal: nodeId, now: now) else {
-            refuse(s, why: "the pairing window closed during the handshake", reason: "no pairing window open", nodeId: nodeId)
+            refuse(s, why: "the pairing code was cancelled or expired during the handshake", reason: "pairing failed", nodeId: nodeId)
             return
         }
-        if let t = pairingTimer {
-            loop.cancel(t)
-            pairingTimer = nil
-        }
+        pairingWindowsChanged()
         let request = SecureTerminalLink.pairingRequest(payload)
         let terminal: PairedTerminal
         do {

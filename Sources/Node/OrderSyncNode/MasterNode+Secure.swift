@@ -9,8 +9,8 @@ import WebSocket
 import WebSocketTransport
 
 /// The master's terminals by subprotocol (Docs/SECURITY.md, Docs/PROTOCOL.md): OrderSync slaves
-/// over a secure link (`ordersync.ik.v1`, or `ordersync.pair.v1` while a pairing window is
-/// open), StorePOS terminals (no subprotocol) only with `--insecure-storepos`; anything else is
+/// over a secure link (`ordersync.ik.v1`, or `ordersync.pair.v1` with a code from
+/// `ordersync pair`), StorePOS terminals (no subprotocol) only with `--insecure-storepos`; anything else is
 /// closed at once (1008) with what to do, and nothing of it is read.
 extension MasterNode {
     /// The channel settings of a terminal's link: binary is accepted (the secure link's
@@ -38,18 +38,17 @@ extension MasterNode {
             let link = SecureLink.knownResponder(keys: keys.noiseKeys, options: secureLinkOptions)
             startAuthenticating(s, SecureTerminalLink(mode: .known, link: link))
         case SecureLinkSubprotocol.pairing?:
-            guard let window = pairing.openWindow(now: WallClock.nowMillis()) else {
-                refuse(s, why: "pairing without an open pairing window", reason: "no pairing window open")
-                return
-            }
+            // The same steps whether or not a code is open or the address is locked out: the
+            // peer learns nothing until message 3 is refused (Docs/SECURITY.md, "Pairing").
+            let codes = pairingCodes(for: s.address)
             guard let own = keys.current.noiseKeyPair,
                 let link = try? SecureLink.pairingResponder(
-                    code: window.code, localStatic: own, payload: masterPayload, options: secureLinkOptions)
+                    codes: codes, localStatic: own, payload: masterPayload, options: secureLinkOptions)
             else {
                 s.close(code: .internalError, reason: "the master cannot use its key")
                 return
             }
-            startAuthenticating(s, SecureTerminalLink(mode: .pairing(window.code), link: link))
+            startAuthenticating(s, SecureTerminalLink(mode: .pairing(codes), link: link))
         case orderSyncSubprotocol?:
             refuse(s, why: "cleartext \(orderSyncSubprotocol)", reason: "pairing required; run `ordersync pair` on the master")
         case nil where opening.request?.requestedSubprotocols.isEmpty ?? true:
@@ -168,19 +167,36 @@ extension MasterNode {
             return
         }
         guard let terminal = paired, terminal.isActive else {
-            refuse(s, why: paired == nil ? "unknown terminal" : "revoked terminal", reason: "unknown terminal", nodeId: nodeId)
+            refuseProven(s, link: link, why: paired == nil ? "unknown terminal" : "revoked terminal", nodeId: nodeId)
             return
         }
         link.terminal = terminal
         do {
-            // The answer names the key the slave addressed: during a rotation a slave that still
-            // trusts the previous key checks the payload against it, then takes the handover.
-            let answeringId = link.link.responderKeyIndex == 1 ? keys.previous?.nodeId : nil
-            let payload = SecureTerminalLink.masterPayload(nodeId: answeringId ?? keys.current.nodeId, store: storeId)
-            secureEvents(try link.accept(payload: payload), session: s, link: link)
+            secureEvents(try link.accept(payload: answerPayload(link)), session: s, link: link)
         } catch {
             secureLinkFailed(s, link: link, error)
         }
+    }
+
+    /// The payload of the IK answer. It names the key the slave addressed: during a rotation a
+    /// slave that still trusts the previous key checks the payload against it, then takes the
+    /// handover.
+    private func answerPayload(_ link: SecureTerminalLink, refused: String? = nil) -> [UInt8] {
+        let answeringId = link.link.responderKeyIndex == 1 ? keys.previous?.nodeId : nil
+        return SecureTerminalLink.masterPayload(nodeId: answeringId ?? keys.current.nodeId, store: storeId, refused: refused)
+    }
+
+    /// Refuses an IK initiator whose key is not a paired terminal's, after proving the master's
+    /// key: the handshake answer carries `"refused": "unknown terminal"` in its payload, then
+    /// the link closes (1008 `unknown terminal`). The slave believes the refusal (and asks to
+    /// pair again) only because the answer proved the key it trusts; a refusal from anyone
+    /// else is not the master's (Docs/SECURITY.md, "A refusal proves the master's key").
+    private func refuseProven(_ s: TerminalSession, link: SecureTerminalLink, why: String, nodeId: String) {
+        if let events = try? link.accept(payload: answerPayload(link, refused: "unknown terminal")) {
+            // Only the answer goes out: the link is never established for this peer.
+            for case .send(let message) in events { s.transport.sendBinary(message) }
+        }
+        refuse(s, why: why, reason: "unknown terminal", nodeId: nodeId)
     }
 
     /// The handshake is done: a known terminal is in; a pairing one is stored first.
@@ -191,13 +207,14 @@ extension MasterNode {
             authenticated(s, terminal)
             // It addressed the previous key: hand it over to the current one.
             if link.link.responderKeyIndex == 1 { sendMasterKey(to: s) }
-        case .pairing(let code):
+        case .pairing:
+            guard let code = link.pairingCode else { preconditionFailure("a pairing link established without its code") }
             completePairing(code: code, peerKey: peerKey, payload: payload, session: s, link: link)
         }
     }
 
     /// Any failure of a secure link: it closes (1008) and nothing of the message is applied. A
-    /// wrong pairing code counts against the window.
+    /// wrong pairing code counts against the peer's address, never against the open codes.
     private func secureLinkFailed(_ s: TerminalSession, link: SecureTerminalLink, _ error: SecureLinkError) {
         let handshaking = s.phase == .authenticating
         var meta: Logger.Metadata = [
@@ -205,8 +222,8 @@ extension MasterNode {
         ]
         if let t = link.terminal { meta["terminal"] = "\(t.name)" }
         logger.warning(handshaking ? "peer.handshake_failed" : "peer.decrypt_failed", metadata: meta)
-        if handshaking, case .pairing(let code) = link.mode, error.kind == .authenticationFailed {
-            pairingFailed(code: code, address: s.address)
+        if handshaking, case .pairing = link.mode, error.kind == .authenticationFailed {
+            pairingFailed(address: s.address)
             s.close(code: .policyViolation, reason: "pairing failed")
             return
         }

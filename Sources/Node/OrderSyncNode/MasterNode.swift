@@ -38,8 +38,8 @@ public final class MasterNode: @unchecked Sendable {
     var maintenanceTimer: TimerHandle?
     /// The master's static keys: the current one and, after a rotation, the previous one.
     var keys: MasterKeys
-    /// The pairing window (`ordersync pair`), and the timer that closes it when it expires.
-    var pairing = PairingWindow()
+    /// The pairing windows (`ordersync pair`), and the timer that closes the next to expire.
+    var pairing = PairingWindows()
     var pairingTimer: TimerHandle?
     var shuttingDown = false
     /// Group commit: the work waiting for the next group and the one being committed.

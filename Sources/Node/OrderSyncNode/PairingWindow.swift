@@ -1,13 +1,21 @@
 import SecureLink
 
-/// The master's pairing window (Docs/SECURITY.md, "Pairing"): one code, good for one pairing
-/// until it expires, closed after `maxFailures` wrong tries. Pure: the node passes the time
-/// (wall-clock milliseconds) and the code.
-struct PairingWindow: Equatable {
-    /// Wrong codes a window takes before it closes.
+/// The master's pairing windows (Docs/SECURITY.md, "Pairing"): up to `maxOpen` codes open at
+/// once, each with its terminal name and good for one pairing until it expires, and the wrong
+/// tries of each source address. Wrong codes never close a window: an address that tried
+/// `maxFailures` wrong codes is refused pairing for `lockoutMillis` (it only locks itself out).
+/// Pure: the node passes the time (wall-clock milliseconds), the codes and the addresses.
+struct PairingWindows: Equatable {
+    /// The most codes open at once (a pairing handshake tries its last message against each).
+    static let maxOpen = 8
+    /// Wrong codes one address may try before it is locked out.
     static let maxFailures = 5
+    /// How long a locked-out address is refused pairing; also how long a wrong try is remembered.
+    static let lockoutMillis: Int64 = 300_000
     /// The longest (and default) time a window stays open.
     static let maxValidSeconds = 600
+    /// The most addresses whose tries are remembered (the oldest are forgotten first).
+    static let maxTrackedAddresses = 1024
 
     /// An open window.
     struct Open: Equatable {
@@ -18,144 +26,215 @@ struct PairingWindow: Equatable {
         /// When it opened and when it closes, wall-clock milliseconds.
         var openedAtMillis: Int64
         var expiresAtMillis: Int64
-        /// Wrong codes tried so far.
+    }
+
+    /// The wrong tries of one source address.
+    struct Tries: Equatable {
+        /// Wrong codes since the last lockout (or since the tries were forgotten).
         var failures = 0
+        /// The last wrong try.
+        var lastMillis: Int64
+        /// Refused pairing until then, if locked out.
+        var lockedUntilMillis: Int64?
     }
 
-    /// Where the window stands.
-    enum State: Equatable {
-        /// Never opened, closed by the operator, or replaced.
-        case closed
-        case open(Open)
-        /// A terminal paired with it (single use).
-        case used(terminal: String)
-        /// Closed after `maxFailures` wrong codes.
-        case exhausted
-        /// Not used in time.
-        case expired
-    }
-
-    /// What a wrong code did.
+    /// What a wrong code did to its address.
     enum FailureOutcome: Equatable {
-        /// It was for a window no longer open (replaced, used, expired): nothing counted.
-        case ignored
-        /// Counted; this many tries remain.
+        /// Counted; this many tries remain before the address is locked out.
         case counted(remaining: Int)
-        /// It was the last try: the window is closed.
-        case exhausted
+        /// It was the last try: the address is refused pairing until then.
+        case lockedOut(untilMillis: Int64)
     }
 
-    private(set) var state = State.closed
+    /// The open windows, oldest first.
+    private(set) var open: [Open] = []
+    /// How the last window to close closed, for status (`.closed` when none closed yet).
+    private(set) var lastClosed = PairingWindowStatus.State.closed
+    /// The terminal that paired with the last window used.
+    private(set) var lastTerminal: String?
+    /// Each address's wrong tries.
+    private(set) var tries: [String: Tries] = [:]
 
-    /// Opens a window for `code` (replacing any other), valid for `validForSeconds` (clamped
-    /// to 1...600) from `now`.
+    /// Opens one more window for `code`, valid for `validForSeconds` (clamped to 1...600) from
+    /// `now`; nil when `maxOpen` are open already.
     @discardableResult
-    mutating func open(code: PairingCode, name: String?, validForSeconds: Int, now: Int64) -> Open {
+    mutating func open(code: PairingCode, name: String?, validForSeconds: Int, now: Int64) -> Open? {
+        expire(now: now)
+        guard open.count < Self.maxOpen else { return nil }
         let seconds = min(max(validForSeconds, 1), Self.maxValidSeconds)
         let window = Open(code: code, name: name, openedAtMillis: now, expiresAtMillis: now + Int64(seconds) * 1000)
-        state = .open(window)
+        open.append(window)
         return window
     }
 
-    /// Closes the window (the operator's `DELETE /v1/pairing`); returns whether one was open.
-    @discardableResult
-    mutating func close() -> Bool {
-        guard case .open = state else { return false }
-        state = .closed
-        return true
-    }
-
-    /// Moves an open window past its expiry to `.expired`; true when it did just now.
-    @discardableResult
-    mutating func expire(now: Int64) -> Bool {
-        guard case .open(let w) = state, now >= w.expiresAtMillis else { return false }
-        state = .expired
-        return true
-    }
-
-    /// The open window at `now`, if any (expiring it when its time is up).
-    mutating func openWindow(now: Int64) -> Open? {
+    /// Closes the windows whose code is `codeOrName` (as typed: case, dashes and look-alikes
+    /// ignored) or whose name is it; returns them.
+    mutating func cancel(_ codeOrName: String, now: Int64) -> [Open] {
         expire(now: now)
-        guard case .open(let w) = state else { return nil }
-        return w
+        let code = try? PairingCode(parsing: codeOrName)
+        let cancelled = open.filter { $0.code == code || $0.name == codeOrName }
+        guard !cancelled.isEmpty else { return [] }
+        open.removeAll { $0.code == code || $0.name == codeOrName }
+        lastClosed = .closed
+        return cancelled
     }
 
-    /// A pairing handshake with `code` failed on its last message (a wrong code).
-    mutating func recordFailure(code: PairingCode, now: Int64) -> FailureOutcome {
-        guard var w = openWindow(now: now), w.code == code else { return .ignored }
-        w.failures += 1
-        if w.failures >= Self.maxFailures {
-            state = .exhausted
-            return .exhausted
+    /// Closes every window (the operator's `DELETE /v1/pairing`); returns them.
+    @discardableResult
+    mutating func closeAll() -> [Open] {
+        let closed = open
+        open = []
+        if !closed.isEmpty { lastClosed = .closed }
+        return closed
+    }
+
+    /// Closes the windows past their expiry at `now`; returns them.
+    @discardableResult
+    mutating func expire(now: Int64) -> [Open] {
+        let expired = open.filter { now >= $0.expiresAtMillis }
+        guard !expired.isEmpty else { return [] }
+        open.removeAll { now >= $0.expiresAtMillis }
+        lastClosed = .expired
+        return expired
+    }
+
+    /// The windows open at `now`, oldest first (expiring those whose time is up).
+    mutating func openWindows(now: Int64) -> [Open] {
+        expire(now: now)
+        return open
+    }
+
+    /// The earliest expiry of an open window.
+    var nextExpiryMillis: Int64? { open.map(\.expiresAtMillis).min() }
+
+    /// Whether `address` is refused pairing at `now`.
+    func isLockedOut(_ address: String, now: Int64) -> Bool {
+        guard let until = tries[address]?.lockedUntilMillis else { return false }
+        return now < until
+    }
+
+    /// A pairing handshake from `address` failed on its last message (a wrong code, or no code
+    /// open, or the address was locked out: the peer cannot tell these apart, and each counts).
+    mutating func recordFailure(address: String, now: Int64) -> FailureOutcome {
+        forget(now: now)
+        var t = tries[address] ?? Tries(lastMillis: now)
+        if let until = t.lockedUntilMillis, now < until { return .lockedOut(untilMillis: until) }
+        t.lockedUntilMillis = nil
+        t.failures += 1
+        t.lastMillis = now
+        if t.failures >= Self.maxFailures {
+            t.failures = 0
+            t.lockedUntilMillis = now + Self.lockoutMillis
         }
-        state = .open(w)
-        return .counted(remaining: Self.maxFailures - w.failures)
+        tries[address] = t
+        if let until = t.lockedUntilMillis { return .lockedOut(untilMillis: until) }
+        return .counted(remaining: Self.maxFailures - t.failures)
+    }
+
+    /// Forgets tries older than `lockoutMillis` and lockouts that ended; past
+    /// `maxTrackedAddresses`, the addresses tried longest ago.
+    private mutating func forget(now: Int64) {
+        tries = tries.filter { _, t in
+            if let until = t.lockedUntilMillis { return now < until }
+            return now - t.lastMillis < Self.lockoutMillis
+        }
+        while tries.count >= Self.maxTrackedAddresses, let oldest = tries.min(by: { $0.value.lastMillis < $1.value.lastMillis }) {
+            tries[oldest.key] = nil
+        }
     }
 
     /// A terminal completed the pairing handshake with `code`: the window it used, now closed
-    /// (`.used`), or nil when that window is no longer open.
+    /// (single use), or nil when that window is no longer open.
     mutating func complete(code: PairingCode, terminal: String, now: Int64) -> Open? {
-        guard let w = openWindow(now: now), w.code == code else { return nil }
-        state = .used(terminal: terminal)
-        return w
+        expire(now: now)
+        guard let index = open.firstIndex(where: { $0.code == code }) else { return nil }
+        let window = open.remove(at: index)
+        lastClosed = .used
+        lastTerminal = terminal
+        return window
     }
 
-    /// The window as status shows it.
-    var status: PairingWindowStatus {
-        switch state {
-        case .closed: return PairingWindowStatus(state: .closed)
-        case .open(let w):
+    /// The addresses refused pairing at `now`.
+    func lockedOut(now: Int64) -> Int {
+        tries.values.filter { ($0.lockedUntilMillis ?? 0) > now }.count
+    }
+
+    /// The windows as status shows them: open while any is, with the soonest to expire.
+    func status(now: Int64) -> PairingWindowStatus {
+        guard let next = open.min(by: { $0.expiresAtMillis < $1.expiresAtMillis }) else {
             return PairingWindowStatus(
-                state: .open, name: w.name, expiresAtMillis: w.expiresAtMillis, failedTries: w.failures)
-        case .used(let terminal): return PairingWindowStatus(state: .used, name: terminal)
-        case .exhausted: return PairingWindowStatus(state: .exhausted)
-        case .expired: return PairingWindowStatus(state: .expired)
+                state: lastClosed, name: lastClosed == .used ? lastTerminal : nil, openCodes: 0,
+                lockedOutAddresses: lockedOut(now: now))
         }
+        return PairingWindowStatus(
+            state: .open, name: next.name, expiresAtMillis: next.expiresAtMillis, openCodes: open.count,
+            lockedOutAddresses: lockedOut(now: now))
     }
 }
 
-/// The pairing window in a master's status.
+/// The pairing windows in a master's status.
 public struct PairingWindowStatus: Codable, Sendable, Equatable {
-    /// Where a pairing window stands.
+    /// Where pairing stands.
     public enum State: String, Codable, Sendable {
-        /// None open.
+        /// None open (none opened yet, or the last ones closed by the operator).
         case closed
-        /// Open: a terminal may pair with its code.
+        /// At least one code is open: a terminal may pair with it.
         case open
-        /// A terminal paired with the last code.
+        /// None open; the last one closed when a terminal paired with it.
         case used
-        /// The last window closed after too many wrong codes.
-        case exhausted
-        /// The last window was not used in time.
+        /// None open; the last one closed because it was not used in time.
         case expired
     }
 
     /// Where it stands.
     public var state: State
-    /// Open: the name the terminal will get, if the operator gave one; used: the terminal
-    /// that paired.
+    /// Open: the name the terminal of the code closing soonest will get, if the operator gave
+    /// one; used: the terminal that paired.
     public var name: String?
-    /// Open: when it closes, wall-clock milliseconds.
+    /// Open: when the code closing soonest closes, wall-clock milliseconds.
     public var expiresAtMillis: Int64?
-    /// Open: wrong codes tried so far.
-    public var failedTries: Int?
+    /// How many codes are open.
+    public var openCodes: Int
+    /// How many source addresses are refused pairing for too many wrong codes.
+    public var lockedOutAddresses: Int
 
     /// A status from its fields.
-    public init(state: State, name: String? = nil, expiresAtMillis: Int64? = nil, failedTries: Int? = nil) {
+    public init(
+        state: State, name: String? = nil, expiresAtMillis: Int64? = nil, openCodes: Int = 0, lockedOutAddresses: Int = 0
+    ) {
         self.state = state
         self.name = name
         self.expiresAtMillis = expiresAtMillis
-        self.failedTries = failedTries
+        self.openCodes = openCodes
+        self.lockedOutAddresses = lockedOutAddresses
     }
 }
 
 extension PairingWindowStatus {
+    /// The members' names in JSON.
+    enum CodingKeys: String, CodingKey {
+        case state, name, expiresAtMillis, openCodes, lockedOutAddresses
+    }
+
+    /// Decodes a status; from a master of an earlier version (a single window), `openCodes` and
+    /// `lockedOutAddresses` are 0 and its `exhausted` state reads as `closed`.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            state: State(rawValue: try c.decode(String.self, forKey: .state)) ?? .closed,
+            name: try c.decodeIfPresent(String.self, forKey: .name),
+            expiresAtMillis: try c.decodeIfPresent(Int64.self, forKey: .expiresAtMillis),
+            openCodes: try c.decodeIfPresent(Int.self, forKey: .openCodes) ?? 0,
+            lockedOutAddresses: try c.decodeIfPresent(Int.self, forKey: .lockedOutAddresses) ?? 0)
+    }
+
     /// Encodes every member, absent ones as `null` (as the rest of the status).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(state, forKey: .state)
         try c.encode(name, forKey: .name)
         try c.encode(expiresAtMillis, forKey: .expiresAtMillis)
-        try c.encode(failedTries, forKey: .failedTries)
+        try c.encode(openCodes, forKey: .openCodes)
+        try c.encode(lockedOutAddresses, forKey: .lockedOutAddresses)
     }
 }

@@ -8,8 +8,9 @@ import SecureLink
 final class SecureTerminalLink {
     /// Which handshake the slave asked for with its subprotocol.
     enum Mode: Equatable {
-        /// `ordersync.pair.v1` against the pairing window's code.
-        case pairing(PairingCode)
+        /// `ordersync.pair.v1` against the codes open when the link opened (none when its address
+        /// was locked out), padded with random codes.
+        case pairing([PairingCode])
         /// `ordersync.ik.v1`: a terminal paired before.
         case known
     }
@@ -23,6 +24,12 @@ final class SecureTerminalLink {
     init(mode: Mode, link: SecureLink) {
         self.mode = mode
         self.link = link
+    }
+
+    /// Pairing, once established: the code the slave used.
+    var pairingCode: PairingCode? {
+        guard case .pairing(let codes) = mode, let index = link.pairingCodeIndex, codes.indices.contains(index) else { return nil }
+        return codes[index]
     }
 
     /// The subprotocol, for logs.
@@ -51,8 +58,10 @@ final class SecureTerminalLink {
     }
 
     /// The payload of the master's handshake message: `{"master":"<node id>","store":"<store>"}`.
-    static func masterPayload(nodeId: String, store: String) -> [UInt8] {
-        JSONValue.object(JSONObject([("master", .string(nodeId)), ("store", .string(store))])).serializedBytes()
+    static func masterPayload(nodeId: String, store: String, refused: String? = nil) -> [UInt8] {
+        var o = JSONObject([("master", .string(nodeId)), ("store", .string(store))])
+        if let refused { o["refused"] = .string(refused) }
+        return JSONValue.object(o).serializedBytes()
     }
 
     /// The name and terminal id a pairing slave sent in its last handshake message

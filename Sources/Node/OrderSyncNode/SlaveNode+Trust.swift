@@ -100,7 +100,8 @@ extension SlaveNode {
                 "pairing.failed",
                 metadata: [
                     "master.address": address, "reason": "\(reason)",
-                    "hint": "the master refused the code (wrong, expired, already used, or no pairing window open)",
+                    "hint":
+                        "the master refused the code (wrong, expired, used, cancelled, none open, or this address locked out after 5 wrong codes)",
                 ])
         case .pairingFailed:
             logger.warning("pairing.failed", metadata: ["master.address": address, "reason": "\(reason)"])

@@ -61,6 +61,9 @@ struct SlaveSecureSession {
         /// The master never proved the trusted key (or, pairing, the code): the failure came
         /// before the link was secured.
         var masterUnproven: Bool
+        /// The trusted master refused this terminal in its proven handshake answer (`"refused"`
+        /// in its payload: not, or no longer, paired). Only such a refusal means pairing again.
+        var refusedByMaster: String?
 
         var description: String { reason }
     }
@@ -175,6 +178,16 @@ struct SlaveSecureSession {
                 switch credential {
                 case .known(let trusted):
                     guard key == trusted else { return [fail("the master answered with another key")] }
+                    if let refused = Self.refusal(payload) {
+                        stage = .failed
+                        link = nil
+                        return [
+                            .failed(
+                                Failure(
+                                    reason: "the master refused this terminal: \(refused)", masterUnproven: false, refusedByMaster: refused)
+                            )
+                        ]
+                    }
                     stage = .secured(greeting)
                     outputs.append(.secured(greeting))
                 case .pairing:
@@ -224,6 +237,11 @@ struct SlaveSecureSession {
             }
             return .success(nil)
         }
+    }
+
+    /// The master's refusal in its proven handshake payload (`"refused": "unknown terminal"`).
+    private static func refusal(_ payload: [UInt8]) -> String? {
+        (try? JSONParser.parse(payload, maxMembersPerObject: 16))?.objectValue?["refused"]?.stringValue
     }
 
     /// The master's handshake payload `{"master":"<node id>","store":"<store>"}`, when the id

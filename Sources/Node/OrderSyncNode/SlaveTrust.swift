@@ -80,9 +80,10 @@ enum SlaveTrust: Equatable {
         /// An ordinary failure or end: retry as always.
         case ordinary
         /// Known mode: the master at this address did not prove the trusted key (its second
-        /// handshake message failed, or it refused a handshake it could not read).
+        /// handshake message failed, or it refused the link before proving it).
         case masterUntrusted
-        /// Known mode: the master does not know this terminal (never paired, or revoked).
+        /// Known mode: the master, having proved the trusted key, does not know this terminal
+        /// (never paired, or revoked).
         case pairingRequired
         /// Pairing: the master refused the code (wrong, expired, used, or no window open).
         case pairingRefused
@@ -102,12 +103,14 @@ enum SlaveTrust: Equatable {
             if case .secure = ending.localFailure { return .pairingFailed }
             return .ordinary
         case .paired:
-            if byMaster1008 {
-                let reason = ending.reason.lowercased()
-                return reason.contains("unknown terminal") || reason.contains("revoked") ? .pairingRequired : .masterUntrusted
+            // Only a refusal inside the answer that proved the trusted key means pairing again;
+            // a 1008 `unknown terminal` before that proof may come from anyone (a device posing
+            // as the master while it restarts) and is no verdict on this terminal.
+            if case .secure(let failure) = ending.localFailure {
+                if failure.refusedByMaster != nil { return .pairingRequired }
+                if failure.masterUnproven { return .masterUntrusted }
             }
-            if case .secure(let failure) = ending.localFailure, failure.masterUnproven { return .masterUntrusted }
-            return .ordinary
+            return byMaster1008 ? .masterUntrusted : .ordinary
         }
     }
 }

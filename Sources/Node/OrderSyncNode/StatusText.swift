@@ -24,17 +24,16 @@ public enum StatusText {
         return lines.joined(separator: "\n")
     }
 
-    /// The pairing window in one line.
+    /// The pairing windows in one line.
     static func pairingText(_ p: PairingWindowStatus) -> String {
+        let locked = p.lockedOutAddresses > 0 ? ", \(p.lockedOutAddresses) address(es) locked out" : ""
         switch p.state {
         case .open:
             let left = max(0, ((p.expiresAtMillis ?? 0) - WallClock.nowMillis()) / 1000)
-            return "open for \(left) s more" + (p.name.map { " (for \($0))" } ?? "")
-                + ", \(p.failedTries ?? 0) of \(PairingWindow.maxFailures) wrong codes"
-        case .used: return "closed (used by \(p.name ?? "a terminal"))"
-        case .exhausted: return "closed (\(PairingWindow.maxFailures) wrong codes)"
-        case .expired: return "closed (expired)"
-        case .closed: return "closed"
+            return "\(p.openCodes) code(s) open, the next closes in \(left) s" + (p.name.map { " (for \($0))" } ?? "") + locked
+        case .used: return "closed (used by \(p.name ?? "a terminal"))" + locked
+        case .expired: return "closed (expired)" + locked
+        case .closed: return "closed" + locked
         }
     }
 

@@ -314,9 +314,18 @@ struct SlaveCommand: ParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Pair with the master using this code from `ordersync pair` (needed once; ignored when already paired with it).",
-            valueName: "code"))
+            "Pair with the master using this code from `ordersync pair` (needed once; ignored when already paired with it). "
+                + "`-` reads it from standard input, so that it never shows in `ps`.",
+            valueName: "code|-"))
     var pair: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Pair with the code written in this file (its first line), so that it never shows in `ps`.", valueName: "file"))
+    var pairFile: String?
+
+    /// The environment variable a pairing code may come from instead of `--pair`.
+    static let pairCodeVariable = "ORDERSYNC_PAIR_CODE"
 
     func validate() throws {
         if let m = master {
@@ -324,12 +333,45 @@ struct SlaveCommand: ParsableCommand {
                 throw ValidationError("--master must look like ws://HOST:PORT/ (got '\(m)').")
             }
         }
-        if let code = pair {
-            do {
-                _ = try PairingCode(parsing: code)
-            } catch {
-                throw ValidationError("--pair: \(error.message)")
+        let sources = [pair != nil, pairFile != nil, ProcessInfo.processInfo.environment[Self.pairCodeVariable] != nil]
+        guard sources.filter({ $0 }).count <= 1 else {
+            throw ValidationError("give the pairing code one way only: --pair, --pair-file or \(Self.pairCodeVariable).")
+        }
+        if let code = pair, code != "-" { _ = try Self.parseCode(code, from: "--pair") }
+    }
+
+    /// The pairing code from `--pair CODE`, `--pair -` (standard input's first line),
+    /// `--pair-file FILE` (its first line) or `ORDERSYNC_PAIR_CODE`, if any. A code that is not
+    /// one fails with what is wrong and where it came from.
+    func pairingCode() throws -> PairingCode? {
+        if let code = pair, code != "-" { return try Self.parseCode(code, from: "--pair") }
+        if pair == "-" {
+            guard let line = readLine(strippingNewline: true) else {
+                throw ValidationError("--pair -: standard input ended before a pairing code.")
             }
+            return try Self.parseCode(line, from: "standard input")
+        }
+        if let path = pairFile {
+            let text: String
+            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw ValidationError("--pair-file: cannot read \(path): \(error.localizedDescription)")
+            }
+            return try Self.parseCode(String(text.split(whereSeparator: \.isNewline).first ?? ""), from: path)
+        }
+        if let code = ProcessInfo.processInfo.environment[Self.pairCodeVariable] {
+            // Not passed on to anything this process starts.
+            unsetenv(Self.pairCodeVariable)
+            return try Self.parseCode(code, from: Self.pairCodeVariable)
+        }
+        return nil
+    }
+
+    /// A typed code, or a validation error naming where it came from.
+    static func parseCode(_ text: String, from source: String) throws -> PairingCode {
+        do {
+            return try PairingCode(parsing: text.trimmingCharacters(in: .whitespaces))
+        } catch {
+            throw ValidationError("\(source): \(error.message)")
         }
     }
 
@@ -343,7 +385,7 @@ struct SlaveCommand: ParsableCommand {
             masterURL: master.flatMap { MasterURL(parsing: $0) })
         node.apply(to: &config)
         config.errorLog = errors
-        config.pairingCode = pair.flatMap { try? PairingCode(parsing: $0) }
+        config.pairingCode = try pairingCode()
         try runNode { try SlaveNode(configuration: config, logger: logger).run() }
     }
 }

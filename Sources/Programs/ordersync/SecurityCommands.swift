@@ -13,60 +13,129 @@ func callMaster(_ dir: String, _ method: String, _ path: String, body: JSONValue
             + "Start it with `ordersync master --data-dir \(dir)`.")
 }
 
-/// `ordersync pair`: opens the master's pairing window and prints the code.
+/// `ordersync pair ...`: the master's pairing codes: open one (the default), list, cancel.
 struct PairCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pair",
-        abstract: "Open the master's pairing window: print a one-time code a new terminal pairs with.",
-        discussion: """
-            The code is good for one terminal, for 10 minutes (or --valid-for), and closes after 5 wrong \
-            tries. On the new terminal run `ordersync slave --data-dir DIR --pair CODE` while it is open. \
-            The code is also printed as a QR code. Running `pair` again replaces the code.
-            """)
+        abstract: "Open a pairing code for a new terminal (the default), list the open codes, or cancel one.",
+        subcommands: [Open.self, List.self, Cancel.self],
+        defaultSubcommand: Open.self)
 
-    @OptionGroup var data: DataDirOption
+    /// `ordersync pair [open]`: one more code.
+    struct Open: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Open a pairing window: print a one-time code a new terminal pairs with.",
+            discussion: """
+                The code is good for one terminal, for 10 minutes (or --valid-for). Up to 8 codes may be open at \
+                once (one per till to pair); running `pair` again opens another code and leaves the others open. \
+                On the new terminal run `ordersync slave --data-dir DIR --pair -` and type the code (or --pair CODE, \
+                --pair-file FILE, or ORDERSYNC_PAIR_CODE). An address that tries 5 wrong codes is refused pairing \
+                for 5 minutes; the open codes stay open. The code is also printed as a QR code.
+                """)
 
-    @Option(name: .long, help: "The name the terminal gets (default: the name it gives).")
-    var name: String?
+        @OptionGroup var data: DataDirOption
 
-    @Option(name: .long, help: ArgumentHelp("How long the code is good for (1-600).", valueName: "seconds"))
-    var validFor: Int = 600
+        @Option(name: .long, help: "The name the terminal gets (default: the name it gives).")
+        var name: String?
 
-    @Flag(name: .long, help: "Print the answer as JSON.")
-    var json = false
+        @Option(name: .long, help: ArgumentHelp("How long the code is good for (1-600).", valueName: "seconds"))
+        var validFor: Int = 600
 
-    func validate() throws {
-        guard (1...600).contains(validFor) else { throw ValidationError("--valid-for must be 1-600 seconds.") }
-        if let n = name, n.isEmpty || n.utf8.count > 63 { throw ValidationError("--name must be 1-63 bytes.") }
+        @Flag(name: .long, help: "Print the answer as JSON.")
+        var json = false
+
+        func validate() throws {
+            guard (1...600).contains(validFor) else { throw ValidationError("--valid-for must be 1-600 seconds.") }
+            if let n = name, n.isEmpty || n.utf8.count > 63 { throw ValidationError("--name must be 1-63 bytes.") }
+        }
+
+        func run() throws {
+            let dir = try data.resolved()
+            var body = JSONObject([("validForSeconds", .int(Int64(validFor)))])
+            if let n = name { body["name"] = .string(n) }
+            let answer = try callMaster(dir, "POST", "/v1/pairing", body: .object(body))
+            if json {
+                print(answer.serialized())
+                return
+            }
+            let o = answer.objectValue ?? JSONObject()
+            let code = o["code"]?.stringValue ?? "?"
+            print("pairing code: \(code)")
+            print("valid until:  \(PairCommand.clock(o["expiresAtMillis"])) (one terminal)")
+            print("store:        \(o["store"]?.stringValue ?? "?")")
+            print("master id:    \(o["master"]?.stringValue ?? "?")")
+            if let n = o["name"]?.stringValue { print("name:         \(n)") }
+            // The code as a QR code, for a terminal with a camera (the text is the code itself).
+            if let qr = try? QRCode(encoding: code) {
+                print("")
+                print(qr.terminalText(), terminator: "")
+            }
+            print("")
+            print("On the new terminal run (and type the code when it waits for it):")
+            print("  ordersync slave --data-dir DIR --pair -")
+        }
     }
 
-    func run() throws {
-        let dir = try data.resolved()
-        var body = JSONObject([("validForSeconds", .int(Int64(validFor)))])
-        if let n = name { body["name"] = .string(n) }
-        let answer = try callMaster(dir, "POST", "/v1/pairing", body: .object(body))
-        if json {
-            print(answer.serialized())
-            return
+    /// `ordersync pair list`.
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the open pairing codes.")
+
+        @OptionGroup var data: DataDirOption
+
+        @Flag(name: .long, help: "Print the answer as JSON.")
+        var json = false
+
+        func run() throws {
+            let answer = try callMaster(try data.resolved(), "GET", "/v1/pairing")
+            if json {
+                print(answer.serialized())
+                return
+            }
+            let codes = answer.objectValue?["codes"]?.arrayValue ?? []
+            if codes.isEmpty { print("no pairing code open (open one with `ordersync pair`)") }
+            for case .object(let c) in codes {
+                print(PairCommand.line(c))
+            }
         }
-        let o = answer.objectValue ?? JSONObject()
-        let code = o["code"]?.stringValue ?? "?"
-        let expires = Date(timeIntervalSince1970: Double(o["expiresAtMillis"]?.intValue ?? 0) / 1000)
+    }
+
+    /// `ordersync pair cancel CODE|NAME`.
+    struct Cancel: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Cancel an open pairing code (by the code, or by the name it was opened for).")
+
+        @OptionGroup var data: DataDirOption
+
+        @Argument(help: ArgumentHelp("The code (as `pair list` shows it) or the terminal name it was opened for.", valueName: "code|name"))
+        var codeOrName: String
+
+        @Flag(name: .long, help: "Print the answer as JSON.")
+        var json = false
+
+        func run() throws {
+            let answer = try callMaster(try data.resolved(), "DELETE", "/v1/pairing/\(pathComponent(codeOrName))")
+            if json {
+                print(answer.serialized())
+                return
+            }
+            for case .object(let c) in answer.objectValue?["cancelled"]?.arrayValue ?? [] {
+                print("cancelled " + PairCommand.line(c))
+            }
+        }
+    }
+
+    /// One open code in one line: the code, its name, when it closes.
+    static func line(_ c: JSONObject) -> String {
+        var line = c["code"]?.stringValue ?? "?"
+        if let n = c["name"]?.stringValue { line += "  \(OrderText.quote(n))" }
+        return line + "  until \(clock(c["expiresAtMillis"]))"
+    }
+
+    /// Wall-clock milliseconds as local `HH:mm:ss`.
+    static func clock(_ millis: JSONValue?) -> String {
         let formatter = DateFormatter()
         formatter.dateFormat = "HH:mm:ss"
-        print("pairing code: \(code)")
-        print("valid until:  \(formatter.string(from: expires)) (one terminal, 5 tries)")
-        print("store:        \(o["store"]?.stringValue ?? "?")")
-        print("master id:    \(o["master"]?.stringValue ?? "?")")
-        if let n = o["name"]?.stringValue { print("name:         \(n)") }
-        // The code as a QR code, for a terminal with a camera (the text is the code itself).
-        if let qr = try? QRCode(encoding: code) {
-            print("")
-            print(qr.terminalText(), terminator: "")
-        }
-        print("")
-        print("On the new terminal run:")
-        print("  ordersync slave --data-dir DIR --pair \(code)")
+        return formatter.string(from: Date(timeIntervalSince1970: Double(millis?.intValue ?? 0) / 1000))
     }
 }
 
