@@ -37,6 +37,12 @@ final class TerminalSession {
     var framing = Framing.none
     /// The deadline of the secure link's handshake, while authenticating.
     var authenticationTimer: TimerHandle?
+    /// A secure handshake was admitted (a token taken) and its outcome is not counted yet:
+    /// ending before authentication counts it as failed or abandoned.
+    var handshakePending = false
+    /// Closed to free its slot for a newer connection (before authentication); on its way out,
+    /// it no longer counts against any limit.
+    var evicted = false
 
     init(id: Int, transport: WebSocketChannel, address: String, now: MonotonicInstant) {
         self.id = id
@@ -57,8 +63,9 @@ final class TerminalSession {
         return nil
     }
 
-    /// Still before authentication (counted against the per-address handshake limit).
-    var isPreAuthentication: Bool { phase == .handshaking || phase == .authenticating }
+    /// Still before authentication (counted against the per-address handshake limit and the
+    /// pre-authentication budget); an evicted one is not.
+    var isPreAuthentication: Bool { !evicted && (phase == .handshaking || phase == .authenticating) }
 
     /// The WebSocket once open; `nil` during the handshake and after the end.
     var link: WebSocketChannel? { phase == .open ? transport : nil }
