@@ -27,7 +27,7 @@ extension MasterNode {
         var counts = ConnectionCounts()
         for session in sessions.values where session.phase != .ended && !session.evicted {
             counts.total += 1
-            let sameHost = Self.host(of: session.address) == host
+            let sameHost = session.host == host
             if sameHost { counts.hostOpen += 1 }
             if session.isPreAuthentication {
                 counts.preAuthenticated += 1
@@ -54,15 +54,16 @@ extension MasterNode {
     /// make room, so a paired terminal always finds a slot.
     func admitConnection(_ a: AcceptedSocket) -> Bool {
         let host = Self.host(of: a.peerAddress)
-        let counts = connectionCounts(host: host)
-        if let reason = addressLimitReached(host, counts) {
-            logger.warning("peer.refused", metadata: ["peer.address": "\(a.peerAddress)", "reason": "\(reason)"])
+        guard handshakeLimiter.hasHandshakeLeft(host, now: loop.now.sinceBoot.wholeMilliseconds) else {
+            // Over its handshake rate: closed before the upgrade (the cheapest refusal: nothing
+            // is counted but the address's summary), whatever its other connections.
+            handshakeRefused(host)
             a.socket.close()
             return false
         }
-        guard handshakeLimiter.hasHandshakeLeft(host, now: loop.now.sinceBoot.wholeMilliseconds) else {
-            // Over its handshake rate: closed before the upgrade, counted in its summary.
-            handshakeRefused(host)
+        let counts = connectionCounts(host: host)
+        if let reason = addressLimitReached(host, counts) {
+            logger.warning("peer.refused", metadata: ["peer.address": "\(a.peerAddress)", "reason": "\(reason)"])
             a.socket.close()
             return false
         }
@@ -95,14 +96,14 @@ extension MasterNode {
         }
         guard let oldest else { return }
         oldest.evicted = true
-        handshakeRefused(Self.host(of: oldest.address))
+        handshakeRefused(oldest.host)
         oldest.close(code: .tryAgainLater, reason: "too many connections not authenticated; try again later")
     }
 
     /// Takes a handshake of `s`'s address before its secure link reads anything (before any
     /// X25519 work); over the rate of the address or of all, the link closes with 1013.
     func beginHandshake(_ s: TerminalSession) -> Bool {
-        let host = Self.host(of: s.address)
+        let host = s.host
         if let refusal = handshakeLimiter.begin(host, now: loop.now.sinceBoot.wholeMilliseconds) {
             handshakeRefused(host)
             let whose = refusal == .address ? "from this address" : "on this master"
@@ -120,7 +121,7 @@ extension MasterNode {
     func handshakeEnded(_ s: TerminalSession, authenticated: Bool) {
         guard s.handshakePending else { return }
         s.handshakePending = false
-        let host = Self.host(of: s.address)
+        let host = s.host
         if authenticated {
             handshakeLedger.succeeded(host)
         } else {
@@ -132,7 +133,7 @@ extension MasterNode {
     /// The level of a handshake failure's own line: a warning while the address's allowance of
     /// full lines lasts, then debug (counted in its summary).
     func handshakeFailureLevel(_ s: TerminalSession) -> Logger.Level {
-        handshakeLedger.logsFailureInFull(Self.host(of: s.address)) ? .warning : .debug
+        handshakeLedger.logsFailureInFull(s.host) ? .warning : .debug
     }
 
     private func handshakeRefused(_ host: String) {

@@ -101,7 +101,7 @@ extension MasterNode {
             )
             return
         }
-        let host = Self.host(of: s.address)
+        let host = s.host
         if !configuration.storePOSAllow.isEmpty, !configuration.storePOSAllow.contains(where: { $0.contains(host: host) }) {
             refuse(s, why: "StorePOS terminal outside --storepos-allow", reason: "address not allowed by --storepos-allow")
             return

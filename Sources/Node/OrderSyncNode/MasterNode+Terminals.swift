@@ -21,7 +21,8 @@ extension MasterNode {
                 a.socket, loop: loop,
                 configuration: terminalChannelConfiguration,
                 decide: Self.handshakeDecision)
-            let session = TerminalSession(id: id, transport: transport, address: a.peerAddress, now: loop.now)
+            let session = TerminalSession(
+                id: id, transport: transport, address: a.peerAddress, host: Self.host(of: a.peerAddress), now: loop.now)
             nextSessionId += 1
             sessions[id] = session
             transport.onEvent = { [weak self, weak session] event in
@@ -69,7 +70,7 @@ extension MasterNode {
         case .protocolError(let error):
             // A client's mistake (a malformed frame, or one over the limit before authentication),
             // not a fault of the master; before authentication, counted like a failed handshake.
-            let quiet = s.isPreAuthentication && !handshakeLedger.logsFailureInFull(Self.host(of: s.address))
+            let quiet = s.isPreAuthentication && !handshakeLedger.logsFailureInFull(s.host)
             logger.log(
                 level: quiet ? .debug : .notice, "peer.protocol_error", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
         case .ended(let ending):

@@ -60,7 +60,7 @@ public enum NodeDefaults {
     public static let maxConnectionsPerAddress = 64
     /// The largest WebSocket message a master accepts from a connection that has not
     /// authenticated yet (its handshake messages: IK's first is 96 bytes, a pairing terminal's
-    /// third about 150 plus its name); a larger frame header closes it (1009) before its payload
+    /// third about 130 plus its name); a larger frame header closes it (1009) before its payload
     /// is read.
     public static let preAuthenticationMessageBytes = 1024
     /// The most memory all connections that have not authenticated yet may hold together.

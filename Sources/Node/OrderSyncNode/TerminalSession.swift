@@ -31,6 +31,8 @@ final class TerminalSession {
     let id: Int
     let transport: WebSocketChannel
     let address: String
+    /// The host part of `address` (the source the per-address limits count).
+    let host: String
     /// When the connection was accepted, on the loop's clock.
     let connectedAt: MonotonicInstant
     var phase: Phase = .handshaking
@@ -44,10 +46,11 @@ final class TerminalSession {
     /// it no longer counts against any limit.
     var evicted = false
 
-    init(id: Int, transport: WebSocketChannel, address: String, now: MonotonicInstant) {
+    init(id: Int, transport: WebSocketChannel, address: String, host: String, now: MonotonicInstant) {
         self.id = id
         self.transport = transport
         self.address = address
+        self.host = host
         self.connectedAt = now
     }
 
