@@ -58,28 +58,34 @@ final class AdmissionTests: XCTestCase {
         XCTAssertNil(limiter.begin("10.0.0.10", now: 500))
     }
 
-    func testTheTotalLimitHoldsAcrossAddressesAndARefusalTakesNothing() {
+    func testTheTotalLimitHoldsAcrossAddressesAndATryRefusedInTotalCostsItsAddress() {
         var limiter = HandshakeRateLimiter(
             perAddress: RateLimit(operationsPerSecond: 2, burst: 10), total: RateLimit(operationsPerSecond: 32, burst: 64), now: 0)
         var started = 0
         var refusedInTotal = 0
-        // 16 addresses, 10 tries each at once: the total burst of 64 admits 64.
+        var refusedForAddress = 0
+        // 16 addresses, 12 tries each at once: the total burst of 64 admits 64, each address
+        // then spends its own 10 on tries refused in total, and is refused on its own.
         for n in 0..<16 {
-            for _ in 0..<10 {
+            for _ in 0..<12 {
                 switch limiter.begin("10.0.1.\(n)", now: 0) {
                 case nil: started += 1
                 case .total?: refusedInTotal += 1
-                case .address?: XCTFail("no address is over its own burst")
+                case .address?: refusedForAddress += 1
                 }
             }
         }
         XCTAssertEqual(started, 64)
-        XCTAssertEqual(refusedInTotal, 96)
-        // The addresses refused in total kept their own tokens: one second later 32 more start.
+        XCTAssertEqual(refusedInTotal, 160 - 64)
+        XCTAssertEqual(refusedForAddress, 16 * 2)
+        for n in 0..<16 { XCTAssertFalse(limiter.hasHandshakeLeft("10.0.1.\(n)", now: 0)) }
+        // One second later each address has 2 tokens again, and all together 32 start.
         var later = 0
-        for n in 0..<16 where limiter.begin("10.0.1.\(n)", now: 1000) == nil { later += 1 }
-        for n in 0..<16 where limiter.begin("10.0.1.\(n)", now: 1000) == nil { later += 1 }
+        for n in 0..<16 {
+            for _ in 0..<2 where limiter.begin("10.0.1.\(n)", now: 1000) == nil { later += 1 }
+        }
         XCTAssertEqual(later, 32)
+        XCTAssertEqual(limiter.begin("10.0.9.9", now: 1000), .total, "a new address too waits for the total")
     }
 
     func testFullBucketsAreForgotten() {

@@ -40,16 +40,17 @@ public struct HandshakeRateLimiter: Sendable {
         return bucket.take(now: now)
     }
 
-    /// Takes a handshake for `host` at `now`: nil when it may start, else why not. A refused
-    /// handshake takes nothing from either bucket.
+    /// Takes a handshake for `host` at `now`: nil when it may start, else why not. A try
+    /// refused in total still takes its address's token (its upgrade was served): an address
+    /// that keeps trying while every handshake is taken runs out, and is then refused at
+    /// accept, before its upgrade, however many addresses try. The total bucket gives only to
+    /// handshakes that start.
     public mutating func begin(_ host: String, now: Int64) -> Refusal? {
         var address = buckets[host] ?? TokenBucket(limit: perAddress, now: now)
-        var all = totalBucket
         guard address.take(now: now) else { return .address }
-        guard all.take(now: now) else { return .total }
         if buckets[host] == nil && buckets.count >= trackedAddressesBeforePruning { prune(now: now) }
         buckets[host] = address
-        totalBucket = all
+        guard totalBucket.take(now: now) else { return .total }
         return nil
     }
 
