@@ -230,5 +230,12 @@ def test_abandoned_pairing_handshakes_count_as_failures(lan2):
     # Each one the master answered and the attacker left is a failure.
     assert sum(int(e["failed"]) for e in lines) == out["answered"], (lines, out)
     assert sum(int(e["succeeded"]) for e in lines) == 0, lines
+    failed = sum(int(e["failed"]) for e in lines)
+    # What happened since the last summary is logged when the master stops.
+    more = json.loads(h2.run([PYTHON, PEER, "abandon", url, source, "5"], timeout=60).stdout)
+    assert master.stop() == 0
+    lines = summaries(master, source)
+    assert sum(int(e["refused"]) for e in lines) == out["busy"] + out["refused"] + more["busy"] + more["refused"], (lines, more)
+    assert sum(int(e["failed"]) for e in lines) == out["answered"] + more["answered"], (lines, more)
     figure(pairing_tries=tries, answered=out["answered"], refused=out["busy"] + out["refused"],
-           failed_counted=sum(int(e["failed"]) for e in lines))
+           failed_counted=failed)

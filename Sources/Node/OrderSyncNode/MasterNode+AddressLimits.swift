@@ -153,7 +153,9 @@ extension MasterNode {
         }
     }
 
-    private func logHandshakeSummaries() {
+    /// Logs the summaries of the interval so far (each interval's end, and at shutdown so that
+    /// the last counts of a flood are not lost).
+    func logHandshakeSummaries() {
         let seconds = Int(configuration.logSummaryInterval.seconds.rounded())
         for summary in handshakeLedger.endInterval() {
             let c = summary.counts

@@ -325,6 +325,7 @@ public final class MasterNode: @unchecked Sendable {
 
     private func finishShutdown() {
         finishGroups()
+        logHandshakeSummaries()
         discovery?.stop()
         dataDirectory.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
