@@ -3,12 +3,14 @@ authentication"), over raw sockets so that thousands of tries cost the attacker 
 connection binds one of the source addresses given (the harness adds them to the host).
 
     preauth_peer.py hold URL SOURCES N           # N upgraded ordersync.ik.v1 links, held idle, then a 1 MiB frame on each
+    preauth_peer.py heads URL SOURCES N          # N connections each holding 7 KiB of an upgrade head that never ends
     preauth_peer.py ikflood URL SOURCES SECONDS MASTER_KEY_HEX   # replay one IK first message, from each source in a loop
     preauth_peer.py abandon URL SOURCES TRIES    # XXpsk3: message 1, read message 2, leave (no message 3)
 
 SOURCES is a comma-separated list of IPv4 addresses. `hold` prints a JSON line `upgraded` once
 its links are open (and waits for a line on stdin before it sends the frames), then one JSON
-object with the outcome of each link. The others print one JSON object of counts.
+object with the outcome of each link; `heads` prints `held` once its connections are open, and
+after a line on stdin how many the master closed meanwhile. The others print one JSON object of counts.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import base64
 import hashlib
 import json
 import os
+import resource
 import socket
 import struct
 import sys
@@ -184,6 +187,42 @@ def hold(url: str, sources: list[str], count: int) -> int:
     return 0
 
 
+def heads(url: str, sources: list[str], count: int) -> int:
+    """Connections that start an upgrade request and never finish it: 7 KiB of header lines
+    each, under the 8 KiB head limit, so each holds what an unauthenticated connection may."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 256)), hard))
+    parsed = urlparse(url)
+    head = f"GET / HTTP/1.1\r\nHost: {parsed.hostname}:{parsed.port}\r\n".encode()
+    head += b"".join(f"X-Pad-{i}: {'a' * 1000}\r\n".encode() for i in range(7))
+    held, errors = [], 0
+    for i in range(count):
+        s = socket.socket()
+        s.settimeout(10)
+        try:
+            s.bind((sources[i % len(sources)], 0))
+            s.connect((parsed.hostname, parsed.port))
+            s.sendall(head)
+            held.append(s)
+        except OSError:
+            errors += 1
+            s.close()
+    print(json.dumps({"held": len(held), "errors": errors}), flush=True)
+    sys.stdin.readline()
+    closed = 0
+    for s in held:
+        s.setblocking(False)
+        try:
+            closed += s.recv(1) == b""
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+        s.close()
+    print(json.dumps({"held": len(held), "closed_by_master": closed}), flush=True)
+    return 0
+
+
 def ikflood(url: str, sources: list[str], seconds: float, master_key: bytes) -> int:
     """Each source replays one IK first message (of an unpaired key) as fast as the master lets
     it, one connection at a time."""
@@ -252,6 +291,8 @@ def main() -> int:
     mode, url, sources = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     if mode == "hold":
         return hold(url, sources, int(sys.argv[4]))
+    if mode == "heads":
+        return heads(url, sources, int(sys.argv[4]))
     if mode == "ikflood":
         return ikflood(url, sources, float(sys.argv[4]), bytes.fromhex(sys.argv[5]))
     if mode == "abandon":
