@@ -315,6 +315,57 @@ final class WebSocketChannelTests: XCTestCase {
         }
     }
 
+    /// A server channel that starts with a handshake-sized limit (as the master does before a
+    /// terminal authenticates).
+    private func limitedConfiguration() -> WebSocketChannelConfiguration {
+        var configuration = quickConfiguration()
+        configuration.acceptsBinary = true
+        configuration.limits.maxMessageSize = 1024
+        configuration.limits.maxFrameSize = 1024
+        return configuration
+    }
+
+    func testAHeaderOverTheLimitClosesWith1009BeforeItsPayload() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop, configuration: limitedConfiguration())
+        let raw = try RawClient(loop: loop, port: server.port)
+        // The header of a 1 MiB binary frame (64-bit length, masked) and no payload at all.
+        let header: [UInt8] = [0x82, 0xFF, 0, 0, 0, 0, 0, 0x10, 0, 0, 0x12, 0x34, 0x56, 0x78]
+        raw.channel.write(raw.request + header)
+        stopWhenBothEnded(loop, server, raw)
+        runLoop(loop)
+        server.close()
+        XCTAssertEqual(server.ending?.closeCode, .messageTooBig)
+        XCTAssertTrue(
+            raw.frameEvents.contains { if case .closed(code: .messageTooBig?, reason: _) = $0 { return true } else { return false } },
+            "\(raw.frameEvents)")
+    }
+
+    func testTheLimitRaisedDuringAMessageAppliesToTheNextFrame() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop, configuration: limitedConfiguration())
+        server.onEvent = { event, channel in
+            guard case .binary(let bytes) = event else { return }
+            // The handshake-sized first message authenticates the peer: the node's size from now.
+            if bytes.count == 96 {
+                XCTAssertEqual(channel.messageLimit, 1024)
+                channel.setMessageLimit(1 << 20)
+            } else {
+                channel.sendBinary(Array("\(bytes.count)".utf8))
+            }
+        }
+        let raw = try RawClient(loop: loop, port: server.port)
+        raw.onChange = { if !raw.frameEvents.isEmpty { loop.stop() } }
+        // Both messages in one write, pipelined behind the request.
+        raw.channel.write(
+            raw.request + RawClient.frame(.binary, [UInt8](repeating: 1, count: 96))
+                + RawClient.frame(.binary, [UInt8](repeating: 2, count: 100_000)))
+        runLoop(loop)
+        server.close()
+        XCTAssertEqual(raw.frameEvents, [.binary(Array("100000".utf8))])
+        XCTAssertEqual(server.channels.first?.messageLimit, 1 << 20)
+    }
+
     func testARefusedConnectEndsTheClient() throws {
         let loop = try EventLoop()
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0)

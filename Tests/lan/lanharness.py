@@ -237,6 +237,20 @@ class Host:
         """Brings the host's LAN interface back up."""
         _ip("-n", self.netns, "link", "set", self.interface, "up")
 
+    # More addresses -------------------------------------------------------------------------
+
+    def add_addresses(self, count: int, first: int = 100) -> list[str]:
+        """Gives the host ``count`` more addresses on the LAN (``.first`` onwards of the /24, far
+        from the hosts' own), for tests that need many source addresses (a flood from many
+        guests); returns them. They go with the namespace on teardown."""
+        if count < 1 or first < self.lan.count + 1 or first + count > 255:
+            raise ValueError(f"cannot add {count} addresses from .{first} on a LAN of {self.lan.count} hosts")
+        base = self.address.rsplit(".", 1)[0]
+        added = [f"{base}.{n}" for n in range(first, first + count)]
+        for address in added:
+            _ip("-n", self.netns, "addr", "add", f"{address}/32", "dev", self.interface)
+        return added
+
 
 class Lan:
     """A bridge and ``hosts`` hosts, each with a running D-Bus system bus and avahi-daemon.

@@ -11,6 +11,8 @@ NAME = r'"([a-z][a-z0-9_]*\.[a-z0-9_.]+)"'
 # logger.info("x.y" / logger.warning(\n "x.y" / EngineLog(.debug, "x.y" / logStoreChoice("x.y"
 CALL = re.compile(
     r'(?:logger\??\.(?P<level>' + "|".join(LEVELS) + r')|EngineLog|logStoreChoice)\(\s*(?:\.(?P<engine>\w+),\s*|[\w.]+,\s*)?' + NAME)
+# logger.log(level: cond ? a : .warning, "x.y": the level is computed
+COMPUTED = re.compile(r'logger\??\.log\(\s*level:[^"]*?,\s*' + NAME)
 # logger.warning(cond ? "a.b" : "c.d"
 TERNARY = re.compile(r'logger\??\.(?P<level>' + "|".join(LEVELS) + r')\(\s*[\w.]+\s*\?\s*' + NAME + r'\s*:\s*' + NAME)
 
@@ -23,6 +25,8 @@ def source_events() -> dict[str, set[str]]:
         for m in CALL.finditer(text):
             level = m.group("level") or m.group("engine")
             events.setdefault(m.group(3), set()).update({level} if level in LEVELS else set())
+        for m in COMPUTED.finditer(text):
+            events.setdefault(m.group(1), set())
         for m in TERNARY.finditer(text):
             for name in (m.group(2), m.group(3)):
                 events.setdefault(name, set()).add(m.group("level"))
@@ -50,7 +54,8 @@ def test_the_scan_finds_the_events_it_should():
     assert events["node.started"] == {"info"}
     assert events["order.applied"] == {"info"}
     assert "debug" in events["op.applied"], "an engine record"
-    assert events["peer.decrypt_failed"] == {"warning"}, "a ternary"
+    assert events["peer.decrypt_failed"] == {"warning"}
+    assert "peer.handshake_failed" in events, "a computed level"
     assert "slave.waiting_for_store" in events
     assert len(events) > 90, len(events)
 

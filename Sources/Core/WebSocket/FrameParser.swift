@@ -8,7 +8,8 @@
 public struct FrameParser: Sendable {
     // Stored properties used by the header parsing in FrameParser+Header.swift are internal.
     let role: WebSocketRole
-    let configuration: WebSocketConfiguration
+    /// The limits in force; the message and frame sizes may change (`setMessageLimit(_:)`).
+    private(set) var configuration: WebSocketConfiguration
 
     /// Received bytes not yet consumed, starting at `readIndex`.
     var buffer: [UInt8] = []
@@ -35,6 +36,17 @@ public struct FrameParser: Sendable {
     public init(role: WebSocketRole, configuration: WebSocketConfiguration = WebSocketConfiguration()) {
         self.role = role
         self.configuration = configuration
+    }
+
+    /// Sets the largest message, and frame, accepted from now on: every frame header that has
+    /// not been parsed yet is checked against it before any of its payload is buffered. A
+    /// server lowers it until the peer has authenticated (a handshake message is a few hundred
+    /// bytes) and raises it afterwards. The frame whose payload is arriving keeps the limit it
+    /// was admitted under.
+    public mutating func setMessageLimit(_ bytes: Int) {
+        precondition(bytes > 0, "the message limit must be positive")
+        configuration.maxMessageSize = bytes
+        configuration.maxFrameSize = bytes
     }
 
     /// The header of the frame whose payload is still arriving, if any.

@@ -27,8 +27,8 @@ public struct WebSocketConnection: Sendable {
 
     /// Which end this is; decides the masking direction.
     public let role: WebSocketRole
-    /// The limits in force.
-    public let configuration: WebSocketConfiguration
+    /// The limits in force (the message size may change, see `setMessageLimit(_:)`).
+    public private(set) var configuration: WebSocketConfiguration
     /// The current state.
     public internal(set) var state: State = .open
 
@@ -67,6 +67,15 @@ public struct WebSocketConnection: Sendable {
     }
 
     // MARK: - Receiving
+
+    /// Sets the largest message (and frame) accepted from now on; a frame whose header announces
+    /// more fails the connection with 1009 before its payload is buffered (see
+    /// `FrameParser.setMessageLimit(_:)`).
+    public mutating func setMessageLimit(_ bytes: Int) {
+        parser.setMessageLimit(bytes)
+        configuration.maxMessageSize = bytes
+        configuration.maxFrameSize = bytes
+    }
 
     /// Whether the peer started a frame (or a fragmented message) that has not completed yet.
     /// The socket shell uses it to bound how long a started frame may take.

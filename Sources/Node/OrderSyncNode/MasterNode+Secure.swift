@@ -14,11 +14,21 @@ import WebSocketTransport
 /// closed at once (1008) with what to do, and nothing of it is read.
 extension MasterNode {
     /// The channel settings of a terminal's link: binary is accepted (the secure link's
-    /// messages); a StorePOS link closes on binary itself (1003).
+    /// messages); a StorePOS link closes on binary itself (1003). Until the terminal has
+    /// authenticated (or was admitted as a StorePOS app) a message may have only a handshake's
+    /// size: a larger frame header closes the link (1009) before its payload is read.
     var terminalChannelConfiguration: WebSocketChannelConfiguration {
         var c = configuration.webSocketChannelConfiguration
         c.acceptsBinary = true
+        c.limits.maxMessageSize = configuration.preAuthenticationMessageBytes
+        c.limits.maxFrameSize = configuration.preAuthenticationMessageBytes
         return c
+    }
+
+    /// After authentication (or a StorePOS app's admission) the link takes messages of the
+    /// node's size.
+    func liftMessageLimit(_ s: TerminalSession) {
+        s.transport.setMessageLimit(configuration.webSocketConfiguration.maxMessageSize)
     }
 
     /// The opening handshake's answer: the secure subprotocols, or the cleartext one of earlier
@@ -33,6 +43,11 @@ extension MasterNode {
     /// The WebSocket opened: a secure link starts its handshake, a StorePOS terminal is admitted
     /// or not, anything else is closed.
     func terminalOpened(_ opening: WebSocketChannel.Opening, session s: TerminalSession) {
+        // A secure handshake is admitted (rate per address and in total) before its link
+        // reads anything, so a refused one costs no X25519 work.
+        if opening.subprotocol == SecureLinkSubprotocol.known || opening.subprotocol == SecureLinkSubprotocol.pairing {
+            guard beginHandshake(s) else { return }
+        }
         switch opening.subprotocol {
         case SecureLinkSubprotocol.known?:
             let link = SecureLink.knownResponder(keys: keys.noiseKeys, options: secureLinkOptions)
@@ -73,7 +88,7 @@ extension MasterNode {
     func refuse(_ s: TerminalSession, why: String, reason: String, nodeId: String? = nil) {
         var meta: Logger.Metadata = ["peer.address": "\(s.address)", "reason": "\(why)"]
         if let nodeId { meta["node.id"] = "\(nodeId)" }
-        logger.warning("peer.unauthenticated", metadata: meta)
+        logger.log(level: s.handshakePending ? handshakeFailureLevel(s) : .warning, "peer.unauthenticated", metadata: meta)
         s.close(code: .policyViolation, reason: reason)
     }
 
@@ -85,7 +100,7 @@ extension MasterNode {
             )
             return
         }
-        let host = Self.host(of: s.address)
+        let host = s.host
         if !configuration.storePOSAllow.isEmpty, !configuration.storePOSAllow.contains(where: { $0.contains(host: host) }) {
             refuse(s, why: "StorePOS terminal outside --storepos-allow", reason: "address not allowed by --storepos-allow")
             return
@@ -93,6 +108,7 @@ extension MasterNode {
         s.framing = .storePOS
         s.phase = .open
         keepStorePOSLink(s)
+        liftMessageLimit(s)
         logger.warning(
             "storepos.insecure",
             metadata: [
@@ -114,8 +130,8 @@ extension MasterNode {
         s.authenticationTimer = loop.schedule(after: configuration.handshakeTimeout) { [weak self, weak s] in
             guard let self = self, let s = s, s.phase == .authenticating else { return }
             s.authenticationTimer = nil
-            self.logger.warning(
-                "peer.handshake_failed",
+            self.logger.log(
+                level: self.handshakeFailureLevel(s), "peer.handshake_failed",
                 metadata: ["peer.address": "\(s.address)", "peer.protocol": "\(link.subprotocol)", "error": "no secure handshake in time"])
             s.close(code: .policyViolation, reason: "handshake timed out")
         }
@@ -221,7 +237,11 @@ extension MasterNode {
             "peer.address": "\(s.address)", "peer.protocol": "\(link.subprotocol)", "error": "\(error)",
         ]
         if let t = link.terminal { meta["terminal"] = "\(t.name)" }
-        logger.warning(handshaking ? "peer.handshake_failed" : "peer.decrypt_failed", metadata: meta)
+        if handshaking {
+            logger.log(level: handshakeFailureLevel(s), "peer.handshake_failed", metadata: meta)
+        } else {
+            logger.warning("peer.decrypt_failed", metadata: meta)
+        }
         if handshaking, case .pairing = link.mode, error.kind == .authenticationFailed {
             pairingFailed(address: s.address)
             s.close(code: .policyViolation, reason: "pairing failed")
@@ -237,6 +257,8 @@ extension MasterNode {
             s.authenticationTimer = nil
         }
         s.phase = .open
+        handshakeEnded(s, authenticated: true)
+        liftMessageLimit(s)
         logger.info(
             "peer.connected",
             metadata: [

@@ -7,29 +7,14 @@ import WebSocket
 import WebSocketTransport
 
 extension MasterNode {
-    /// A terminal connected at TCP level: wait for its WebSocket upgrade.
+    /// A terminal connected at TCP level: wait for its WebSocket upgrade, with a handshake-sized
+    /// message limit until it authenticates (`terminalChannelConfiguration`).
     func terminalConnected(_ a: AcceptedSocket) {
         guard !shuttingDown else {
             a.socket.close()
             return
         }
-        guard sessions.count < configuration.maxConnections else {
-            // Full: refuse at once rather than let a flood of idle sockets starve the loop.
-            // A legitimate slave retries with backoff.
-            logger.warning(
-                "peer.refused",
-                metadata: [
-                    "peer.address": "\(a.peerAddress)", "reason": "connection limit",
-                    "limit": "\(configuration.maxConnections)",
-                ])
-            a.socket.close()
-            return
-        }
-        if let reason = addressLimitReached(a.peerAddress) {
-            logger.warning("peer.refused", metadata: ["peer.address": "\(a.peerAddress)", "reason": "\(reason)"])
-            a.socket.close()
-            return
-        }
+        guard admitConnection(a) else { return }
         // A StorePOS link is kept while TCP holds it (its app does not answer pings while the
         // iPad is locked): keepalive probes and the user timeout find a host that is gone.
         let keepAlive = configuration.storePOSKeepAlive
@@ -41,7 +26,8 @@ extension MasterNode {
                 a.socket, loop: loop,
                 configuration: terminalChannelConfiguration,
                 decide: Self.handshakeDecision)
-            let session = TerminalSession(id: id, transport: transport, address: a.peerAddress, now: loop.now)
+            let session = TerminalSession(
+                id: id, transport: transport, address: a.peerAddress, host: Self.host(of: a.peerAddress), now: loop.now)
             nextSessionId += 1
             sessions[id] = session
             transport.onEvent = { [weak self, weak session] event in
@@ -87,8 +73,11 @@ extension MasterNode {
             }
             secureMessage(bytes, from: s, link: secure)
         case .protocolError(let error):
-            // A client's mistake (a malformed frame), not a fault of the master.
-            logger.notice("peer.protocol_error", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
+            // A client's mistake (a malformed frame, or one over the limit before authentication),
+            // not a fault of the master; before authentication, counted like a failed handshake.
+            let quiet = s.isPreAuthentication && !handshakeLedger.logsFailureInFull(s.host)
+            logger.log(
+                level: quiet ? .debug : .notice, "peer.protocol_error", metadata: ["peer.address": "\(s.address)", "error": "\(error)"])
         case .ended(let ending):
             switch ending.cause {
             case .handshakeTimedOut:
@@ -112,6 +101,7 @@ extension MasterNode {
 
     func endSession(_ s: TerminalSession, code: UInt16?, reason: String) {
         guard s.phase != .ended else { return }
+        handshakeEnded(s, authenticated: false)
         let wasConnected = s.phase == .open
         let name = engine.peers[s.id]?.terminalName
         s.phase = .ended

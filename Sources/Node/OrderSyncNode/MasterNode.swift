@@ -42,6 +42,12 @@ public final class MasterNode: @unchecked Sendable {
     var pairing = PairingWindows()
     var pairingTimer: TimerHandle?
     var shuttingDown = false
+    /// Before authentication: the slots and memory of unauthenticated connections, the
+    /// handshake rate per address and in total, and the cost of handshakes for the log.
+    let preAuthentication: PreAuthenticationBudget
+    var handshakeLimiter: HandshakeRateLimiter
+    var handshakeLedger = HandshakeLedger(linesPerInterval: NodeDefaults.handshakeFailureLines)
+    var handshakeSummaryTimer: TimerHandle?
     /// Group commit: the work waiting for the next group and the one being committed.
     var group = GroupCommitState()
     /// The change feed (`GET /v1/changes`), from the journal.
@@ -97,6 +103,14 @@ public final class MasterNode: @unchecked Sendable {
         engine.maxCatchUpBytes = configuration.maxPendingSendBytes / 2
         engine.logsEachOperation = logger.logLevel <= .debug
         engine.rateLimit = RateLimit(operationsPerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
+        preAuthentication = PreAuthenticationBudget(
+            memoryBytes: configuration.preAuthenticationMemoryBytes,
+            headBytes: configuration.webSocketConfiguration.maxHandshakeHeaderBytes,
+            messageBytes: configuration.preAuthenticationMessageBytes, maxConnections: configuration.maxConnections,
+            reservedForAuthenticated: configuration.reservedConnections)
+        handshakeLimiter = HandshakeRateLimiter(
+            perAddress: configuration.handshakeRatePerAddress, total: configuration.handshakeRateTotal,
+            now: loop.now.sinceBoot.wholeMilliseconds)
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger
@@ -322,6 +336,7 @@ public final class MasterNode: @unchecked Sendable {
 
     private func finishShutdown() {
         finishGroups()
+        logHandshakeSummaries()
         discovery?.stop()
         dataDirectory.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])

@@ -69,6 +69,26 @@ public enum NodeDefaults {
     public static let maxHandshakesPerAddress = 8
     /// Most connections from one IP address open at once.
     public static let maxConnectionsPerAddress = 64
+    /// The largest WebSocket message a master accepts from a connection that has not
+    /// authenticated yet (its handshake messages: IK's first is 96 bytes, a pairing terminal's
+    /// third about 130 plus its name); a larger frame header closes it (1009) before its payload
+    /// is read.
+    public static let preAuthenticationMessageBytes = 1024
+    /// The most memory all connections that have not authenticated yet may hold together.
+    public static let preAuthenticationMemoryBytes = 16 << 20
+    /// Connection slots only authenticated terminals (and admitted StorePOS apps) may hold.
+    public static let reservedConnections = 64
+    /// Secure handshakes one IP address may start per second, sustained.
+    public static let handshakeRatePerAddress: Double = 2
+    /// Secure handshakes one IP address may start at once.
+    public static let handshakeBurstPerAddress: Double = 10
+    /// Secure handshakes all addresses together may start per second, sustained.
+    public static let handshakeRateTotal: Double = 32
+    /// Secure handshakes all addresses together may start at once.
+    public static let handshakeBurstTotal: Double = 64
+    /// Handshake failures of one address logged in full per summary interval; the others are
+    /// counted in the address's `peer.handshake_summary`.
+    public static let handshakeFailureLines = 5
     /// Operations per second one terminal may send, sustained.
     public static let rateLimitPerSecond: Double = 200
     /// Operations one terminal may send at once (the token bucket's capacity).
@@ -216,6 +236,17 @@ public struct NodeConfiguration: Sendable {
     public var maxHandshakesPerAddress = NodeDefaults.maxHandshakesPerAddress
     /// Master: most connections from one IP address open at once.
     public var maxConnectionsPerAddress = NodeDefaults.maxConnectionsPerAddress
+    /// Master: the largest message before authentication.
+    public var preAuthenticationMessageBytes = NodeDefaults.preAuthenticationMessageBytes
+    /// Master: the memory all unauthenticated connections may hold together.
+    public var preAuthenticationMemoryBytes = NodeDefaults.preAuthenticationMemoryBytes
+    /// Master: connection slots kept for authenticated terminals.
+    public var reservedConnections = NodeDefaults.reservedConnections
+    /// Master: secure handshakes one address may start (per second, and at once).
+    public var handshakeRatePerAddress = RateLimit(
+        operationsPerSecond: NodeDefaults.handshakeRatePerAddress, burst: NodeDefaults.handshakeBurstPerAddress)
+    /// Master: secure handshakes all addresses may start together (per second, and at once).
+    public var handshakeRateTotal = RateLimit(operationsPerSecond: NodeDefaults.handshakeRateTotal, burst: NodeDefaults.handshakeBurstTotal)
     /// Master: operations per second one terminal may send, sustained.
     public var rateLimitPerSecond = NodeDefaults.rateLimitPerSecond
     /// Master: operations one terminal may send in a burst.

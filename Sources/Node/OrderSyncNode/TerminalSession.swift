@@ -31,6 +31,8 @@ final class TerminalSession {
     let id: Int
     let transport: WebSocketChannel
     let address: String
+    /// The host part of `address` (the source the per-address limits count).
+    let host: String
     /// When the connection was accepted, on the loop's clock.
     let connectedAt: MonotonicInstant
     var phase: Phase = .handshaking
@@ -46,11 +48,18 @@ final class TerminalSession {
     /// A StorePOS terminal's link closed because the same address opened a new one (the app
     /// reconnected without closing its old socket).
     var replaced = false
+    /// A secure handshake was admitted (a token taken) and its outcome is not counted yet:
+    /// ending before authentication counts it as failed or abandoned.
+    var handshakePending = false
+    /// Closed to free its slot for a newer connection (before authentication); on its way out,
+    /// it no longer counts against any limit.
+    var evicted = false
 
-    init(id: Int, transport: WebSocketChannel, address: String, now: MonotonicInstant) {
+    init(id: Int, transport: WebSocketChannel, address: String, host: String, now: MonotonicInstant) {
         self.id = id
         self.transport = transport
         self.address = address
+        self.host = host
         self.connectedAt = now
     }
 
@@ -66,8 +75,9 @@ final class TerminalSession {
         return nil
     }
 
-    /// Still before authentication (counted against the per-address handshake limit).
-    var isPreAuthentication: Bool { phase == .handshaking || phase == .authenticating }
+    /// Still before authentication (counted against the per-address handshake limit and the
+    /// pre-authentication budget); an evicted one is not.
+    var isPreAuthentication: Bool { !evicted && (phase == .handshaking || phase == .authenticating) }
 
     /// The WebSocket once open; `nil` during the handshake and after the end.
     var link: WebSocketChannel? { phase == .open ? transport : nil }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OrderSyncNode
 import SecureLink
+import SyncCore
 
 /// `ordersync`: the root command.
 @main
@@ -215,6 +216,18 @@ struct MasterCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Most connections from one IP address open at once.", valueName: "n"))
     var maxConnectionsPerAddress: Int = NodeDefaults.maxConnectionsPerAddress
 
+    @Option(name: .long, help: ArgumentHelp("Secure handshakes one IP address may start per second, sustained.", valueName: "n"))
+    var handshakeRate: Double = NodeDefaults.handshakeRatePerAddress
+
+    @Option(name: .long, help: ArgumentHelp("Secure handshakes one IP address may start at once.", valueName: "n"))
+    var handshakeBurst: Double = NodeDefaults.handshakeBurstPerAddress
+
+    @Option(name: .long, help: ArgumentHelp("Secure handshakes all addresses together may start per second.", valueName: "n"))
+    var handshakeRateTotal: Double = NodeDefaults.handshakeRateTotal
+
+    @Option(name: .long, help: ArgumentHelp("Secure handshakes all addresses together may start at once.", valueName: "n"))
+    var handshakeBurstTotal: Double = NodeDefaults.handshakeBurstTotal
+
     @Option(name: .long, help: ArgumentHelp("Operations per second one terminal may send, sustained.", valueName: "n"))
     var rateLimit: Double = NodeDefaults.rateLimitPerSecond
 
@@ -265,6 +278,12 @@ struct MasterCommand: ParsableCommand {
         guard (1...1_000_000).contains(rateLimit), (1...1_000_000).contains(rateBurst) else {
             throw ValidationError("--rate-limit and --rate-burst must be 1-1000000.")
         }
+        for (name, value) in [
+            ("--handshake-rate", handshakeRate), ("--handshake-burst", handshakeBurst),
+            ("--handshake-rate-total", handshakeRateTotal), ("--handshake-burst-total", handshakeBurstTotal),
+        ] where !(1...100_000).contains(value) {
+            throw ValidationError("\(name) must be 1-100000.")
+        }
         for range in storePOSAllow where AddressRange(parsing: range) == nil {
             throw ValidationError("--storepos-allow must be an IPv4 or IPv6 range like 192.168.1.0/24 or fd00::/8 (got '\(range)').")
         }
@@ -291,6 +310,8 @@ struct MasterCommand: ParsableCommand {
         config.maxConnections = maxConnections
         config.maxHandshakesPerAddress = maxHandshakesPerAddress
         config.maxConnectionsPerAddress = maxConnectionsPerAddress
+        config.handshakeRatePerAddress = RateLimit(operationsPerSecond: handshakeRate, burst: handshakeBurst)
+        config.handshakeRateTotal = RateLimit(operationsPerSecond: handshakeRateTotal, burst: handshakeBurstTotal)
         config.rateLimitPerSecond = rateLimit
         config.rateLimitBurst = rateBurst
         config.insecureStorePOS = insecureStorePOS

@@ -146,6 +146,9 @@ extension WebSocketChannel {
     private func reject(_ rejection: HTTPRejection, on channel: StreamChannel) {
         state = .closed(channel, Ending(.rejected(rejection)))
         cancelPhaseTimer()
+        // What was read (up to one read past the head limit) is not kept while the answer
+        // drains to a peer that may not read it.
+        handshakeBuffer = []
         channel.write(rejection.bytes)
         channel.closeAfterFlush()
     }

@@ -159,6 +159,20 @@ public final class WebSocketChannel {
         channel.onClose = { [self] reason in channelClosed(reason) }
     }
 
+    // MARK: - Limits
+
+    /// The largest message (and frame) accepted from the peer now.
+    public var messageLimit: Int { connection.configuration.maxMessageSize }
+
+    /// Sets the largest message (and frame) accepted from the peer from now on: a frame whose
+    /// header announces more fails the connection (1009) before any of its payload is buffered.
+    /// A server starts a connection with a handshake-sized limit in ``configuration`` and raises
+    /// it here once the peer has authenticated; frames pipelined behind the opening handshake
+    /// are parsed only after ``Event/opened(_:)`` was handled, under the limit set then.
+    public func setMessageLimit(_ bytes: Int) {
+        connection.setMessageLimit(bytes)
+    }
+
     // MARK: - Sending
 
     /// Sends one text message; ignored unless open.
