@@ -90,6 +90,7 @@ public final class MasterNode: @unchecked Sendable {
         engine.maxHeldSnapshotBytes = configuration.maxHeldSnapshotBytes
         engine.logsEachOperation = logger.logLevel <= .debug
         engine.rateLimit = RateLimit(operationsPerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
+        engine.limits = configuration.terminalLimits
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger

@@ -76,6 +76,8 @@ extension MasterEngine {
         } catch {
             out.append(.log(EngineLog(.error, "catchup.failed", [("error", "\(error)")])))
         }
+        // A snapshot is the master's costliest answer: a reconnect loop gets `rate_limited`.
+        guard admitSnapshot(for: id, now: now, &out) else { return }
         // Which of its waiting operations the snapshot already holds: it must not apply them
         // again on top (a snapshot carries no operation ids).
         var applied: [String: Int64] = [:]

@@ -98,6 +98,8 @@ public final class MasterEngine {
     public var rateLimit = RateLimit.default
     /// The terminals' token buckets, by `bucketKey(for:)`; full ones are forgotten.
     var buckets: [String: TokenBucket] = [:]
+    /// Bytes, snapshots and journal budget per terminal, and the refusals' log summary.
+    public var limits = TerminalLimits()
 
     /// Orders per snapshot message.
     public var snapshotChunk = 500
@@ -204,8 +206,9 @@ public final class MasterEngine {
                     operation: message.operation, to: id, now: now, &out)
                 break
             }
-            guard admit(message, from: id, now: now, &out) else { break }
+            guard admit(message, bytes: text.utf8.count, from: id, now: now, &out) else { break }
             let outcome = apply(message, origin: p.origin, now: now)
+            chargeJournal(outcome, from: id, now: now)
             deliver(outcome, message: message, origin: p.origin, sender: id, now: now, &out)
         }
         return route(out)
@@ -234,6 +237,7 @@ public final class MasterEngine {
         let live = peers.values.filter { $0.terminalId != nil && $0.phase == .live }.sorted { $0.id < $1.id }
         remember(live, now: now, &out)
         forgetFullBuckets(now: now)
+        refusalSummaries(now: now, &out)
         do {
             try store.forgetTerminals(lastSeenBefore: now - terminalHorizonMillis)
             let known = try store.knownTerminals()
