@@ -165,13 +165,22 @@ extension MasterEngine {
         limits.journalBuckets[key] = budget
     }
 
-    /// True when peer `id` may get a snapshot now; otherwise its hello has been answered
-    /// `rate_limited` with the wait and its link is being closed (1013, try again later).
-    func admitSnapshot(for id: Int, now: Int64, _ out: inout [Action]) -> Bool {
+    /// True when `hello` can only be answered with a snapshot, whatever the journal holds
+    /// (the cheap part of `catchUp`'s conditions: another epoch, a sequence from the future, or
+    /// too far behind).
+    static func needsSnapshot(_ hello: HelloMessage, epoch: String, lastSeq: Int64, maxCatchUp: Int) -> Bool {
+        guard let e = hello.epoch, e == epoch, hello.lastSeq >= 0, hello.lastSeq <= lastSeq else { return true }
+        return lastSeq - hello.lastSeq > Int64(maxCatchUp)
+    }
+
+    /// True when peer `id` may get a snapshot now (one is taken from its bucket when `take`);
+    /// otherwise its hello has been answered `rate_limited` with the wait and its link is being
+    /// closed (1013, try again later), and nothing is saved of it when it goes.
+    func admitSnapshot(for id: Int, now: Int64, take: Bool, _ out: inout [Action]) -> Bool {
         guard let p = peers[id], p.speaksOrderSync else { return true }
         let key = bucketKey(for: p)
         var bucket = limits.snapshotBuckets[key] ?? TokenBucket(allowance: limits.snapshots, now: now)
-        let admitted = bucket.take(now: now)
+        let admitted = take ? bucket.take(now: now) : bucket.holds(1, now: now)
         limits.snapshotBuckets[key] = bucket
         guard !admitted else { return true }
         let wait = bucket.millisUntil(holding: 1, now: now)
@@ -187,7 +196,9 @@ extension MasterEngine {
         var error = WireError(.rateLimited, reason)
         error.retryAfterMillis = wait
         peers[id]?.rejected += 1
-        peers[id]?.phase = .closing
+        // Still `awaitingHello` for `peerDisconnected` (nothing to remember of it), but read no
+        // more: its link is closing.
+        limits.refusedHellos.insert(id)
         out.append(.send(peer: id, text: ServerMessage.error(error, opId: nil, operation: nil).encoded()))
         out.append(.close(peer: id, code: MasterEngine.tryAgainLater, reason: "snapshot rate limited"))
         return false

@@ -177,6 +177,7 @@ public final class MasterEngine {
     /// A terminal's link ended.
     public func peerDisconnected(_ id: Int, now: Int64) -> [Action] {
         guard let p = peers.removeValue(forKey: id) else { return [] }
+        limits.refusedHellos.remove(id)
         endSnapshot(of: id)
         var out: [Action] = []
         // One that left before its hello did not say how far it got: what was saved stands.
@@ -187,7 +188,7 @@ public final class MasterEngine {
     /// A text message from a terminal. `now` is wall-clock milliseconds (journal timestamps and
     /// the default `created`; never used to order anything).
     public func received(_ text: String, from id: Int, now: Int64) -> [Action] {
-        guard var p = peers[id], p.phase != .closing else { return [] }
+        guard var p = peers[id], p.phase != .closing, !limits.refusedHellos.contains(id) else { return [] }
         p.messagesIn += 1
         peers[id] = p
         var out: [Action] = []

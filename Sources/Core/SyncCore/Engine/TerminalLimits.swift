@@ -27,6 +27,8 @@ public struct TerminalLimits: Sendable {
     var overBudget: Set<String> = []
     /// Why each throttled link is refused, by peer id (the text of the answers until its hint).
     var throttleReasons: [Int: String] = [:]
+    /// Links whose hello was refused (snapshot limit): closing, nothing more is read from them.
+    var refusedHellos: Set<Int> = []
     /// The log lines of refusals, summarised per source and minute.
     public var summary = RefusalLogSummary()
 
@@ -41,5 +43,6 @@ public struct TerminalLimits: Sendable {
         journalBuckets = journalBuckets.filter { !$0.value.isFull(now: now) }
         overBudget = overBudget.filter { journalBuckets[$0] != nil }
         throttleReasons = throttleReasons.filter { livePeers.contains($0.key) }
+        refusedHellos = refusedHellos.filter { livePeers.contains($0) }
     }
 }
