@@ -257,12 +257,12 @@ final class RateLimitEngineTests: XCTestCase {
             lines += logs(actions, "message.rejected").count
             XCTAssertEqual(errors(to: 1, actions).count, 1, "every refusal is still answered")
         }
-        XCTAssertEqual(lines, 10, "ten lines in full per source and minute")
+        XCTAssertEqual(lines, 20, "twenty lines in full per source and minute")
         XCTAssertEqual(master.refusals[.invalidUUID], 500, "and every one counted")
         let summary = logs(master.maintenance(now: 61_000), "refusals.summary")
         XCTAssertEqual(summary.count, 1)
         let meta = Dictionary(summary[0].metadata, uniquingKeysWith: { a, _ in a })
-        XCTAssertEqual(meta["count"], "490")
+        XCTAssertEqual(meta["count"], "480")
         XCTAssertEqual(meta["event"], "message.rejected")
         XCTAssertEqual(meta["source"], "address 10.0.0.5")
         XCTAssertEqual(logs(master.maintenance(now: 62_000), "refusals.summary").count, 0, "once")

@@ -204,7 +204,7 @@ extension MasterEngine {
         return false
     }
 
-    /// Logs a refusal's line unless its source already had its share this minute (then it is
+    /// Logs a refusal's line unless its source already had its share this minute (20 lines) (then it is
     /// counted for the summary), and the summaries that came due.
     func logRefusal(_ line: EngineLog, source: String, reason: String, now: Int64, _ out: inout [Action]) {
         if limits.summary.note(line.event, source: source, reason: reason, now: now) { out.append(.log(line)) }

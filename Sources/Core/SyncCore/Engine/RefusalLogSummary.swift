@@ -31,8 +31,9 @@ public struct RefusalLogSummary: Sendable {
     /// The summaries that came due as new windows began (handed out by `due(now:)`).
     private var pending: [Due] = []
 
-    /// Ten lines in full per source and minute, then one summary.
-    public init(windowMillis: Int64 = 60_000, fullLines: Int = 10) {
+    /// Twenty lines in full per source and minute (a client's handful of mistakes is logged
+    /// line by line), then one summary.
+    public init(windowMillis: Int64 = 60_000, fullLines: Int = 20) {
         self.windowMillis = max(1, windowMillis)
         self.fullLines = max(0, fullLines)
     }
