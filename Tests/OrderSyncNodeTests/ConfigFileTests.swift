@@ -1,4 +1,5 @@
 import Foundation
+import SyncCore
 import XCTest
 
 @testable import OrderSyncNode
@@ -147,5 +148,26 @@ final class ConfigFileTests: XCTestCase {
         ) {
             XCTAssertEqual("\($0)", "cannot read the configuration file \(dir)/missing: No such file or directory")
         }
+    }
+
+    func testTheTerminalLimitsAreTheConfiguredOnes() {
+        var c = NodeConfiguration(
+            role: .master, dataDirectory: "/tmp/x", store: "s", name: nil, serviceType: NodeDefaults.serviceType, port: 0,
+            listenAddress: "127.0.0.1", masterURL: nil)
+        let defaults = c.terminalLimits
+        XCTAssertEqual(defaults.bytes, TerminalLimits().bytes)
+        XCTAssertEqual(defaults.snapshots.capacity, 4)
+        XCTAssertEqual(defaults.snapshots.perSecond, 1.0 / 15, accuracy: 1e-12)
+        XCTAssertEqual(defaults.journalBytesPerHour, TerminalLimits().journalBytesPerHour)
+        c.rateLimitBytesPerSecond = 2048
+        c.rateBurstBytes = 1 << 20
+        c.snapshotBurst = 2
+        c.snapshotInterval = .milliseconds(2500)
+        c.journalBudgetBytesPerHour = 3_600_000
+        let limits = c.terminalLimits
+        XCTAssertEqual(limits.bytes, Allowance(perSecond: 2048, capacity: 1_048_576))
+        XCTAssertEqual(limits.snapshots.perSecond, 0.4, accuracy: 1e-12)
+        XCTAssertEqual(limits.snapshots.capacity, 2)
+        XCTAssertEqual(limits.journal, Allowance(perSecond: 1000, capacity: 3_600_000))
     }
 }

@@ -86,6 +86,59 @@ final class BoundsTests: XCTestCase {
         XCTAssertTrue(bucket.take(now: 1_100))
     }
 
+    func testAByteBucketTakesWholeMessagesOrNothing() {
+        var bucket = TokenBucket(allowance: Allowance(perSecond: 1_048_576, capacity: 4_194_304), now: 0)
+        for _ in 0..<4 { XCTAssertTrue(bucket.take(Double(1 << 20), now: 0)) }
+        XCTAssertFalse(bucket.take(1, now: 0), "4 MiB spent")
+        XCTAssertFalse(bucket.take(Double(1 << 20), now: 999), "a MiB needs a whole second back")
+        XCTAssertEqual(bucket.tokens, 999 * 1_048.576, accuracy: 0.01, "a refused take costs nothing")
+        XCTAssertTrue(bucket.holds(Double(1 << 20), now: 1_000))
+        XCTAssertEqual(bucket.millisUntil(holding: Double(2 << 20), now: 1_000), 1_000)
+        XCTAssertEqual(bucket.millisUntilFull(now: 1_000), 3_000)
+        XCTAssertTrue(bucket.take(Double(1 << 20), now: 1_000))
+    }
+
+    func testABudgetChargedAfterwardsOwesAndRecoversAtItsRate() {
+        // 3,600 bytes an hour: one a second.
+        var budget = TokenBucket(allowance: Allowance(perSecond: 1, capacity: 3_600), now: 0)
+        budget.charge(5_000, now: 0)
+        XCTAssertEqual(budget.tokens, -1_400, "a cost known only afterwards is owed")
+        XCTAssertFalse(budget.holds(1, now: 1_400_000), "nothing until the debt is paid")
+        XCTAssertTrue(budget.holds(1, now: 1_401_000))
+        XCTAssertEqual(budget.millisUntil(holding: 60, now: 1_400_000), 60_000)
+        XCTAssertEqual(budget.millisUntil(holding: 1e9, now: 0), 5_000_000, "never beyond full")
+    }
+
+    func testARateBelowOnePerSecondIsKept() {
+        var snapshots = TokenBucket(allowance: Allowance(perSecond: 1.0 / 15, capacity: 4), now: 0)
+        for _ in 0..<4 { XCTAssertTrue(snapshots.take(now: 0)) }
+        XCTAssertEqual(snapshots.millisUntil(holding: 1, now: 10_000), 5_000)
+        XCTAssertFalse(snapshots.take(now: 14_999))
+        XCTAssertTrue(snapshots.take(now: 15_000), "one every 15 s")
+        XCTAssertFalse(snapshots.take(now: 15_000))
+    }
+
+    func testRefusalLinesAreSummarisedPerSourceAndMinute() {
+        var summary = RefusalLogSummary(windowMillis: 60_000, fullLines: 3)
+        let logged = (0..<1_000).filter { n in
+            summary.note("message.rejected", source: "address 10.0.0.9", reason: "r\(n)", now: Int64(n))
+        }
+        XCTAssertEqual(logged, [0, 1, 2], "the first three in full, the rest counted")
+        XCTAssertTrue(summary.note("message.rejected", source: "address 10.0.0.7", reason: "x", now: 1_000), "another source has its own")
+        XCTAssertTrue(summary.note("peer.rate_limited", source: "address 10.0.0.9", reason: "x", now: 1_000), "another kind too")
+        XCTAssertEqual(summary.due(now: 59_999), [], "nothing before the minute is over")
+        XCTAssertFalse(summary.hasPending)
+        XCTAssertEqual(
+            summary.due(now: 60_000),
+            [RefusalLogSummary.Due(event: "message.rejected", source: "address 10.0.0.9", count: 997, sinceMillis: 0, lastReason: "r999")])
+        XCTAssertEqual(summary.due(now: 60_001), [], "one summary per window; quiet windows say nothing")
+        // A new window after the minute: in full again, and the previous window's summary comes due.
+        for n in 0..<5 { _ = summary.note("message.rejected", source: "address 10.0.0.9", reason: "s", now: 70_000 + Int64(n)) }
+        XCTAssertTrue(summary.note("message.rejected", source: "address 10.0.0.9", reason: "t", now: 130_000))
+        XCTAssertTrue(summary.hasPending)
+        XCTAssertEqual(summary.due(now: 130_000).map(\.count), [2])
+    }
+
     func testRateLimitedErrorsCarryTheirHintOnTheWire() {
         var e = WireError(.rateLimited, "slow down")
         e.retryAfterMillis = 4321

@@ -111,6 +111,7 @@ public final class MasterNode: @unchecked Sendable {
         handshakeLimiter = HandshakeRateLimiter(
             perAddress: configuration.handshakeRatePerAddress, total: configuration.handshakeRateTotal,
             now: loop.now.sinceBoot.wholeMilliseconds)
+        engine.limits = configuration.terminalLimits
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger

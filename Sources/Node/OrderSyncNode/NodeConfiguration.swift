@@ -93,6 +93,17 @@ public enum NodeDefaults {
     public static let rateLimitPerSecond: Double = 200
     /// Operations one terminal may send at once (the token bucket's capacity).
     public static let rateLimitBurst: Double = 1000
+    /// Bytes of operation messages per second one terminal may send, sustained (1 MiB).
+    public static let rateLimitBytesPerSecond = 1 << 20
+    /// Bytes of operation messages one terminal may send at once (4 MiB; at least the largest
+    /// message, `maxMessageBytes`).
+    public static let rateBurstBytes = 4 << 20
+    /// Snapshots one OrderSync slave may get in a row.
+    public static let snapshotBurst = 4
+    /// Then one snapshot per this interval, per slave.
+    public static let snapshotInterval: Duration = .seconds(15)
+    /// Bytes one terminal's operations may add to the journal per hour (128 MiB).
+    public static let journalBudgetBytesPerHour = 128 << 20
     /// How long a slave that knows no store watches the LAN before joining the only store.
     public static let storeChoiceSettle: Duration = .milliseconds(1500)
     /// How long a slave's local API waits for the master's answer.
@@ -251,6 +262,16 @@ public struct NodeConfiguration: Sendable {
     public var rateLimitPerSecond = NodeDefaults.rateLimitPerSecond
     /// Master: operations one terminal may send in a burst.
     public var rateLimitBurst = NodeDefaults.rateLimitBurst
+    /// Master: bytes of operation messages per second one terminal may send, sustained.
+    public var rateLimitBytesPerSecond = NodeDefaults.rateLimitBytesPerSecond
+    /// Master: bytes of operation messages one terminal may send at once.
+    public var rateBurstBytes = NodeDefaults.rateBurstBytes
+    /// Master: snapshots one slave may get in a row.
+    public var snapshotBurst = NodeDefaults.snapshotBurst
+    /// Master: then one snapshot per this interval, per slave.
+    public var snapshotInterval = NodeDefaults.snapshotInterval
+    /// Master: bytes one terminal's operations may add to the journal per hour.
+    public var journalBudgetBytesPerHour = NodeDefaults.journalBudgetBytesPerHour
     /// Per-connection limit of bytes queued for a slow reader before it is disconnected.
     public var maxPendingSendBytes = NodeDefaults.maxPendingSendBytes
     /// Master: the unsent bytes below which a terminal gets its next snapshot part.
@@ -364,5 +385,18 @@ extension Duration {
     public var seconds: Double {
         let (whole, attoseconds) = components
         return Double(whole) + Double(attoseconds) / 1e18
+    }
+}
+
+extension NodeConfiguration {
+    /// The master engine's per-terminal limits beyond operations per second: bytes,
+    /// snapshots and the journal budget.
+    public var terminalLimits: TerminalLimits {
+        var limits = TerminalLimits()
+        limits.bytes = Allowance(perSecond: Double(rateLimitBytesPerSecond), capacity: Double(rateBurstBytes))
+        let interval = Double(snapshotInterval.components.seconds) + Double(snapshotInterval.components.attoseconds) / 1e18
+        limits.snapshots = Allowance(perSecond: 1 / max(0.001, interval), capacity: Double(snapshotBurst))
+        limits.journalBytesPerHour = Double(journalBudgetBytesPerHour)
+        return limits
     }
 }

@@ -193,6 +193,7 @@ extension SlaveNode {
         metrics.counts.endedTraffic.add(linkState.link?.traffic ?? TrafficCounts())
         commitBatch()
         enter(.idle)
+        let masterAskedToWait = engine.reconnectAfterMillis
         engine.linkClosed()
         answerPendingWritesAsQueued()
         var meta: Logger.Metadata = ["master.address": "\(target.url)", "reason": "\(ending.reason)"]
@@ -229,6 +230,8 @@ extension SlaveNode {
         if verdict == .pairingRequired, candidateVerdict != .tryAnother {
             delay = max(delay, NodeDefaults.unknownTerminalRetryDelay)
         }
+        // The trusted master refused our hello `rate_limited` (too many snapshots): wait as it said.
+        if let wait = masterAskedToWait, wasUp { delay = max(delay, .milliseconds(wait)) }
         let retry = loop.schedule(after: delay) { [weak self] in self?.retryDue() }
         enter(.waiting(target, retry: retry))
     }

@@ -54,6 +54,8 @@ public final class MicroBenchCase {
             let engine = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: "bench", epoch: "e")
             engine.logsEachOperation = false
             engine.rateLimit = RateLimit(operationsPerSecond: 1e9, burst: 1e9)
+            engine.limits.bytes = Allowance(perSecond: 1e15, capacity: 1e15)
+            engine.limits.journalBytesPerHour = 1e15
             let peers = name == "apply" ? 1 : 11
             for id in 1...peers { _ = engine.peerConnected(id, address: "10.0.0.\(id):5000", terminal: nil) }
             texts = (0..<capacity).map { Self.storePOSCreate($0) }

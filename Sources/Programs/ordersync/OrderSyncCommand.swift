@@ -234,6 +234,23 @@ struct MasterCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Operations one terminal may send in a burst.", valueName: "n"))
     var rateBurst: Double = NodeDefaults.rateLimitBurst
 
+    @Option(name: .long, help: ArgumentHelp("Bytes of operations per second one terminal may send, sustained.", valueName: "bytes"))
+    var rateLimitBytes: Int = NodeDefaults.rateLimitBytesPerSecond
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Bytes of operations one terminal may send at once (at least --max-message-size).", valueName: "bytes"))
+    var rateBurstBytes: Int = NodeDefaults.rateBurstBytes
+
+    @Option(name: .long, help: ArgumentHelp("Snapshots one slave may get in a row.", valueName: "n"))
+    var snapshotBurst: Int = NodeDefaults.snapshotBurst
+
+    @Option(name: .long, help: ArgumentHelp("Then one snapshot per this many seconds, per slave.", valueName: "seconds"))
+    var snapshotInterval: Double = Double(NodeDefaults.snapshotInterval.components.seconds)
+
+    @Option(name: .long, help: ArgumentHelp("Bytes one terminal's operations may add to the journal per hour.", valueName: "bytes"))
+    var journalBudget: Int = NodeDefaults.journalBudgetBytesPerHour
+
     @Flag(
         name: .customLong("insecure-storepos"),
         help: "Admit StorePOS terminals (plain WebSocket, no subprotocol): neither authenticated nor encrypted.")
@@ -284,6 +301,16 @@ struct MasterCommand: ParsableCommand {
         ] where !(1...100_000).contains(value) {
             throw ValidationError("\(name) must be 1-100000.")
         }
+        guard (1024...(1 << 40)).contains(rateLimitBytes), (node.maxMessageSize...(1 << 40)).contains(rateBurstBytes) else {
+            throw ValidationError(
+                "--rate-limit-bytes must be at least 1024 and --rate-burst-bytes at least --max-message-size (\(node.maxMessageSize)).")
+        }
+        guard (1...1000).contains(snapshotBurst), (0.001...86_400).contains(snapshotInterval) else {
+            throw ValidationError("--snapshot-burst must be 1-1000 and --snapshot-interval 0.001-86400 seconds.")
+        }
+        guard (node.maxMessageSize...(1 << 50)).contains(journalBudget) else {
+            throw ValidationError("--journal-budget must be at least --max-message-size (\(node.maxMessageSize)) bytes.")
+        }
         for range in storePOSAllow where AddressRange(parsing: range) == nil {
             throw ValidationError("--storepos-allow must be an IPv4 or IPv6 range like 192.168.1.0/24 or fd00::/8 (got '\(range)').")
         }
@@ -314,6 +341,11 @@ struct MasterCommand: ParsableCommand {
         config.handshakeRateTotal = RateLimit(operationsPerSecond: handshakeRateTotal, burst: handshakeBurstTotal)
         config.rateLimitPerSecond = rateLimit
         config.rateLimitBurst = rateBurst
+        config.rateLimitBytesPerSecond = rateLimitBytes
+        config.rateBurstBytes = rateBurstBytes
+        config.snapshotBurst = snapshotBurst
+        config.snapshotInterval = .milliseconds(Int64((snapshotInterval * 1000).rounded()))
+        config.journalBudgetBytesPerHour = journalBudget
         config.insecureStorePOS = insecureStorePOS
         config.storePOSAllow = storePOSAllow.compactMap { AddressRange(parsing: $0) }
         config.storePOSKeepAlive = .seconds(storePOSKeepAlive)

@@ -39,6 +39,13 @@ extension MasterEngine {
                             ("hello.terminal", hello.terminalName), ("hello.terminal_id", hello.terminalId),
                         ])))
         }
+        // A hello that can only be answered with a snapshot, over the limit: refused before any
+        // write, so a reconnect loop costs the store nothing.
+        if Self.needsSnapshot(hello, epoch: epoch, lastSeq: lastSeq, maxCatchUp: maxCatchUpEntries),
+            !admitSnapshot(for: id, now: now, take: false, &out)
+        {
+            return
+        }
         // Its ack follows the catch-up; the position in the hello is not an ack (the slave may
         // still hold operations the master applied, see `SlaveEngine.ackSeq`). Until then it
         // stands where it was last acknowledged.
@@ -77,6 +84,8 @@ extension MasterEngine {
         } catch {
             out.append(.log(EngineLog(.error, "catchup.failed", [("error", "\(error)")])))
         }
+        // A snapshot is the master's costliest answer: a reconnect loop gets `rate_limited`.
+        guard admitSnapshot(for: id, now: now, take: true, &out) else { return }
         // Which of its waiting operations the snapshot already holds: it must not apply them
         // again on top (a snapshot carries no operation ids).
         var applied: [String: Int64] = [:]

@@ -8,7 +8,9 @@ extension MasterEngine {
         var meta: [(String, String)] = [("peer.address", address), ("code", e.code.rawValue), ("reason", e.message)]
         if let u = e.uuid { meta.append(("order.uuid", u)) }
         if let op = opId { meta.append(("op.id", op)) }
-        out.append(.log(EngineLog(e.logLevel, "message.rejected", meta)))
+        // One source's flood of refusals costs a few lines a minute (`refusals.summary`).
+        let source = peers[id].map { bucketKey(for: $0) } ?? address
+        logRefusal(EngineLog(e.logLevel, "message.rejected", meta), source: source, reason: e.message, now: now, &out)
         out.append(.send(peer: id, text: ServerMessage.error(e, opId: opId, operation: operation).encoded()))
     }
 

@@ -99,6 +99,8 @@ public final class MasterEngine {
     public var rateLimit = RateLimit.default
     /// The terminals' token buckets, by `bucketKey(for:)`; full ones are forgotten.
     var buckets: [String: TokenBucket] = [:]
+    /// Bytes, snapshots and journal budget per terminal, and the refusals' log summary.
+    public var limits = TerminalLimits()
 
     /// Orders per snapshot message.
     public var snapshotChunk = 500
@@ -188,6 +190,7 @@ public final class MasterEngine {
     /// A terminal's link ended.
     public func peerDisconnected(_ id: Int, now: Int64) -> [Action] {
         guard let p = peers.removeValue(forKey: id) else { return [] }
+        limits.refusedHellos.remove(id)
         endSnapshot(of: id)
         var out: [Action] = []
         // One that left before its hello did not say how far it got: what was saved stands.
@@ -198,7 +201,7 @@ public final class MasterEngine {
     /// A text message from a terminal. `now` is wall-clock milliseconds (journal timestamps and
     /// the default `created`; never used to order anything).
     public func received(_ text: String, from id: Int, now: Int64) -> [Action] {
-        guard var p = peers[id], p.phase != .closing else { return [] }
+        guard var p = peers[id], p.phase != .closing, !limits.refusedHellos.contains(id) else { return [] }
         p.messagesIn += 1
         peers[id] = p
         var out: [Action] = []
@@ -217,8 +220,9 @@ public final class MasterEngine {
                     operation: message.operation, to: id, now: now, &out)
                 break
             }
-            guard admit(message, from: id, now: now, &out) else { break }
+            guard admit(message, bytes: text.utf8.count, from: id, now: now, &out) else { break }
             let outcome = apply(message, origin: p.origin, now: now)
+            chargeJournal(outcome, from: id, now: now)
             deliver(outcome, message: message, origin: p.origin, sender: id, now: now, &out)
         }
         return route(out)
@@ -247,6 +251,7 @@ public final class MasterEngine {
         let live = peers.values.filter { $0.terminalId != nil && $0.phase == .live }.sorted { $0.id < $1.id }
         remember(live, now: now, &out)
         forgetFullBuckets(now: now)
+        refusalSummaries(now: now, &out)
         do {
             try store.forgetTerminals(lastSeenBefore: now - terminalHorizonMillis)
             let known = try store.knownTerminals()

@@ -54,6 +54,10 @@ public final class SlaveEngine {
     var ackScheduled = false
     var retryScheduled = false
     var now: Int64 = 0
+    /// How long the master asked this terminal to wait before connecting again (a hello
+    /// refused `rate_limited`: its snapshots are limited); nil when it did not. Read by the
+    /// shell when the link ends; cleared by the next `linkOpened`.
+    public private(set) var reconnectAfterMillis: Int64?
 
     public init(store: any SlaveStore, terminalId: String, terminalName: String, configuredStore: String?) throws {
         self.store = store
@@ -96,6 +100,7 @@ public final class SlaveEngine {
     /// The WebSocket link to the master is open: say where this replica is.
     public func linkOpened() -> [Action] {
         link = .syncing
+        reconnectAfterMillis = nil
         resetLink()
         var hello = HelloMessage(
             terminalId: terminalId, terminalName: terminalName, store: configuredStore ?? joinedStore,
@@ -197,6 +202,12 @@ public final class SlaveEngine {
             } else if let id = opId, outboxKeys[id] != nil {
                 // For an entry not sent on this link (an answer from before a reconnect): it is
                 // sent again and answered again.
+            } else if opId == nil, link == .syncing, e.code == .rateLimited {
+                // The hello was refused (too many snapshots): the master closes the link; the
+                // next attempt waits as long as it said instead of spinning.
+                let wait = max(1, e.retryAfterMillis ?? SlaveEngine.outboxRetryMillis)
+                reconnectAfterMillis = wait
+                out.append(.log(EngineLog(.warning, "master.snapshot_deferred", [("retry_ms", "\(wait)"), ("reason", e.message)])))
             } else {
                 out.append(.log(EngineLog(e.logLevel, "master.rejected", [("code", e.code.rawValue), ("reason", e.message)])))
             }
