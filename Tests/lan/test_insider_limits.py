@@ -162,7 +162,10 @@ def test_a_flooding_insider_is_limited_by_bytes_and_by_its_journal_budget_and_an
 
 def test_snapshot_loops_are_refused_with_a_hint_and_a_real_slave_waits_as_told(lan3):
     h1, h2, h3 = lan3.hosts
-    master = OrderSyncNode.master(h1, store="shop1", extra=["--snapshot-burst", "1", "--snapshot-interval", "6"])
+    # The handshake rate limit (per address) alone would already stop these loops after a few
+    # connections; it is raised here so that the snapshot limit is what refuses them.
+    master = OrderSyncNode.master(h1, store="shop1", extra=["--snapshot-burst", "1", "--snapshot-interval", "6",
+                                                            "--handshake-rate", "1000", "--handshake-burst", "1000"])
     till = OrderSyncNode.slave(h2)
     till.wait_live()
     for i in range(40):
@@ -179,9 +182,9 @@ def test_snapshot_loops_are_refused_with_a_hint_and_a_real_slave_waits_as_told(l
     assert 0 < out["hintMin"] <= 6000, out
     p50 = statistics.median(busy)
     # Each refused hello costs no snapshot and no write, but still a TCP connection and a Noise
-    # handshake: about 100 a second here, which the per-address handshake rate limit bounds.
+    # handshake: about 40 a second here, as many as the master-wide handshake rate lets through.
     # Before the snapshot limit: 1,334 ms with snapshots of a 24 MB store.
-    assert p50 < 100, f"another terminal's p50 {p50:.1f} ms during the snapshot loops"
+    assert p50 < 20, f"another terminal's p50 {p50:.1f} ms during the snapshot loops"
     limited = master.events("peer.snapshot_limited")
     summaries = [e for e in master.events("refusals.summary") if e.get("event") == "peer.snapshot_limited"]
     assert len(limited) <= 20, "twenty lines in full per minute, the rest summarised"
