@@ -1,0 +1,111 @@
+/// Answering the sender of an operation and broadcasting it to the terminals.
+extension MasterEngine {
+    /// Answers the sender (refusals first, so they precede the broadcast carrying the
+    /// operation id; then `result`) and broadcasts an applied operation to every live terminal.
+    func deliver(
+        _ outcome: ApplyOutcome, message: OperationMessage, origin: String, sender: Int?, now: Int64,
+        _ out: inout [Action]
+    ) {
+        if let s = sender {
+            for e in outcome.errors { reject(e, opId: message.opId, operation: message.operation, to: s, now: now, &out) }
+            for e in outcome.repeatedErrors {
+                out.append(.send(peer: s, text: ServerMessage.error(e, opId: message.opId, operation: message.operation).encoded()))
+            }
+        } else {
+            for e in outcome.errors {
+                out.append(
+                    .log(EngineLog(e.logLevel, "message.rejected", [("origin", origin), ("code", e.code.rawValue), ("reason", e.message)])))
+                record(e, origin: origin, opId: message.opId, operation: message.operation, now: now, &out)
+            }
+        }
+        if let text = outcome.broadcast, !outcome.isRepeat {
+            if recordsGroup {
+                groupApplied.append(
+                    GroupedOperation(
+                        seq: outcome.seq ?? 0, sender: sender, origin: origin, opId: message.opId, operation: message.operation,
+                        orderUUIDs: outcome.applied.map(\.uuid)))
+            }
+            if logsEachOperation {
+                out.append(
+                    .log(
+                        EngineLog(
+                            .debug, "op.applied",
+                            [
+                                ("op.seq", "\(outcome.seq ?? 0)"), ("op.kind", "\(message.operation)"),
+                                ("orders", "\(outcome.applied.count)"), ("origin", origin), ("op.id", message.opId ?? ""),
+                            ])))
+            }
+            let seq = outcome.seq ?? 0
+            var texts = [text]
+            if text.utf8.count > broadcastPartBytes {
+                texts = BroadcastParts.messages(
+                    operation: message.operation, orders: outcome.applied, seq: seq, opId: message.opId, origin: origin,
+                    partBytes: broadcastPartBytes)
+                logParts(seq: seq, bytes: text.utf8.count, parts: texts.count, &out)
+            }
+            let to = recipients(of: message.operation, from: sender)
+            for part in texts { out.append(.broadcast(text: part, peers: to)) }
+        } else if outcome.isRepeat, let s = sender, peers[s]?.speaksOrderSync == true {
+            // A retry of an operation already answered: the original answer, to the sender only.
+            out.append(
+                .log(EngineLog(.info, "op.repeat", [("op.id", message.opId ?? ""), ("op.seq", "\(outcome.seq ?? 0)"), ("origin", origin)])))
+            if let text = outcome.broadcast {
+                for part in BroadcastParts.messages(of: text, partBytes: broadcastPartBytes) { out.append(.send(peer: s, text: part)) }
+            }
+        }
+        if let s = sender, let id = message.opId, peers[s]?.speaksOrderSync == true {
+            out.append(
+                .send(
+                    peer: s,
+                    text: ServerMessage.result(
+                        opId: id, seq: outcome.seq, applied: outcome.applied.count,
+                        unchanged: outcome.unchanged.count,
+                        failed: outcome.errors.count + outcome.repeatedErrors.count
+                    ).encoded()))
+        }
+        if let s = sender, peers[s]?.speaksOrderSync == true, outcome.errors.contains(where: { $0.code == .storageFailed }) {
+            // Operations after this one on the link may depend on it: none may overtake it. The
+            // link ends here; the slave sends its outbox again, in order, when it reconnects.
+            peers[s]?.phase = .closing
+            out.append(.close(peer: s, code: MasterEngine.internalError, reason: "the master could not store an operation"))
+        }
+    }
+
+    /// Notes a broadcast sent in parts (`broadcast.parts`, info: rare, and worth seeing).
+    func logParts(seq: Int64, bytes: Int, parts: Int, _ out: inout [Action]) {
+        out.append(
+            .log(EngineLog(.info, "broadcast.parts", [("op.seq", "\(seq)"), ("bytes", "\(bytes)"), ("parts", "\(parts)")])))
+    }
+
+    /// Who gets the broadcast of an operation from `sender`: every live terminal, and every one
+    /// whose snapshot is going out (`route` holds it for them). An OrderSync slave gets its own
+    /// (its acknowledgement); a plain StorePOS terminal does not, since it applied the operation
+    /// before sending it and its app appends every Create it receives. The exception: an Update
+    /// or Remove it sent while its own snapshot goes out is held for it, because the snapshot's
+    /// Creates were read before the change and would undo it on the app (both apply harmlessly
+    /// again there).
+    func recipients(of operation: OperationKind, from sender: Int?) -> [Int] {
+        peers.values.filter { p in
+            guard p.phase == .live || snapshots[p.id] != nil else { return false }
+            guard p.id == sender, !p.speaksOrderSync else { return true }
+            return snapshots[p.id] != nil && operation != .create
+        }.map(\.id).sorted()
+    }
+
+    /// Persists what the master knows of these terminals.
+    func remember(_ list: [Peer], now: Int64, _ out: inout [Action]) {
+        let terminals = list.compactMap { p in
+            p.terminalId.map {
+                KnownTerminal(
+                    id: $0, name: p.terminalName ?? $0, address: p.address, ackedSeq: p.ackedSeq ?? 0,
+                    lastSeenMillis: now, outbox: p.outbox)
+            }
+        }
+        guard !terminals.isEmpty else { return }
+        do {
+            try store.saveTerminals(terminals)
+        } catch {
+            out.append(.log(EngineLog(.error, "terminal.save_failed", [("error", "\(error)")])))
+        }
+    }
+}

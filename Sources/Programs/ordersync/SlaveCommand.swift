@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+import Logging
+import OrderSyncNode
+import SecureLink
+import SyncCore
+
+/// `ordersync slave`.
+struct SlaveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "slave",
+        abstract: "Run a terminal's replica: find the master on the LAN, keep a synced copy, forward local changes.")
+
+    @OptionGroup var node: NodeOptions
+
+    @Option(name: .long, help: ArgumentHelp("Connect to this master (ws://HOST:PORT/) instead of discovering one.", valueName: "url"))
+    var master: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Pair with the master using this code from `ordersync pair` (needed once; ignored when already paired with it). "
+                + "`-` reads it from standard input, so that it never shows in `ps`.",
+            valueName: "code|-"))
+    var pair: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Pair with the code written in this file (its first line), so that it never shows in `ps`.", valueName: "file"))
+    var pairFile: String?
+
+    /// The environment variable a pairing code may come from instead of `--pair`.
+    static let pairCodeVariable = "ORDERSYNC_PAIR_CODE"
+
+    func validate() throws {
+        if let m = master {
+            guard MasterURL(parsing: m) != nil else {
+                throw ValidationError("--master must look like ws://HOST:PORT/ (got '\(m)').")
+            }
+        }
+        let sources = [pair != nil, pairFile != nil, ProcessInfo.processInfo.environment[Self.pairCodeVariable] != nil]
+        guard sources.filter({ $0 }).count <= 1 else {
+            throw ValidationError("give the pairing code one way only: --pair, --pair-file or \(Self.pairCodeVariable).")
+        }
+        if let code = pair, code != "-" { _ = try Self.parseCode(code, from: "--pair") }
+    }
+
+    /// The pairing code from `--pair CODE`, `--pair -` (standard input's first line),
+    /// `--pair-file FILE` (its first line) or `ORDERSYNC_PAIR_CODE`, if any. A code that is not
+    /// one fails with what is wrong and where it came from.
+    func pairingCode() throws -> PairingCode? {
+        if let code = pair, code != "-" { return try Self.parseCode(code, from: "--pair") }
+        if pair == "-" {
+            guard let line = readLine(strippingNewline: true) else {
+                throw ValidationError("--pair -: standard input ended before a pairing code.")
+            }
+            return try Self.parseCode(line, from: "standard input")
+        }
+        if let path = pairFile {
+            let text: String
+            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw ValidationError("--pair-file: cannot read \(path): \(error.localizedDescription)")
+            }
+            return try Self.parseCode(String(text.split(whereSeparator: \.isNewline).first ?? ""), from: path)
+        }
+        if let code = ProcessInfo.processInfo.environment[Self.pairCodeVariable] {
+            // Not passed on to anything this process starts.
+            unsetenv(Self.pairCodeVariable)
+            return try Self.parseCode(code, from: Self.pairCodeVariable)
+        }
+        return nil
+    }
+
+    /// A typed code, or a validation error naming where it came from.
+    static func parseCode(_ text: String, from source: String) throws -> PairingCode {
+        do {
+            return try PairingCode(parsing: text.trimmingCharacters(in: .whitespaces))
+        } catch {
+            throw ValidationError("\(source): \(error.message)")
+        }
+    }
+
+    func run() throws {
+        let dir = try node.data.resolved()
+        let errors = NodeErrorLog()
+        let logger = node.logging.bootstrap(label: "ordersync.slave", errors: errors)
+        var config = NodeConfiguration(
+            role: .slave, dataDirectory: dir, store: node.store, name: node.name,
+            serviceType: node.serviceType, port: 0, listenAddress: "0.0.0.0",
+            masterURL: master.flatMap { MasterURL(parsing: $0) })
+        node.apply(to: &config)
+        config.errorLog = errors
+        config.pairingCode = try pairingCode()
+        try runNode { try SlaveNode(configuration: config, logger: logger).run() }
+    }
+}
+
+/// `--http-tls auto|on|off`.
+extension DashboardTLSMode: ExpressibleByArgument {}
