@@ -38,7 +38,10 @@ def cmdline(pid: int) -> str:
 
 def test_three_codes_three_tills_while_a_guest_hammers_wrong_codes(lan3):
     h1, h2, h3 = lan3.hosts
-    master = OrderSyncNode.master(h1, store="shop1", port=17850)
+    # The guest tries 5 times a second, over the per-address handshake rate (2/s): raised here so
+    # that the pairing lockout, not the handshake rate limit (test_preauth_limits.py), answers it.
+    master = OrderSyncNode.master(h1, store="shop1", port=17850,
+                                  extra=["--handshake-rate", "50", "--handshake-burst", "50"])
     url = f"ws://{h1.address}:17850/"
     master.wait_api()
 
