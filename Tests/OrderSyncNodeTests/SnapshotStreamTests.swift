@@ -62,11 +62,23 @@ final class SnapshotStreamTests: XCTestCase {
         XCTAssertEqual(master.peers[1]?.phase, .receivingSnapshot)
 
         // A second terminal is live; it writes while peer 1's snapshot goes out.
+        master.storePOSFence = 2
         _ = master.peerConnected(2, address: "10.0.0.3:1", terminal: nil)
         XCTAssertTrue(master.isReceivingSnapshot(2), "a StorePOS terminal's snapshot is paced too")
         var toPeer2: [String] = []
-        while master.isReceivingSnapshot(2) { toPeer2 += sends(master.snapshotDue(for: 2), to: 2) }
-        XCTAssertEqual(toPeer2.count, 8, "a Remove per order, three parts of two orders, no ready for StorePOS")
+        var pauses = 0
+        while master.isReceivingSnapshot(2) {
+            if master.isSnapshotSettling(2) {
+                XCTAssertEqual(master.snapshotDue(for: 2), [], "nothing while it waits at a pause")
+                pauses += 1
+                toPeer2 += sends(master.snapshotSettled(2), to: 2)
+            } else {
+                toPeer2 += sends(master.snapshotDue(for: 2), to: 2)
+            }
+        }
+        XCTAssertEqual(pauses, 2)
+        XCTAssertEqual(
+            toPeer2.count, 12, "a Remove per order, a fence of 2, three parts of two orders, a fence, no ready for StorePOS")
 
         var toPeer1: [String] = []
         toPeer1 += sends(master.snapshotDue(for: 1), to: 1)
@@ -127,15 +139,56 @@ final class SnapshotStreamTests: XCTestCase {
         var a: [String] = []
         var b: [String] = []
         while master.isReceivingSnapshot(1) || master.isReceivingSnapshot(2) {
-            a += sends(master.snapshotDue(for: 1), to: 1)
-            b += sends(master.snapshotDue(for: 2), to: 2)
+            a += sends(master.snapshotStep(for: 1), to: 1)
+            b += sends(master.snapshotStep(for: 2), to: 2)
         }
         // The StorePOS terminal's Creates follow a Remove per order; the orders are the same.
         func orders(_ texts: some Sequence<String>) -> [JSONValue] {
             texts.flatMap { (try? JSONParser.parse($0).objectValue?["orders"]?.arrayValue) ?? [] }
         }
-        XCTAssertEqual(b.count, 4 + 2)
-        XCTAssertEqual(orders(a.prefix(2)), orders(b.suffix(2)), "the same orders from the same read")
+        XCTAssertEqual(b.count, 4 + 2 * master.storePOSFence + 2)
+        XCTAssertEqual(
+            orders(a.prefix(2)), orders(b.filter { $0.contains(#""operation":0"#) }), "the same orders from the same read")
         XCTAssertEqual(try master.snapshotMessages().messages, Array(a.prefix(2)), "the unpaced snapshot is the same")
+    }
+
+    func testAStorePOSAppGetsWhatWasHeldOnlyAfterTheLastPauseAndLiveChangesOfOneOrderSpacedApart() throws {
+        let master = try MasterEngine(
+            store: SQLiteMasterStore(db: try OrderDatabase(path: dir + "/m.sqlite")), storeId: "s", epoch: "e")
+        master.pacesSnapshots = true
+        master.storePOSFence = 3
+        let first = UUID().uuidString
+        _ = master.apply(OperationMessage(operation: .create, orders: [order(first, "one")]), origin: "m", now: 1_000)
+        _ = master.peerConnected(2, address: "10.0.0.3:1", terminal: nil)
+        var sent: [String] = []
+        while !master.isSnapshotSettling(2) { sent += sends(master.snapshotDue(for: 2), to: 2) }
+        XCTAssertEqual(sent.count, 1 + 3, "the Remove, the fence")
+        sent += sends(master.snapshotSettled(2), to: 2)
+        while !master.isSnapshotSettling(2) { sent += sends(master.snapshotDue(for: 2), to: 2) }
+        XCTAssertEqual(sent.count, 1 + 3 + 1 + 3, "the Create, the fence")
+
+        // Written while it waits: held, spaced already (an Update of the order just created).
+        let update = OperationMessage(
+            operation: .update, orders: [.object(JSONObject([("uuid", .string(first)), ("tableSize", .int(4))]))])
+        XCTAssertEqual(sends(master.localWrite(update, origin: "api", now: 2_000).1, to: 2), [])
+        XCTAssertEqual(master.snapshotDue(for: 2), [])
+        let after = sends(master.snapshotSettled(2), to: 2)
+        XCTAssertEqual(after.count, 1, "held: the Update, no fence needed (the sequence's own fence is before it)")
+        XCTAssertTrue(after[0].contains(#""operation":1"#), after[0])
+        XCTAssertFalse(master.isReceivingSnapshot(2))
+        XCTAssertEqual(master.peers[2]?.phase, .live)
+
+        // Live: a second Update of the same order right after the held one (1 promise before):
+        // two empty Removes first, so that 3 promises separate them.
+        let second = OperationMessage(
+            operation: .update, orders: [.object(JSONObject([("uuid", .string(first)), ("tableSize", .int(5))]))])
+        let spaced = sends(master.localWrite(second, origin: "api", now: 3_000).1, to: 2)
+        XCTAssertEqual(spaced.count, 2 + 1, "\(spaced)")
+        XCTAssertEqual(Array(spaced.prefix(2)), Array(repeating: StorePOSSpacing.fenceMessage, count: 2))
+        XCTAssertTrue(spaced[2].contains(#""tableSize":5"#), spaced[2])
+        // Another order: no fence.
+        let other = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "two")]), origin: "api", now: 4_000)
+        XCTAssertEqual(sends(other.1, to: 2).count, 1)
     }
 }

@@ -85,7 +85,7 @@ final class SnapshotStreamingNodeTests: XCTestCase {
         // whole snapshot would wait unsent on its link, far over the cap, and the link would close.
         let slow = try SlowSnapshotReader.read(port: master.port)
         XCTAssertEqual(slow.orders, 4200, "a slow reader gets the whole snapshot")
-        XCTAssertEqual(slow.parts, 4200 + 21, "a Remove per order, then 21 Creates")
+        XCTAssertEqual(slow.parts, 4200 + 21 + 2 * 256, "a Remove per order, a fence, 21 Creates, a fence")
 
         // The writer joins first (a streamed snapshot itself), then keeps writing while the
         // second slave joins.

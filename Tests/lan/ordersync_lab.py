@@ -312,13 +312,15 @@ class OrderSyncNode:
     def remove(self, uuid: str) -> dict:
         return json.loads(self.cli("order", "remove", uuid, "--json").stdout)
 
-    def operation(self, operation: int, order: dict, op_id: str) -> tuple[int, dict]:
-        """Sends one operation message with its operation id to the local API (`POST
-        /v1/operations` on the node's Unix socket); returns the HTTP status and the answer."""
+    def operation(self, operation: int, order: dict | list[dict], op_id: str) -> tuple[int, dict]:
+        """Sends one operation message (one order, or a list) with its operation id to the local
+        API (`POST /v1/operations` on the node's Unix socket); returns the HTTP status and the
+        answer."""
+        orders = order if isinstance(order, list) else [order]
         conn = UnixHTTPConnection(os.path.join(self.data_dir, "ordersync.sock"))
         try:
             conn.request("POST", "/v1/operations", headers={"Content-Type": "application/json"},
-                         body=json.dumps({"operation": operation, "orders": [order], "opId": op_id}))
+                         body=json.dumps({"operation": operation, "orders": orders, "opId": op_id}))
             response = conn.getresponse()
             return response.status, json.loads(response.read())
         finally:

@@ -26,17 +26,20 @@ Where each rule comes from (the StorePOS repository, newest version of each file
   or non-numeric `operation` (it reads as 0, Create) with no `orders` array, elements of `orders`
   that are not objects, and operations other than 0-2 do nothing. Several orders in one message
   are handled one by one.
-* **Create received** (`addOrder:byReceivingMessage:YES`): the order is appended to the
-  in-memory list without looking for its uuid, then inserted in the store; the insert of an
-  existing uuid fails (Realm `createInRealm:` on an existing primary key) but the appended copy
-  stays in the list: the screen shows it twice.
-* **Update received** (`updateOrderByUUID:…byReceivingMessage:YES`): the first element with the
-  uuid is replaced by the received order (every field as received); an unknown uuid is dropped
+* **Create received** (`addOrder:byReceivingMessage:YES`, OrderService.m lines 38-57): the
+  order is appended to the in-memory list without looking for its uuid (line 47), then inserted
+  in the store (line 50; DBService.m line 90, `createInRealm:withValue:`); the insert of a uuid
+  the store holds raises an RLMException that PromiseKit 3.0.0 does not catch: **the app
+  crashes** (here: event `crashed`, exit status 3).
+* **Update received** (`updateOrderByUUID:…byReceivingMessage:YES`, lines 128-149): the first
+  element with the uuid is replaced by the received order (every field as received); an unknown uuid is dropped
   (the promise is cancelled). The store's row, when there is one, gets `customerName`,
   `shippingMethod`, `tableName`, `tableSize` (`DBService.updateOrder:`), never `created`.
-* **Remove received** (`removeOrdersByUUIDs:byReceivingMessage:YES`): when the list holds fewer
-  elements than the message names uuids, nothing at all happens; else the first element of each
-  named uuid that is found is removed (each index once) and its uuid deleted from the store.
+* **Remove received** (`removeOrdersByUUIDs:byReceivingMessage:YES`, lines 91-125): when the
+  list holds fewer elements than the message names uuids (line 95), nothing at all happens; else
+  the first element of each named uuid that is found is removed (lines 98-106, each index once)
+  and its uuid deleted from the store (lines 114-117). uuids are compared exactly, case included
+  (`indexOfOrderByUUID:`, `isEqualToString:`, line 166).
 * **Local changes** (`EditOrderViewController.m`, `OrderListTableViewController.m`,
   `addOrder:`/`updateOrderByUUID:`/`removeOrderByUUID:` with `byReceivingMessage:NO`): applied to
   the list first, then to the store, then sent as one message naming that one order (a Remove
@@ -55,9 +58,14 @@ Where each rule comes from (the StorePOS repository, newest version of each file
   disappears and is found again leads to a new connection (the old socket is not closed).
   Sending while not connected loses the message (reported as `send_dropped`).
 
-The app runs its handlers as promises on a concurrent queue (`dispatch_promise`, one semaphore
-around the list); the emulation applies messages and local changes one at a time, in the order
-they arrive, which is one of the orders the app can take.
+* **Concurrent handling** (`didReceiveMessage:`, lines 187-215; `dispatch_promise` and
+  `thenInBackground`): each order of a received Create or Update is a promise of its own, a
+  Remove is one promise for all its uuids; each promise is a step on the list (under a
+  semaphore, line 46, which serialises but does not order) and then a step on the store, both
+  on the global concurrent queue. The emulation runs them on `DispatchQueueModel`: a step may be
+  overtaken by the steps submitted fewer than `--queue-window` places after it (default 8),
+  in a schedule drawn from `--seed`. Up to that many steps wait while messages keep coming;
+  20 ms without one, or a command, runs them all. Local changes run at once, in order.
 
 Commands (one JSON object a line; `req` is echoed in the answer):
 
@@ -72,8 +80,8 @@ Commands (one JSON object a line; `req` is echoed in the answer):
 
 Events: `ready`, `started` (`rows`), `found` / `ignored_service` / `service_removed` (`name`),
 `resolved`, `resolve_failed`, `connecting` (`url`), `connected`, `connect_failed`, `closed`,
-`received` (`operation`, `orders`, `effect`, `rows`), `sent`, `send_dropped`, `created`,
-`updated`, `removed`, `list` (`rows`, `stored`, `maxDuplicates`), `stopped`, `error`.
+`received` (`operation`, `orders`, `rows`), `sent`, `send_dropped`, `created`,
+`updated`, `removed`, `list` (`rows`, `stored`, `maxDuplicates`), `stopped`, `error`, `crashed`.
 """
 
 from __future__ import annotations
@@ -81,8 +89,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import heapq
 import json
 import os
+import random
 import re
 import sys
 import unicodedata
@@ -196,15 +206,17 @@ class PersistedStore:
     """The Realm file: rows with `uuid` as primary key, kept in table order (a delete moves the
     last row into the hole), written to a JSON file after every change."""
 
-    def __init__(self, path: str, device: dt.timezone):
+    def __init__(self, path: str | None, device: dt.timezone):
         self.path = path
         self.device = device
         self.rows: list[dict] = []
-        if os.path.exists(path):
+        if path is not None and os.path.exists(path):
             with open(path) as f:
                 self.rows = [order_from_json(row, device) for row in json.load(f)["rows"]]
 
     def save(self) -> None:
+        if self.path is None:
+            return
         temporary = self.path + ".tmp"
         with open(temporary, "w") as f:
             json.dump({"rows": [order_to_json(row, dt.timezone.utc) for row in self.rows]}, f)
@@ -249,20 +261,76 @@ class PersistedStore:
         return [dict(row) for row in self.rows]
 
 
+# The app's queue (OrderService.m: dispatch_promise / thenInBackground) -------------------------
+
+
+class AppCrashed(Exception):
+    """An exception the app does not catch: Realm's `createInRealm:withValue:` of a primary key
+    it holds (DBService.m line 90) raises an RLMException inside a promise, and PromiseKit 3.0.0
+    (Podfile.lock) catches only NSError and NSString: the app dies."""
+
+
+class DispatchQueueModel:
+    """The global concurrent queue every promise of `OrderService` runs on (`dispatch_promise`
+    and `thenInBackground` dispatch onto it: OrderService.m lines 45, 49, 61, 80, 93, 114, 130,
+    141). A GCD queue starts its blocks in the order they were submitted, but runs them at once
+    on several threads (a semaphore, line 46, serialises the list, not the order; the Realm
+    writes run outside it), so a block submitted later may finish first.
+
+    The model: the n-th step submitted gets the key n + uniform(0, window) and steps run in key
+    order, so a step can be overtaken only by steps submitted fewer than `window` places after
+    it; a step that finishes may submit the promise's next step (to the end of the queue).
+    `window` 0 runs them strictly in order. A seeded `rng` makes a schedule repeatable."""
+
+    def __init__(self, window: int = 0, rng: random.Random | None = None):
+        self.window = window
+        self.rng = rng or random.Random(0)
+        self.pending: list[tuple[float, int, object]] = []
+        self.submitted = 0
+
+    def submit(self, step) -> None:
+        """`step()` runs once; it may return the next step of its promise."""
+        jitter = self.rng.uniform(0, self.window) if self.window else 0.0
+        heapq.heappush(self.pending, (self.submitted + jitter, self.submitted, step))
+        self.submitted += 1
+
+    def __len__(self) -> int:
+        return len(self.pending)
+
+    def run(self, keep: int = 0) -> int:
+        """Runs steps (in key order) until at most `keep` wait; returns how many ran."""
+        ran = 0
+        while len(self.pending) > keep:
+            _, _, step = heapq.heappop(self.pending)
+            following = step()
+            ran += 1
+            if following is not None:
+                self.submit(following)
+        return ran
+
+
 # The order service (OrderService.m) ------------------------------------------------------------
 
 
 class OrderService:
-    """The in-memory list and what the app does on a received message or a local change."""
+    """The in-memory list and what the app does on a received message or a local change.
 
-    def __init__(self, store: PersistedStore, device: dt.timezone):
+    A received message becomes promises on `queue` (`didReceiveMessage:`, OrderService.m lines
+    187-215): one per order of a Create (line 194) or an Update (line 200), one for all the uuids
+    of a Remove (line 208). Each promise is two steps: the list, under the semaphore, then the
+    Realm write (`thenInBackground`). Local changes run at once, in order (the tests drive one
+    at a time, after the queue has run)."""
+
+    def __init__(self, store: PersistedStore, device: dt.timezone, queue: DispatchQueueModel | None = None):
         self.store = store
         self.device = device
+        self.queue = queue if queue is not None else DispatchQueueModel()
         self.orders: list[dict] = []
         self.max_duplicates = 0
 
     def index(self, uuid) -> int | None:
-        """`indexOfOrderByUUID:`: the first element with the uuid."""
+        """`indexOfOrderByUUID:` (lines 162-172): the first element with the uuid, compared with
+        `isEqualToString:` (line 166): exactly, case included."""
         for index, order in enumerate(self.orders):
             if order["uuid"] is not None and order["uuid"] == uuid:
                 return index
@@ -273,24 +341,66 @@ class OrderService:
         self.max_duplicates = max(self.max_duplicates, len(uuids) - len(set(uuids)))
 
     def load(self) -> None:
-        """`loadAllOrdersInLocalDatabase`."""
+        """`loadAllOrdersInLocalDatabase` (lines 151-160)."""
         self.orders[0:0] = self.store.all()
         self.note_duplicates()
 
     # Received ---------------------------------------------------------------------------------
 
-    def add(self, order: dict) -> bool:
-        """`addOrder:`: appended, then stored; False when the store refused it."""
-        self.orders.append(order)
-        self.note_duplicates()
-        try:
-            self.store.add(order)
-        except PrimaryKeyExists:
-            return False
-        return True
+    def add(self, order: dict):
+        """`addOrder:byReceivingMessage:YES` (lines 38-57): appended to the list without looking
+        for its uuid (line 47), then inserted in Realm (line 50, DBService.m line 90), which
+        raises on a uuid it holds (the primary key, OrderStore.m lines 28-30): the app crashes."""
+        def append():
+            self.orders.append(order)
+            self.note_duplicates()
+            return insert
+
+        def insert():
+            try:
+                self.store.add(order)
+            except PrimaryKeyExists:
+                raise AppCrashed(f"RLMException: primary key {order['uuid']!r} exists (a received Create)") from None
+
+        return append
+
+    def update(self, order: dict):
+        """`updateOrderByUUID:withNewOrder:byReceivingMessage:YES` (lines 128-149): the first
+        element with the uuid is replaced (line 134); none: the promise is cancelled (line 139);
+        then the Realm row, when there is one, gets four fields (DBService.m lines 111-129)."""
+        def replace():
+            index = self.index(order["uuid"])
+            if index is None:
+                return None
+            self.orders[index] = order
+            return write
+
+        def write():
+            self.store.update(order)
+
+        return replace
+
+    def remove(self, uuids: list):
+        """`removeOrdersByUUIDs:byReceivingMessage:YES` (lines 91-125): nothing at all while the
+        list holds fewer elements than uuids named (line 95); else the first element of each
+        uuid found (lines 98-105, each index once), then each one's Realm row (lines 114-117)."""
+        def take():
+            if len(self.orders) < len(uuids):
+                return None
+            indexes = {self.index(uuid) for uuid in uuids} - {None}
+            removed = [self.orders[i] for i in sorted(indexes)]
+            self.orders = [o for i, o in enumerate(self.orders) if i not in indexes]
+
+            def delete():
+                for order in removed:
+                    self.store.remove(order["uuid"])
+            return delete
+
+        return take
 
     def receive(self, text: str) -> dict:
-        """`didReceiveMessage:`; returns what it did."""
+        """`didReceiveMessage:` (lines 187-215): the message's promises go on the queue; returns
+        what the message holds."""
         try:
             message = json.loads(text)
         except ValueError:
@@ -304,29 +414,13 @@ class OrderService:
             if isinstance(members, list) else []
         result = {"operation": operation, "orders": len(orders)}
         if operation == CREATE:
-            refused = sum(0 if self.add(order) else 1 for order in orders)
-            result["effect"] = f"appended {len(orders)}, store refused {refused}"
-        elif operation == UPDATE:
-            replaced = 0
             for order in orders:
-                index = self.index(order["uuid"])
-                if index is None:
-                    continue
-                self.orders[index] = order
-                self.store.update(order)
-                replaced += 1
-            result["effect"] = f"replaced {replaced}, dropped {len(orders) - replaced} unknown"
+                self.queue.submit(self.add(order))
+        elif operation == UPDATE:
+            for order in orders:
+                self.queue.submit(self.update(order))
         elif operation == REMOVE:
-            uuids = [order["uuid"] for order in orders]
-            if len(self.orders) < len(uuids):
-                result["effect"] = f"ignored: {len(uuids)} uuids, {len(self.orders)} orders held"
-            else:
-                indexes = {self.index(uuid) for uuid in uuids} - {None}
-                removed = [self.orders[i] for i in sorted(indexes)]
-                self.orders = [o for i, o in enumerate(self.orders) if i not in indexes]
-                for order in removed:
-                    self.store.remove(order["uuid"])
-                result["effect"] = f"removed {len(removed)}"
+            self.queue.submit(self.remove([order["uuid"] for order in orders]))
         else:
             result["effect"] = "ignored: unknown operation"
         return result
@@ -334,7 +428,8 @@ class OrderService:
     # Local changes ------------------------------------------------------------------------------
 
     def local_create(self, fields: dict) -> tuple[dict, str | None]:
-        """`EditOrderViewController.addOrder` then `addOrder:byReceivingMessage:NO`."""
+        """`EditOrderViewController.addOrder` then `addOrder:byReceivingMessage:NO`: appended,
+        inserted in Realm (a uuid it holds crashes the app, as a received one does), sent."""
         now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
         order = {"uuid": str(uuidlib.uuid4()).upper(), "customerName": "Kevin", "shippingMethod": "DHL",
                  "tableName": "", "tableSize": -1, "created": now}
@@ -343,8 +438,9 @@ class OrderService:
                 order[key] = parse_date(value, self.device)
             elif key in FIELDS:
                 order[key] = value
-        if not self.add(order):
-            return order, None
+        step = self.add(order)
+        while step is not None:
+            step = step()
         return order, self.notification(CREATE, order)
 
     def local_update(self, uuid: str, fields: dict) -> tuple[dict | None, str | None]:
@@ -362,7 +458,8 @@ class OrderService:
         return order, self.notification(UPDATE, order)
 
     def local_remove(self, uuid: str) -> tuple[dict | None, str | None]:
-        """`removeOrderByUUID:byReceivingMessage:NO`."""
+        """`removeOrderByUUID:byReceivingMessage:NO` (lines 59-89): the list, then Realm, then
+        the message (line 85) carrying the whole order."""
         index = self.index(uuid) if self.orders else None
         if index is None:
             return None, None
@@ -395,7 +492,9 @@ def instance_name(name: str) -> str:
 
 
 class App:
-    def __init__(self, interface: str, store_path: str, device: dt.timezone, wanted: str):
+    def __init__(self, interface: str, store_path: str, device: dt.timezone, wanted: str,
+                 queue: DispatchQueueModel):
+        self.queue = queue
         self.interface = interface
         self.store_path = store_path
         self.device = device
@@ -420,7 +519,7 @@ class App:
         from zeroconf import IPVersion
         from zeroconf.asyncio import AsyncServiceBrowser, AsyncZeroconf
 
-        self.service = OrderService(PersistedStore(self.store_path, self.device), self.device)
+        self.service = OrderService(PersistedStore(self.store_path, self.device), self.device, self.queue)
         self.service.load()
         emit(ev="started", rows=len(self.service.orders))
         self.services, self.current = [], None
@@ -504,20 +603,37 @@ class App:
         emit(ev="connected", url=url, subprotocol=ws.subprotocol)
         self.spawn(self.read(ws, url))
 
+    def run_queue(self, keep: int = 0) -> None:
+        """Runs the app's queue; a crash ends the process, as it ends the app."""
+        try:
+            self.queue.run(keep)
+        except AppCrashed as crash:
+            emit(ev="crashed", error=str(crash))
+            os._exit(3)
+
     async def read(self, ws, url: str) -> None:
+        """Each message's promises go on the queue; up to `window` steps are left waiting while
+        messages keep coming, so later ones can overtake them; 20 ms without a message runs
+        them all."""
         from websockets.exceptions import ConnectionClosed
 
         try:
-            async for message in ws:
+            while True:
+                try:
+                    message = await asyncio.wait_for(ws.recv(), timeout=0.02)
+                except asyncio.TimeoutError:
+                    self.run_queue()
+                    continue
                 if self.service is None:
                     return
                 if isinstance(message, bytes):
                     emit(ev="received", binary=True, effect="ignored: binary", rows=len(self.service.orders))
                     continue
                 result = self.service.receive(message)
+                self.run_queue(keep=self.queue.window)
                 emit(ev="received", rows=len(self.service.orders), **result)
-            emit(ev="closed", url=url, code=ws.close_code)
         except ConnectionClosed as error:
+            self.run_queue()
             emit(ev="closed", url=url, code=error.rcvd.code if error.rcvd else None)
 
     async def send(self, text: str | None) -> bool:
@@ -539,6 +655,8 @@ class App:
 
     async def handle(self, command: dict) -> bool:
         cmd, req = command.get("cmd"), command.get("req")
+        if self.service is not None:
+            self.run_queue()  # what was received is handled before what the user does next
         if cmd == "quit":
             return False
         if cmd == "start":
@@ -592,8 +710,12 @@ def main() -> None:
     parser.add_argument("--interface", required=True, help="IPv4 address to browse mDNS on")
     parser.add_argument("--store", required=True, help="the persisted store (JSON file)")
     parser.add_argument("--utc-offset", default="+0000", help="the device's time zone, e.g. +0800")
+    parser.add_argument("--queue-window", type=int, default=8,
+                        help="how many places a step of the app's queue may be overtaken by (0: in order)")
+    parser.add_argument("--seed", type=int, default=None, help="the queue's schedule (default: random)")
     args = parser.parse_args()
-    app = App(args.interface, args.store, parse_offset(args.utc_offset), SERVICE_NAME)
+    queue = DispatchQueueModel(args.queue_window, random.Random(args.seed))
+    app = App(args.interface, args.store, parse_offset(args.utc_offset), SERVICE_NAME, queue)
     asyncio.run(app.run())
 
 

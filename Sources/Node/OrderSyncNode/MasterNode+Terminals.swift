@@ -106,10 +106,9 @@ extension MasterNode {
         let name = engine.peers[s.id]?.terminalName
         s.phase = .ended
         metrics.counts.endedTraffic.add(s.transport.traffic)
-        if let t = s.authenticationTimer {
-            loop.cancel(t)
-            s.authenticationTimer = nil
-        }
+        for t in [s.authenticationTimer, s.settleTimer].compactMap({ $0 }) { loop.cancel(t) }
+        s.authenticationTimer = nil
+        s.settleTimer = nil
         sessions[s.id] = nil
         if group.isBusy {
             // Its messages still waiting are applied first (a StorePOS terminal may send and
@@ -142,8 +141,29 @@ extension MasterNode {
             return
         }
         let lowWater = min(configuration.snapshotLowWaterBytes, configuration.maxPendingSendBytes / 2)
-        while s.phase == .open, s.transport.isOpen, engine.isReceivingSnapshot(s.id), s.transport.pendingSendBytes < lowWater {
-            perform(engine.snapshotDue(for: s.id))
+        while s.phase == .open, s.transport.isOpen, engine.isReceivingSnapshot(s.id) {
+            if engine.isSnapshotSettling(s.id) {
+                guard s.settleTimePassed, s.transport.pendingSendBytes == 0 else { break }
+                s.settleTimePassed = false
+                perform(engine.snapshotSettled(s.id))
+            } else if s.transport.pendingSendBytes < lowWater {
+                perform(engine.snapshotDue(for: s.id))
+            } else {
+                break
+            }
+        }
+        if s.phase == .open, engine.isSnapshotSettling(s.id), s.settleTimer == nil { awaitSettle(s) }
+    }
+
+    /// A StorePOS app's connect sequence waits at a fence: after the settle time, and then as
+    /// soon as the link has written everything (checked every 50 ms), the sequence goes on.
+    private func awaitSettle(_ s: TerminalSession) {
+        let wait = s.settleTimePassed ? Duration.milliseconds(50) : configuration.storePOSSettle
+        s.settleTimer = loop.schedule(after: wait) { [weak self, weak s] in
+            guard let self, let s else { return }
+            s.settleTimer = nil
+            s.settleTimePassed = true
+            self.sendSnapshotParts(to: s)
         }
     }
 

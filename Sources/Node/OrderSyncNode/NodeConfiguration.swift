@@ -138,6 +138,10 @@ public enum NodeDefaults {
     public static let storePOSReannouncePause: Duration = .milliseconds(1500)
     /// At most one such re-announcement per this interval; losses in between share the next.
     public static let storePOSReannounceInterval: Duration = .seconds(10)
+    /// A StorePOS app's connect sequence waits this long after each fence (once its link has
+    /// written everything) before what follows: the app handles the Removes before the Creates
+    /// arrive, and the Creates before the changes held meanwhile (`Docs/PROTOCOL.md` 4.2.1).
+    public static let storePOSSettle: Duration = .seconds(1)
 }
 
 /// A node's role.
@@ -291,6 +295,8 @@ public struct NodeConfiguration: Sendable {
     public var storePOSReannouncePause = NodeDefaults.storePOSReannouncePause
     /// Master: the least time between two such re-announcements.
     public var storePOSReannounceInterval = NodeDefaults.storePOSReannounceInterval
+    /// Master: the wait after each fence of a StorePOS app's connect sequence.
+    public var storePOSSettle = NodeDefaults.storePOSSettle
     /// Serve `GET /metrics` over plain HTTP on this TCP address too (`--metrics-listen`); nil: only
     /// on the local API socket.
     public var metricsListen: MetricsAddress?

@@ -39,6 +39,10 @@ final class TerminalSession {
     var framing = Framing.none
     /// The deadline of the secure link's handshake, while authenticating.
     var authenticationTimer: TimerHandle?
+    /// A StorePOS app's connect sequence waits at a fence: the timer that ends the wait, and
+    /// whether the settle time has passed (the wait ends once the link has written everything).
+    var settleTimer: TimerHandle?
+    var settleTimePassed = false
     /// The master asked for the close (its own reasons, not the terminal's goodbye).
     private(set) var closedByMaster = false
     /// A StorePOS link open when the master withdrew its service to call lost apps back: its

@@ -44,6 +44,9 @@ extension MasterEngine {
                 logParts(seq: seq, bytes: text.utf8.count, parts: texts.count, &out)
             }
             let to = recipients(of: message.operation, from: sender)
+            spaceForStorePOS(
+                to, naming: outcome.applied.map(\.uuid),
+                promises: StorePOSSpacing.promises(of: message.operation, orders: outcome.applied.count), &out)
             for part in texts { out.append(.broadcast(text: part, peers: to)) }
         } else if outcome.isRepeat, let s = sender, peers[s]?.speaksOrderSync == true {
             // A retry of an operation already answered: the original answer, to the sender only.
@@ -68,6 +71,16 @@ extension MasterEngine {
             // link ends here; the slave sends its outbox again, in order, when it reconnects.
             peers[s]?.phase = .closing
             out.append(.close(peer: s, code: MasterEngine.internalError, reason: "the master could not store an operation"))
+        }
+    }
+
+    /// Before a message naming `uuids` (giving a StorePOS app `promises` promises), the empty
+    /// Removes each StorePOS terminal among `ids` needs so that its app cannot apply it before
+    /// an earlier message about the same orders (`StorePOSSpacing`).
+    func spaceForStorePOS(_ ids: [Int], naming uuids: [String], promises: Int, _ out: inout [Action]) {
+        for id in ids where peers[id]?.speaksOrderSync == false {
+            let fences = peers[id]?.spacing.fencesBefore(naming: uuids, promises: promises) ?? 0
+            for _ in 0..<fences { out.append(.send(peer: id, text: StorePOSSpacing.fenceMessage)) }
         }
     }
 

@@ -12,9 +12,7 @@ extension MasterEngine {
     /// goes with the last part.
     public func snapshotMessages(applied: [String: Int64] = [:]) throws -> (messages: [String], count: Int, seq: Int64) {
         var stream = try snapshotStream(applied: applied, sendsReady: false)
-        var messages: [String] = []
-        while let part = stream.nextPart() { messages.append(part) }
-        return (messages, stream.orderCount, stream.seq)
+        return (stream.allParts(), stream.orderCount, stream.seq)
     }
 
     /// A snapshot of the store as it stands now, ready to be handed out a part at a time.
@@ -45,11 +43,30 @@ extension MasterEngine {
         snapshotRead = read
         return SnapshotStream(
             orders: read.orders, seq: lastSeq, chunk: snapshotChunk, epoch: epoch, storeId: storeId, applied: applied,
-            sendsReady: sendsReady, clearing: clearing)
+            sendsReady: sendsReady, clearing: clearing, fence: clearsStorePOSApp ? storePOSFence : 0)
     }
 
     /// Whether the terminal's snapshot is still going out.
     public func isReceivingSnapshot(_ id: Int) -> Bool { snapshots[id] != nil }
+
+    /// Whether the terminal's snapshot waits at a pause (a StorePOS app's connect sequence,
+    /// after each fence): the shell calls `snapshotSettled(_:)` once the link has written
+    /// everything and the settle time passed.
+    public func isSnapshotSettling(_ id: Int) -> Bool { snapshots[id]?.isSettling == true }
+
+    /// The pause the terminal's snapshot waits at is over: what follows it may go (after the
+    /// last pause, `ready` and the held messages); the shell then asks for the next parts.
+    public func snapshotSettled(_ id: Int) -> [Action] {
+        guard var stream = snapshots[id], stream.isSettling else { return [] }
+        stream.settle()
+        var out: [Action] = []
+        if stream.isComplete {
+            completeSnapshot(stream, to: id, &out)
+        } else {
+            snapshots[id] = stream
+        }
+        return out
+    }
 
     /// The next part of the terminal's snapshot (the shell asks when the terminal's send buffer
     /// has room); after the last part, `ready` and every message held meanwhile. Nothing when
@@ -85,7 +102,7 @@ extension MasterEngine {
                             ])))
                 return
             }
-            while let part = stream.nextPart() { out.append(.send(peer: id, text: part)) }
+            for part in stream.allParts() { out.append(.send(peer: id, text: part)) }
             completeSnapshot(stream, to: id, &out)
         } catch {
             out.append(.log(EngineLog(.error, "snapshot.failed", [("peer.address", p.address), ("error", "\(error)")])))

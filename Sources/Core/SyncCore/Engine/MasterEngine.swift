@@ -71,6 +71,8 @@ public final class MasterEngine {
         public var rejected = 0
         /// Whether its operations are let through (the rate limit).
         public var admission = Admission.admitting
+        /// A StorePOS terminal: how far apart what it is sent about one order must be.
+        public var spacing = StorePOSSpacing(distance: 0)
 
         /// Who sent an operation, for the journal: the authenticated terminal
         /// (`till-2 [ABCD-EFGH]@10.0.0.3:5555`), or the address of a StorePOS terminal.
@@ -104,6 +106,11 @@ public final class MasterEngine {
 
     /// Orders per snapshot message.
     public var snapshotChunk = 500
+    /// The empty Removes a StorePOS app's connect sequence puts after its Removes and after its
+    /// Creates (`SnapshotStream`): 4 × 64, four times the worker threads iOS gives an app's
+    /// dispatch queues, so no task of the app's queue can still wait to start when a task 256
+    /// places later runs (`Docs/PROTOCOL.md` 4.2.1).
+    public var storePOSFence = 256
     /// When true, a snapshot goes out only a part at a time as the shell asks for it
     /// (`snapshotDue(for:)`, when the terminal's send buffer has room); when false, every part
     /// at once (the simulation, tests).
@@ -168,7 +175,8 @@ public final class MasterEngine {
         let speaksOrderSync = terminal != nil
         peers[id] = Peer(
             id: id, address: address, speaksOrderSync: speaksOrderSync,
-            phase: speaksOrderSync ? .awaitingHello : .live, authenticated: terminal)
+            phase: speaksOrderSync ? .awaitingHello : .live, authenticated: terminal,
+            spacing: StorePOSSpacing(distance: speaksOrderSync ? 0 : storePOSFence))
         guard !speaksOrderSync else { return [] }
         var out: [Action] = []
         sendSnapshot(to: id, &out)

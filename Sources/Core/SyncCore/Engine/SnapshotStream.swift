@@ -9,8 +9,13 @@ import JSON
 /// Pure: no I/O, the caller decides when the next part is due (flow control).
 ///
 /// For a plain StorePOS terminal the Creates are preceded by Removes (`clearing`), one uuid per
-/// message, so that an app holding orders from before ends with each order once
-/// (`Docs/PROTOCOL.md` 4.2 has the reasoning). Every message of the stream carries the
+/// message, so that an app holding orders from before ends with each order once. The app
+/// handles each order it receives as a task of its own on a concurrent queue, so a Create
+/// right after the Remove of the same uuid could overtake it (and crash the app on a duplicate
+/// primary key): a `fence` of empty Removes (one task each on the app, no effect) follows the
+/// Removes and follows the Creates, and the stream pauses after each fence (`isSettling`) until
+/// the caller says the link has written everything and the settle time passed (`settle()`).
+/// `Docs/PROTOCOL.md` 4.2.1 has the reasoning. Every message of the stream carries the
 /// `snapshot` member, numbered over all of them.
 public struct SnapshotStream: Sendable {
     /// The journal sequence the snapshot stands at.
@@ -19,8 +24,8 @@ public struct SnapshotStream: Sendable {
     public var orderCount: Int { orders.count }
     /// How many Removes precede the Creates.
     public var clearingCount: Int { clearing.count }
-    /// How many messages the snapshot takes: the Removes, then the Creates (at least one, even
-    /// when there is no order).
+    /// How many messages the snapshot takes: the Removes, the fence, the Creates (at least
+    /// one, even when there is no order), the fence.
     public let parts: Int
     /// How many parts were handed out.
     public private(set) var sentParts = 0
@@ -36,39 +41,63 @@ public struct SnapshotStream: Sendable {
     private let storeId: String
     private let applied: [String: Int64]
     private let sendsReady: Bool
+    private let fence: Int
+    /// The part counts after which the stream waits for `settle()`: after the first fence,
+    /// and after the last part (before `ready` and the held messages). Empty without a fence.
+    private let pauses: [Int]
+    /// How many of `pauses` were passed.
+    private var settled = 0
 
     /// A stream of `orders` (as they stood at `seq`) in parts of `chunk`. `applied` (the
     /// terminal's waiting operations the snapshot already holds) goes with the last part;
     /// `sendsReady` adds `ready` after it (OrderSync terminals, not StorePOS ones). `clearing`
     /// are the uuids to remove first, one Remove message each, in this order (StorePOS
-    /// terminals only).
+    /// terminals only). `fence` empty Removes follow the Removes and the Creates, each fence
+    /// followed by a pause (StorePOS terminals only).
     public init(
         orders: [Order], seq: Int64, chunk: Int, epoch: String, storeId: String, applied: [String: Int64] = [:],
-        sendsReady: Bool, clearing: [String] = []
+        sendsReady: Bool, clearing: [String] = [], fence: Int = 0
     ) {
         self.orders = orders
         self.clearing = clearing
         self.seq = seq
         self.chunk = max(1, chunk)
-        self.parts = clearing.count + max(1, (orders.count + self.chunk - 1) / self.chunk)
+        self.fence = max(0, fence)
+        let creates = max(1, (orders.count + self.chunk - 1) / self.chunk)
+        self.parts = clearing.count + 2 * self.fence + creates
+        self.pauses = self.fence > 0 ? [clearing.count + self.fence, parts] : []
         self.epoch = epoch
         self.storeId = storeId
         self.applied = applied
         self.sendsReady = sendsReady
     }
 
-    /// True once every part was handed out.
-    public var isComplete: Bool { sentParts == parts }
+    /// True once every part was handed out and the last pause passed.
+    public var isComplete: Bool { sentParts == parts && !isSettling }
 
-    /// The next part's message, or nil when every part was handed out.
+    /// True while the stream waits at a pause: the parts before it must reach the app and be
+    /// handled there before anything after it goes (`settle()`).
+    public var isSettling: Bool { settled < pauses.count && sentParts == pauses[settled] }
+
+    /// Passes the pause the stream waits at (nothing when it waits at none).
+    public mutating func settle() {
+        if isSettling { settled += 1 }
+    }
+
+    /// The next part's message, or nil when every part was handed out or the stream waits at a
+    /// pause.
     public mutating func nextPart() -> String? {
-        guard sentParts < parts else { return nil }
+        guard sentParts < parts, !isSettling else { return nil }
         if sentParts < clearing.count {
             let uuid = clearing[sentParts]
             sentParts += 1
-            return removeMessage(uuid)
+            return removeMessage([.object(JSONObject([("uuid", .string(uuid))]))])
         }
-        let created = sentParts - clearing.count
+        if sentParts < clearing.count + fence || sentParts >= parts - fence {
+            sentParts += 1
+            return removeMessage([])
+        }
+        let created = sentParts - clearing.count - fence
         let start = min(orders.count, created * chunk)
         let end = min(orders.count, start + chunk)
         sentParts += 1
@@ -80,8 +109,9 @@ public struct SnapshotStream: Sendable {
     }
 
     /// `{"operation":2,"orders":[{"uuid":…}],"snapshot":{…}}`: one uuid only, since a StorePOS
-    /// app applies a Remove naming k orders only while it holds at least k.
-    private func removeMessage(_ uuid: String) -> String {
+    /// app applies a Remove naming k orders only while it holds at least k; or none (a fence
+    /// message: one task on the app that changes nothing).
+    private func removeMessage(_ orders: [JSONValue]) -> String {
         var part = JSONObject()
         part["seq"] = .int(seq)
         part["part"] = .int(Int64(sentParts))
@@ -89,9 +119,19 @@ public struct SnapshotStream: Sendable {
         part["epoch"] = .string(epoch)
         var message = JSONObject()
         message["operation"] = .int(Int64(OperationKind.remove.rawValue))
-        message["orders"] = .array([.object(JSONObject([("uuid", .string(uuid))]))])
+        message["orders"] = .array(orders)
         message["snapshot"] = .object(part)
         return JSONValue.object(message).serialized()
+    }
+
+    /// Every part still to go, passing the pauses (no flow control: tests, and callers that
+    /// send a snapshot at once).
+    public mutating func allParts() -> [String] {
+        var messages: [String] = []
+        while !isComplete {
+            if isSettling { settle() } else if let part = nextPart() { messages.append(part) }
+        }
+        return messages
     }
 
     /// Keeps `text` for after the snapshot.

@@ -1,0 +1,47 @@
+/// What keeps two messages naming the same order far enough apart on a StorePOS app's queue.
+///
+/// The app handles each order it receives as a promise of its own on a concurrent dispatch
+/// queue (`Docs/PROTOCOL.md` 4.2.1), so a change that follows another change of the same order
+/// closely may be applied first: an Update before the Create it edits is dropped, a Remove
+/// before the Create it removes leaves the order on the screen. The master counts the promises
+/// each message gives the app (one per order of a Create or an Update, one per Remove) and,
+/// before a message naming an order that one of the last `distance` promises named, sends as
+/// many empty Removes (one promise each, no effect) as it takes to put `distance` promises in
+/// between. Pure.
+public struct StorePOSSpacing: Sendable, Equatable {
+    /// How many promises must separate two messages naming the same order.
+    public let distance: Int
+    /// The promises sent so far.
+    public private(set) var promises = 0
+    /// The promise count at which each recent order (its uuid, lowercased) was last named.
+    private var lastNamed: [String: Int] = [:]
+
+    /// An empty Remove: one promise on the app that changes nothing.
+    public static let fenceMessage = #"{"operation":2,"orders":[]}"#
+
+    public init(distance: Int) {
+        self.distance = max(0, distance)
+    }
+
+    /// The empty Removes to send before a message naming `uuids` that gives the app `promises`
+    /// promises; records the message as sent after them.
+    public mutating func fencesBefore(naming uuids: [String], promises count: Int) -> Int {
+        guard distance > 0 else { return 0 }
+        let keys = uuids.map { $0.lowercased() }
+        var fences = 0
+        for key in keys {
+            if let at = lastNamed[key] { fences = max(fences, at + distance - promises) }
+        }
+        promises += fences
+        for key in keys { lastNamed[key] = promises + count - 1 }
+        promises += count
+        if lastNamed.count > 4 * distance { lastNamed = lastNamed.filter { promises - $0.value < distance } }
+        return fences
+    }
+
+    /// The promises a message gives the app: one per order of a Create or an Update, one for a
+    /// Remove (however many uuids it names).
+    public static func promises(of operation: OperationKind, orders: Int) -> Int {
+        operation == .remove ? 1 : orders
+    }
+}
