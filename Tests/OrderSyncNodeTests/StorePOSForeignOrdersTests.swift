@@ -66,6 +66,16 @@ final class StorePOSForeignOrdersTests: XCTestCase {
         XCTAssertEqual(list.map(\.state), [.seen, .seen])
     }
 
+    func testAnUpdateOfARemovedOrderIsNotForeign() throws {
+        _ = master.peerConnected(1, address: "10.0.0.1:5000", terminal: nil)
+        let uuid = UUID().uuidString
+        _ = master.localWrite(OperationMessage(operation: .create, orders: [old(uuid, "x")]), origin: "api", now: now)
+        _ = master.localWrite(OperationMessage(operation: .remove, orders: [old(uuid, "x")]), origin: "api", now: now)
+        let out = master.received(OperationMessage(operation: .update, orders: [old(uuid, "y")]).encoded(), from: 1, now: now)
+        XCTAssertFalse(events(out).contains("storepos.foreign_order"))
+        XCTAssertEqual(try db.foreignOrders(), [])
+    }
+
     func testAnOrderSyncSlaveIsNeverRecorded() throws {
         _ = master.peerConnected(2, address: "10.0.0.2:1", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar"))
         let hello = HelloMessage(terminalId: "t", terminalName: "bar", store: "s", lastSeq: 0, epoch: nil)

@@ -121,7 +121,8 @@ enum MasterAPIRoute: Equatable {
             switch (object["uuids"], object["all"]) {
             case (nil, .bool(true)?):
                 return .success(nil)
-            case (.array(let list)?, nil) where (1...10_000).contains(list.count):
+            case (.array(let list)?, nil) where (1...10_000).contains(list.count),
+                (.array(let list)?, .bool(false)?) where (1...10_000).contains(list.count):
                 let uuids = list.compactMap(\.stringValue)
                 guard uuids.count == list.count, uuids.allSatisfy(Order.isValidUUID) else {
                     return .failure(.init(status: 400, code: "invalid_uuid", message: "'uuids' must hold UUIDs only"))

@@ -16,6 +16,8 @@ extension MasterEngine {
         let raw = atIndex ?? message.orders.first(where: { $0.objectValue?["uuid"]?.stringValue == sent })
         guard let content = raw?.serialized() else { return }
         do {
+            // Removed here (a change racing the Remove): not an order the store never had.
+            guard try !store.hasTombstone(uuid: sent) else { return }
             let first = try store.noteForeignOrder(
                 ForeignOrder(uuid: sent, address: p.address, content: content, firstSeenMillis: now, lastSeenMillis: now))
             guard first else { return }
