@@ -4,6 +4,8 @@ import OrderStore
 import SyncCore
 import XCTest
 
+@testable import OrderSyncNode
+
 /// Orders a StorePOS app holds that the store does not (an iPad coming from StorePOS): seen from
 /// the app's Updates and Removes refused as `not_found`, kept in the store, adopted (OrderSync
 /// terminals get the Create, StorePOS links are closed to take the store afresh) or cleared
@@ -123,5 +125,33 @@ final class StorePOSForeignOrdersTests: XCTestCase {
         let named = sent(joined, to: 4).filter { $0["operation"] == .int(2) }
             .compactMap { $0["orders"]?.arrayValue?.first?.objectValue?["uuid"]?.stringValue }
         XCTAssertEqual(Set(named), [edited, removed], "an app that was away gets the Removes when it connects")
+    }
+}
+
+/// The local API routes and the status line of foreign orders.
+final class StorePOSForeignOrderRouteTests: XCTestCase {
+    private func route(_ method: String, _ path: String, _ body: String = "") -> Result<MasterAPIRoute, LocalAPIRoute.Failure>? {
+        MasterAPIRoute.decode(method: method, path: path, body: Array(body.utf8))
+    }
+
+    private func refusal(_ method: String, _ path: String, _ body: String = "") -> String? {
+        guard case .failure(let f)? = route(method, path, body) else { return nil }
+        return "\(f.status) \(f.code)"
+    }
+
+    func testTheRoutes() throws {
+        let uuid = "9437C8F5-D742-46CB-9847-737C5809392C"
+        XCTAssertEqual(try route("GET", "/v1/storepos/foreign")?.get(), .foreignOrders)
+        XCTAssertEqual(try route("POST", "/v1/storepos/foreign/adopt", #"{"all":true}"#)?.get(), .adoptForeignOrders(nil))
+        XCTAssertEqual(
+            try route("POST", "/v1/storepos/foreign/clear", #"{"uuids":["\#(uuid)"],"all":false}"#)?.get(), .clearForeignOrders([uuid]))
+        XCTAssertEqual(refusal("POST", "/v1/storepos/foreign"), "405 method_not_allowed")
+        XCTAssertEqual(refusal("GET", "/v1/storepos/foreign/adopt"), "405 method_not_allowed")
+        XCTAssertEqual(refusal("POST", "/v1/storepos/foreign/adopt", ""), "400 malformed_json")
+        XCTAssertEqual(refusal("POST", "/v1/storepos/foreign/adopt", "{}"), "400 invalid_message")
+        XCTAssertEqual(refusal("POST", "/v1/storepos/foreign/adopt", #"{"uuids":[]}"#), "400 invalid_message")
+        XCTAssertEqual(refusal("POST", "/v1/storepos/foreign/adopt", #"{"uuids":["x"]}"#), "400 invalid_uuid")
+        XCTAssertEqual(refusal("POST", "/v1/storepos/foreign/adopt", #"{"uuids":["\#(uuid)"],"all":true}"#), "400 invalid_message")
+        XCTAssertEqual(LocalAPIExchange.allowedMethods(path: "/v1/storepos/foreign/clear"), ["POST"])
     }
 }
