@@ -157,6 +157,17 @@ final class StorePOSPutRightTests: XCTestCase {
         XCTAssertEqual(try shows(1), try mastersRows())
     }
 
+    func testAnOrderSyncSlaveGetsItsErrorAndResultOnly() throws {
+        let uuid = UUID().uuidString.lowercased()
+        completed(uuid, "Ann")
+        XCTAssertEqual(master.peerConnected(3, address: "10.0.0.3:1", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar")), [])
+        let hello = HelloMessage(terminalId: "t", terminalName: "bar", store: "s", lastSeq: master.lastSeq, epoch: "e")
+        deliver(master.received(hello.encoded(), from: 3, now: now), to: 3)
+        let text = OperationMessage(operation: .update, orders: [order(uuid, [("customerName", .string("x"))])], opId: "op-1").encoded()
+        let answer = try send(text, from: 3)
+        XCTAssertEqual(answer.map(kind), ["error", "result"], "no put-right for an OrderSync slave")
+    }
+
     func testAnUpdateOfAnOrderTheMasterDoesNotHaveIsNotPutRight() throws {
         connect(1)
         let text = OperationMessage(operation: .update, orders: [order(UUID().uuidString, [])]).encoded()
