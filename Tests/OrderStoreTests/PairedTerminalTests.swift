@@ -17,6 +17,7 @@ final class PairedTerminalTests: StoreTestCase {
         XCTAssertGreaterThanOrEqual(OrderDatabase.schemaVersion, 8)
         try db.saveTerminal(KnownTerminal(id: "said-anything", name: "front (local API)", address: "a", ackedSeq: 0, lastSeenMillis: 1))
         // An earlier build's file: version 7 with a self-declared terminal in it.
+        try db.connection.executeOnce("DROP TABLE storepos_foreign_orders")
         try db.connection.executeOnce("DROP TABLE paired_terminals")
         try db.connection.executeOnce("ALTER TABLE terminals DROP COLUMN outbox")
         try db.connection.executeOnce("PRAGMA user_version = 7")
@@ -40,6 +41,7 @@ final class PairedTerminalTests: StoreTestCase {
         try db.saveTerminal(KnownTerminal(id: "AAAA-0001", name: "bar", address: "b", ackedSeq: 5, lastSeenMillis: 4, outbox: 0))
         XCTAssertEqual(try saved(), 0)
         // A file of the version before: the column arrives, the terminals stay, their outbox unknown.
+        try db.connection.executeOnce("DROP TABLE storepos_foreign_orders")
         try db.connection.executeOnce("ALTER TABLE terminals DROP COLUMN outbox")
         try db.connection.executeOnce("PRAGMA user_version = 10")
         db.close()

@@ -22,7 +22,7 @@ final class SchemaTests: StoreTestCase {
             [
                 "answered_ops", "api_answers", "feed", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
                 "orders_by_created", "orders_by_status", "outbox", "paired_terminals", "paired_terminals_by_name", "rejections",
-                "rejections_by_op", "rejections_by_order",
+                "rejections_by_op", "rejections_by_order", "storepos_foreign_orders",
                 "sync_errors", "terminals", "tombstones",
             ])
 
@@ -122,6 +122,7 @@ final class SchemaUpgradeTests: StoreTestCase {
     func testAVersion1FileGainsStatusItemsAndNote() throws {
         let path = directory + "/v1.sqlite"
         let db = try OrderDatabase(path: path)
+        try db.connection.executeOnce("DROP TABLE storepos_foreign_orders")
         try db.connection.executeOnce("DROP TABLE rejections")
         try db.connection.executeOnce("DROP TABLE outbox")
         try db.connection.executeOnce("DROP TABLE terminals")

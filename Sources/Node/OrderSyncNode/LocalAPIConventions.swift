@@ -32,12 +32,12 @@ struct LocalAPIExchange {
         let p = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard p.first == "v1" else { return nil }
         switch Array(p.dropFirst()) {
-        case ["status"], ["journal"], ["rejections"], ["terminals"]: return ["GET", "HEAD"]
+        case ["status"], ["journal"], ["rejections"], ["terminals"], ["storepos", "foreign"]: return ["GET", "HEAD"]
         case ["dashboard", "tokens"]: return ["GET", "HEAD", "POST"]
         case let t where t.count == 4 && t[0] == "dashboard" && t[1] == "tokens" && t[3] == "revoke": return ["POST"]
         case ["orders"]: return ["GET", "HEAD", "POST"]
         case let o where o.count == 2 && o[0] == "orders": return ["GET", "HEAD", "PATCH", "DELETE"]
-        case ["operations"], ["key", "rotate"]: return ["POST"]
+        case ["operations"], ["key", "rotate"], ["storepos", "foreign", "adopt"], ["storepos", "foreign", "clear"]: return ["POST"]
         case ["pairing"]: return ["GET", "HEAD", "POST", "DELETE"]
         case let t where t.count == 2 && t[0] == "pairing": return ["DELETE"]
         case let t where t.count == 3 && t[0] == "terminals" && t[2] == "revoke": return ["POST"]

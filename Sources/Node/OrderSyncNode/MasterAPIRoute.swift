@@ -1,4 +1,5 @@
 import JSON
+import SyncCore
 
 /// A local API request only a master answers: pairing, paired terminals and the master's key
 /// (Docs/API.md). Pure. A slave answers these paths 404 `not_master`.
@@ -6,7 +7,9 @@ import JSON
 /// `POST /v1/pairing` (`{"name": "till-3", "validForSeconds": 600}`, both optional),
 /// `GET /v1/pairing`, `DELETE /v1/pairing`, `DELETE /v1/pairing/{code-or-name}`, `GET /v1/terminals`, `POST /v1/terminals/{id-or-name}/revoke`,
 /// `POST /v1/key/rotate`, `POST /v1/dashboard/tokens` (`{"name": "office"}`, optional),
-/// `GET /v1/dashboard/tokens`, `POST /v1/dashboard/tokens/{id-or-name}/revoke`.
+/// `GET /v1/dashboard/tokens`, `POST /v1/dashboard/tokens/{id-or-name}/revoke`,
+/// `GET /v1/storepos/foreign`, `POST /v1/storepos/foreign/adopt` and `POST /v1/storepos/foreign/clear`
+/// (`{"uuids": [...]}` or `{"all": true}`).
 enum MasterAPIRoute: Equatable {
     /// Opens one more pairing window (the open ones stay open).
     case openPairing(name: String?, validForSeconds: Int)
@@ -28,6 +31,12 @@ enum MasterAPIRoute: Equatable {
     case dashboardTokens
     /// Revokes the dashboard token with this id or label.
     case revokeDashboardToken(String)
+    /// The orders StorePOS apps hold that the store does not (`ForeignOrder`).
+    case foreignOrders
+    /// Brings these foreign orders (nil: every one waiting) into the store.
+    case adoptForeignOrders([String]?)
+    /// Clears these foreign orders (nil: every one waiting) from the StorePOS apps.
+    case clearForeignOrders([String]?)
 
     /// The route for `method` and `path`, a failure for a malformed request to one of these
     /// paths, or nil when the path is not one of them (a `LocalAPIRoute` then).
@@ -38,7 +47,8 @@ enum MasterAPIRoute: Equatable {
         MasterAPIRoute, LocalAPIRoute.Failure
     >? {
         let parts = segments ?? path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        guard parts.count >= 2, parts[0] == "v1", ["pairing", "terminals", "key", "dashboard"].contains(parts[1]) else { return nil }
+        let roots = ["pairing", "terminals", "key", "dashboard", "storepos"]
+        guard parts.count >= 2, parts[0] == "v1", roots.contains(parts[1]) else { return nil }
         func notAllowed() -> Result<MasterAPIRoute, LocalAPIRoute.Failure> {
             .failure(.init(status: 405, code: "method_not_allowed", message: "\(method) is not allowed on \(path)"))
         }
@@ -73,6 +83,12 @@ enum MasterAPIRoute: Equatable {
             }
         case let p where p.count == 4 && p[0] == "dashboard" && p[1] == "tokens" && p[3] == "revoke" && !p[2].isEmpty:
             return method == "POST" ? .success(.revokeDashboardToken(p[2])) : notAllowed()
+        case ["storepos", "foreign"]:
+            return method == "GET" ? .success(.foreignOrders) : notAllowed()
+        case ["storepos", "foreign", "adopt"]:
+            return method == "POST" ? foreignSelection(body).map { .adoptForeignOrders($0) } : notAllowed()
+        case ["storepos", "foreign", "clear"]:
+            return method == "POST" ? foreignSelection(body).map { .clearForeignOrders($0) } : notAllowed()
         default:
             return .failure(.init(status: 404, code: "no_route", message: "unknown path \(path)"))
         }
@@ -98,22 +114,50 @@ enum MasterAPIRoute: Equatable {
         }
     }
 
-    /// A body that is empty or a JSON object with an optional `name` (1-63 bytes).
-    private static func namedObject(_ body: [UInt8]) -> Result<(object: JSONObject, name: String?), LocalAPIRoute.Failure> {
-        guard !body.isEmpty else { return .success((JSONObject(), nil)) }
-        let object: JSONObject
+    /// `{"uuids": ["…", …]}` (1-10000 UUIDs) or `{"all": true}`: the foreign orders to act on
+    /// (nil: all of them).
+    private static func foreignSelection(_ body: [UInt8]) -> Result<[String]?, LocalAPIRoute.Failure> {
+        jsonObject(body).flatMap { object in
+            switch (object["uuids"], object["all"]) {
+            case (nil, .bool(true)?):
+                return .success(nil)
+            case (.array(let list)?, nil) where (1...10_000).contains(list.count),
+                (.array(let list)?, .bool(false)?) where (1...10_000).contains(list.count):
+                let uuids = list.compactMap(\.stringValue)
+                guard uuids.count == list.count, uuids.allSatisfy(Order.isValidUUID) else {
+                    return .failure(.init(status: 400, code: "invalid_uuid", message: "'uuids' must hold UUIDs only"))
+                }
+                return .success(uuids)
+            default:
+                return .failure(
+                    .init(
+                        status: 400, code: "invalid_message",
+                        message: "send {\"uuids\": [1-10000 UUIDs]} or {\"all\": true} (as `ordersync storepos foreign` lists them)"))
+            }
+        }
+    }
+
+    /// A body that is a JSON object.
+    private static func jsonObject(_ body: [UInt8]) -> Result<JSONObject, LocalAPIRoute.Failure> {
         do {
             guard let o = try JSONParser.parse(body).objectValue else {
                 return .failure(.init(status: 400, code: "invalid_message", message: "request body must be a JSON object"))
             }
-            object = o
+            return .success(o)
         } catch {
             return .failure(.init(status: 400, code: "malformed_json", message: "request body is not valid JSON: \(error)"))
         }
-        switch object["name"] {
-        case nil, .null?: return .success((object, nil))
-        case .string(let n)? where !n.isEmpty && n.utf8.count <= 63: return .success((object, n))
-        default: return .failure(.init(status: 400, code: "invalid_field", message: "'name' must be a string of 1-63 bytes"))
+    }
+
+    /// A body that is empty or a JSON object with an optional `name` (1-63 bytes).
+    private static func namedObject(_ body: [UInt8]) -> Result<(object: JSONObject, name: String?), LocalAPIRoute.Failure> {
+        guard !body.isEmpty else { return .success((JSONObject(), nil)) }
+        return jsonObject(body).flatMap { object in
+            switch object["name"] {
+            case nil, .null?: return .success((object, nil))
+            case .string(let n)? where !n.isEmpty && n.utf8.count <= 63: return .success((object, n))
+            default: return .failure(.init(status: 400, code: "invalid_field", message: "'name' must be a string of 1-63 bytes"))
+            }
         }
     }
 }

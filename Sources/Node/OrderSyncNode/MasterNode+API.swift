@@ -58,6 +58,7 @@ extension MasterNode {
             tombstones: (try? db.tombstoneCount()) ?? 0, pairing: pairingStatus(), pairedTerminals: (try? db.pairedTerminals().count) ?? 0,
             previousNodeId: keys.previous?.nodeId)
         status.commits = group.stats
+        status.storeposForeign = try? db.foreignOrders(state: .seen).count
         let ready = NodeReadiness(
             store: orders == nil ? .failed : .ok, published: NodeReadiness.Published(avahi: avahiState, confirmedName: publishedName))
         status.ready = ready

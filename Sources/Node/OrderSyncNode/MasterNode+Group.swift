@@ -13,6 +13,8 @@ enum GroupWork {
     case message(session: Int, text: String)
     /// A write through the master's local API, answered once its group is on disk.
     case local(OperationMessage, origin: String, single: String?, respond: LocalAPIServer.Respond)
+    /// An operator adopts (`adopt`) or clears foreign orders (`ForeignOrder`; nil: all waiting).
+    case foreign(adopt: Bool, uuids: [String]?, origin: String, respond: LocalAPIServer.Respond)
     /// A terminal's link ended after messages of it that still wait here.
     case disconnected(session: Int)
     /// The engine's housekeeping (it saves what is known of the terminals: a write like the
@@ -126,6 +128,8 @@ extension MasterNode {
             return engine.peerDisconnected(id, now: now)
         case .maintenance:
             return engine.maintenance(now: now)
+        case .foreign(let adopt, let uuids, let origin, let respond):
+            return applyForeign(adopt: adopt, uuids: uuids, origin: origin, now: now, respond: respond)
         case .local(var message, let origin, let single, let respond):
             // An operation id the caller chose: a repeat gets the first answer, byte for byte.
             let callerOpId = single == nil ? message.opId : nil

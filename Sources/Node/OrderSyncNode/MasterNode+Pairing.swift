@@ -60,6 +60,8 @@ extension MasterNode {
             rotateKey(respond)
         case .makeDashboardToken, .dashboardTokens, .revokeDashboardToken:
             handleDashboardTokens(route, respond)
+        case .foreignOrders, .adoptForeignOrders, .clearForeignOrders:
+            handleForeignOrders(route, respond)
         }
     }
 

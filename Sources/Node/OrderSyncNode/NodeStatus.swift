@@ -88,6 +88,9 @@ public struct MasterStatus: Codable, Sendable, Equatable {
     public var previousNodeId: String?
     /// How the group commits went (Docs/ARCHITECTURE.md, "The master's hot path").
     public var commits = CommitStatus()
+    /// Orders StorePOS apps named that the store does not have, not yet adopted or cleared
+    /// (`ordersync storepos foreign`; nil from an older daemon).
+    public var storeposForeign: Int?
     /// Store readable and service published, as fixed values (`nil` from an older daemon).
     public var ready: NodeReadiness?
     /// `ready`, `degraded` or `failed`, from `ready`.
@@ -286,6 +289,7 @@ extension MasterStatus {
         try c.encode(pairedTerminals, forKey: .pairedTerminals)
         try c.encode(previousNodeId, forKey: .previousNodeId)
         try c.encode(commits, forKey: .commits)
+        try c.encode(storeposForeign, forKey: .storeposForeign)
         try c.encode(ready, forKey: .ready)
         try c.encode(state, forKey: .state)
         try c.encode(lastError, forKey: .lastError)

@@ -21,6 +21,9 @@ public enum StatusText {
         lines.append("paired:    \(m.pairedTerminals) terminal\(m.pairedTerminals == 1 ? "" : "s")")
         lines += terminalLines(m)
         lines.append("tombstones: \(m.tombstones)")
+        if let n = m.storeposForeign, n > 0 {
+            lines.append("storepos:  \(n) foreign order\(n == 1 ? "" : "s") waiting (`ordersync storepos foreign`)")
+        }
         return lines.joined(separator: "\n")
     }
 

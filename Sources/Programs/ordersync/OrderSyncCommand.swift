@@ -21,7 +21,7 @@ struct OrderSyncCommand: ParsableCommand {
         subcommands: [
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
             PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self, WatchCommand.self, ExportCommand.self,
-            DashboardCommand.self,
+            DashboardCommand.self, StorePOSCommand.self,
         ]
     )
 

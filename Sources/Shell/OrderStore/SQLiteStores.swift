@@ -38,6 +38,10 @@ public final class SQLiteMasterStore: MasterStore {
     }
 
     public func appendRejection(_ rejection: Rejection) throws { _ = try db.appendRejection(rejection) }
+    public func noteForeignOrder(_ sighting: ForeignOrder) throws -> Bool { try db.noteForeignOrder(sighting) }
+    public func clearedForeignUUIDs() throws -> [String] { try db.foreignOrders(state: .cleared).map(\.uuid) }
+    public func foreignOrders() throws -> [ForeignOrder] { try db.foreignOrders() }
+    public func setForeignOrders(_ uuids: [String], state: ForeignOrder.State) throws { try db.setForeignOrders(uuids, state: state) }
 
     public func saveTerminals(_ terminals: [KnownTerminal]) throws {
         try db.transaction { for t in terminals { try db.saveTerminal(t) } }

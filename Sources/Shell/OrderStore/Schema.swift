@@ -231,6 +231,25 @@ enum Schema {
                 // master's status and dashboard show it per terminal. NULL: it never said.
                 "ALTER TABLE terminals ADD COLUMN outbox INTEGER"
             ]),
+        Migration(
+            version: 12, name: "orders StorePOS apps hold that the store does not",
+            statements: [
+                // One row per uuid (any case) a StorePOS app named in an Update or Remove the
+                // store could not apply (`not_found`): the uuid as the app wrote it, the order as
+                // it last sent it, and what the operator did (seen, adopted, cleared).
+                """
+                CREATE TABLE storepos_foreign_orders (
+                    uuid_key TEXT PRIMARY KEY,
+                    uuid TEXT NOT NULL,
+                    address TEXT NOT NULL,
+                    content TEXT NOT NULL,
+                    first_seen_ms INTEGER NOT NULL,
+                    last_seen_ms INTEGER NOT NULL,
+                    seen INTEGER NOT NULL,
+                    state TEXT NOT NULL
+                ) WITHOUT ROWID
+                """
+            ]),
     ]
 
     /// The schema version this build writes and reads.

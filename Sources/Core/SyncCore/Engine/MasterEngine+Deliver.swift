@@ -1,13 +1,17 @@
 /// Answering the sender of an operation and broadcasting it to the terminals.
 extension MasterEngine {
-    /// Answers the sender (refusals first, so they precede the broadcast carrying the
-    /// operation id; then `result`) and broadcasts an applied operation to every live terminal.
+    /// Answers the sender (refusals first, each followed on a StorePOS app by what puts it
+    /// right, so they precede the broadcast carrying the operation id; then `result`) and broadcasts an applied operation to every live terminal.
     func deliver(
         _ outcome: ApplyOutcome, message: OperationMessage, origin: String, sender: Int?, now: Int64,
         _ out: inout [Action]
     ) {
         if let s = sender {
-            for e in outcome.errors { reject(e, opId: message.opId, operation: message.operation, to: s, now: now, &out) }
+            for e in outcome.errors {
+                reject(e, opId: message.opId, operation: message.operation, to: s, now: now, &out)
+                sendPutRight(e, of: message, to: s, &out)
+                noteForeignOrder(e, of: message, from: s, now: now, &out)
+            }
             for e in outcome.repeatedErrors {
                 out.append(.send(peer: s, text: ServerMessage.error(e, opId: message.opId, operation: message.operation).encoded()))
             }
@@ -100,6 +104,8 @@ extension MasterEngine {
     func recipients(of operation: OperationKind, from sender: Int?) -> [Int] {
         peers.values.filter { p in
             guard p.phase == .live || snapshots[p.id] != nil else { return false }
+            // Orders brought in from StorePOS apps: those apps get the store afresh instead.
+            guard p.speaksOrderSync || !withholdsFromStorePOS else { return false }
             guard p.id == sender, !p.speaksOrderSync else { return true }
             return snapshots[p.id] != nil && operation != .create
         }.map(\.id).sorted()

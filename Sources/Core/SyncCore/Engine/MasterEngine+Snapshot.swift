@@ -35,7 +35,7 @@ extension MasterEngine {
                 removed = known
             } else {
                 let existing = Set(read.orders.map(\.key))
-                removed = try store.removedOrderUUIDs().filter { !existing.contains($0.lowercased()) }
+                removed = try (store.removedOrderUUIDs() + store.clearedForeignUUIDs()).filter { !existing.contains($0.lowercased()) }
                 read.removed = removed
             }
             clearing = read.orders.map(\.uuid) + removed

@@ -153,6 +153,9 @@ public final class MasterEngine {
     /// Operations refused since start, by code (each order refused counts once): the node's
     /// metrics read it.
     public internal(set) var refusals: [WireErrorCode: Int] = [:]
+    /// While true, broadcasts go to OrderSync terminals only (orders adopted from StorePOS apps,
+    /// `MasterEngine+ForeignOrders.swift`).
+    var withholdsFromStorePOS = false
     /// The operations applied since the group began (`recordsGroup`).
     public internal(set) var groupApplied: [GroupedOperation] = []
 

@@ -26,9 +26,29 @@ public protocol MasterStore: AnyObject {
     @discardableResult func compactTombstones(through seq: Int64) throws -> Int
     /// Deletes journal entries with `seq <= through` and `recordedAtMillis < before`.
     @discardableResult func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int
+    /// Records that a StorePOS app named an order the store does not have (`ForeignOrder`):
+    /// a new record, or the existing one's last sighting, content, address and count refreshed.
+    /// True when the uuid (any case) was not recorded before.
+    @discardableResult func noteForeignOrder(_ sighting: ForeignOrder) throws -> Bool
+    /// The foreign orders an operator cleared, as the app wrote them: the connect sequence of a
+    /// StorePOS app names them among its Removes.
+    func clearedForeignUUIDs() throws -> [String]
+    /// Every foreign order recorded, first seen first.
+    func foreignOrders() throws -> [ForeignOrder]
+    /// Sets the state of these foreign orders (by uuid, any case).
+    func setForeignOrders(_ uuids: [String], state: ForeignOrder.State) throws
 }
 
 extension MasterStore {
+    /// A store that keeps no foreign orders (the simulation's) records nothing.
+    public func noteForeignOrder(_ sighting: ForeignOrder) throws -> Bool { false }
+    /// A store that keeps no foreign orders has none cleared.
+    public func clearedForeignUUIDs() throws -> [String] { [] }
+    /// A store that keeps no foreign orders lists none.
+    public func foreignOrders() throws -> [ForeignOrder] { [] }
+    /// A store that keeps no foreign orders has nothing to mark.
+    public func setForeignOrders(_ uuids: [String], state: ForeignOrder.State) throws {}
+
     /// Reads the whole journal; a store that can do better (SQLite: one query of one column)
     /// implements it itself.
     public func removedOrderUUIDs() throws -> [String] {

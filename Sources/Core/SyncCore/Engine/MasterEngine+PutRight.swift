@@ -1,0 +1,77 @@
+import JSON
+
+/// Refusals put right on a plain StorePOS app. The app applies its own Update or Remove to its
+/// list and its Realm before it sends it, and never reads an `error`: a refused change would
+/// stay on its screen until it reconnects. So, right after the `error`, the master sends that
+/// app what undoes the change under the app's own rules (`Docs/PROTOCOL.md` 3.1):
+///
+/// * a refused Update: an Update carrying the master's copy (the app replaces the first row
+///   with that uuid);
+/// * a refused Remove: a Create of the master's copy (the app deleted the row from its Realm
+///   before sending the Remove, so the insert cannot meet a duplicate key); while the app's own
+///   snapshot is still going out the snapshot may give it the order as well, and a second
+///   Create of a uuid its Realm holds would crash it, so it gets an Update there instead;
+/// * a Create refused as `removed`: a Remove of that uuid; as `already_exists`: an Update with
+///   the master's copy.
+///
+/// The uuid is spelled as the app sent it, since the app compares uuids exactly. OrderSync
+/// slaves get none of this: their `error` (and `conflict`) carry what they need.
+extension MasterEngine {
+    /// The message that undoes, on StorePOS terminal `peer`, the change `e` refused; nil when
+    /// there is nothing to put right (the master does not have the order, or the refusal is of
+    /// a whole message).
+    func putRight(_ e: WireError, of message: OperationMessage, for peer: Int) -> (operation: OperationKind, text: String)? {
+        guard let master = e.uuid, let sent = Self.sentSpelling(of: master, index: e.index, in: message) else { return nil }
+        let current: Order?
+        do { current = try store.order(uuid: master) } catch { return nil }
+        switch (message.operation, current) {
+        case (.update, let order?):
+            return (.update, Self.storePOSMessage(.update, order, spelled: sent))
+        case (.remove, let order?):
+            // The app's snapshot is still going out: it may give the app the order too.
+            let operation: OperationKind = snapshots[peer] == nil ? .create : .update
+            return (operation, Self.storePOSMessage(operation, order, spelled: sent))
+        case (.create, let order?) where e.code == .alreadyExists:
+            return (.update, Self.storePOSMessage(.update, order, spelled: sent))
+        case (.create, nil) where e.code == .removed:
+            let orders: [JSONValue] = [.object(JSONObject([("uuid", .string(sent))]))]
+            return (.remove, OperationMessage(operation: .remove, orders: orders).encoded())
+        default:
+            return nil
+        }
+    }
+
+    /// Sends a StorePOS terminal what puts right the change `e` refused, if anything does, and
+    /// logs it (`storepos.put_right`).
+    func sendPutRight(_ e: WireError, of message: OperationMessage, to peer: Int, _ out: inout [Action]) {
+        guard peers[peer]?.speaksOrderSync == false, let answer = putRight(e, of: message, for: peer) else { return }
+        out.append(.send(peer: peer, text: answer.text))
+        out.append(
+            .log(
+                EngineLog(
+                    .info, "storepos.put_right",
+                    [
+                        ("peer.address", peers[peer]?.address ?? "?"), ("order.uuid", e.uuid ?? ""), ("code", e.code.rawValue),
+                        ("refused", "\(message.operation)"), ("sent", "\(answer.operation)"),
+                    ])))
+    }
+
+    /// The uuid of the refused order as the sender wrote it: the one at `index` when it names
+    /// the same order, else the first in the message that does (compared without case).
+    static func sentSpelling(of uuid: String, index: Int?, in message: OperationMessage) -> String? {
+        let key = uuid.lowercased()
+        func spelled(_ value: JSONValue) -> String? {
+            guard let u = value.objectValue?["uuid"]?.stringValue, u.lowercased() == key else { return nil }
+            return u
+        }
+        if let i = index, message.orders.indices.contains(i), let u = spelled(message.orders[i]) { return u }
+        return message.orders.lazy.compactMap(spelled).first
+    }
+
+    /// `{"operation":…,"orders":[order]}` with the order's uuid spelled `spelled`.
+    static func storePOSMessage(_ operation: OperationKind, _ order: Order, spelled: String) -> String {
+        var copy = order
+        copy.uuid = spelled
+        return ServerMessage.applied(operation: operation, orders: [copy], seq: nil, opId: nil, origin: nil, snapshot: nil).encoded()
+    }
+}
