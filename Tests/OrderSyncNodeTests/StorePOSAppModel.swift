@@ -5,7 +5,7 @@ import JSON
 ///
 /// * the screen's list is in memory; at start it is loaded from the persisted orders;
 /// * a received Create appends every order, without looking for its uuid; the persisted insert
-///   of a uuid already stored fails (primary key) and leaves the stored one as it was;
+///   of a uuid already stored raises an exception the app does not catch: it crashes (`crashed`);
 /// * a received Update replaces the first order with the uuid, and is dropped when there is none;
 /// * a received Remove naming k uuids does nothing while the list holds fewer than k orders,
 ///   else removes the first order with each uuid it finds;
@@ -13,8 +13,9 @@ import JSON
 ///   `orders` changes nothing (an `error` has none);
 /// * its own change is applied first, then sent; the master relays, it never answers.
 ///
-/// The app processes each received order on a background queue; the model applies them in
-/// the order received (see `Docs/PROTOCOL.md` 4.2 for what that ordering assumes).
+/// The app processes each received order on a concurrent queue; the model applies them in the
+/// order received (`Tests/lan/test_storepos_connect_model.py` checks the other orders the
+/// queue may take; `Docs/PROTOCOL.md` 4.2.1).
 struct StorePOSAppModel {
     /// One order as the app keeps it.
     struct Row: Equatable {
@@ -26,6 +27,8 @@ struct StorePOSAppModel {
     private(set) var list: [Row] = []
     /// The orders persisted (Realm, keyed by uuid).
     private(set) var persisted: [String: Row] = [:]
+    /// A received Create named a uuid already persisted: the real app would have crashed.
+    private(set) var crashed = false
 
     /// A fresh install: nothing persisted.
     init() {}
@@ -47,7 +50,7 @@ struct StorePOSAppModel {
         case 0:
             for row in rows {
                 list.append(row)
-                if persisted[row.uuid] == nil { persisted[row.uuid] = row }
+                if persisted[row.uuid] == nil { persisted[row.uuid] = row } else { crashed = true }
             }
         case 1:
             for row in rows {

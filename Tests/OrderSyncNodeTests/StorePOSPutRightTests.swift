@@ -140,20 +140,49 @@ final class StorePOSPutRightTests: XCTestCase {
         XCTAssertEqual(exists[1]["orders"]?.arrayValue?.first?.objectValue?["customerName"], .string("Kept"))
     }
 
-    func testWhileItsSnapshotGoesOutARefusedRemoveIsPutRightByAnUpdate() throws {
+    /// Streams the rest of terminal 1's connect sequence to its app, past its pauses.
+    private func streamRest() -> [JSONObject] {
+        var received: [JSONObject] = []
+        while master.isReceivingSnapshot(1) { received += deliver(master.snapshotStep(for: 1)) }
+        return received
+    }
+
+    func testARemoveRefusedBeforeItsConnectSequenceCreatedTheOrderIsPutRightByThatCreate() throws {
+        let uuid = UUID().uuidString.lowercased()
+        completed(uuid, "Ann")
+        connect(1)
+        var app = apps.removeValue(forKey: 1)!
+        deliver(master.peerDisconnected(1, now: now))
+        app.restart()
+        // It comes back holding the order, and removes it before it handles the sequence.
+        master.pacesSnapshots = true
+        master.storePOSFence = 2
+        apps[1] = app
+        deliver(master.peerConnected(1, address: "10.0.0.1:5000", terminal: nil))
+        XCTAssertTrue(master.isReceivingSnapshot(1))
+        XCTAssertEqual(try send(apps[1]?.remove(uuid), from: 1), [], "held until its sequence is out")
+        let received = streamRest()
+        XCTAssertEqual(received.last?["code"], .string("invalid_transition"))
+        XCTAssertEqual(received.filter { $0["operation"] == .int(0) }.count, 1, "only the sequence's own Create")
+        XCTAssertEqual(apps[1]?.crashed, false)
+        XCTAssertEqual(try shows(1), try mastersRows())
+    }
+
+    func testARemoveRefusedAfterItsConnectSequenceCreatedTheOrderIsPutRightByACreateAfterTheSequence() throws {
         let uuid = UUID().uuidString.lowercased()
         completed(uuid, "Ann")
         master.pacesSnapshots = true
+        master.storePOSFence = 2
         apps[1] = StorePOSAppModel()
         deliver(master.peerConnected(1, address: "10.0.0.1:5000", terminal: nil))
-        XCTAssertTrue(master.isReceivingSnapshot(1))
-        let text = OperationMessage(operation: .remove, orders: [order(uuid, [])]).encoded()
-        XCTAssertEqual(try send(text, from: 1), [], "held until its snapshot is out")
         var received: [JSONObject] = []
-        while master.isReceivingSnapshot(1) { received += deliver(master.snapshotDue(for: 1)) }
-        let tail = Array(received.suffix(2))
+        while !received.contains(where: { $0["operation"] == .int(0) }) { received += deliver(master.snapshotStep(for: 1)) }
+        XCTAssertTrue(master.isReceivingSnapshot(1), "the Create went out, the sequence not yet")
+        XCTAssertEqual(try send(apps[1]?.remove(uuid), from: 1), [], "held until its sequence is out")
+        let tail = streamRest().filter { $0["orders"]?.arrayValue?.isEmpty != true }
         XCTAssertEqual(tail.first?["code"], .string("invalid_transition"))
-        XCTAssertEqual(tail.last?["operation"], .int(1), "an Update: the snapshot already gave it a Create")
+        XCTAssertEqual(tail.last?["operation"], .int(0), "a Create: the app removed the copy the sequence gave it")
+        XCTAssertEqual(apps[1]?.crashed, false)
         XCTAssertEqual(try shows(1), try mastersRows())
     }
 

@@ -107,7 +107,9 @@ final class StorePOSSyncTests: XCTestCase {
         _ id: Int, extra: [StorePOSAppModel.Row] = [], file: StaticString = #filePath, line: UInt = #line
     ) throws {
         let expected = try master.store.allOrders().map { StorePOSAppModel.Row(uuid: $0.uuid, customerName: $0.customerName) } + extra
-        let shown = try XCTUnwrap(apps[id], file: file, line: line).list
+        let app = try XCTUnwrap(apps[id], file: file, line: line)
+        XCTAssertFalse(app.crashed, "a Create of a uuid its store held", file: file, line: line)
+        let shown = app.list
         XCTAssertEqual(shown.sorted { $0.uuid < $1.uuid }, expected.sorted { $0.uuid < $1.uuid }, file: file, line: line)
     }
 
@@ -290,5 +292,6 @@ final class StorePOSSyncTests: XCTestCase {
         app.restart()
         for text in try master.snapshotMessages().messages { app.receive(text) }
         XCTAssertEqual(app.list.count, 6)
+        XCTAssertTrue(app.crashed, "the real app would have crashed on the first Create")
     }
 }

@@ -89,6 +89,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import functools
 import heapq
 import json
 import os
@@ -222,27 +223,36 @@ class PersistedStore:
             json.dump({"rows": [order_to_json(row, dt.timezone.utc) for row in self.rows]}, f)
         os.replace(temporary, self.path)
 
+    @property
+    def rows(self) -> list[dict]:
+        return self._rows
+
+    @rows.setter
+    def rows(self, rows: list[dict]) -> None:
+        self._rows = rows
+        self._positions = {row["uuid"]: index for index, row in reversed(list(enumerate(rows)))}
+
     def index(self, uuid) -> int | None:
-        for index, row in enumerate(self.rows):
-            if row["uuid"] == uuid:
-                return index
-        return None
+        """The row with this primary key (compared exactly)."""
+        return self._positions.get(uuid)
 
     def add(self, order: dict) -> None:
         """`addOrder:` (`createInRealm:withValue:`)."""
         if not isinstance(order["uuid"], str) or self.index(order["uuid"]) is not None:
             raise PrimaryKeyExists(order["uuid"])
-        self.rows.append(dict(order))
+        self._rows.append(dict(order))
+        self._positions[order["uuid"]] = len(self._rows) - 1
         self.save()
 
     def remove(self, uuid) -> bool:
         """`removeOrderByUUID:`: deletes the row; the last row takes its place."""
-        index = self.index(uuid)
+        index = self._positions.pop(uuid, None)
         if index is None:
             return False
-        last = self.rows.pop()
-        if index < len(self.rows):
-            self.rows[index] = last
+        last = self._rows.pop()
+        if index < len(self._rows):
+            self._rows[index] = last
+            self._positions[last["uuid"]] = index
         self.save()
         return True
 
@@ -312,6 +322,23 @@ class DispatchQueueModel:
 # The order service (OrderService.m) ------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
+def parsed(text: str, device: dt.timezone) -> tuple[int, tuple[dict, ...]] | None:
+    """A received message as YYModel reads it (`OrderNotification`): its operation (a missing
+    or non-numeric one reads as 0, Create) and orders; None when it is not a JSON object. Once
+    per text (a model replays the same messages many times); callers copy the orders."""
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(message, dict):
+        return None
+    operation = as_integer(message.get("operation"))
+    members = message.get("orders")
+    orders = tuple(order_from_json(m, device) for m in members if isinstance(m, dict)) if isinstance(members, list) else ()
+    return (CREATE if operation is None else operation), orders
+
+
 class OrderService:
     """The in-memory list and what the app does on a received message or a local change.
 
@@ -336,7 +363,10 @@ class OrderService:
                 return index
         return None
 
-    def note_duplicates(self) -> None:
+    def note_duplicates(self, added=None) -> None:
+        """Notes the most doubled rows ever shown; `added`: only that uuid was appended."""
+        if added is not None and sum(1 for order in self.orders if order["uuid"] == added) < 2:
+            return
         uuids = [order["uuid"] for order in self.orders]
         self.max_duplicates = max(self.max_duplicates, len(uuids) - len(set(uuids)))
 
@@ -353,7 +383,7 @@ class OrderService:
         raises on a uuid it holds (the primary key, OrderStore.m lines 28-30): the app crashes."""
         def append():
             self.orders.append(order)
-            self.note_duplicates()
+            self.note_duplicates(order["uuid"])
             return insert
 
         def insert():
@@ -387,9 +417,10 @@ class OrderService:
         def take():
             if len(self.orders) < len(uuids):
                 return None
-            indexes = {self.index(uuid) for uuid in uuids} - {None}
-            removed = [self.orders[i] for i in sorted(indexes)]
-            self.orders = [o for i, o in enumerate(self.orders) if i not in indexes]
+            indexes = sorted({self.index(uuid) for uuid in uuids} - {None})
+            removed = [self.orders[i] for i in indexes]
+            for i in reversed(indexes):
+                del self.orders[i]
 
             def delete():
                 for order in removed:
@@ -401,17 +432,10 @@ class OrderService:
     def receive(self, text: str) -> dict:
         """`didReceiveMessage:` (lines 187-215): the message's promises go on the queue; returns
         what the message holds."""
-        try:
-            message = json.loads(text)
-        except ValueError:
-            message = None
-        if not isinstance(message, dict):
+        message = parsed(text, self.device)
+        if message is None:
             return {"operation": None, "orders": 0, "effect": "ignored: not a JSON object"}
-        operation = as_integer(message.get("operation"))
-        operation = CREATE if operation is None else operation
-        members = message.get("orders")
-        orders = [order_from_json(m, self.device) for m in members if isinstance(m, dict)] \
-            if isinstance(members, list) else []
+        operation, orders = message[0], [dict(order) for order in message[1]]
         result = {"operation": operation, "orders": len(orders)}
         if operation == CREATE:
             for order in orders:

@@ -62,6 +62,9 @@ def test_refusals_put_right_and_an_ipad_coming_from_storepos(make_lan, apps):  #
     assert len(before) == 4
     wait_shows(a, before)
     wait_shows(b, before)
+    # Both apps' connect sequences are over (what puts a refusal right during one is held until
+    # its last wait, Docs/PROTOCOL.md 4.4.1): two StorePOS sequences and the slave's snapshot.
+    master.wait_event("snapshot.sent", count=3, timeout=20)
 
     # (2) A edits one completed order and removes another: both refused, both put right on A.
     started = time.monotonic()

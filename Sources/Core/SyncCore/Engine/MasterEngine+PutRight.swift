@@ -9,8 +9,9 @@ import JSON
 ///   with that uuid);
 /// * a refused Remove: a Create of the master's copy (the app deleted the row from its Realm
 ///   before sending the Remove, so the insert cannot meet a duplicate key); while the app's own
-///   snapshot is still going out the snapshot may give it the order as well, and a second
-///   Create of a uuid its Realm holds would crash it, so it gets an Update there instead;
+///   connect sequence is still going out and its Create of the order is still to come, nothing:
+///   that Create puts the order back, and a second one would crash the app (a Remove of an
+///   order the app held from before, sent before it handled the sequence's Remove of it);
 /// * a Create refused as `removed`: a Remove of that uuid; as `already_exists`: an Update with
 ///   the master's copy.
 ///
@@ -28,9 +29,11 @@ extension MasterEngine {
         case (.update, let order?):
             return (.update, Self.storePOSMessage(.update, order, spelled: sent))
         case (.remove, let order?):
-            // The app's snapshot is still going out: it may give the app the order too.
-            let operation: OperationKind = snapshots[peer] == nil ? .create : .update
-            return (operation, Self.storePOSMessage(operation, order, spelled: sent))
+            // The app's connect sequence is still going out: when its Create of the order is
+            // still to come, that Create puts the order back (nothing more: a second Create
+            // would crash the app); when it went out, the app removed the copy it gave.
+            if let stream = snapshots[peer], !stream.hasHandedOut(order.key) { return nil }
+            return (.create, Self.storePOSMessage(.create, order, spelled: sent))
         case (.create, let order?) where e.code == .alreadyExists:
             return (.update, Self.storePOSMessage(.update, order, spelled: sent))
         case (.create, nil) where e.code == .removed:
@@ -45,6 +48,7 @@ extension MasterEngine {
     /// logs it (`storepos.put_right`).
     func sendPutRight(_ e: WireError, of message: OperationMessage, to peer: Int, _ out: inout [Action]) {
         guard peers[peer]?.speaksOrderSync == false, let answer = putRight(e, of: message, for: peer) else { return }
+        spaceForStorePOS([peer], naming: [e.uuid ?? ""], promises: 1, &out)
         out.append(.send(peer: peer, text: answer.text))
         out.append(
             .log(

@@ -43,7 +43,9 @@ extension MasterEngine {
         snapshotRead = read
         return SnapshotStream(
             orders: read.orders, seq: lastSeq, chunk: snapshotChunk, epoch: epoch, storeId: storeId, applied: applied,
-            sendsReady: sendsReady, clearing: clearing, fence: clearsStorePOSApp ? storePOSFence : 0)
+            sendsReady: sendsReady, clearing: clearing,
+            // Without an order to create, no Create can overtake a Remove: no fence, no wait.
+            fence: clearsStorePOSApp && !read.orders.isEmpty ? storePOSFence : 0)
     }
 
     /// Whether the terminal's snapshot is still going out.

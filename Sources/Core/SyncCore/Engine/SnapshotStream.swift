@@ -79,6 +79,13 @@ public struct SnapshotStream: Sendable {
     /// handled there before anything after it goes (`settle()`).
     public var isSettling: Bool { settled < pauses.count && sentParts == pauses[settled] }
 
+    /// Whether the Create of the order with this key (`Order.key`) was handed out (false for
+    /// an order the snapshot does not hold).
+    public func hasHandedOut(_ key: String) -> Bool {
+        guard let index = orders.firstIndex(where: { $0.key == key }) else { return false }
+        return sentParts > clearing.count + fence + index / chunk
+    }
+
     /// Passes the pause the stream waits at (nothing when it waits at none).
     public mutating func settle() {
         if isSettling { settled += 1 }
