@@ -239,23 +239,27 @@ final class MasterSecurityNodeTests: XCTestCase {
         // The app asks for `ws://HOST:PORT/device` with no subprotocol.
         let app = try SecureTestTerminal(port: master.port, path: "/device", subprotocol: nil)
         defer { app.close() }
-        XCTAssertTrue(app.wait { $0.snapshot.orders == 2 }, "a StorePOS app on /device reads the store")
-        XCTAssertEqual(app.messages.count, 3, "a Remove per order, then one Create of both: \(app.messages)")
+        // A Remove per order, a fence of empty Removes, one Create of both, a fence (PROTOCOL 4.2.1).
+        let sequence = 2 + 256 + 1 + 256
+        XCTAssertTrue(app.wait { $0.messages.count == sequence }, "a StorePOS app on /device reads the store")
+        XCTAssertEqual(app.snapshot.orders, 2)
+        XCTAssertEqual(app.messages.filter { $0.contains(#""operation":0"#) }.count, 1, "one Create of both")
         let other = try SecureTestTerminal(port: master.port, path: "/device", subprotocol: nil)
         defer { other.close() }
-        XCTAssertTrue(other.wait { $0.snapshot.orders == 2 })
+        XCTAssertTrue(other.wait { $0.messages.count == sequence })
+        XCTAssertEqual(other.snapshot.orders, 2)
 
         let uuid = UUID().uuidString
         let create = JSONValue.object(
             JSONObject([("operation", .int(0)), ("orders", .array([.object(JSONObject([("uuid", .string(uuid))]))]))]))
         app.channel.sendText(create.serialized())
-        XCTAssertTrue(other.wait { $0.messages.count == 4 }, "the other app gets the order")
+        XCTAssertTrue(other.wait { $0.messages.count == sequence + 1 }, "the other app gets the order")
         XCTAssertTrue(other.messages.last?.contains(uuid) == true)
         // Its own order is not sent back: the next thing it gets is the master's own write.
         let fromMaster = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString)), ("customerName", .string("api"))]))
         XCTAssertEqual(try api(master).send(method: "POST", path: "/v1/orders", body: fromMaster).status, 201)
-        XCTAssertTrue(app.wait { $0.messages.count == 4 })
-        XCTAssertEqual(app.messages.filter { $0.contains(uuid) }, [], "\(app.messages)")
+        XCTAssertTrue(app.wait { $0.messages.count == sequence + 1 })
+        XCTAssertEqual(app.messages.filter { $0.contains(uuid) }, [], "its own order is not sent back")
     }
 
     /// The master's current public key, base64, as a pairing terminal learns it.
