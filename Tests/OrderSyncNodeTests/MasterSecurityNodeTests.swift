@@ -221,7 +221,10 @@ final class MasterSecurityNodeTests: XCTestCase {
         let open = try startMaster(orders: 2) { $0.insecureStorePOS = true }
         defer { open.stop() }
         let storePOS = try SecureTestTerminal(port: open.port, subprotocol: nil)
-        XCTAssertTrue(storePOS.wait { $0.snapshot.orders == 2 }, "a StorePOS terminal reads the store in insecure mode")
+        // A StorePOS terminal's Creates follow its Removes, a fence and a second's wait (PROTOCOL
+        // 4.2.1): a generous deadline for slow builds (sanitizers).
+        XCTAssertTrue(
+            storePOS.wait(timeout: .seconds(30)) { $0.snapshot.orders == 2 }, "a StorePOS terminal reads the store in insecure mode")
         storePOS.close()
         let elsewhere = try startMaster {
             $0.insecureStorePOS = true; $0.storePOSAllow = [AddressRange(parsing: "10.0.0.0/8")!]
@@ -241,24 +244,24 @@ final class MasterSecurityNodeTests: XCTestCase {
         defer { app.close() }
         // A Remove per order, a fence of empty Removes, one Create of both, a fence (PROTOCOL 4.2.1).
         let sequence = 2 + 256 + 1 + 256
-        XCTAssertTrue(app.wait { $0.messages.count == sequence }, "a StorePOS app on /device reads the store")
+        XCTAssertTrue(app.wait(timeout: .seconds(30)) { $0.messages.count == sequence }, "a StorePOS app on /device reads the store")
         XCTAssertEqual(app.snapshot.orders, 2)
         XCTAssertEqual(app.messages.filter { $0.contains(#""operation":0"#) }.count, 1, "one Create of both")
         let other = try SecureTestTerminal(port: master.port, path: "/device", subprotocol: nil)
         defer { other.close() }
-        XCTAssertTrue(other.wait { $0.messages.count == sequence })
+        XCTAssertTrue(other.wait(timeout: .seconds(30)) { $0.messages.count == sequence })
         XCTAssertEqual(other.snapshot.orders, 2)
 
         let uuid = UUID().uuidString
         let create = JSONValue.object(
             JSONObject([("operation", .int(0)), ("orders", .array([.object(JSONObject([("uuid", .string(uuid))]))]))]))
         app.channel.sendText(create.serialized())
-        XCTAssertTrue(other.wait { $0.messages.count == sequence + 1 }, "the other app gets the order")
+        XCTAssertTrue(other.wait(timeout: .seconds(30)) { $0.messages.count == sequence + 1 }, "the other app gets the order")
         XCTAssertTrue(other.messages.last?.contains(uuid) == true)
         // Its own order is not sent back: the next thing it gets is the master's own write.
         let fromMaster = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString)), ("customerName", .string("api"))]))
         XCTAssertEqual(try api(master).send(method: "POST", path: "/v1/orders", body: fromMaster).status, 201)
-        XCTAssertTrue(app.wait { $0.messages.count == sequence + 1 })
+        XCTAssertTrue(app.wait(timeout: .seconds(30)) { $0.messages.count == sequence + 1 })
         XCTAssertEqual(app.messages.filter { $0.contains(uuid) }, [], "its own order is not sent back")
     }
 
