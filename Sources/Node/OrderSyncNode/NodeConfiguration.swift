@@ -12,7 +12,6 @@ public enum NodeVersion {
     public static var full: String { "\(string) (\(commit.map { "commit \($0)" } ?? "unknown commit"))" }
 }
 
-
 /// A node's role.
 public enum NodeRole: String, Codable, Sendable {
     case master
