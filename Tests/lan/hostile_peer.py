@@ -23,6 +23,8 @@ FORGED_HELLO = {"type": "hello", "proto": "ordersync/1", "terminal": "front", "n
 def main() -> int:
     mode, url, operations = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     quiet = float(sys.argv[4]) if len(sys.argv) > 4 else 5.0
+    # Stop as soon as this many orders came (the event the caller waits for); otherwise at silence.
+    enough = int(sys.argv[5]) if len(sys.argv) > 5 else None
     subprotocols = ["ordersync.v1"] if mode == "cleartext" else None
     out = {"mode": mode, "opened": False, "messages": 0, "orders_read": 0, "close": None, "sent": 0}
     started = time.monotonic()
@@ -46,6 +48,8 @@ def main() -> int:
                     # terminal's connect sequence also names every uuid in a Remove first.
                     if isinstance(body, dict) and isinstance(body.get("orders"), list) and body.get("operation") != 2:
                         out["orders_read"] += len(body["orders"])
+                        if enough is not None and out["orders_read"] >= enough:
+                            break
             except ConnectionClosed as closed:
                 out["close"] = {"code": closed.rcvd.code if closed.rcvd else None,
                                 "reason": closed.rcvd.reason if closed.rcvd else ""}

@@ -97,10 +97,10 @@ def pairing_tries(host, url: str, codes: list[str]) -> list[dict]:
     return [json.loads(line) for line in out.splitlines()]
 
 
-def hostile(host, mode: str, url: str, operations: list, quiet: float = 5) -> dict:
+def hostile(host, mode: str, url: str, operations: list, quiet: float = 5, enough: int | None = None) -> dict:
     """`hostile_peer.py` on `host`: a StorePOS or cleartext `ordersync.v1` client."""
-    out = host.run([PYTHON, os.path.join(HERE, "hostile_peer.py"), mode, url, json.dumps(operations), str(quiet)],
-                   timeout=60)
+    args = [PYTHON, os.path.join(HERE, "hostile_peer.py"), mode, url, json.dumps(operations), str(quiet)]
+    out = host.run(args + ([str(enough)] if enough is not None else []), timeout=60)
     return json.loads(out.stdout)
 
 
@@ -177,7 +177,8 @@ def test_an_unpaired_peer_reads_nothing_and_applies_nothing(lan3):
     outside = hostile(h3, "storepos", url, attack)
     assert outside["orders_read"] == 0 and outside["close"]["code"] == 1008, outside
     assert "--storepos-allow" in outside["close"]["reason"], outside
-    inside = hostile(h2, "storepos", url, [], quiet=1)
+    # The connect sequence holds a second's pause before the Creates: wait for the orders, not for silence.
+    inside = hostile(h2, "storepos", url, [], quiet=10, enough=3)
     assert inside["orders_read"] == 3, inside
     assert stored_orders(master.data_dir) == before
     figure(storepos_outside_range_orders_read=outside["orders_read"], storepos_inside_range_orders_read=3)
