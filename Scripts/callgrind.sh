@@ -8,6 +8,12 @@
 #   Scripts/callgrind.sh                 # N=2000, release build; prints a Markdown table
 #   Scripts/callgrind.sh --json out.json # also writes the figures as JSON
 #   Scripts/callgrind.sh --smoke         # N=20, debug build: checks the pipeline only
+#   Scripts/callgrind.sh --check Tests/bench/callgrind-baseline.json
+#                                        # N and build of the baseline; fails when a case takes more
+#                                        # instructions or allocations per op than the baseline
+#                                        # allows (its margin_percent); see Docs/TESTING.md
+#
+# Environment: CALLGRIND_SCRATCH_PATH overrides the build folder (default .build).
 #
 # valgrind 3.19 cannot read the DWARF 5 debug info Swift emits ("unhandled dwarf2 abbrev form
 # code 0x25"), so the counts are taken on a copy with the debug info stripped.
@@ -16,18 +22,30 @@ cd "$(dirname "$0")/.."
 N=2000
 CONFIG=release
 JSON_OUT=""
+CHECK=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --smoke) N=20; CONFIG=debug ;;
         --json) JSON_OUT="$2"; shift ;;
+        --check) CHECK="$2"; shift ;;
         -n) N="$2"; shift ;;
-        *) echo "usage: Scripts/callgrind.sh [--smoke] [--json FILE] [-n N]" >&2; exit 2 ;;
+        *) echo "usage: Scripts/callgrind.sh [--smoke] [--json FILE] [--check BASELINE] [-n N]" >&2; exit 2 ;;
     esac
     shift
 done
+if [ -n "$CHECK" ]; then
+    # The baseline's own N and build: counts are only comparable with the same inputs.
+    N=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["n"])' "$CHECK")
+    CONFIG=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"])' "$CHECK")
+    [ -n "$JSON_OUT" ] || JSON_OUT="$(mktemp)"
+fi
+# Swift's per-process random hashing seed changes the path through dictionaries and sets.
+export SWIFT_DETERMINISTIC_HASHING=1
 command -v valgrind >/dev/null || { echo "callgrind: valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
-swift build -c "$CONFIG" --product ordersync-microbench 2>&1 | tail -n 1
-BIN="$(swift build -c "$CONFIG" --show-bin-path)/ordersync-microbench"
+# CALLGRIND_SCRATCH_PATH: a build folder of its own, so that this can build beside another build.
+SCRATCH=(--scratch-path "${CALLGRIND_SCRATCH_PATH:-.build}")
+swift build -c "$CONFIG" "${SCRATCH[@]}" --product ordersync-microbench 2>&1 | tail -n 1
+BIN="$(swift build -c "$CONFIG" "${SCRATCH[@]}" --show-bin-path)/ordersync-microbench"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 strip --strip-debug -o "$WORK/microbench" "$BIN"
@@ -55,4 +73,7 @@ for c in frame-parse frame-encode message-decode message-encode apply fanout; do
 done
 if [ -n "$JSON_OUT" ]; then
     (IFS=,; echo "{\"n\":$N,\"config\":\"$CONFIG\",\"cases\":[${rows[*]}]}") > "$JSON_OUT"
+fi
+if [ -n "$CHECK" ]; then
+    python3 Scripts/callgrind_check.py "$CHECK" "$JSON_OUT"
 fi
