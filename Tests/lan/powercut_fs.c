@@ -97,8 +97,14 @@ static struct file *file_of(int fd) {
     if (fstat(fd, &st) != 0) return NULL;
     struct file *f = find_file(st.st_ino);
     if (f) return f;
+    /* An fd of our own that can read pre-images and write them back, whatever `fd` was opened for
+     * (and it keeps the inode, so its number is not reused while it is logged). */
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    int own = open(self, O_RDWR);
+    if (own < 0) return NULL;
     f = calloc(1, sizeof *f);
-    f->ino = st.st_ino; f->fd = dup(fd); f->synced_size = st.st_size; f->next = files; files = f;
+    f->ino = st.st_ino; f->fd = own; f->synced_size = st.st_size; f->next = files; files = f;
     return f;
 }
 

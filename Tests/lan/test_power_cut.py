@@ -70,9 +70,10 @@ def test_the_layer_loses_what_was_not_synced_and_keeps_what_was(tmp_path):
         sync_dir(root)
         write_file(f"{root}/never-synced", b"B" * 5000, sync=False)
         write_file(f"{root}/data-synced-name-not", b"C" * 100, sync=True)
-        with open(f"{root}/synced", "r+b") as f:
-            f.seek(4096)
-            f.write(b"D" * 10000)  # overwrites the second half and grows the file, not synced
+        # Overwrites the second half and grows the file, not synced, through a write-only fd.
+        fd = os.open(f"{root}/synced", os.O_WRONLY)
+        os.pwrite(fd, b"D" * 10000, 4096)
+        os.close(fd)
         os.rename(f"{root}/synced", f"{root}/renamed")
         dropped = disk.cut("drop", seed=1)
         assert sorted(os.listdir(root)) == ["synced"], os.listdir(root)
