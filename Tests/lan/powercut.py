@@ -1,6 +1,6 @@
-"""A filesystem that loses what was not synced, for real processes: `powercut_fs.c` (a FUSE
-passthrough, see its header for what it models) compiled with gcc at run time and mounted over a
-backing folder::
+"""A filesystem that loses what was not synced, for real processes: `powercut_fs.c` and
+`powercut_log.c` (a FUSE passthrough; the header of powercut_fs.c says what it models),
+compiled with gcc at run time and mounted over a backing folder::
 
     with PowerCutMount(tmp_path / "disk") as disk:       # disk.path is the mount point
         ...                                             # run a process with its files there
@@ -21,7 +21,7 @@ import tempfile
 from lanharness import LanError, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.join(HERE, "powercut_fs.c")
+SOURCES = [os.path.join(HERE, name) for name in ("powercut_fs.c", "powercut_log.c")]
 _built: dict[str, str] = {}
 
 
@@ -41,15 +41,15 @@ def missing_prerequisites() -> list[str]:
 
 
 def build() -> str:
-    """Compiles powercut_fs.c once per test process; returns the binary's path."""
+    """Compiles powercut_fs.c and powercut_log.c once per test process; returns the binary's path."""
     if "binary" not in _built:
         out = os.path.join(tempfile.mkdtemp(prefix="powercut-"), "powercut_fs")
         flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True,
                                check=True).stdout.split()
-        result = subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-o", out, SOURCE, *flags], capture_output=True,
+        result = subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-o", out, *SOURCES, *flags], capture_output=True,
                                 text=True)
         if result.returncode != 0:
-            raise LanError(f"gcc could not build {SOURCE}: {result.stderr}")
+            raise LanError(f"gcc could not build powercut_fs: {result.stderr}")
         _built["binary"] = out
     return _built["binary"]
 
