@@ -103,10 +103,25 @@ class PowerCutMount:
         self.process = None
 
     def status(self) -> dict[str, int]:
-        """The filesystem's counters: `open`, `unsynced_bytes`, `unsynced_files`, `unsynced_names`,
+        """The filesystem's counters: `killed_pid`, `kill_countdown`, `open`, `unsynced_bytes`, `unsynced_files`, `unsynced_names`,
         `cuts`, `dropped_bytes`, `dropped_files`, `dropped_names`."""
         with open(self.control) as f:
-            return {key: int(value) for key, value in (line.split() for line in f.read().splitlines())}
+            rows = [line.split() for line in f.read().splitlines()]
+        return {fields[0]: int(fields[1]) for fields in rows if fields[0] != "inode"}
+
+    def unsynced_files(self) -> dict[str, int]:
+        """The files holding unsynced writes, by their path in the mount: how many bytes each."""
+        with open(self.control) as f:
+            by_inode = {int(fields[1]): int(fields[2]) for fields in (line.split() for line in f.read().splitlines())
+                        if fields[0] == "inode"}
+        out = {}
+        for folder, _, names in os.walk(self.backing):
+            for name in names:
+                path = os.path.join(folder, name)
+                inode = os.lstat(path).st_ino
+                if inode in by_inode:
+                    out[os.path.relpath(path, self.backing)] = by_inode.pop(inode)
+        return {**out, **{f"(inode {inode}, no name)": count for inode, count in by_inode.items()}}
 
     def wait_closed(self, timeout: float = 10) -> None:
         """Waits until no file or directory of the mount is open (the kernel releases a killed
@@ -114,12 +129,18 @@ class PowerCutMount:
         wait_until(lambda: self.status()["open"] == 0, timeout, interval=0.02, what="every file of the mount closed")
 
     def command(self, text: str) -> None:
-        """Writes one command to the control file (`cut MODE SEED`, `fsync ignore|honour`)."""
+        """Writes one command to the control file (`cut MODE SEED`, `kill-at-fsync N`,
+        `fsync ignore|honour`)."""
         fd = os.open(self.control, os.O_WRONLY)
         try:
             os.write(fd, text.encode())
         finally:
             os.close(fd)
+
+    def kill_at_fsync(self, count: int) -> None:
+        """Arms the filesystem: the process making the `count`th fsync from now on is SIGKILLed
+        inside that call, before it is done (`status()["killed_pid"]` names it)."""
+        self.command(f"kill-at-fsync {count}\n")
 
     def cut(self, mode: str = "drop", seed: int = 0) -> dict[str, int]:
         """The power cut: every write, truncation and name change not synced is undone (`drop`)

@@ -20,6 +20,9 @@
  *   ends the file at its synced or its current size. Then the names not durable are undone,
  *   newest first (a created file or directory is removed, an unlinked one put back, a rename
  *   reversed). Afterwards everything counts as synced.
+ * - `kill-at-fsync N` written to /.powercut: the Nth fsync or fdatasync from then on is not
+ *   done; the process calling it is SIGKILLed inside the call (a cut in the middle of a commit,
+ *   its data written and not synced). `killed_pid` in the counters names it.
  * - `fsync ignore` (and `fsync honour`) written to /.powercut: a disk that lies, acknowledging
  *   fsync and fsyncdir and keeping nothing; a durability test must fail on it.
  * - Reading /.powercut gives counters: open handles, unsynced bytes and files, names not
@@ -39,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +52,10 @@
 #include "powercut_log.h"
 
 #define CONTROL "/.powercut"
+
+/* `kill-at-fsync N`: the Nth fsync from now on is not done; its caller is SIGKILLed inside it. */
+static long kill_countdown;
+static pid_t killed_pid;
 
 /* FUSE operations ------------------------------------------------------------------------------ */
 
@@ -93,7 +101,9 @@ static int pc_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
 static int pc_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
     (void)path;
     if (fi->fh == (uint64_t)-1) {
-        char text[1024]; int n = status_text(text, sizeof text);
+        char text[4096]; int n = snprintf(text, sizeof text, "killed_pid %ld\nkill_countdown %ld\n",
+                                         (long)killed_pid, kill_countdown);
+        n += status_text(text + n, sizeof text - (size_t)n);
         if (off >= n) return 0;
         size_t len = (size_t)(n - off) < size ? (size_t)(n - off) : size;
         memcpy(buf, text + off, len);
@@ -108,6 +118,11 @@ static int pc_write(const char *path, const char *buf, size_t size, off_t off, s
     if (fi->fh == (uint64_t)-1) {
         char cmd[64] = {0}, mode[16] = {0}; unsigned long long seed = 0;
         memcpy(cmd, buf, size < sizeof cmd - 1 ? size : sizeof cmd - 1);
+        long count = 0;
+        if (sscanf(cmd, "kill-at-fsync %ld", &count) == 1 && count > 0) {
+            kill_countdown = count; killed_pid = 0;
+            return (int)size;
+        }
         if (sscanf(cmd, "fsync %15s", mode) == 1 && (!strcmp(mode, "ignore") || !strcmp(mode, "honour"))) {
             ignore_fsync = strcmp(mode, "ignore") == 0;
             return (int)size;
@@ -141,6 +156,12 @@ static int pc_truncate(const char *path, off_t size, struct fuse_file_info *fi) 
 static int pc_fsync(const char *path, int datasync, struct fuse_file_info *fi) {
     (void)path; (void)datasync;
     struct stat st;
+    if (kill_countdown > 0 && --kill_countdown == 0) {
+        /* FUSE passes the caller's thread id; kill(2) of a thread id signals its whole process. */
+        killed_pid = fuse_get_context()->pid;
+        kill(killed_pid, SIGKILL);
+        return -EIO;
+    }
     if (!ignore_fsync && fi->fh != (uint64_t)-1 && fstat((int)fi->fh, &st) == 0) synced(st.st_ino);
     return 0;
 }

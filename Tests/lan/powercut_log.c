@@ -189,7 +189,11 @@ int status_text(char *buf, size_t size) {
     unsigned long long bytes = 0, nfiles = 0, nnames = 0;
     for (struct file *f = files; f; f = f->next) { bytes += f->unsynced; nfiles++; }
     for (struct name *n = names; n; n = n->prev) nnames++;
-    return snprintf(buf, size, "open %ld\nunsynced_bytes %llu\nunsynced_files %llu\nunsynced_names %llu\n"
-                    "cuts %ld\ndropped_bytes %llu\ndropped_files %llu\ndropped_names %llu\n",
-                    open_handles, bytes, nfiles, nnames, cuts, dropped_bytes, dropped_files, dropped_names);
+    int n = snprintf(buf, size, "open %ld\nunsynced_bytes %llu\nunsynced_files %llu\nunsynced_names %llu\n"
+                     "cuts %ld\ndropped_bytes %llu\ndropped_files %llu\ndropped_names %llu\n",
+                     open_handles, bytes, nfiles, nnames, cuts, dropped_bytes, dropped_files, dropped_names);
+    /* Then one `inode INO BYTES` line per file with unsynced data, while they fit. */
+    for (struct file *f = files; f && n >= 0 && (size_t)n < size; f = f->next)
+        n += snprintf(buf + n, size - (size_t)n, "inode %llu %zu\n", (unsigned long long)f->ino, f->unsynced);
+    return n < 0 || (size_t)n < size ? n : (int)size - 1;
 }

@@ -7,8 +7,10 @@ undoes or tears it (and undoes every name change whose directory was not synced)
   a synced file is intact; torn writes mix old and new sectors; SQLite commits made with
   `synchronous=OFF` are lost and those made with `FULL` are not. So the tests below could fail.
 * The master, a slave, or both are SIGKILLed during a burst of creates, updates and removes
-  (from two slaves' local APIs and the master's own), at a point chosen by seed, and their
-  filesystems lose what was not synced (dropped or torn, by seed). Restarted on the same mounts:
+  (from two slaves' local APIs and the master's own), at a point chosen by seed: by the
+  filesystem inside the Nth fsync (a commit written and not yet synced, so not acknowledged),
+  or from outside once the master's seq reaches a point; then their filesystems lose what was
+  not synced (dropped or torn, by seed). Restarted on the same mounts:
   every acknowledged operation is journalled exactly once, in order, the retries of operations in
   flight are not applied twice, and every node holds the orders they make.
 * Orders a cut-off slave acknowledged (queued in its outbox) survive its power cut and reach the
@@ -27,8 +29,11 @@ from powercut import PowerCutMount, missing_prerequisites
 from sync_checks import CREATE, check_applied_once, check_final_orders, expected_orders
 
 FAST = ["--ping-interval", "1", "--peer-timeout", "3"]
-#: Each round: (seed, whose power is cut, how the unsynced writes are lost).
-ROUNDS = [(11, "master", "drop"), (12, "slave", "tear"), (13, "both", "tear"), (14, "master", "tear")]
+#: Each round: (seed, whose power is cut, how the unsynced writes are lost, when: inside the Nth
+#: fsync of a commit, the process SIGKILLed by the filesystem, or SIGKILL once the master's seq
+#: reaches a point). N and the seq are drawn from the seed.
+ROUNDS = [(11, "master", "drop", "fsync"), (12, "slave", "tear", "fsync"), (13, "both", "tear", "seq"),
+          (14, "master", "tear", "fsync")]
 
 
 def require_fuse() -> None:
@@ -143,18 +148,30 @@ def test_power_cuts_of_master_and_slave_lose_and_duplicate_nothing_acknowledged(
         for s in (on_disk, other):
             s.wait_live()
         sent, dropped, retried = [], {"bytes": 0, "names": 0}, 0
-        for seed, whom, mode in ROUNDS:
+        for seed, whom, mode, when in ROUNDS:
             chooser = random.Random(seed)
-            start_seq = master.status()["seq"]
-            writers = [run_workload(node, f"{node.host.name}r{seed}", count=40) for node in (master, on_disk, other)]
-            cut_at = start_seq + chooser.randint(10, 70)
-            wait_until(lambda: master.status()["seq"] >= cut_at, 30, what=f"the burst to reach seq {cut_at}")
             victims = [(n, d) for n, d in ((master, master_disk), (on_disk, slave_disk)) if whom in ("both", n.role)]
-            for node, _ in victims:
-                node.kill()
-            round_bytes = 0
+            cut_at = master.status()["seq"] + chooser.randint(10, 70)
+            fsyncs = chooser.randint(5, 40)
+            if when == "fsync":
+                for _, disk in victims:
+                    disk.kill_at_fsync(fsyncs)
+            writers = [run_workload(node, f"{node.host.name}r{seed}", count=40) for node in (master, on_disk, other)]
+            if when == "fsync":
+                where = f"inside its fsync #{fsyncs}"
+                for node, disk in victims:
+                    wait_until(lambda: not node.alive(), 30, what=f"the {node.role} killed in its fsync #{fsyncs}")
+                    assert disk.status()["killed_pid"] > 0
+                    node.stop()
+            else:
+                where = f"at seq {cut_at}"
+                wait_until(lambda: master.status()["seq"] >= cut_at, 30, what=f"the burst to reach seq {cut_at}")
+                for node, _ in victims:
+                    node.kill()
+            round_bytes, files = 0, {}
             for node, disk in victims:
                 disk.wait_closed()
+                files.update({f"{node.role}:{os.path.basename(p)}": n for p, n in disk.unsynced_files().items()})
                 lost = disk.cut(mode, seed=seed)
                 round_bytes += lost["bytes"]
                 dropped["names"] += lost["names"]
@@ -176,9 +193,10 @@ def test_power_cuts_of_master_and_slave_lose_and_duplicate_nothing_acknowledged(
             lost_ops, doubled = count_lost_and_doubled(journal, brief)
             check_applied_once(journal, brief)
             check_final_orders(expected_orders(sent), orders)
-            print(f"FIGURE power cut round {seed}: {whom} cut ({mode}) at seq {cut_at}, {round_bytes} unsynced bytes "
+            print(f"FIGURE power cut round {seed}: {whom} cut ({mode}) {where}, {round_bytes} unsynced bytes "
                   f"dropped; {len(acked)} operations acknowledged ({sum(op['status'] == 202 for op in acked)} queued "
-                  f"by a slave, {retries} sent again after no answer), lost {lost_ops}, duplicated {doubled}")
+                  f"by a slave, {retries} sent again after no answer), lost {lost_ops}, duplicated {doubled}; "
+                  f"unsynced at the cut: {files}")
         print(f"FIGURE power cuts: {len(ROUNDS)} rounds, {len(sent)} acknowledged operations ({retried} sent again), "
               f"lost 0, duplicated 0; {dropped['bytes']} unsynced bytes and {dropped['names']} unsynced names dropped")
         assert dropped["bytes"] > 0, "no cut found anything unsynced to drop: the test proved nothing"
