@@ -14,14 +14,17 @@ undoes or tears it (and undoes every name change whose directory was not synced)
   every acknowledged operation is journalled exactly once, in order, the retries of operations in
   flight are not applied twice, and every node holds the orders they make.
 * Orders a cut-off slave acknowledged (queued in its outbox) survive its power cut and reach the
-  master exactly once when its link comes back.
+  master exactly once when its link comes back; an order whose commit was cut inside its fsync
+  (never acknowledged) is lost, and sent again with its operation id it is delivered once.
 """
 
+import http.client
 import os
 import random
 import sqlite3
 import uuid as uuidlib
 
+import pytest
 from lan_support import require
 from lanharness import wait_until
 from ordersync_lab import OrderSyncNode, journal_entries, run_workload, wait_converged, workload_results
@@ -221,19 +224,31 @@ def test_orders_a_cut_off_slave_acknowledged_survive_its_power_cut(lan2, tmp_pat
             assert status == 202, (status, answer)
             sent.append(op)
         assert slave.status()["outbox"] == 5
-        slave.kill()
+        # A sixth order whose commit is cut inside its fsync: never acknowledged, and lost.
+        in_flight = {"opId": "in-flight", "operation": CREATE,
+                     "order": {"uuid": str(uuidlib.uuid4()).upper(), "customerName": "in flight", "note": "0"}}
+        disk.kill_at_fsync(1)
+        with pytest.raises((ConnectionError, http.client.HTTPException)):
+            slave.operation(CREATE, in_flight["order"], in_flight["opId"])
+        wait_until(lambda: not slave.alive(), 10, what="the slave killed inside its fsync")
+        slave.stop()
         disk.wait_closed()
         dropped = disk.cut("drop", seed=5)
         slave.start()
         slave.wait_api()
         assert slave.status()["outbox"] == 5, "the acknowledged orders left the outbox in the power cut"
+        # The till sends it again with the same operation id: queued once.
+        status, answer = slave.operation(CREATE, in_flight["order"], in_flight["opId"])
+        assert status == 202, (status, answer)
+        sent.append(in_flight)
+        assert slave.status()["outbox"] == 6
         h2.link_up()
         slave.wait_live(timeout=30)
-        orders = wait_converged([master, slave], timeout=30, expect=5)
+        orders = wait_converged([master, slave], timeout=30, expect=6)
         slave.wait_drained(timeout=30)
         check_applied_once(journal_entries(master.data_dir),
                            [{"opId": op["opId"], "operation": op["operation"], "uuid": op["order"]["uuid"]} for op in sent])
         check_final_orders(expected_orders(sent), orders)
-        print(f"FIGURE slave power cut with 5 queued orders: 5 delivered once, lost 0, duplicated 0; "
-              f"{dropped['bytes']} unsynced bytes dropped")
+        print(f"FIGURE slave power cut with 5 queued orders and one inside its commit: 5 kept, the one in flight "
+              f"lost and sent again, 6 delivered once, lost 0, duplicated 0; {dropped['bytes']} unsynced bytes dropped")
         assert slave.stop() == 0 and master.stop() == 0
