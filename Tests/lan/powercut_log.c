@@ -52,6 +52,7 @@ static ino_t parent_ino(const char *path) {
     return fstatat(root_fd, rel(dirname(copy)), &st, 0) == 0 ? st.st_ino : 0;
 }
 
+/* The unsynced state of inode `ino`, if it has one. */
 static struct file *find_file(ino_t ino) {
     for (struct file *f = files; f; f = f->next) if (f->ino == ino) return f;
     return NULL;
