@@ -18,8 +18,8 @@
  *   and the synced size; `tear` keeps or restores each 512-byte sector of every unsynced write
  *   at random (by SEED, for the same writes in the same order; a sector past the old end of file
  *   that is not kept reads as zeros) and ends the file at its synced or its current size. Then
- *   the names not durable are undone, newest first (a created file or directory is removed, an unlinked one put back, a rename
- *   reversed). Afterwards everything counts as synced.
+ *   the names not durable are undone, newest first (a created file or directory is removed, an
+ *   unlinked one put back, a rename reversed). Afterwards everything counts as synced.
  * - `kill-at-fsync N` written to /.powercut: the Nth fsync or fdatasync from then on is not
  *   done; the process calling it is SIGKILLed inside the call (a cut in the middle of a commit,
  *   its data written and not synced). `killed_pid` in the counters names it.
