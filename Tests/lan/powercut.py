@@ -103,8 +103,8 @@ class PowerCutMount:
         self.process = None
 
     def status(self) -> dict[str, int]:
-        """The filesystem's counters: `killed_pid`, `kill_countdown`, `open`, `unsynced_bytes`, `unsynced_files`, `unsynced_names`,
-        `cuts`, `dropped_bytes`, `dropped_files`, `dropped_names`."""
+        """The filesystem's counters: `killed_pid`, `kill_countdown`, `open`, `unsynced_bytes`,
+        `unsynced_files`, `unsynced_names`, `cuts`, `dropped_bytes`, `dropped_files`, `dropped_names`."""
         with open(self.control) as f:
             rows = [line.split() for line in f.read().splitlines()]
         return {fields[0]: int(fields[1]) for fields in rows if fields[0] != "inode"}
