@@ -16,6 +16,8 @@ APT_PACKAGES+=(libssl-dev openssl)
 APT_PACKAGES+=(chromium)
 # Tests/lan/test_export.py: a real spreadsheet (LibreOffice Calc, headless) opens the CSV export
 APT_PACKAGES+=(libreoffice-calc-nogui)
+# Tests/lan/test_power_cut.py: powercut_fs, a FUSE layer compiled at run time, loses unsynced writes
+APT_PACKAGES+=(fuse3 libfuse3-dev pkg-config)
 PY_PACKAGES=(websockets==17.4 zeroconf kosoku pytest noiseprotocol segno matplotlib schemathesis)
 
 if [ "$(id -u)" != 0 ]; then
