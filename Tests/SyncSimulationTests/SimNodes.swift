@@ -62,7 +62,7 @@ extension Simulation {
         e.snapshotChunk = 3
         e.maxCatchUpEntries = 15
         e.journalKeepNewest = Simulation.journalKeepNewest
-        e.journalKeepMillis = 0
+        e.journalKeepMillis = Simulation.journalKeepMillis
         master.engine = e
         master.incarnation += 1
         trace.add(clock.now, "m", "start", "lastSeq=\(e.lastSeq)")

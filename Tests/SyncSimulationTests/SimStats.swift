@@ -31,6 +31,8 @@ struct SimStats {
     var snapshots = 0
     var provisionalDiscarded = 0
     var reappliedAfterCompaction = 0
+    var clockJumps = 0
+    var compactedRuns = 0
     var convergenceMax: Int64 = 0
     var convergenceTotal: Int64 = 0
 
@@ -64,6 +66,8 @@ struct SimStats {
         snapshots += o.snapshots
         provisionalDiscarded += o.provisionalDiscarded
         reappliedAfterCompaction += o.reappliedAfterCompaction
+        clockJumps += o.clockJumps
+        compactedRuns += o.compactedRuns
         convergenceMax = max(convergenceMax, o.convergenceMax)
         convergenceTotal += o.convergenceTotal
     }
@@ -82,7 +86,8 @@ struct SimStats {
             slave commits failed \(slaveCommitFails), master crashes \(masterCrashes), slave crashes \(slaveCrashes)
             slave resyncs \(resyncs), aborts \(aborts), snapshots applied \(snapshots), answers 'retry later' \(answeredPending), \
             read-your-writes gaps explained by a refusal or a later change \(provisionalDiscarded), \
-            client retries applied again after their journal entry was compacted \(reappliedAfterCompaction)
+            clock jumps of 31 days \(clockJumps), runs whose journal was compacted \(compactedRuns), \
+            operations applied again after their journal entry was compacted \(reappliedAfterCompaction)
             convergence after the faults stopped: max \(convergenceMax) ms, mean \(seeds > 0 ? convergenceTotal / Int64(seeds) : 0) ms
             """
     }
