@@ -12,7 +12,7 @@ final class DiskFaultTests: FaultVFSStoreTestCase {
     /// One fault on the commit of order B between two good commits (A before, C after).
     private func assertCommitFails(
         _ fault: FaultVFS.Fault, on calls: FaultVFS.Calls, expecting kind: StoreError.Kind, primaryCode: Int32,
-        file: StaticString = #filePath, line: UInt = #line
+        saying message: String, file: StaticString = #filePath, line: UInt = #line
     ) throws {
         let db = try openDatabase()
         let a = try commitOrder(db, seq: 1)
@@ -30,6 +30,7 @@ final class DiskFaultTests: FaultVFSStoreTestCase {
         XCTAssertEqual(FaultVFS.counters.faultsInjected, 1, file: file, line: line)
         XCTAssertEqual(error?.primaryCode, primaryCode, "\(String(describing: error))", file: file, line: line)
         XCTAssertEqual(error?.path, dbPath, file: file, line: line)
+        XCTAssertTrue(error?.message.contains(message) == true, "\(String(describing: error))", file: file, line: line)
         // Not committed: not seen, no transaction left open, the journal still ends at A.
         XCTAssertFalse(db.isInTransaction, file: file, line: line)
         XCTAssertNil(try db.order(uuid: b.uuid), file: file, line: line)
@@ -47,15 +48,15 @@ final class DiskFaultTests: FaultVFSStoreTestCase {
     }
 
     func testEIOOnAWriteOfTheCommit() throws {
-        try assertCommitFails(.eio, on: .write, expecting: .sqlite, primaryCode: 10) // SQLITE_IOERR
+        try assertCommitFails(.eio, on: .write, expecting: .sqlite, primaryCode: 10, saying: "disk I/O error") // SQLITE_IOERR
     }
 
     func testEIOOnTheSyncOfTheCommit() throws {
-        try assertCommitFails(.eio, on: .sync, expecting: .sqlite, primaryCode: 10)
+        try assertCommitFails(.eio, on: .sync, expecting: .sqlite, primaryCode: 10, saying: "disk I/O error")
     }
 
     func testENOSPCOnAWriteOfTheCommit() throws {
-        try assertCommitFails(.enospc, on: .write, expecting: .full, primaryCode: 13) // SQLITE_FULL
+        try assertCommitFails(.enospc, on: .write, expecting: .full, primaryCode: 13, saying: "disk is full") // SQLITE_FULL
     }
 
     /// A disk that stays full: every commit fails with `.full` and changes nothing; once space

@@ -88,10 +88,11 @@ void ordersync_fault_vfs_skip_real_sync(int skip);
 /// The seed that decides which sectors survive a torn power cut.
 void ordersync_fault_vfs_set_seed(uint64_t seed);
 
-/// Cuts the power of the machine whose files start with `prefix`: the unsynced writes of its
-/// files are dropped or torn, files created and never synced lose their content, and every
-/// handle open on them is dead (writes, syncs and truncates fail with EIO; its -shm is not
-/// deleted on close). Until `ordersync_fault_vfs_power_on`, files under `prefix` cannot be
+/// Cuts the power of the machine whose files start with `prefix` (`mode`: drop or tear): the
+/// unsynced writes of its files are dropped or torn, files created and never synced lose their
+/// content, and every handle open on them is dead (writes, syncs and truncates fail with EIO;
+/// its WAL and -shm are not deleted on close). With ORDERSYNC_PROCESS_KILL only the handles die
+/// and nothing is undone. Until `ordersync_fault_vfs_power_on`, files under `prefix` cannot be
 /// opened and deletes of them do nothing. Returns the number of files reverted.
 int ordersync_fault_vfs_power_cut(const char *prefix, int mode);
 
