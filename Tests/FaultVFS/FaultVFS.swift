@@ -51,7 +51,9 @@ public enum FaultVFS {
 
     /// The calls a rule counts.
     public struct Calls: OptionSet, Sendable {
+        /// The `ORDERSYNC_FAULT_ON_*` bits.
         public let rawValue: Int32
+        /// The calls of `rawValue`'s bits.
         public init(rawValue: Int32) { self.rawValue = rawValue }
         /// `xWrite`.
         public static let write = Calls(rawValue: Int32(ORDERSYNC_FAULT_ON_WRITE))
@@ -63,11 +65,15 @@ public enum FaultVFS {
 
     /// What the VFS has seen and done since the last `reset()`.
     public struct Counters: Sendable, Equatable, CustomStringConvertible {
+        /// `xWrite` calls.
         public var writes: Int64
+        /// `xSync` calls.
         public var syncs: Int64
+        /// `xTruncate` calls.
         public var truncates: Int64
         /// Calls failed (or synced falsely) by an armed rule.
         public var faultsInjected: Int64
+        /// Power cuts (`powerCut(under:_:)` and armed ones).
         public var powerCuts: Int64
         /// Process deaths (`kill(under:)`).
         public var kills: Int64
@@ -85,6 +91,7 @@ public enum FaultVFS {
                 bytesReverted: 0, deadCalls: 0)
         }
 
+        /// Counters with these values.
         init(
             writes: Int64, syncs: Int64, truncates: Int64, faultsInjected: Int64, powerCuts: Int64, kills: Int64,
             filesReverted: Int64, bytesReverted: Int64, deadCalls: Int64
@@ -113,6 +120,7 @@ public enum FaultVFS {
             deadCalls += o.deadCalls
         }
 
+        /// One line, `name=value` pairs, for `FIGURE` lines.
         public var description: String {
             "writes=\(writes) syncs=\(syncs) truncates=\(truncates) faults_injected=\(faultsInjected) "
                 + "power_cuts=\(powerCuts) kills=\(kills) files_reverted=\(filesReverted) bytes_reverted=\(bytesReverted) "

@@ -24,9 +24,10 @@ final class PowerLossSimulationTests: XCTestCase {
     }
 
     /// One run of `seed` with its stores in a directory of their own on the fault VFS; `lying`
-    /// makes every sync of the master's disk lie. Returns the outcome and the VFS's counters.
+    /// makes every sync of the master's disk lie. Returns the outcome, the VFS's counters and
+    /// the number of store calls a power cut interrupted.
     private func run(seed: UInt64, lying: Bool = false, _ configure: (inout SimConfig) -> Void = { _ in })
-        throws -> (SimOutcome, FaultVFS.Counters)
+        throws -> (SimOutcome, FaultVFS.Counters, Int)
     {
         let runDirectory = directory + "/seed-\(seed)"
         defer { try? FileManager.default.removeItem(atPath: runDirectory) }
@@ -56,7 +57,8 @@ final class PowerLossSimulationTests: XCTestCase {
         let sim = Simulation(config)
         if !lying { wirePowerCuts(sim) }
         let outcome = sim.run()
-        return (outcome, FaultVFS.counters)
+        let disks = [(sim.master.store as? PowerLossSimMasterStore)?.disk] + sim.slaves.map { ($0.store as? PowerLossSimSlaveStore)?.disk }
+        return (outcome, FaultVFS.counters, disks.reduce(0) { $0 + ($1?.cutsInCalls ?? 0) })
     }
 
     /// Lets the stores' disks cut the power in the middle of a store call, and crash their node
@@ -82,9 +84,11 @@ final class PowerLossSimulationTests: XCTestCase {
         var total = SimStats()
         var vfs = FaultVFS.Counters()
         var failed: [SimOutcome] = []
+        var cutsInCalls = 0
         let started = Date()
         for seed in seeds {
-            let (outcome, counters) = try run(seed: seed) { $0.disabledFaults = SyncSimulationTests.disabledFaults() }
+            let (outcome, counters, cuts) = try run(seed: seed) { $0.disabledFaults = SyncSimulationTests.disabledFaults() }
+            cutsInCalls += cuts
             var figures = outcome.stats
             figures.seeds = 1
             total.add(figures)
@@ -96,7 +100,9 @@ final class PowerLossSimulationTests: XCTestCase {
         }
         let millis = Int(Date().timeIntervalSince(started) * 1000)
         let crashes = total.masterCrashes + total.slaveCrashes
-        let run = "seeds=\(seeds.count) millis=\(millis) acknowledged=\(total.acknowledged) crashes=\(crashes)"
+        let run =
+            "seeds=\(seeds.count) millis=\(millis) acknowledged=\(total.acknowledged) crashes=\(crashes) "
+            + "power_cuts_in_calls=\(cutsInCalls)"
         print("FIGURE powerloss_sim \(run) \(vfs) violations=\(failed.count)")
         XCTAssertEqual(
             failed.map(\.seed), [],
@@ -114,7 +120,7 @@ final class PowerLossSimulationTests: XCTestCase {
     /// see acknowledged operations lost (or a journal that reuses their sequence numbers).
     func testTheCheckerCatchesAMasterOnADiskWhoseSyncsLie() throws {
         for seed in UInt64(1)...40 {
-            let (outcome, _) = try run(seed: seed, lying: true) {
+            let (outcome, _, _) = try run(seed: seed, lying: true) {
                 // No injected disk errors: they would disarm the lying rule.
                 $0.disabledFaults = ["master-disk", "master-disk-after", "records", "slave-disk"]
             }
