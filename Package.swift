@@ -108,6 +108,10 @@ let package = Package(
             name: "MicroBench", dependencies: ["MicroBenchCases", "CMallocCounter"], path: "Sources/Programs/MicroBench"),
 
         // MARK: Tests
+        // A fault-injecting SQLite VFS (power cuts that drop or tear unsynced writes, EIO and
+        // ENOSPC on chosen calls) and its Swift face, for test targets only: no product links it.
+        .target(name: "CFaultVFS", path: "Tests/CFaultVFS", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "FaultVFS", dependencies: ["CFaultVFS"], path: "Tests/FaultVFS"),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
@@ -117,11 +121,11 @@ let package = Package(
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.
-        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore"]),
+        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore", "FaultVFS"]),
         // HTTP1 only for the request/response round trip over a Unix socket.
         .testTarget(name: "EventLoopIOTests", dependencies: ["EventLoopIO", "HTTP1"]),
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "EventLoopIO"]),
-        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
+        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore", "FaultVFS"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "EventLoopIO"]),
         .testTarget(name: "MicroBenchTests", dependencies: ["MicroBenchCases"]),
@@ -129,7 +133,7 @@ let package = Package(
             name: "OrderSyncNodeTests",
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
-                "Noise", "SecureLink", "WebSocket", "WebSocketTransport",
+                "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "FaultVFS",
             ]),
         .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore"]),
     ],

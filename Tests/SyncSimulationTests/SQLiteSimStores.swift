@@ -3,7 +3,7 @@ import SyncCore
 
 /// Reads the store for the checker; a failure is kept (the checker reports it) and `fallback`
 /// returned, so one broken read does not end the whole test process.
-private func checkedRead<T>(_ failures: inout [String], _ what: String, _ fallback: T, _ body: () throws -> T) -> T {
+func checkedRead<T>(_ failures: inout [String], _ what: String, _ fallback: T, _ body: () throws -> T) -> T {
     do {
         return try body()
     } catch {
