@@ -108,6 +108,8 @@ let package = Package(
             name: "MicroBench", dependencies: ["MicroBenchCases", "CMallocCounter"], path: "Sources/Programs/MicroBench"),
 
         // MARK: Tests
+        // CI mode (the `CI` variable) read one way by every test target that skips or fails.
+        .target(name: "CIMode", path: "Tests/CIMode"),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
@@ -117,19 +119,19 @@ let package = Package(
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.
-        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore"]),
+        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore", "CIMode"]),
         // HTTP1 only for the request/response round trip over a Unix socket.
-        .testTarget(name: "EventLoopIOTests", dependencies: ["EventLoopIO", "HTTP1"]),
+        .testTarget(name: "EventLoopIOTests", dependencies: ["EventLoopIO", "HTTP1", "CIMode"]),
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "EventLoopIO"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore"]),
-        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "CIMode"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "EventLoopIO"]),
         .testTarget(name: "MicroBenchTests", dependencies: ["MicroBenchCases"]),
         .testTarget(
             name: "OrderSyncNodeTests",
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
-                "Noise", "SecureLink", "WebSocket", "WebSocketTransport",
+                "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "CIMode",
             ]),
         .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore"]),
     ],
