@@ -112,6 +112,8 @@ let package = Package(
         // ENOSPC on chosen calls) and its Swift face, for test targets only: no product links it.
         .target(name: "CFaultVFS", path: "Tests/CFaultVFS", linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(name: "FaultVFS", dependencies: ["CFaultVFS"], path: "Tests/FaultVFS"),
+        // CI mode (the `CI` variable) read one way by every test target that skips or fails.
+        .target(name: "CIMode", path: "Tests/CIMode"),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
@@ -121,19 +123,19 @@ let package = Package(
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.
-        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore", "FaultVFS"]),
+        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore", "FaultVFS", "CIMode"]),
         // HTTP1 only for the request/response round trip over a Unix socket.
-        .testTarget(name: "EventLoopIOTests", dependencies: ["EventLoopIO", "HTTP1"]),
+        .testTarget(name: "EventLoopIOTests", dependencies: ["EventLoopIO", "HTTP1", "CIMode"]),
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "EventLoopIO"]),
         .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore", "FaultVFS"]),
-        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "CIMode"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "EventLoopIO"]),
         .testTarget(name: "MicroBenchTests", dependencies: ["MicroBenchCases"]),
         .testTarget(
             name: "OrderSyncNodeTests",
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
-                "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "FaultVFS",
+                "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "FaultVFS", "CIMode",
             ]),
         .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore"]),
     ],

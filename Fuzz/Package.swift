@@ -27,6 +27,7 @@ let package = Package(
 
         .executableTarget(name: "FuzzFrameParser", dependencies: ["WebSocket"]),
         .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket"]),
+        .executableTarget(name: "FuzzHTTPRequest", dependencies: ["HTTP1"], swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "FuzzSyncMessage", dependencies: ["JSON", "SyncCore"]),
         .target(
             name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],

@@ -4,7 +4,8 @@
 The seeds are small and named after what they show: the RFC 6455 section 5.7 example frames,
 fragmented messages, close frames and framing errors (each unmasked, as a server sends, and
 masked, as a client sends); the RFC 6455 section 1.2/1.3 handshake and variations of it; and
-the StorePOS and OrderSync messages from Docs/PROTOCOL.md. Re-running rewrites the directories.
+the StorePOS and OrderSync messages from Docs/PROTOCOL.md; HTTP/1.1 requests as the dashboard,
+the metrics listener and the local API receive them. Re-running rewrites the directories.
 """
 import os
 import shutil
@@ -254,6 +255,46 @@ def sync_corpus():
     return out
 
 
+def http_request_corpus():
+    """Requests a LAN peer sends the dashboard and the metrics listener, and the local API's,
+    with the framing edge cases of RFC 9112 (pipelining, bodies, bare LF, HTTP/1.0, errors)."""
+    body = b'{"customerName":"Ann","tableSize":4}'
+    seeds = {
+        "get-dashboard": b"GET / HTTP/1.1\r\nHost: 10.0.0.1:8090\r\nAccept: text/html\r\n\r\n",
+        "get-metrics": b"GET /metrics HTTP/1.1\r\nHost: 10.0.0.1:9464\r\nAccept: text/plain;version=0.0.4\r\n"
+                       b"Connection: close\r\n\r\n",
+        "get-status-query": b"GET /v1/orders?limit=10&after=9437C8F5-D742-46CB-9847-737C5809392C&q=a+b%20c HTTP/1.1\r\n"
+                            b"Host: localhost\r\n\r\n",
+        "post-body": b"POST /v1/orders HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
+        "patch-if-match": b"PATCH /v1/orders/0f8fad5b-d9cb-469f-a165-70867728950e HTTP/1.1\r\nHost: localhost\r\n"
+                          b"If-Match: \"3\"\r\nContent-Length: 2\r\n\r\n{}",
+        "pipelined-three": b"GET /a HTTP/1.1\r\nHost: h\r\n\r\nHEAD /b HTTP/1.1\r\nHost: h\r\n\r\n"
+                           b"DELETE /c HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n",
+        "http10-keep-alive": b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+        "http10-no-host": b"GET /metrics HTTP/1.0\r\n\r\n",
+        "bare-lf": b"GET / HTTP/1.1\nHost: h\n\n",
+        "leading-empty-lines": b"\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+        "absolute-form": b"GET http://10.0.0.1:8090/v1/status?x=1 HTTP/1.1\r\nHost: 10.0.0.1:8090\r\n\r\n",
+        "asterisk-form": b"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+        "folded-header": b"GET / HTTP/1.1\r\nHost: h\r\nX-A: one\r\n two\r\n\r\n",
+        "missing-host": b"GET / HTTP/1.1\r\n\r\n",
+        "two-hosts": b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "two-lengths": b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+        "length-list": b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2, 2\r\n\r\nab",
+        "length-signed": b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +2\r\n\r\nab",
+        "length-huge": b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        "chunked": b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n",
+        "http2-preface": b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        "space-in-name": b"GET / HTTP/1.1\r\nHost : h\r\n\r\n",
+        "percent-bad": b"GET /%zz/%2F%00 HTTP/1.1\r\nHost: h\r\n\r\n",
+        "fragment": b"GET /v1/status#top HTTP/1.1\r\nHost: h\r\n\r\n",
+        "obs-text-value": b"GET / HTTP/1.1\r\nHost: h\r\nUser-Agent: caf\xe9\r\n\r\n",
+        "nul-in-target": b"GET /a\x00b HTTP/1.1\r\nHost: h\r\n\r\n",
+    }
+    return seeds
+
+
 def write(target, seeds):
     directory = os.path.join(HERE, "corpus", target)
     shutil.rmtree(directory, ignore_errors=True)
@@ -268,3 +309,4 @@ if __name__ == "__main__":
     write("FuzzFrameParser", frame_corpus())
     write("FuzzHandshake", handshake_corpus())
     write("FuzzSyncMessage", sync_corpus())
+    write("FuzzHTTPRequest", http_request_corpus())

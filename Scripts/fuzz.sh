@@ -17,7 +17,7 @@ seconds="${1:-60}"
 case "$seconds" in
     ''|*[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;;
 esac
-targets=(FuzzFrameParser FuzzHandshake FuzzSyncMessage FuzzNoise FuzzSecureLink)
+targets=(FuzzFrameParser FuzzHandshake FuzzHTTPRequest FuzzSyncMessage FuzzNoise FuzzSecureLink)
 scratch="${FUZZ_SCRATCH_PATH:-$PWD/Fuzz/.build}"
 # Coverage instrumentation must reach the Swift compiler itself: `--sanitize=fuzzer
 # --sanitize=address` alone builds binaries that run but see no coverage.

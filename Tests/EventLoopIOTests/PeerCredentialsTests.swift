@@ -1,3 +1,4 @@
+import CIMode
 import Foundation
 import Glibc
 import XCTest
@@ -32,7 +33,7 @@ final class PeerCredentialsTests: XCTestCase {
 
     func testAClientRunAsAnotherUserIsReportedWithItsUid() throws {
         guard geteuid() == 0 else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" {
+            if CIMode.isOn {
                 XCTFail("running a client under another uid needs root")
                 return
             }

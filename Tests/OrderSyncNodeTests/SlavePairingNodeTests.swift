@@ -151,11 +151,7 @@ final class SlavePairingNodeTests: XCTestCase {
         let slave = try RunningNode(
             role: .slave, dataDirectory: directory, name: "bar-2", masterURL: MasterURL(host: "127.0.0.1", port: master.port),
             configure: { $0.pairingCode = PairingCode.generate() })
-        let deadline = Date().addingTimeInterval(10)
-        while (try? slave.status()) != nil {
-            XCTAssertLessThan(Date(), deadline, "the slave kept running with a refused code")
-            usleep(10_000)
-        }
+        try waitUntil("the slave to stop after its refused code", timeoutSeconds: 10) { (try? slave.status()) == nil }
         slave.stop()
         XCTAssertEqual(master.seen.count, 1, "one try of the code, no retry")
         XCTAssertEqual(master.seen.first?.messages, [], "nothing was sent to a master that did not prove the code")
@@ -207,8 +203,14 @@ final class SlavePairingNodeTests: XCTestCase {
         XCTAssertEqual(refused.master.lastError, "secure link failed: the master refused this terminal: unknown terminal")
         XCTAssertEqual(refused.master.state, .waiting)
         XCTAssertTrue(StatusText.render(.slave(refused)).contains("(refused)"))
-        // Retried at most every 30 s: no second attempt within the next second.
-        usleep(1_000_000)
+        // Retried at most every 30 s, not after the usual backoff (250 ms, then doubling): the
+        // slave itself reports a second spent waiting since the refusal. An attempt in between
+        // would have left the waiting state (and restarted its clock).
+        let waited = try waitForStatus(slave, "a second of waiting after the refusal") {
+            $0.master.state != .waiting || $0.master.sinceSeconds >= 1
+        }
+        XCTAssertEqual(waited.master.state, .waiting)
+        XCTAssertEqual(waited.master.lastError, refused.master.lastError)
         XCTAssertEqual(master.seen.count, 1)
         slave.stop()
     }

@@ -1,3 +1,4 @@
+import CIMode
 import Foundation
 import XCTest
 
@@ -61,7 +62,7 @@ final class SimulationSelfCheckTests: XCTestCase {
         let bundle = CommandLine.arguments[0]
         guard bundle.hasSuffix(".xctest"), FileManager.default.isExecutableFile(atPath: bundle) else {
             let why = "the test bundle is not an executable .xctest (\(bundle)): cannot start a second process"
-            if ProcessInfo.processInfo.environment["CI"] == "true" { return XCTFail(why) }
+            if CIMode.isOn { return XCTFail(why) }
             throw XCTSkip(why)
         }
         let child = Process()

@@ -3,7 +3,7 @@
 A master and a slave paired with it run on a simulated 2-host LAN (Tests/lan's harness); the
 tests talk to their local API sockets. When the machine cannot build a LAN (not root, no
 avahi-daemon...) or schemathesis is missing, tests are skipped with the reason, except under
-CI=true where they fail.
+CI mode where they fail.
 """
 
 import os

@@ -149,6 +149,11 @@ def test_etag_and_if_match(store, role):
     assert call(store, role, "PATCH", path, {"note": "w"}, JSON | {"If-Match": 'W/"v2"'})[0] == 412
     status, _, _, payload = call(store, role, "PATCH", path, {"note": "w"}, JSON | {"If-Match": "v2"})
     assert (status, error_code(payload)) == (400, "invalid_header")
+    # A body version and a tag that differ cannot both be current: 412 whichever is current,
+    # never a 400 (the document allows both fields).
+    for body_version, tag in ((2, '"v5"'), (5, '"v2"')):
+        status, _, _, payload = call(store, role, "PATCH", path, {"note": "two", "version": body_version}, JSON | {"If-Match": tag})
+        assert (status, error_code(payload)) == (412, "precondition_failed"), payload
     # `*` matches any current order; the matching tag lets the change through.
     assert call(store, role, "PATCH", path, {"note": "any"}, JSON | {"If-Match": "*"})[0] == 200
     status, _, _, payload = call(store, role, "DELETE", path, headers={"If-Match": '"v3"'})

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from ci_mode import in_ci  # Tests/support, on the path through Tests/conftest.py
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -23,7 +24,7 @@ def prerequisites():
         missing.append("matplotlib")
     if missing:
         why = "the benchmark needs " + ", ".join(missing)
-        if os.environ.get("CI") == "true":
+        if in_ci():
             pytest.fail(why)
         pytest.skip(why)
     return binary

@@ -9,9 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
+from ci_mode import in_ci  # Tests/support, on the path through Tests/conftest.py
 
 REPO = Path(__file__).resolve().parents[2]
-IN_CI = os.environ.get("CI", "").lower() == "true"
+IN_CI = in_ci()
 
 
 def isolated_master_env() -> dict[str, str]:
@@ -22,10 +23,10 @@ def isolated_master_env() -> dict[str, str]:
 
 
 def require(condition: bool, reason: str) -> None:
-    """Skip the test when `condition` is false, or fail it under CI=true."""
+    """Skip the test when `condition` is false, or fail it under CI mode (`ci_mode.in_ci`)."""
     if not condition:
         if IN_CI:
-            pytest.fail(f"{reason} (required under CI=true)")
+            pytest.fail(f"{reason} (required under CI mode)")
         pytest.skip(reason)
 
 

@@ -4,7 +4,7 @@ WebSocket transport and must answer alike).
 
 The binaries are `$ORDERSYNC_WSECHO_BIN` and `$ORDERSYNC_BIN`, by default
 `<repo>/.build/debug/ordersync-wsecho` and `<repo>/.build/debug/ordersync` (`swift build`). When
-one is missing its tests are skipped, except under `CI=true`, where a missing prerequisite fails
+one is missing its tests are skipped, except under CI mode, where a missing prerequisite fails
 them.
 """
 

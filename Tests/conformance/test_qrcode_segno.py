@@ -28,7 +28,7 @@ from conformance_support import qr_path, require
 try:
     import segno
     from segno import encoder as segno_encoder
-except ImportError:  # reported by the `qr_bin` fixture: a skip, or a failure under CI=true
+except ImportError:  # reported by the `qr_bin` fixture: a skip, or a failure under CI mode
     segno = segno_encoder = None
 
 LEVELS = "LMQH"

@@ -1,7 +1,7 @@
 """pytest fixtures for the dashboard tests (see README.md here).
 
 They reuse the simulated-LAN harness of Tests/lan; when a prerequisite is missing (not root,
-no avahi-daemon, no chromium...), tests are skipped with the reason, except under CI=true
+no avahi-daemon, no chromium...), tests are skipped with the reason, except under CI mode
 where they fail.
 """
 

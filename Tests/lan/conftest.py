@@ -1,7 +1,7 @@
 """pytest fixtures for tests on a simulated store LAN (see lanharness.py).
 
 When the machine cannot build a LAN (not root, no avahi-daemon, no `ip`...), tests are skipped
-with the reason, except under CI=true where a missing prerequisite is a failure.
+with the reason, except under CI mode where a missing prerequisite is a failure.
 """
 
 import os

@@ -4,24 +4,18 @@ A module of its own, not conftest.py: when the conformance, Noise and LAN folder
 pytest session, `import conftest` can find another folder's conftest.
 """
 
-import os
-
 import pytest
+from ci_mode import in_ci  # Tests/support, on the path through Tests/conftest.py
 
 from lanharness import missing_prerequisites
 
 
-def in_ci() -> bool:
-    """True when running under CI, where nothing may be skipped for lack of tools."""
-    return os.environ.get("CI", "").lower() == "true"
-
-
 def require(condition: bool, reason: str) -> None:
-    """Skips the test (fails it under CI=true) with ``reason`` when ``condition`` is false."""
+    """Skips the test (fails it under CI mode) with ``reason`` when ``condition`` is false."""
     if condition:
         return
     if in_ci():
-        pytest.fail(f"prerequisite missing under CI=true: {reason}", pytrace=False)
+        pytest.fail(f"prerequisite missing under CI mode: {reason}", pytrace=False)
     pytest.skip(reason)
 
 

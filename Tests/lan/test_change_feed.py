@@ -130,7 +130,9 @@ def test_long_poll_wakes_on_a_change_and_times_out_empty(make_lan):
 
     waiter = threading.Thread(target=poll)
     waiter.start()
-    time.sleep(1)  # the long-poll is parked by now: it must still be waiting
+    # The master logs the long-poll parked (on its loop, after reading and routing it): from then
+    # on it must still be waiting.
+    master.wait_event("api.feed_parked", timeout=10, where=lambda e: str(e.get("seq")) == "0")
     assert "result" not in answer
     t0 = time.monotonic()
     master.status()

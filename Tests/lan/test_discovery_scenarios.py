@@ -37,7 +37,7 @@ PROTO = "ordersync/1"
 
 @pytest.fixture(autouse=True)
 def _binary():
-    """Skips (fails under CI=true) when the ordersync binary has not been built."""
+    """Skips (fails under CI mode) when the ordersync binary has not been built."""
     try:
         ordersync_binary()
     except LanError as error:

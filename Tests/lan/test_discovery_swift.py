@@ -4,7 +4,14 @@ h1's own avahi-daemon, with h2 publishing and browsing through avahi-publish/ava
 This builds nothing: build the tests first (`swift build --build-tests`). Environment:
 
 - ORDERSYNC_SWIFT_PACKAGE_DIR: the Swift package to test (default: the repository root);
-- ORDERSYNC_SWIFT_SCRATCH: its build folder, passed as --scratch-path (default: SwiftPM's).
+- ORDERSYNC_SWIFT_SCRATCH: its build folder, passed as --scratch-path (default: SwiftPM's);
+- ORDERSYNC_SWIFT_SANITIZE: the sanitizer that build folder was built with, passed as
+  --sanitize (`thread` for the ThreadSanitizer build of `Scripts/sanitizers.sh thread`:
+  `ORDERSYNC_SWIFT_SCRATCH=.build-tsan ORDERSYNC_SWIFT_SANITIZE=thread`).
+
+Any sanitizer report ("WARNING: ThreadSanitizer", "ERROR: AddressSanitizer") or skipped test in
+the output fails the test. AvahiDiscoveryLifecycleTests are left out: they need a process with no
+D-Bus system bus and run in the plain `swift test` run.
 """
 
 import glob
@@ -13,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 from lan_support import require
 
@@ -30,10 +38,12 @@ def swift_test_command() -> list:
     command = ["swift", "test", "--skip-build", "--package-path", package]
     if scratch:
         command += ["--scratch-path", scratch]
-    return command + ["--filter", "DiscoveryTests"]
+    if sanitizer := os.environ.get("ORDERSYNC_SWIFT_SANITIZE"):
+        command += ["--sanitize", sanitizer]
+    return command + ["--filter", "DiscoveryTests", "--skip", "AvahiDiscoveryLifecycleTests"]
 
 
-def test_discovery_xctests_on_a_simulated_lan(lan2):
+def test_discovery_xctests_on_a_simulated_lan(lan2, tmp_path):
     command = swift_test_command()
     h1, h2 = lan2.hosts
     env = dict(os.environ)
@@ -46,6 +56,7 @@ def test_discovery_xctests_on_a_simulated_lan(lan2):
                                              "--no-chroot", "--no-drop-root"]),
     })
     env.pop("DBUS_SYSTEM_BUS_ADDRESS", None)
+    started = time.monotonic()
     process = h1.popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         output, _ = process.communicate(timeout=900)
@@ -53,10 +64,20 @@ def test_discovery_xctests_on_a_simulated_lan(lan2):
         if process.poll() is None:
             process.kill()
             process.wait()
+    log = tmp_path / "swift-test.log"
+    log.write_text(output)
+    print(f"FIGURE DiscoveryTests on a simulated LAN ({os.environ.get('ORDERSYNC_SWIFT_SANITIZE') or 'no sanitizer'}): "
+          f"{time.monotonic() - started:.1f} s")
     outcomes = dict(re.findall(rf"Test Case '{LAN_TESTS}\.(\w+)' (passed|failed|skipped)", output))
+    skipped = re.findall(r"Test Case '([\w.]+)' skipped", output)
+    sanitizer_reports = [line for line in output.splitlines()
+                         if "WARNING: ThreadSanitizer" in line or "ERROR: AddressSanitizer" in line]
     failures = "\n".join(line for line in output.splitlines() if " error: " in line or "' failed" in line)
-    report = f"{failures}\n--- last output ---\n{output[-3000:]}"
+    report = f"{failures}\n--- last output (all of it in {log}) ---\n{output[-3000:]}"
+    first_report = output.find(sanitizer_reports[0]) if sanitizer_reports else 0
+    assert not sanitizer_reports, f"{len(sanitizer_reports)} sanitizer reports (all in {log}), the first:\n{output[first_report:first_report + 4000]}"
     assert process.returncode == 0, f"swift test failed ({process.returncode}):\n{report}"
+    assert not skipped, f"skipped on the simulated LAN: {skipped}\n{report}"
     assert outcomes, f"{LAN_TESTS} did not run:\n{report}"
     not_passed = {name: result for name, result in outcomes.items() if result != "passed"}
     assert not not_passed, f"{LAN_TESTS} not passed: {not_passed}\n{report}"

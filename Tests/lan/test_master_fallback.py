@@ -29,7 +29,7 @@ BOUND = 10.0
 
 @pytest.fixture(autouse=True)
 def _binary():
-    """Skips (fails under CI=true) when the ordersync binary has not been built."""
+    """Skips (fails under CI mode) when the ordersync binary has not been built."""
     try:
         ordersync_binary()
     except LanError as error:

@@ -1,7 +1,7 @@
 """pytest fixtures for the metrics and log tests (see README.md here).
 
 They reuse the simulated-LAN harness of Tests/lan; when a prerequisite is missing (not root,
-no avahi-daemon, no prometheus...), tests are skipped with the reason, except under CI=true
+no avahi-daemon, no prometheus...), tests are skipped with the reason, except under CI mode
 where they fail.
 """
 

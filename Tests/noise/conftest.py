@@ -3,7 +3,7 @@
 
 The binary is `$ORDERSYNC_NOISE_PEER_BIN`, by default `<repo>/.build/debug/ordersync-noise-peer`
 (`swift build --product ordersync-noise-peer`). When it or `noiseprotocol` is missing the tests
-are skipped, except under `CI=true`, where a missing prerequisite fails them.
+are skipped, except under CI mode, where a missing prerequisite fails them.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ service published and the sockets listening; WATCHDOG=1 pings; STOPPING=1 on SIG
 The master runs on a simulated host (Tests/lan) with its own D-Bus and avahi-daemon. The package
 is built by Scripts/package-deb.sh (a release build); ORDERSYNC_RELEASE_BIN=PATH reuses a release
 binary. Needs root, dpkg-dev, systemd (for systemd-analyze) and what Tests/lan needs; skipped
-without them, failed under CI=true. The package is purged afterwards.
+without them, failed under CI mode. The package is purged afterwards.
 """
 
 import grp

@@ -105,6 +105,7 @@ final class ChangeFeedHub {
             w.sink.answer(200, Self.body([], since: w.since), headers: headers)
         }
         waiters[id] = w
+        logger.debug("api.feed_parked", metadata: ["seq": "\(r.since)", "timeout_s": "\(r.timeout)"])
         sink.onClose = { [weak self] in
             guard let self, let w = self.waiters.removeValue(forKey: id) else { return }
             if let t = w.timer { _ = self.loop.cancel(t) }

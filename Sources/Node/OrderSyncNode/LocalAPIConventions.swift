@@ -79,7 +79,7 @@ struct LocalAPIExchange {
         func invalid(_ why: String) -> Result<IfMatch, LocalAPIRoute.Failure> {
             .failure(.init(status: 400, code: "invalid_header", message: "If-Match: \(why)"))
         }
-        let elements = value.split(separator: ",").map { String($0.trimmed) }.filter { !$0.isEmpty }
+        let elements = Self.listElements(value).map { String($0.trimmed) }.filter { !$0.isEmpty }
         if elements == ["*"] { return .success(.any) }
         var versions: Set<Int64> = []
         for e in elements {
@@ -100,9 +100,34 @@ struct LocalAPIExchange {
         return .success(.version(versions.first ?? Int64.max))
     }
 
+    /// The elements of a comma-separated list whose elements may be quoted (RFC 9110 8.8.3: an
+    /// entity tag's opaque-tag may hold commas: `etagc = %x21 / %x23-7E / obs-text`), split at
+    /// the commas outside double quotes.
+    static func listElements(_ value: String) -> [Substring] {
+        var elements: [Substring] = []
+        var start = value.startIndex
+        var quoted = false
+        for index in value.indices {
+            switch value[index] {
+            case "\"":
+                quoted.toggle()
+            case "," where !quoted:
+                elements.append(value[start..<index])
+                start = value.index(after: index)
+            default:
+                break
+            }
+        }
+        elements.append(value[start...])
+        return elements
+    }
+
     /// The route with `If-Match` applied: an Update or Remove of one order based on that
-    /// version. `If-Match` on anything else is refused; a `version` in the body that differs
-    /// from it too.
+    /// version. `If-Match` on anything else is refused. A `version` in the body that differs
+    /// from it is a well-formed request whose two preconditions cannot both hold: it is based on
+    /// a version no order has, so it meets a conflict, answered `412 precondition_failed` with
+    /// the order as it is (RFC 9110 13.1.1: If-Match is false when no current representation
+    /// matches).
     func narrowing(_ route: LocalAPIRoute) -> Result<LocalAPIRoute, LocalAPIRoute.Failure> {
         guard let ifMatch else { return .success(route) }
         guard case .write(var message, let single?) = route, message.operation != .create, var order = message.orders.first?.objectValue
@@ -112,12 +137,10 @@ struct LocalAPIExchange {
         }
         guard case .version(let v) = ifMatch else { return .success(route) }
         if let given = order["version"], given != .null, given != .int(v) {
-            return .failure(
-                .init(
-                    status: 400, code: "invalid_field", message: "\"version\" in the body and If-Match name different versions",
-                    uuid: single))
+            order["version"] = .int(Int64.max)
+        } else {
+            order["version"] = .int(v)
         }
-        order["version"] = .int(v)
         message.orders[0] = .object(order)
         return .success(.write(message, single: single))
     }

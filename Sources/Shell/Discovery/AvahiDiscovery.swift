@@ -21,7 +21,7 @@ import Synchronization
 /// `unpublish`, `browse` and `rebrowse` queue their request on a serial worker of their own and
 /// return at once, so an event loop calling them keeps turning; the worker takes the lock and
 /// carries the requests out in the order they were made. Only `stop()` waits for the worker.
-// @unchecked Sendable: the lifecycle is a `Mutex`, Avahi's thread an `Atomic` and the request
+// @unchecked Sendable: the lifecycle is a `PthreadMutex`, Avahi's thread an `Atomic` and the request
 // queue a serial `DispatchQueue`; every other stored property is touched only on that queue with
 // Avahi's poll lock held (`withAvahiLock`), in callbacks on Avahi's thread (which hold that lock),
 // or while no poll thread runs (before `start`, after `stop`, in `deinit`).
@@ -61,7 +61,7 @@ public final class AvahiDiscovery: @unchecked Sendable {
     let onEvent: @Sendable (DiscoveryEvent) -> Void
 
     /// Lifecycle; never held while waiting for the poll lock, so `start()` never waits on Avahi.
-    let lifecycle = Mutex<Phase>(.idle)
+    let lifecycle = PthreadMutex<Phase>(.idle)
     /// The serial worker that carries out the public methods' requests under the poll lock.
     let requests = DispatchQueue(label: "AvahiDiscovery.requests")
     /// `pthread_self()` of Avahi's thread, recorded by the first callback.
