@@ -2,36 +2,113 @@
 # Sets everything up (as root, on Debian) and runs every test: the Swift unit tests, then the
 # scenarios on a simulated LAN with real avahi-daemons, real sockets, real SQLite files and
 # independent peers (Python websockets and zeroconf, avahi-browse).
+#
+# This is CI mode whoever runs it: a missing prerequisite fails a test instead of skipping it,
+# and a skipped test fails the run. Two tracks run side by side once the debug build is done:
+#   - the unit tests, then the LAN scenarios (pytest), mostly waiting on sockets and processes;
+#   - the sanitizer builds and runs, fuzzing and the instruction counts, mostly compiling.
+# Each stage prints its time; the table at the end lists them (Docs/TESTING.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-Scripts/setup.sh --no-build
-
+export CI=true
 export ORDERSYNC_PYTHON="$PWD/.venv/bin/python"
-echo "test: style (swift format lint --strict with .swift-format)"
-Scripts/lint.sh
-echo "test: building (debug, with tests)"
-swift build --build-tests 2>&1 | tail -n 3
+
+RESULTS="$(mktemp -d "${TMPDIR:-/tmp}/ordersync-test.XXXXXX")"
+STARTED=$(date +%s)
+
+# stage NAME COMMAND...: runs the command, prints how long it took and records it in the table.
+stage() {
+    local name=$1 began rc=0
+    shift
+    began=$(date +%s)
+    echo "test: [$name] started at $(date -u +%H:%M:%S)"
+    "$@" || rc=$?
+    echo "$name $(($(date +%s) - began)) $rc" >>"$RESULTS/stages"
+    echo "test: [$name] took $(($(date +%s) - began)) s, exit $rc"
+    return "$rc"
+}
+
+summary() {
+    echo "test: stage times (seconds; started $(date -u -d "@$STARTED" +%H:%M:%S), all in $(($(date +%s) - STARTED)) s)"
+    [ -f "$RESULTS/stages" ] && awk '{ printf "test:   %-28s %6d s  exit %s\n", $1, $2, $3 }' "$RESULTS/stages"
+    return 0
+}
+trap summary EXIT
+
+# Runs `swift test` with the given arguments into LOG (printed on failure), then fails if any
+# test was skipped: a skip is not a pass.
+swift_tests() {
+    local log=$1
+    shift
+    if ! swift test --skip-build "$@" >"$log" 2>&1; then
+        grep -E "error:|failed|Fatal|Executed [0-9]+ tests" "$log" | head -n 60
+        echo "test: swift test failed (log: $log)" >&2
+        return 1
+    fi
+    grep -E "Executed [0-9]+ tests" "$log" | tail -n 1
+    Scripts/xctest-skips.sh "$log"
+}
+
+# The second and third tracks: sanitizers, fuzzing, instruction counts, mostly compiling. Their
+# lines carry "[tsan]" and "[asan]".
+thread_track() {
+    local rc=0
+    stage tsan Scripts/sanitizers.sh thread || rc=1
+    # The Avahi discovery tests with the ThreadSanitizer build, inside a simulated host.
+    ORDERSYNC_SWIFT_SCRATCH="$PWD/.build-tsan" ORDERSYNC_SWIFT_SANITIZE=thread stage tsan-discovery \
+        .venv/bin/python -m pytest -v -p no:cacheprovider Tests/lan/test_discovery_swift.py || rc=1
+    # A release build folder of its own: in .build it would hold SwiftPM's lock against the main
+    # track's `swift test` and package build.
+    CALLGRIND_SCRATCH_PATH=.build-release stage callgrind Scripts/callgrind.sh --check Tests/bench/callgrind-baseline.json ||
+        rc=1
+    return "$rc"
+}
+address_track() {
+    local rc=0
+    stage asan Scripts/sanitizers.sh address || rc=1
+    stage fuzz Scripts/fuzz.sh 60 || rc=1
+    return "$rc"
+}
+
+# track NAME FUNCTION: runs FUNCTION in the background, its lines prefixed with [NAME]; $! is its
+# process, which exits non-zero if one of its stages failed.
+track() {
+    local name=$1 function=$2
+    "$function" > >(sed -u "s/^/[$name] /") 2>&1 &
+}
+
+stage setup Scripts/setup.sh --no-build
+stage lint Scripts/lint.sh
+stage build bash -c 'swift build --build-tests 2>&1 | tail -n 3; exit "${PIPESTATUS[0]}"'
 BIN_DIR="$(swift build --show-bin-path)"
 export ORDERSYNC_BIN="$BIN_DIR/ordersync"
 export ORDERSYNC_WSECHO_BIN="$BIN_DIR/ordersync-wsecho"
 export ORDERSYNC_NOISE_PEER_BIN="$BIN_DIR/ordersync-noise-peer"
 export ORDERSYNC_QR_BIN="$BIN_DIR/ordersync-qr"
 
-echo "test: unit tests"
+track tsan thread_track
+THREAD_TRACK=$!
+track asan address_track
+ADDRESS_TRACK=$!
+
+foreground_rc=0
 # AvahiDiscoveryLanTests need an avahi-daemon on a D-Bus system bus: they run inside a simulated
 # host from the LAN tests below (Tests/lan/test_discovery_swift.py), not here.
-swift test --skip-build --skip AvahiDiscoveryLanTests
+stage unit-tests swift_tests "$RESULTS/unit-tests.log" --skip AvahiDiscoveryLanTests || foreground_rc=1
 
-echo "test: unit tests under ThreadSanitizer and AddressSanitizer"
-Scripts/sanitizers.sh all
+# WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise
+# interop, LAN scenarios. Autobahn results go to a temporary folder; Docs/CONFORMANCE.md is
+# regenerated only by running Scripts/conformance.py by hand.
+stage pytest env ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v --durations=30 -p no:cacheprovider \
+    Tests/conformance Tests/noise Tests/lan Tests/bench Tests/package Tests/metrics Tests/api Tests/dashboard ||
+    foreground_rc=1
 
-echo "test: fuzzing (libFuzzer + ASAN, 60 s per target)"
-Scripts/fuzz.sh 60
-
-echo "test: instruction counts of the hot path under callgrind (smoke: the pipeline, not the figures)"
-Scripts/callgrind.sh --smoke
-
-echo "test: WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise interop, LAN scenarios"
-# Autobahn results are written to a temporary folder; Docs/CONFORMANCE.md is regenerated only by
-# running Scripts/conformance.py by hand.
-ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v -p no:cacheprovider Tests/conformance Tests/noise Tests/lan Tests/bench Tests/package Tests/metrics Tests/api Tests/dashboard
+echo "test: waiting for the sanitizers, fuzzing and instruction counts"
+background_rc=0
+wait "$THREAD_TRACK" || background_rc=1
+wait "$ADDRESS_TRACK" || background_rc=1
+if [ "$foreground_rc" != 0 ] || [ "$background_rc" != 0 ]; then
+    echo "test: FAILED: $(awk '$3 != 0 { printf "%s ", $1 }' "$RESULTS/stages")" >&2
+    exit 1
+fi
+echo "test: every stage passed"
