@@ -393,7 +393,7 @@ def main():
     parser.add_argument("--sim-seeds", type=int, default=20, help="ORDERSYNC_SIM_SEEDS (default 20)")
     parser.add_argument("--work", default="/tmp/ordersync-mutants", help="scratch folder")
     parser.add_argument("--build-timeout", type=int, default=1200)
-    parser.add_argument("--test-timeout", type=int, default=300)
+    parser.add_argument("--test-timeout", type=int, default=150, help="seconds; a mutant that hangs longer is killed")
     parser.add_argument("--fresh", action="store_true", help="forget the results of earlier runs")
     args = parser.parse_args()
 
