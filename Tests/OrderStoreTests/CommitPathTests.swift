@@ -90,4 +90,37 @@ final class CommitPathTests: StoreTestCase {
         try db.commitGroup()
         XCTAssertEqual(try OrderDatabase(path: dbPath).allOrders().map(\.customerName), ["next"])
     }
+
+    /// `isInGroup` holds between `beginGroup()` and the group's end only: not in an ordinary
+    /// transaction, also not after a group that was rolled back.
+    func testAnOrdinaryTransactionIsNotAGroupEvenAfterARolledBackOne() throws {
+        let db = try openDatabase()
+        try db.transaction { XCTAssertFalse(db.isInGroup) }
+        try db.beginGroup()
+        XCTAssertTrue(db.isInGroup)
+        db.rollbackGroup()
+        XCTAssertFalse(db.isInGroup)
+        try db.transaction { XCTAssertFalse(db.isInGroup, "an ordinary transaction after the rolled-back group") }
+        try db.beginGroup()
+        try db.commitGroup()
+        try db.transaction { XCTAssertFalse(db.isInGroup, "an ordinary transaction after a committed group") }
+    }
+
+    /// In a group, a transaction whose nested transaction fails (as `appendJournal` inside an
+    /// engine commit does on a repeated operation id) undoes all of its own changes, not only
+    /// the nested one's: the failed savepoint leaves the stack, so the outer one rolls back to
+    /// its own start.
+    func testAFailedTransactionInsideAGroupUndoesAllItsChangesPastAFailedNestedOne() throws {
+        let db = try openDatabase()
+        let kept = makeOrder(customer: "kept")
+        try db.beginGroup()
+        try db.transaction { try db.insertOrder(kept) }
+        XCTAssertThrowsError(
+            try db.transaction {
+                try db.insertOrder(makeOrder(customer: "lost"))
+                try db.transaction { try db.insertOrder(kept) }
+            })
+        try db.commitGroup()
+        XCTAssertEqual(try OrderDatabase(path: dbPath).allOrders().map(\.customerName), ["kept"])
+    }
 }
