@@ -22,6 +22,7 @@ that survived is tried again).
 """
 
 import argparse
+import fcntl
 import json
 import os
 import random
@@ -163,7 +164,7 @@ STATEMENT = re.compile(r"^(try |_ = |[A-Za-z_][\w.]*(\[[^\]]*\])?\.(append|inser
 SKIP = re.compile(r"\b(precondition|preconditionFailure|assert|assertionFailure|fatalError)\(")
 
 
-def line_sites(path, number, line, code, next_code):
+def line_sites(line, code, next_code):
     """The mutations of one line: (operator, mutated line) pairs."""
     stripped = code.strip()
     if not stripped or SKIP.search(code):
@@ -233,7 +234,7 @@ def all_sites():
                 continue
             next_code = codes[index + 1] if index + 1 < len(codes) else ""
             counts = {}
-            for op, mutated in line_sites(path, number, line, codes[index], next_code):
+            for op, mutated in line_sites(line, codes[index], next_code):
                 counts[op] = counts.get(op, 0) + 1
                 sites.append({
                     "id": f"{os.path.basename(path)}:{number}:{op}:{counts[op]}", "group": group,
@@ -367,7 +368,8 @@ def write_report(results, path, args):
     counts = {k: sum(r["outcome"] == k for r in results) for k in ("killed", "survived", "did not compile")}
     scored = counts["killed"] + counts["survived"]
     rows = [
-        f"Mutants: {len(results)} (seed {args.seed}, ORDERSYNC_SIM_SEEDS={args.sim_seeds}); "
+        f"Mutants: {len(results)} ({'chosen with --only' if args.only else f'seed {args.seed}'}, "
+        f"ORDERSYNC_SIM_SEEDS={args.sim_seeds}); "
         f"killed {counts['killed']}, survived {counts['survived']}, did not compile {counts['did not compile']}"
         + (f"; score {100 * counts['killed'] / scored:.0f}%" if scored else ""),
         "",
@@ -414,6 +416,13 @@ def main():
         chosen = sample(sites, args.count, args.seed)
 
     tree, scratch = os.path.join(args.work, "tree"), os.path.join(args.work, "build")
+    # One run per scratch folder: two would mutate the same tree.
+    os.makedirs(args.work, exist_ok=True)
+    lock = open(os.path.join(args.work, "lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(f"another run is using {args.work}: wait for it or pass another --work")
     results_path = os.path.join(args.work, "results.json")
     sync_tree(tree)
     ok, seconds, log = build(tree, scratch, args.build_timeout)
