@@ -27,7 +27,7 @@ import json
 import os
 import random
 import re
-import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -293,16 +293,54 @@ def write_if_changed(path, data):
         f.write(data)
 
 
+def run(command, cwd, timeout, env=None):
+    """Runs `command`; (exit code, output), the code None when it ran past `timeout` seconds: then
+    it and every process it started are killed (`swift test` leaves the test bundle running when
+    only it is stopped)."""
+    p = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        # `swift test` starts the test bundle in a session of its own: each descendant is found
+        # (before any is killed, while they are still children of their parents) and killed.
+        for pid in [p.pid] + descendants(p.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        out, _ = p.communicate()
+        return None, out
+
+
+def descendants(root):
+    """The ids of every process below `root`, from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    # "pid (comm) state ppid ...": comm may hold spaces, so split after its ")".
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def build(tree, scratch, timeout):
     """Builds the tree and its tests; (succeeded, seconds, tail of the log)."""
     started = time.monotonic()
-    try:
-        p = subprocess.run(NICE + ["swift", "build", "--build-tests", "--scratch-path", scratch],
-                           cwd=tree, capture_output=True, text=True, timeout=timeout)
-        ok, log = p.returncode == 0, p.stdout + p.stderr
-    except subprocess.TimeoutExpired:
-        ok, log = False, "build timed out"
-    return ok, time.monotonic() - started, log[-3000:]
+    code, log = run(NICE + ["swift", "build", "--build-tests", "--scratch-path", scratch], tree, timeout)
+    if code is None:
+        log += "\nbuild timed out"
+    return code == 0, time.monotonic() - started, log[-3000:]
 
 
 FAILED = re.compile(r"Test Case '-?\[?([\w.]+)[ .](\w+)\]?' failed")
@@ -313,12 +351,11 @@ def run_tests(tree, scratch, pattern, sim_seeds, timeout):
     """Runs the tests matching `pattern`; (passed, seconds, the test that failed or crashed)."""
     env = dict(os.environ, ORDERSYNC_SIM_SEEDS=str(sim_seeds))
     started = time.monotonic()
-    try:
-        p = subprocess.run(NICE + ["swift", "test", "--skip-build", "--scratch-path", scratch, "--filter", pattern],
-                           cwd=tree, capture_output=True, text=True, timeout=timeout, env=env)
-        out, code = p.stdout + p.stderr, p.returncode
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+    # Line-buffered output (stdbuf, inherited by the test bundle), so that the last test reported
+    # started is the one that hung.
+    command = NICE + ["stdbuf", "-oL", "swift", "test", "--skip-build", "--scratch-path", scratch, "--filter", pattern]
+    code, out = run(command, tree, timeout, env)
+    if code is None:
         last = STARTED.findall(out)
         name = ".".join(last[-1]) if last else pattern
         return False, time.monotonic() - started, f"{name} (hung past {timeout} s)"
