@@ -360,6 +360,8 @@ def run_tests(tree, scratch, pattern, sim_seeds, timeout):
         name = ".".join(last[-1]) if last else pattern
         return False, time.monotonic() - started, f"{name} (hung past {timeout} s)"
     seconds = time.monotonic() - started
+    if code == 0 and not re.search(r"Executed [1-9]\d* tests?", out):
+        sys.exit(f"no test matches {pattern}: a mutant would survive by default")
     if code == 0:
         return True, seconds, None
     failed = FAILED.findall(out)
