@@ -57,6 +57,9 @@ thread_track() {
     # The Avahi discovery tests with the ThreadSanitizer build, inside a simulated host.
     ORDERSYNC_SWIFT_SCRATCH="$PWD/.build-tsan" ORDERSYNC_SWIFT_SANITIZE=thread stage tsan-discovery \
         .venv/bin/python -m pytest -v -p no:cacheprovider Tests/lan/test_discovery_swift.py || rc=1
+    # The deterministic simulation (pure CPU, minutes): here rather than before pytest, so that
+    # the LAN scenarios start sooner.
+    stage simulation swift_tests "$RESULTS/simulation.log" --filter '^SyncSimulationTests\.' || rc=1
     # A release build folder of its own: in .build it would hold SwiftPM's lock against the main
     # track's `swift test` and package build.
     CALLGRIND_SCRATCH_PATH=.build-release stage callgrind Scripts/callgrind.sh --check Tests/bench/callgrind-baseline.json ||
@@ -94,7 +97,9 @@ ADDRESS_TRACK=$!
 foreground_rc=0
 # AvahiDiscoveryLanTests need an avahi-daemon on a D-Bus system bus: they run inside a simulated
 # host from the LAN tests below (Tests/lan/test_discovery_swift.py), not here.
-stage unit-tests swift_tests "$RESULTS/unit-tests.log" --skip AvahiDiscoveryLanTests || foreground_rc=1
+# The simulation runs on the [tsan] track.
+stage unit-tests swift_tests "$RESULTS/unit-tests.log" --skip AvahiDiscoveryLanTests --skip '^SyncSimulationTests\.' ||
+    foreground_rc=1
 
 # WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise
 # interop, LAN scenarios. Autobahn results go to a temporary folder; Docs/CONFORMANCE.md is
