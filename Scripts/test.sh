@@ -16,15 +16,24 @@ export ORDERSYNC_PYTHON="$PWD/.venv/bin/python"
 RESULTS="$(mktemp -d "${TMPDIR:-/tmp}/ordersync-test.XXXXXX")"
 STARTED=$(date +%s)
 
+# The console, for the lines of the tracks that run in the background (their output goes to a
+# file each, printed whole when they are done).
+exec 3>&1
+# say LINE: prints LINE, and on the console too when in a background track.
+say() {
+    echo "$*"
+    if [ -n "${TRACK_NAME:-}" ]; then echo "[$TRACK_NAME] $*" >&3; fi
+}
+
 # stage NAME COMMAND...: runs the command, prints how long it took and records it in the table.
 stage() {
     local name=$1 began rc=0
     shift
     began=$(date +%s)
-    echo "test: [$name] started at $(date -u +%H:%M:%S)"
+    say "test: [$name] started at $(date -u +%H:%M:%S)"
     "$@" || rc=$?
     echo "$name $(($(date +%s) - began)) $rc" >>"$RESULTS/stages"
-    echo "test: [$name] took $(($(date +%s) - began)) s, exit $rc"
+    say "test: [$name] took $(($(date +%s) - began)) s, exit $rc"
     return "$rc"
 }
 
@@ -49,8 +58,8 @@ swift_tests() {
     Scripts/xctest-skips.sh "$log"
 }
 
-# The second and third tracks: sanitizers, fuzzing, instruction counts, mostly compiling. Their
-# lines carry "[tsan]" and "[asan]".
+# The second and third tracks: sanitizers, discovery under TSAN, the simulation, fuzzing,
+# instruction counts. Their stage lines carry "[tsan]" and "[asan]".
 thread_track() {
     local rc=0
     stage tsan Scripts/sanitizers.sh thread || rc=1
@@ -73,11 +82,11 @@ address_track() {
     return "$rc"
 }
 
-# track NAME FUNCTION: runs FUNCTION in the background, its lines prefixed with [NAME]; $! is its
-# process, which exits non-zero if one of its stages failed.
+# track NAME FUNCTION: runs FUNCTION in the background, its output into $RESULTS/NAME.log; $! is
+# its process, which exits non-zero if one of its stages failed.
 track() {
     local name=$1 function=$2
-    "$function" > >(sed -u "s/^/[$name] /") 2>&1 &
+    TRACK_NAME=$name "$function" >"$RESULTS/$name.log" 2>&1 &
 }
 
 stage setup Scripts/setup.sh --no-build
@@ -112,6 +121,10 @@ echo "test: waiting for the sanitizers, fuzzing and instruction counts"
 background_rc=0
 wait "$THREAD_TRACK" || background_rc=1
 wait "$ADDRESS_TRACK" || background_rc=1
+for name in tsan asan; do
+    echo "test: ---- what the [$name] track printed ----"
+    cat "$RESULTS/$name.log"
+done
 if [ "$foreground_rc" != 0 ] || [ "$background_rc" != 0 ]; then
     echo "test: FAILED: $(awk '$3 != 0 { printf "%s ", $1 }' "$RESULTS/stages")" >&2
     exit 1
