@@ -110,10 +110,16 @@ foreground_rc=0
 stage unit-tests swift_tests "$RESULTS/unit-tests.log" --skip AvahiDiscoveryLanTests --skip '^SyncSimulationTests\.' ||
     foreground_rc=1
 
+# Tests that flood the master from processes at the lowest priority and measure what a paired
+# terminal sees meanwhile: they need the machine to themselves, so they run once the background
+# tracks are done.
+ALONE=(Tests/lan/test_preauth_limits.py Tests/lan/test_insider_limits.py Tests/conformance/test_bounds.py)
+PYTEST=(env ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v --durations=30 -p no:cacheprovider)
+
 # WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise
 # interop, LAN scenarios. Autobahn results go to a temporary folder; Docs/CONFORMANCE.md is
 # regenerated only by running Scripts/conformance.py by hand.
-stage pytest env ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v --durations=30 -p no:cacheprovider \
+stage pytest "${PYTEST[@]}" "${ALONE[@]/#/--ignore=}" \
     Tests/conformance Tests/noise Tests/lan Tests/bench Tests/package Tests/metrics Tests/api Tests/dashboard ||
     foreground_rc=1
 
@@ -125,6 +131,7 @@ for name in tsan asan; do
     echo "test: ---- what the [$name] track printed ----"
     cat "$RESULTS/$name.log"
 done
+stage pytest-alone "${PYTEST[@]}" "${ALONE[@]}" || foreground_rc=1
 if [ "$foreground_rc" != 0 ] || [ "$background_rc" != 0 ]; then
     echo "test: FAILED: $(awk '$3 != 0 { printf "%s ", $1 }' "$RESULTS/stages")" >&2
     exit 1
