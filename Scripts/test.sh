@@ -84,9 +84,14 @@ address_track() {
 
 # track NAME FUNCTION: runs FUNCTION in the background, its output into $RESULTS/NAME.log; $! is
 # its process, which exits non-zero if one of its stages failed.
+# The tracks run at a lower priority (nice 10): the main track's tests measure timers and
+# latencies, and it is idle most of the time anyway.
 track() {
     local name=$1 function=$2
-    TRACK_NAME=$name "$function" >"$RESULTS/$name.log" 2>&1 &
+    (
+        renice -n 10 -p "$BASHPID" >/dev/null
+        TRACK_NAME=$name "$function"
+    ) >"$RESULTS/$name.log" 2>&1 &
 }
 
 stage setup Scripts/setup.sh --no-build
