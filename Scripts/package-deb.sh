@@ -10,7 +10,7 @@
 #                                               # (also ORDERSYNC_RELEASE_BIN=PATH)
 #   Scripts/package-deb.sh -Z gzip              # dpkg-deb's compression (default xz: smaller, slower)
 #
-# The release build records the commit: Sources/Node/OrderSyncNode/BuildCommit.swift is written
+# The release build records the commit: Sources/Node/OrderSyncNode/Status/BuildCommit.swift is written
 # with it for the build and put back afterwards, so `ordersync --version` prints
 # `0.1.0 (commit 1a2b3c4d5e6f)`; a plain `swift build` prints `(unknown commit)`.
 # Needs dpkg-dev (dpkg-shlibdeps) and a Swift toolchain on PATH. Prints the package's path last.
@@ -34,10 +34,10 @@ for tool in dpkg-deb dpkg-shlibdeps fakeroot; do
     command -v "$tool" >/dev/null || { echo "package-deb: $tool is missing (apt-get install dpkg-dev fakeroot)" >&2; exit 1; }
 done
 
-VERSION="$(sed -n 's/.*public static let string = "\(.*\)".*/\1/p' Sources/Node/OrderSyncNode/NodeConfiguration.swift)"
+VERSION="$(sed -n 's/.*public static let string = "\(.*\)".*/\1/p' Sources/Node/OrderSyncNode/Config/NodeConfiguration.swift)"
 [ -n "$VERSION" ] || { echo "package-deb: cannot read the version from NodeConfiguration.swift" >&2; exit 1; }
 ARCH="$(dpkg --print-architecture)"
-COMMIT_FILE=Sources/Node/OrderSyncNode/BuildCommit.swift
+COMMIT_FILE=Sources/Node/OrderSyncNode/Status/BuildCommit.swift
 
 if [ -z "$BINARY" ]; then
     COMMIT="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"

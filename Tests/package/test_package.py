@@ -89,7 +89,7 @@ def _exists(lookup, name):
 
 
 def _version():
-    source = open(os.path.join(REPO, "Sources/Node/OrderSyncNode/NodeConfiguration.swift")).read()
+    source = open(os.path.join(REPO, "Sources/Node/OrderSyncNode/Config/NodeConfiguration.swift")).read()
     return re.search(r'public static let string = "([^"]+)"', source).group(1)
 
 
