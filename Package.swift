@@ -42,6 +42,11 @@ let package = Package(
         .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/Core/SyncCore"),
         // QR codes (ISO/IEC 18004) for the pairing code in the terminal.
         .target(name: "QRCode", path: "Sources/Core/QRCode"),
+        // The node's pure rules: local API routes and HTTP conventions, pairing windows, HTTP
+        // listener admission, address ranges; the node feeds them requests, addresses and times.
+        .target(
+            name: "NodePolicy", dependencies: ["JSON", "HTTP1", "SyncCore", "SecureLink"],
+            path: "Sources/Core/NodePolicy"),
 
         // MARK: Shell: I/O, each C library wrapped by exactly one Swift module.
         // The Linux-only calls (epoll, eventfd, signalfd, accept4) with the kernel's structures.
@@ -72,7 +77,7 @@ let package = Package(
             name: "OrderSyncNode",
             dependencies: [
                 "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
-                "Noise", "SecureLink", "TLS",
+                "Noise", "SecureLink", "TLS", "NodePolicy",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -82,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "ordersync",
             dependencies: [
-                "OrderSyncNode", "OrderStore", "JSON", "SyncCore", "QRCode", "SecureLink",
+                "OrderSyncNode", "OrderStore", "JSON", "SyncCore", "QRCode", "SecureLink", "NodePolicy",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ], path: "Sources/Programs/ordersync"),
@@ -121,6 +126,7 @@ let package = Package(
         .testTarget(name: "SecureLinkTests", dependencies: ["SecureLink", "Noise"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore"]),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
+        .testTarget(name: "NodePolicyTests", dependencies: ["NodePolicy", "JSON", "HTTP1", "SyncCore", "SecureLink"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.
         .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore", "FaultVFS", "CIMode"]),
@@ -135,7 +141,7 @@ let package = Package(
             name: "OrderSyncNodeTests",
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
-                "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "FaultVFS", "CIMode",
+                "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "FaultVFS", "CIMode", "NodePolicy",
             ]),
         .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore"]),
     ],

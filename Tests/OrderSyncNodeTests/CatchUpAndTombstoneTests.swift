@@ -4,6 +4,7 @@ import OrderStore
 import SyncCore
 import XCTest
 
+@testable import NodePolicy
 @testable import OrderSyncNode
 
 /// Resumable catch-up from the journal, and tombstones.

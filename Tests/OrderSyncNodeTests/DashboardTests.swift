@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import XCTest
 
+@testable import NodePolicy
 @testable import OrderSyncNode
 
 /// The store dashboard: its tokens, routes and query parsing (pure), and a master serving it

@@ -2,6 +2,7 @@ import EventLoopIO
 import HTTP1
 import XCTest
 
+@testable import NodePolicy
 @testable import OrderSyncNode
 
 /// An `HTTPListener` on loopback with short limits, clients on the same loop: a kept-alive

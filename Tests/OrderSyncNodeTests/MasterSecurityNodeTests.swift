@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import NodePolicy
 import Noise
 import OrderSyncNode
 import SecureLink

@@ -4,6 +4,7 @@ import OrderStore
 import SyncCore
 import XCTest
 
+@testable import NodePolicy
 @testable import OrderSyncNode
 
 /// Orders a StorePOS app holds that the store does not (an iPad coming from StorePOS): seen from

@@ -1,4 +1,5 @@
 import Foundation
+import NodePolicy
 import SecureLink
 import SyncCore
 

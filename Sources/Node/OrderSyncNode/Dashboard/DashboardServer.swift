@@ -3,6 +3,7 @@ import Foundation
 import HTTP1
 import JSON
 import Logging
+import NodePolicy
 import SyncCore
 import TLS
 

@@ -1,5 +1,6 @@
 import EventLoopIO
 import HTTP1
+import NodePolicy
 import TLS
 
 /// An HTTP/1.1 listener on TCP, on the node's loop: `--metrics-listen` and the master's

@@ -1,6 +1,7 @@
 import EventLoopIO
 import JSON
 import Logging
+import NodePolicy
 import SyncCore
 
 /// Where a node's change feed comes from: the master's journal, or a slave's feed table.

@@ -2,6 +2,7 @@ import EventLoopIO
 import Foundation
 import HTTP1
 import JSON
+import NodePolicy
 import OrderStore
 import SyncCore
 

@@ -1,6 +1,7 @@
 import EventLoopIO
 import HTTP1
 import JSON
+import NodePolicy
 
 /// The change feed's side of one HTTP connection: a JSON answer (now, or later for a
 /// long-poll), or a stream of server-sent events that lasts until the reader goes away. Any

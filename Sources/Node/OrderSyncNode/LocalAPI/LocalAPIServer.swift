@@ -3,6 +3,7 @@ import Foundation
 import HTTP1
 import JSON
 import Logging
+import NodePolicy
 import SyncCore
 
 /// The local API: HTTP/1.1 + JSON on a Unix domain socket in the data directory. Each request

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Logging
+import NodePolicy
 import OrderStore
 import SyncCore
 import TLS

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import NodePolicy
 import SyncCore
 
 /// The local API of orders StorePOS apps hold that the store does not (`ForeignOrder`,

@@ -3,6 +3,7 @@ import EventLoopIO
 import Foundation
 import JSON
 import Logging
+import NodePolicy
 import OrderStore
 import SyncCore
 

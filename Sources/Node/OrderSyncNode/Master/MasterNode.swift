@@ -3,6 +3,7 @@ import Dispatch
 import EventLoopIO
 import Foundation
 import Logging
+import NodePolicy
 import OrderStore
 import SyncCore
 import WebSocket

@@ -1,6 +1,7 @@
 import EventLoopIO
 import HTTP1
 import Logging
+import NodePolicy
 
 /// `GET /metrics` as HTTP answers it, on the local API socket and on `--metrics-listen`.
 enum MetricsExposition {

@@ -1,6 +1,7 @@
 import EventLoopIO
 import Foundation
 import JSON
+import NodePolicy
 import OrderStore
 import SyncCore
 

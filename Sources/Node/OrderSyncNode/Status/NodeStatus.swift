@@ -1,3 +1,5 @@
+import NodePolicy
+
 /// What a node is doing, as `GET /v1/status` answers it and `ordersync status` shows it: one
 /// typed value, encoded by the local API and decoded by the CLI.
 public enum NodeStatus: Codable, Sendable, Equatable {

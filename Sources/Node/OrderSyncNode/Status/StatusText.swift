@@ -1,4 +1,5 @@
 import Foundation
+import NodePolicy
 
 /// Renders a node's status (`ordersync status`) for people.
 public enum StatusText {

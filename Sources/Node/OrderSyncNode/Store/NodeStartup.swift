@@ -2,6 +2,7 @@ import EventLoopIO
 import Foundation
 import JSON
 import Logging
+import NodePolicy
 import OrderStore
 import SyncCore
 import WebSocket

@@ -4,24 +4,24 @@ import SyncCore
 
 /// `GET` (or `HEAD`) `/v1/changes?since=SEQ&limit=N&timeout=S&epoch=E` (Docs/API.md, "Change feed"), with
 /// `Accept: text/event-stream` for server-sent events and `Last-Event-ID` to resume. Pure.
-struct ChangesRequest: Equatable {
+public struct ChangesRequest: Equatable {
     /// Changes after this cursor.
-    var since: Int64 = 0
+    public var since: Int64 = 0
     /// Most changes in one JSON answer.
-    var limit = ChangeFeed.defaultLimit
+    public var limit = ChangeFeed.defaultLimit
     /// Long-poll: seconds to wait for a change when there is none yet (0: answer at once).
-    var timeout = 0
+    public var timeout = 0
     /// The epoch the reader's cursor belongs to, when it gives one.
-    var epoch: String?
+    public var epoch: String?
     /// Server-sent events instead of one JSON answer.
-    var stream = false
+    public var stream = false
 
-    static let path = "/v1/changes"
+    public static let path = "/v1/changes"
     /// The methods the feed answers (`Allow` on its 405).
-    static let allowed = "GET, HEAD"
+    public static let allowed = "GET, HEAD"
 
     /// nil when the request is not for the change feed; else the request or why it is refused.
-    static func decode(method: String, path: String, query: [(String, String)], headers: HTTPHeaders)
+    public static func decode(method: String, path: String, query: [(String, String)], headers: HTTPHeaders)
         -> Result<ChangesRequest, LocalAPIRoute.Failure>?
     {
         guard path == Self.path || path == Self.path + "/" else { return nil }

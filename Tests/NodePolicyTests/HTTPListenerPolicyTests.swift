@@ -1,6 +1,6 @@
 import XCTest
 
-@testable import OrderSyncNode
+@testable import NodePolicy
 
 /// The HTTP listeners' admission (a cap in all and per address) and each connection's deadline.
 final class HTTPListenerPolicyTests: XCTestCase {
@@ -64,17 +64,5 @@ final class HTTPListenerPolicyTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(standard.maxConnectionsPerAddress, 6, "a browser opens up to 6 connections to one host")
         XCTAssertGreaterThanOrEqual(standard.maxConnections / standard.maxConnectionsPerAddress, 8)
         XCTAssertLessThanOrEqual(standard.headTimeout, .seconds(10))
-    }
-
-    func testTLSByDefaultBeyondLoopbackOnly() {
-        func address(_ host: String) -> MetricsAddress { MetricsAddress(host: host, port: 8080) }
-        XCTAssertTrue(DashboardTLSMode.auto.usesTLS(listeningOn: address("0.0.0.0")))
-        XCTAssertTrue(DashboardTLSMode.auto.usesTLS(listeningOn: address("::")))
-        XCTAssertTrue(DashboardTLSMode.auto.usesTLS(listeningOn: address("192.168.1.20")))
-        XCTAssertFalse(DashboardTLSMode.auto.usesTLS(listeningOn: address("127.0.0.1")))
-        XCTAssertFalse(DashboardTLSMode.auto.usesTLS(listeningOn: address("127.0.0.2")))
-        XCTAssertFalse(DashboardTLSMode.auto.usesTLS(listeningOn: address("::1")))
-        XCTAssertTrue(DashboardTLSMode.on.usesTLS(listeningOn: address("127.0.0.1")))
-        XCTAssertFalse(DashboardTLSMode.off.usesTLS(listeningOn: address("0.0.0.0")))
     }
 }

@@ -1,9 +1,9 @@
 /// Repeated failures of one kind (a slave's attempts on an unreachable master), as the log
 /// shows them: the first of a streak, then at most one summary per interval with how many
 /// failed since, and the streak's total once it ends. Pure: the caller passes the time.
-struct FailureSummary {
+public struct FailureSummary {
     /// What to log for a failure.
-    enum Report: Equatable {
+    public enum Report: Equatable {
         /// The first failure of a streak: log it in full.
         case first
         /// A summary is due: `count` failures since the last line, the streak began at `since`.
@@ -21,13 +21,13 @@ struct FailureSummary {
     private var lastLine = Duration.zero
     private var sinceLine = 0
 
-    init(interval: Duration) {
+    public init(interval: Duration) {
         self.interval = interval
     }
 
     /// One more failure at `now` (any monotonic clock); `stamp` is the wall-clock time as the
     /// log writes it, read only when a streak begins.
-    mutating func failed(now: Duration, stamp: @autoclosure () -> String) -> Report {
+    public mutating func failed(now: Duration, stamp: @autoclosure () -> String) -> Report {
         streak += 1
         if streak == 1 {
             since = stamp()
@@ -44,7 +44,7 @@ struct FailureSummary {
     }
 
     /// The streak ended (connected again): how many failed and since when, nil if none did.
-    mutating func succeeded() -> (failures: Int, since: String)? {
+    public mutating func succeeded() -> (failures: Int, since: String)? {
         defer {
             streak = 0
             sinceLine = 0

@@ -3,7 +3,7 @@ import JSON
 import SyncCore
 import XCTest
 
-@testable import OrderSyncNode
+@testable import NodePolicy
 
 /// The HTTP conventions of the local API (Docs/API.md, "HTTP conventions"), at the route level.
 final class LocalAPIConventionsTests: XCTestCase {

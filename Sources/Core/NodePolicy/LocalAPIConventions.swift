@@ -4,12 +4,12 @@ import JSON
 /// The HTTP conventions of the local API around one request (Docs/API.md, "HTTP conventions").
 /// Pure: the server asks it what to refuse before routing, how to narrow the route (`If-Match`),
 /// and which headers (and, for a failed precondition, which status) the answer gets.
-struct LocalAPIExchange {
+public struct LocalAPIExchange {
     /// The method the routes see: `HEAD` is answered as `GET`, without the body.
-    let method: String
+    public let method: String
     /// The request was `HEAD`.
-    let isHead: Bool
-    let path: String
+    public let isHead: Bool
+    public let path: String
     /// The request's `If-Match`, once read.
     private(set) var ifMatch: IfMatch?
 
@@ -21,14 +21,14 @@ struct LocalAPIExchange {
         case version(Int64)
     }
 
-    init(_ request: HTTPRequest) {
+    public init(_ request: HTTPRequest) {
         isHead = request.method == "HEAD"
         method = isHead ? "GET" : request.method
         path = request.path
     }
 
     /// The methods a path answers, for `Allow` on 405; nil for a path that is not the API's.
-    static func allowedMethods(path: String) -> [String]? {
+    public static func allowedMethods(path: String) -> [String]? {
         let p = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard p.first == "v1" else { return nil }
         switch Array(p.dropFirst()) {
@@ -47,7 +47,7 @@ struct LocalAPIExchange {
 
     /// Checks what must hold before the request is routed: a body is JSON (`415` otherwise),
     /// `If-Match` is readable. Reads `If-Match`.
-    mutating func check(_ request: HTTPRequest) -> LocalAPIRoute.Failure? {
+    public mutating func check(_ request: HTTPRequest) -> LocalAPIRoute.Failure? {
         if !request.body.isEmpty, let refusal = Self.checkContentType(request.headers["Content-Type"]) { return refusal }
         let tags = request.headers.values("If-Match")
         guard !tags.isEmpty else { return nil }
@@ -128,7 +128,7 @@ struct LocalAPIExchange {
     /// a version no order has, so it meets a conflict, answered `412 precondition_failed` with
     /// the order as it is (RFC 9110 13.1.1: If-Match is false when no current representation
     /// matches).
-    func narrowing(_ route: LocalAPIRoute) -> Result<LocalAPIRoute, LocalAPIRoute.Failure> {
+    public func narrowing(_ route: LocalAPIRoute) -> Result<LocalAPIRoute, LocalAPIRoute.Failure> {
         guard let ifMatch else { return .success(route) }
         guard case .write(var message, let single?) = route, message.operation != .create, var order = message.orders.first?.objectValue
         else {
@@ -148,7 +148,7 @@ struct LocalAPIExchange {
     /// The answer as it is sent: `Allow` on 405; `ETag` on an order, `Location` on 201; a
     /// `conflict` of a request with `If-Match` becomes `412 precondition_failed` (with the
     /// current order and its `ETag`).
-    func answer(status: Int, body: [UInt8]) -> (status: Int, headers: [(String, String)], body: [UInt8]) {
+    public func answer(status: Int, body: [UInt8]) -> (status: Int, headers: [(String, String)], body: [UInt8]) {
         var headers: [(String, String)] = []
         if status == 405, let allowed = Self.allowedMethods(path: path) {
             headers.append(("Allow", allowed.joined(separator: ", ")))

@@ -5,33 +5,33 @@ import SecureLink
 /// tries of each source address. Wrong codes never close a window: an address that tried
 /// `maxFailures` wrong codes is refused pairing for `lockoutMillis` (it only locks itself out).
 /// Pure: the node passes the time (wall-clock milliseconds), the codes and the addresses.
-struct PairingWindows: Equatable {
+public struct PairingWindows: Equatable {
     /// The most codes open at once (a pairing handshake tries its last message against each).
-    static let maxOpen = 8
+    public static let maxOpen = 8
     /// Wrong codes one address may try before it is locked out.
-    static let maxFailures = 5
+    public static let maxFailures = 5
     /// How long a locked-out address is refused pairing; also how long a wrong try is remembered.
-    static let lockoutMillis: Int64 = 300_000
+    public static let lockoutMillis: Int64 = 300_000
     /// The longest (and default) time a window stays open.
     static let maxValidSeconds = 600
     /// The most addresses whose tries are remembered (the oldest are forgotten first).
     static let maxTrackedAddresses = 1024
 
     /// An open window.
-    struct Open: Equatable {
+    public struct Open: Equatable {
         /// The code a terminal must know.
-        var code: PairingCode
+        public var code: PairingCode
         /// The name the operator gave the terminal to pair, if any.
-        var name: String?
+        public var name: String?
         /// When it opened and when it closes, wall-clock milliseconds.
-        var openedAtMillis: Int64
-        var expiresAtMillis: Int64
+        public var openedAtMillis: Int64
+        public var expiresAtMillis: Int64
     }
 
     /// The wrong tries of one source address.
     struct Tries: Equatable {
         /// Wrong codes since the last lockout (or since the tries were forgotten).
-        var failures = 0
+        public var failures = 0
         /// The last wrong try.
         var lastMillis: Int64
         /// Refused pairing until then, if locked out.
@@ -39,7 +39,7 @@ struct PairingWindows: Equatable {
     }
 
     /// What a wrong code did to its address.
-    enum FailureOutcome: Equatable {
+    public enum FailureOutcome: Equatable {
         /// Counted; this many tries remain before the address is locked out.
         case counted(remaining: Int)
         /// It was the last try: the address is refused pairing until then.
@@ -47,7 +47,7 @@ struct PairingWindows: Equatable {
     }
 
     /// The open windows, oldest first.
-    private(set) var open: [Open] = []
+    public private(set) var open: [Open] = []
     /// How the last window to close closed, for status (`.closed` when none closed yet).
     private(set) var lastClosed = PairingWindowStatus.State.closed
     /// The terminal that paired with the last window used.
@@ -55,10 +55,13 @@ struct PairingWindows: Equatable {
     /// Each address's wrong tries.
     private(set) var tries: [String: Tries] = [:]
 
+    /// No window open and no tries remembered.
+    public init() {}
+
     /// Opens one more window for `code`, valid for `validForSeconds` (clamped to 1...600) from
     /// `now`; nil when `maxOpen` are open already.
     @discardableResult
-    mutating func open(code: PairingCode, name: String?, validForSeconds: Int, now: Int64) -> Open? {
+    public mutating func open(code: PairingCode, name: String?, validForSeconds: Int, now: Int64) -> Open? {
         expire(now: now)
         guard open.count < Self.maxOpen else { return nil }
         let seconds = min(max(validForSeconds, 1), Self.maxValidSeconds)
@@ -69,7 +72,7 @@ struct PairingWindows: Equatable {
 
     /// Closes the windows whose code is `codeOrName` (as typed: case, dashes and look-alikes
     /// ignored) or whose name is it; returns them.
-    mutating func cancel(_ codeOrName: String, now: Int64) -> [Open] {
+    public mutating func cancel(_ codeOrName: String, now: Int64) -> [Open] {
         expire(now: now)
         let code = try? PairingCode(parsing: codeOrName)
         let cancelled = open.filter { $0.code == code || $0.name == codeOrName }
@@ -81,7 +84,7 @@ struct PairingWindows: Equatable {
 
     /// Closes every window (the operator's `DELETE /v1/pairing`); returns them.
     @discardableResult
-    mutating func closeAll() -> [Open] {
+    public mutating func closeAll() -> [Open] {
         let closed = open
         open = []
         if !closed.isEmpty { lastClosed = .closed }
@@ -90,7 +93,7 @@ struct PairingWindows: Equatable {
 
     /// Closes the windows past their expiry at `now`; returns them.
     @discardableResult
-    mutating func expire(now: Int64) -> [Open] {
+    public mutating func expire(now: Int64) -> [Open] {
         let expired = open.filter { now >= $0.expiresAtMillis }
         guard !expired.isEmpty else { return [] }
         open.removeAll { now >= $0.expiresAtMillis }
@@ -99,23 +102,23 @@ struct PairingWindows: Equatable {
     }
 
     /// The windows open at `now`, oldest first (expiring those whose time is up).
-    mutating func openWindows(now: Int64) -> [Open] {
+    public mutating func openWindows(now: Int64) -> [Open] {
         expire(now: now)
         return open
     }
 
     /// The earliest expiry of an open window.
-    var nextExpiryMillis: Int64? { open.map(\.expiresAtMillis).min() }
+    public var nextExpiryMillis: Int64? { open.map(\.expiresAtMillis).min() }
 
     /// Whether `address` is refused pairing at `now`.
-    func isLockedOut(_ address: String, now: Int64) -> Bool {
+    public func isLockedOut(_ address: String, now: Int64) -> Bool {
         guard let until = tries[address]?.lockedUntilMillis else { return false }
         return now < until
     }
 
     /// A pairing handshake from `address` failed on its last message (a wrong code, or no code
     /// open, or the address was locked out: the peer cannot tell these apart, and each counts).
-    mutating func recordFailure(address: String, now: Int64) -> FailureOutcome {
+    public mutating func recordFailure(address: String, now: Int64) -> FailureOutcome {
         forget(now: now)
         var t = tries[address] ?? Tries(lastMillis: now)
         if let until = t.lockedUntilMillis, now < until { return .lockedOut(untilMillis: until) }
@@ -145,7 +148,7 @@ struct PairingWindows: Equatable {
 
     /// A terminal completed the pairing handshake with `code`: the window it used, now closed
     /// (single use), or nil when that window is no longer open.
-    mutating func complete(code: PairingCode, terminal: String, now: Int64) -> Open? {
+    public mutating func complete(code: PairingCode, terminal: String, now: Int64) -> Open? {
         expire(now: now)
         guard let index = open.firstIndex(where: { $0.code == code }) else { return nil }
         let window = open.remove(at: index)
@@ -155,12 +158,12 @@ struct PairingWindows: Equatable {
     }
 
     /// The addresses refused pairing at `now`.
-    func lockedOut(now: Int64) -> Int {
+    public func lockedOut(now: Int64) -> Int {
         tries.values.filter { ($0.lockedUntilMillis ?? 0) > now }.count
     }
 
     /// The windows as status shows them: open while any is, with the soonest to expire.
-    func status(now: Int64) -> PairingWindowStatus {
+    public func status(now: Int64) -> PairingWindowStatus {
         guard let next = open.min(by: { $0.expiresAtMillis < $1.expiresAtMillis }) else {
             return PairingWindowStatus(
                 state: lastClosed, name: lastClosed == .used ? lastTerminal : nil, openCodes: 0,

@@ -1,7 +1,7 @@
 import HTTP1
 import XCTest
 
-@testable import OrderSyncNode
+@testable import NodePolicy
 
 final class ChangeFeedRequestTests: XCTestCase {
     func decode(_ query: [(String, String)], _ headers: HTTPHeaders = HTTPHeaders(), method: String = "GET")
@@ -61,12 +61,5 @@ final class ChangeFeedRequestTests: XCTestCase {
         var events: [ServerSentEventParser.Event] = []
         for b in text.utf8 { events += bytewise.append([b]) }
         XCTAssertEqual(events, all)
-    }
-
-    func testLongPollBody() {
-        XCTAssertEqual(String(decoding: ChangeFeedHub.body([], since: 5), as: UTF8.self), "{\"changes\":[],\"last\":5}")
-        XCTAssertEqual(
-            String(decoding: ChangeFeedHub.body([(6, "{\"seq\":6}"), (7, "{\"seq\":7}")], since: 5), as: UTF8.self),
-            "{\"changes\":[{\"seq\":6},{\"seq\":7}],\"last\":7}")
     }
 }

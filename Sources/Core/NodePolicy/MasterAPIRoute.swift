@@ -10,7 +10,7 @@ import SyncCore
 /// `GET /v1/dashboard/tokens`, `POST /v1/dashboard/tokens/{id-or-name}/revoke`,
 /// `GET /v1/storepos/foreign`, `POST /v1/storepos/foreign/adopt` and `POST /v1/storepos/foreign/clear`
 /// (`{"uuids": [...]}` or `{"all": true}`).
-enum MasterAPIRoute: Equatable {
+public enum MasterAPIRoute: Equatable {
     /// Opens one more pairing window (the open ones stay open).
     case openPairing(name: String?, validForSeconds: Int)
     /// The open pairing codes.
@@ -43,7 +43,7 @@ enum MasterAPIRoute: Equatable {
     /// `segments` are the path's segments, each decoded on its own (`HTTPRequest.pathSegments`),
     /// so a terminal name holding `/` (sent as `%2F`) stays one segment; without them, `path`
     /// is split.
-    static func decode(method: String, path: String, segments: [String]? = nil, body: [UInt8]) -> Result<
+    public static func decode(method: String, path: String, segments: [String]? = nil, body: [UInt8]) -> Result<
         MasterAPIRoute, LocalAPIRoute.Failure
     >? {
         let parts = segments ?? path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)

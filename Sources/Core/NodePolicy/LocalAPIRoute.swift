@@ -7,7 +7,7 @@ import SyncCore
 /// `GET /v1/status`, `GET /v1/orders?page=P&per=N`, `GET /v1/orders/{uuid}`,
 /// `POST /v1/orders`, `PATCH /v1/orders/{uuid}`, `DELETE /v1/orders/{uuid}`,
 /// `POST /v1/operations` (a StorePOS message, several orders at once).
-enum LocalAPIRoute: Equatable {
+public enum LocalAPIRoute: Equatable {
     case status
     /// The master's journal: applied operations after `since`, optionally of one order.
     case journal(since: Int64, order: String?, limit: Int)
@@ -19,14 +19,22 @@ enum LocalAPIRoute: Equatable {
     case write(OperationMessage, single: String?)
 
     /// An error answer: HTTP status, code, message.
-    struct Failure: Error, Equatable {
-        var status: Int
-        var code: String
-        var message: String
-        var uuid: String?
+    public struct Failure: Error, Equatable {
+        public var status: Int
+        public var code: String
+        public var message: String
+        public var uuid: String?
+
+        /// A failure from its parts.
+        public init(status: Int, code: String, message: String, uuid: String? = nil) {
+            self.status = status
+            self.code = code
+            self.message = message
+            self.uuid = uuid
+        }
     }
 
-    static func decode(method: String, path: String, query: [(String, String)], body: [UInt8]) -> Result<LocalAPIRoute, Failure> {
+    public static func decode(method: String, path: String, query: [(String, String)], body: [UInt8]) -> Result<LocalAPIRoute, Failure> {
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         func queryInt(_ name: String, _ def: Int, _ range: ClosedRange<Int>) -> Result<Int, Failure> {
             guard let raw = query.last(where: { $0.0 == name })?.1 else { return .success(def) }
@@ -127,7 +135,7 @@ enum LocalAPIRoute: Equatable {
     }
 
     /// HTTP status for a wire error code.
-    static func httpStatus(for code: WireErrorCode) -> Int {
+    public static func httpStatus(for code: WireErrorCode) -> Int {
         switch code {
         case .malformedJSON, .invalidMessage, .unknownOperation, .invalidUUID, .invalidField: return 400
         case .notFound: return 404
@@ -141,7 +149,7 @@ enum LocalAPIRoute: Equatable {
     }
 
     /// `{"error":{"code":..,"message":..,"uuid":..}}`.
-    static func errorBody(code: String, message: String, uuid: String? = nil, current: Order? = nil) -> JSONValue {
+    public static func errorBody(code: String, message: String, uuid: String? = nil, current: Order? = nil) -> JSONValue {
         var e = JSONObject()
         e["code"] = .string(code)
         e["message"] = .string(message)
@@ -152,7 +160,7 @@ enum LocalAPIRoute: Equatable {
 
     /// The answer to a write, once its outcome is known: one order for REST calls, a summary for
     /// `/v1/operations`.
-    static func writeAnswer(
+    public static func writeAnswer(
         single: String?, operation: OperationKind, applied: [Order], unchanged: [Order],
         errors: [WireError], seq: Int64?,
         decorate: (Order) -> JSONObject = { $0.json }
@@ -184,7 +192,7 @@ enum LocalAPIRoute: Equatable {
     }
 
     /// `{"entries":[...]}` for the journal.
-    static func journalBody(_ entries: [JournalEntry]) -> JSONValue {
+    public static func journalBody(_ entries: [JournalEntry]) -> JSONValue {
         .object(
             JSONObject([
                 (
@@ -206,7 +214,7 @@ enum LocalAPIRoute: Equatable {
     }
 
     /// `{"rejections":[...]}`.
-    static func rejectionsBody(_ list: [Rejection]) -> JSONValue {
+    public static func rejectionsBody(_ list: [Rejection]) -> JSONValue {
         .object(
             JSONObject([
                 (
@@ -229,12 +237,12 @@ enum LocalAPIRoute: Equatable {
     }
 
     /// `{"page","per","total","orders"}`.
-    static func listBody(page: Int, per: Int, total: Int, orders: [Order]) -> JSONValue {
+    public static func listBody(page: Int, per: Int, total: Int, orders: [Order]) -> JSONValue {
         listBody(page: page, per: per, total: total, orders: orders.map(\.json))
     }
 
     /// `{"page","per","total","orders"}` from order objects as they are shown.
-    static func listBody(page: Int, per: Int, total: Int, orders: [JSONObject]) -> JSONValue {
+    public static func listBody(page: Int, per: Int, total: Int, orders: [JSONObject]) -> JSONValue {
         .object(
             JSONObject([
                 ("page", .int(Int64(page))), ("per", .int(Int64(per))), ("total", .int(Int64(total))),
