@@ -81,7 +81,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ], path: "Sources/Node/OrderSyncNode"),
+            ], path: "Sources/Node/OrderSyncNode",
+            // The dashboard's page, as `PackageResources.dashboard_html` (`_css`, `_js`) bytes.
+            resources: [
+                .embedInCode("Dashboard/Assets/dashboard.html"), .embedInCode("Dashboard/Assets/dashboard.css"),
+                .embedInCode("Dashboard/Assets/dashboard.js"),
+            ]),
 
         // MARK: Programs
         .executableTarget(

@@ -9,3 +9,17 @@ if [ "${1:-}" = "--fix" ]; then
 fi
 swift format lint --strict --recursive --parallel "${paths[@]}"
 echo "lint: swift format found nothing to change"
+
+failed=0
+# The dashboard's page (embedded in the binary at build time), each file by a tool made for
+# it: eslint for the script (Debian's package; NODE_PATH finds its modules under any node),
+# HTML Tidy for the page, tinycss2 (Scripts/lint_css.py) for the stylesheet.
+assets=Sources/Node/OrderSyncNode/Dashboard/Assets
+NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs eslint --no-eslintrc -c Scripts/dashboard-eslint.json -f unix \
+    "$assets/dashboard.js" || failed=1
+tidy -q -e --drop-empty-elements no "$assets/dashboard.html" || failed=1
+/usr/bin/python3 Scripts/lint_css.py "$assets/dashboard.css" || failed=1
+if [ "$failed" != 0 ]; then
+    exit 1
+fi
+echo "lint: the dashboard's page is in order"

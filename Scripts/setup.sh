@@ -14,6 +14,8 @@ APT_PACKAGES+=(dpkg-dev binutils systemd adduser)
 APT_PACKAGES+=(libssl-dev openssl)
 # Tests/dashboard: the page in headless Chromium, driven over the DevTools protocol
 APT_PACKAGES+=(chromium)
+# Scripts/lint.sh: the dashboard's script, page and stylesheet (eslint, HTML Tidy, tinycss2)
+APT_PACKAGES+=(eslint tidy python3-tinycss2)
 # Tests/lan/test_export.py: a real spreadsheet (LibreOffice Calc, headless) opens the CSV export
 APT_PACKAGES+=(libreoffice-calc-nogui)
 # Tests/lan/test_power_cut.py: powercut_fs, a FUSE layer compiled at run time, loses unsynced writes
