@@ -57,7 +57,8 @@ ENGINE_TESTS = [
     "StorePOSSyncTests.swift", "StorePOSPutRightTests.swift", "SnapshotStreamTests.swift",
     "GroupCommitEngineTests.swift", "MasterEngine+SnapshotSteps.swift", "StorePOSAppModel.swift",
     # These import OrderSyncNode but use nothing of it: the import is left out of the copy.
-    "RateLimitEngineTests.swift", "BulkBroadcastTests.swift", "EnginesOnSQLiteTests.swift",
+    "RateLimitEngineTests.swift", "BulkBroadcastTests.swift", "EnginesOnSQLiteTests.swift", "EngineAnswerTests.swift",
+    "FailingCommitStore.swift",
 ]
 NODE_IMPORT = b"@testable import OrderSyncNode\n"
 MANIFEST = """// swift-tools-version:6.0
