@@ -33,6 +33,7 @@ public struct AddressRange: Equatable, Sendable, CustomStringConvertible {
         return Self.masked(bytes, prefixLength: prefixLength) == network
     }
 
+    /// `ADDRESS/PREFIX`, the network address as inet_ntop(3) writes it.
     public var description: String {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let family = network.count == 4 ? AF_INET : AF_INET6

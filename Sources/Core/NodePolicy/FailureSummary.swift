@@ -21,6 +21,7 @@ public struct FailureSummary {
     private var lastLine = Duration.zero
     private var sinceLine = 0
 
+    /// No streak yet; at most one summary line per `interval`.
     public init(interval: Duration) {
         self.interval = interval
     }

@@ -46,6 +46,7 @@ public struct HTTPAdmission {
     private(set) var total = 0
     private var perAddress: [String: Int] = [:]
 
+    /// No connection open yet.
     public init(limits: HTTPListenerLimits) {
         self.limits = limits
     }
@@ -95,8 +96,10 @@ public struct HTTPConnectionDeadline {
     }
 
     let limits: HTTPListenerLimits
+    /// What the connection waits for now.
     public private(set) var phase = Phase.request
 
+    /// A connection that has just opened: waiting for its first request.
     public init(limits: HTTPListenerLimits) {
         self.limits = limits
     }

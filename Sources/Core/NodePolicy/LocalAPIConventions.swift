@@ -9,6 +9,7 @@ public struct LocalAPIExchange {
     public let method: String
     /// The request was `HEAD`.
     public let isHead: Bool
+    /// The request's path, without its query.
     public let path: String
     /// The request's `If-Match`, once read.
     private(set) var ifMatch: IfMatch?
@@ -21,6 +22,7 @@ public struct LocalAPIExchange {
         case version(Int64)
     }
 
+    /// The exchange of `request`, before its headers are checked.
     public init(_ request: HTTPRequest) {
         isHead = request.method == "HEAD"
         method = isHead ? "GET" : request.method

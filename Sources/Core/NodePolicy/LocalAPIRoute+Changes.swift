@@ -16,6 +16,7 @@ public struct ChangesRequest: Equatable {
     /// Server-sent events instead of one JSON answer.
     public var stream = false
 
+    /// The feed's path.
     public static let path = "/v1/changes"
     /// The methods the feed answers (`Allow` on its 405).
     public static let allowed = "GET, HEAD"

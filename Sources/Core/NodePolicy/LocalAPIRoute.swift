@@ -20,9 +20,13 @@ public enum LocalAPIRoute: Equatable {
 
     /// An error answer: HTTP status, code, message.
     public struct Failure: Error, Equatable {
+        /// The HTTP status.
         public var status: Int
+        /// The error code of the body (`invalid_query`, `no_route`, ...).
         public var code: String
+        /// What went wrong, for people.
         public var message: String
+        /// The order the error is about, if any.
         public var uuid: String?
 
         /// A failure from its parts.
@@ -34,6 +38,7 @@ public enum LocalAPIRoute: Equatable {
         }
     }
 
+    /// The route of a request, or the error answer for it.
     public static func decode(method: String, path: String, query: [(String, String)], body: [UInt8]) -> Result<LocalAPIRoute, Failure> {
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         func queryInt(_ name: String, _ def: Int, _ range: ClosedRange<Int>) -> Result<Int, Failure> {

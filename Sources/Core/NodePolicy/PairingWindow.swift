@@ -23,8 +23,9 @@ public struct PairingWindows: Equatable {
         public var code: PairingCode
         /// The name the operator gave the terminal to pair, if any.
         public var name: String?
-        /// When it opened and when it closes, wall-clock milliseconds.
+        /// When it opened, wall-clock milliseconds.
         public var openedAtMillis: Int64
+        /// When it closes, wall-clock milliseconds.
         public var expiresAtMillis: Int64
     }
 

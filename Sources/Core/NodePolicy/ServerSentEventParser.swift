@@ -2,9 +2,13 @@
 /// stream"): lines end in CRLF, LF or CR; "data" lines add to the data buffer, "id" sets the last
 /// event id, a blank line dispatches the event, lines starting with a colon are comments. Pure.
 public struct ServerSentEventParser {
+    /// One dispatched event.
     public struct Event: Equatable, Sendable {
+        /// The last event id (`id:`) when it was dispatched, if any.
         public var id: String?
+        /// Its type (`event:`), `message` when none was given.
         public var event: String
+        /// Its `data:` lines, joined by newlines.
         public var data: String
     }
 
@@ -15,6 +19,7 @@ public struct ServerSentEventParser {
     private var id: String?
     private var sawField = false
 
+    /// A parser at the start of a stream.
     public init() {}
 
     /// Feeds bytes; returns the events they complete.
