@@ -2,50 +2,37 @@ import ArgumentParser
 import Foundation
 import OrderSyncNode
 
+/// The settings file of this run, read before the command line is parsed and bound for the
+/// parse and the run (`OrderSyncCommand.main()`): a command's `validate()` and `run()` take its
+/// settings from here under their own flags.
+enum SettingsFile {
+    /// The file, if there is one.
+    @TaskLocal static var current: ConfigFile? = nil
+
+    /// The file's settings for `role`'s daemon (nil: another command, which gets the top of the
+    /// file); none without a file.
+    static func settings(for role: ConfigKey.Role?) -> NodeSettings {
+        current?.settings(for: role) ?? NodeSettings()
+    }
+}
+
 extension OrderSyncCommand {
-    /// The command line with the settings file's values added (flags win; see
-    /// ``ConfigArguments``). A file that cannot be read or has a mistake ends the command here
-    /// with the file and line: exit 64 (usage), or UNKNOWN (3) for `check`.
-    static func argumentsWithSettings() -> ConfigArguments {
-        let given = Array(CommandLine.arguments.dropFirst())
-        let environment = ProcessInfo.processInfo.environment
-        do {
-            let file = try ConfigArguments.configFile(arguments: given, environment: environment) {
+    /// The settings file for `arguments` (see ``ConfigFile/locate(arguments:environment:defaultExists:)``).
+    /// A file that cannot be read or has a mistake ends the command here with the file and
+    /// line: exit 64 (usage), or UNKNOWN (3) for `check`.
+    static func settingsFile(for arguments: [String]) -> ConfigFile? {
+        do throws(ConfigError) {
+            return try ConfigFile.locate(arguments: arguments, environment: ProcessInfo.processInfo.environment) {
                 FileManager.default.fileExists(atPath: $0)
             }
-            return ConfigArguments(given, file: file, environment: environment, groups: groupCommands)
         } catch {
-            if given.first == "check" {
-                let report = HealthReport(state: .unknown, summary: "\(error)")
+            if arguments.first == "check" {
+                let report = HealthReport(state: .unknown, summary: error.description)
                 print(report.line)
                 Foundation.exit(report.state.rawValue)
             }
-            usageFailure("\(error)")
+            FileHandle.standardError.write(Data("ordersync: \(error)\n".utf8))
+            exit(withError: ExitCode.validationFailure)
         }
-    }
-
-    /// For a bad value that came from the settings file (`--port must be 0-65535.`), says where
-    /// it was set and exits with the usage status; returns for any other error.
-    static func exitNamingTheSetting(of error: any Error, _ settings: ConfigArguments) {
-        guard exitCode(for: error) == .validationFailure else { return }
-        let text = message(for: error)
-        if let origin = settings.origin(mentionedIn: text) {
-            usageFailure("\(text) (\(origin.flag.dropFirst(2)) is set at \(origin.location))")
-        }
-    }
-
-    /// Prints `message` and exits with the usage status (64), as a bad flag does.
-    private static func usageFailure(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("ordersync: \(message)\n".utf8))
-        exit(withError: ExitCode.validationFailure)
-    }
-
-    /// The commands that only group subcommands (`order`, `terminal`, `key`).
-    static var groupCommands: Set<String> {
-        Set(
-            // A group with a default subcommand (`dashboard`) runs as given: it takes settings.
-            configuration.subcommands.filter { !$0.configuration.subcommands.isEmpty && $0.configuration.defaultSubcommand == nil }.map {
-                $0.configuration.commandName ?? $0._commandName
-            })
     }
 }

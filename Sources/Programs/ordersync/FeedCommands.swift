@@ -83,19 +83,17 @@ struct ExportCommand: ParsableCommand {
     )
 
     @OptionGroup var data: DataDirOption
-    @Option(name: .long, help: "csv, json (one array) or ndjson (one object per line).") var format: String = "csv"
+    @Option(name: .long, help: "csv, json (one array) or ndjson (one object per line).") var format: OrderExporter.Format = .csv
     @Option(name: .long, help: "Only orders created at or after this time (RFC 3339, or YYYY-MM-DD in UTC).") var from: String?
     @Option(name: .long, help: "Only orders created before this time (RFC 3339, or YYYY-MM-DD in UTC).") var to: String?
-    @Option(name: .long, help: "Only orders with this status (\(OrderStatus.names)).") var status: String?
+    @Option(name: .long, help: "Only orders with this status.") var status: OrderStatus?
     @Flag(name: .long, help: "CSV: one row per line item instead of one per order.") var items = false
     @Option(name: .long, help: "Write to this file (replaced once complete) instead of standard output.") var output: String?
 
     func validate() throws {
-        guard OrderExporter.Format(rawValue: format) != nil else { throw ValidationError("--format must be csv, json or ndjson.") }
-        if let s = status, OrderStatus(rawValue: s) == nil { throw ValidationError("--status must be one of \(OrderStatus.names).") }
         if let f = from, Self.millis(f) == nil { throw ValidationError("--from '\(f)' is not a time (RFC 3339 or YYYY-MM-DD).") }
         if let t = to, Self.millis(t) == nil { throw ValidationError("--to '\(t)' is not a time (RFC 3339 or YYYY-MM-DD).") }
-        if items, format != "csv" { throw ValidationError("--items applies to --format csv (JSON carries the items in each order).") }
+        if items, format != .csv { throw ValidationError("--items applies to --format csv (JSON carries the items in each order).") }
     }
 
     /// RFC 3339 (or the StorePOS form), or a plain date taken as midnight UTC.
@@ -111,11 +109,11 @@ struct ExportCommand: ParsableCommand {
 
     private func export() throws {
         let dir = try data.resolved()
-        var exporter = OrderExporter(format: OrderExporter.Format(rawValue: format) ?? .csv)
+        var exporter = OrderExporter(format: format)
         exporter.layout = items ? .items : .orders
         exporter.fromMillis = from.flatMap(Self.millis)
         exporter.toMillis = to.flatMap(Self.millis)
-        exporter.status = status.flatMap(OrderStatus.init(rawValue:))
+        exporter.status = status
         guard let output else {
             _ = try reportingFailures { try exporter.run(dataDirectory: dir, to: STDOUT_FILENO) }
             return

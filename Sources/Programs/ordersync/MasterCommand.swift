@@ -14,55 +14,97 @@ struct MasterCommand: ParsableCommand {
 
     @OptionGroup var node: NodeOptions
 
-    @Option(name: .long, help: ArgumentHelp("TCP port for terminals; 0 picks any free port.", valueName: "n"))
-    var port: Int = Int(NodeDefaults.port)
+    @Option(
+        name: .long, help: ArgumentHelp("TCP port for terminals; 0 picks any free port. (default: \(NodeDefaults.port))", valueName: "n"))
+    var port: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Address to listen on.", valueName: "address"))
-    var listen: String = "0.0.0.0"
+    @Option(name: .long, help: ArgumentHelp("Address to listen on. (default: 0.0.0.0)", valueName: "address"))
+    var listen: String?
 
-    @Option(name: .long, help: ArgumentHelp("Most terminal connections at once.", valueName: "n"))
-    var maxConnections: Int = NodeDefaults.maxConnections
-
-    @Option(name: .long, help: ArgumentHelp("Most connections from one IP address still in the WebSocket handshake.", valueName: "n"))
-    var maxHandshakesPerAddress: Int = NodeDefaults.maxHandshakesPerAddress
-
-    @Option(name: .long, help: ArgumentHelp("Most connections from one IP address open at once.", valueName: "n"))
-    var maxConnectionsPerAddress: Int = NodeDefaults.maxConnectionsPerAddress
-
-    @Option(name: .long, help: ArgumentHelp("Secure handshakes one IP address may start per second, sustained.", valueName: "n"))
-    var handshakeRate: Double = NodeDefaults.handshakeRatePerAddress
-
-    @Option(name: .long, help: ArgumentHelp("Secure handshakes one IP address may start at once.", valueName: "n"))
-    var handshakeBurst: Double = NodeDefaults.handshakeBurstPerAddress
-
-    @Option(name: .long, help: ArgumentHelp("Secure handshakes all addresses together may start per second.", valueName: "n"))
-    var handshakeRateTotal: Double = NodeDefaults.handshakeRateTotal
-
-    @Option(name: .long, help: ArgumentHelp("Secure handshakes all addresses together may start at once.", valueName: "n"))
-    var handshakeBurstTotal: Double = NodeDefaults.handshakeBurstTotal
-
-    @Option(name: .long, help: ArgumentHelp("Operations per second one terminal may send, sustained.", valueName: "n"))
-    var rateLimit: Double = NodeDefaults.rateLimitPerSecond
-
-    @Option(name: .long, help: ArgumentHelp("Operations one terminal may send in a burst.", valueName: "n"))
-    var rateBurst: Double = NodeDefaults.rateLimitBurst
-
-    @Option(name: .long, help: ArgumentHelp("Bytes of operations per second one terminal may send, sustained.", valueName: "bytes"))
-    var rateLimitBytes: Int = NodeDefaults.rateLimitBytesPerSecond
+    @Option(name: .long, help: ArgumentHelp("Most terminal connections at once. (default: \(NodeDefaults.maxConnections))", valueName: "n"))
+    var maxConnections: Int?
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Bytes of operations one terminal may send at once (at least --max-message-size).", valueName: "bytes"))
-    var rateBurstBytes: Int = NodeDefaults.rateBurstBytes
+        help: ArgumentHelp(
+            "Most connections from one IP address still in the WebSocket handshake. (default: \(NodeDefaults.maxHandshakesPerAddress))",
+            valueName: "n"))
+    var maxHandshakesPerAddress: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Snapshots one slave may get in a row.", valueName: "n"))
-    var snapshotBurst: Int = NodeDefaults.snapshotBurst
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Most connections from one IP address open at once. (default: \(NodeDefaults.maxConnectionsPerAddress))", valueName: "n"))
+    var maxConnectionsPerAddress: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Then one snapshot per this many seconds, per slave.", valueName: "seconds"))
-    var snapshotInterval: Double = Double(NodeDefaults.snapshotInterval.components.seconds)
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Secure handshakes one IP address may start per second, sustained. (default: \(NodeDefaults.handshakeRatePerAddress))",
+            valueName: "n"))
+    var handshakeRate: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Bytes one terminal's operations may add to the journal per hour.", valueName: "bytes"))
-    var journalBudget: Int = NodeDefaults.journalBudgetBytesPerHour
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Secure handshakes one IP address may start at once. (default: \(NodeDefaults.handshakeBurstPerAddress))", valueName: "n"))
+    var handshakeBurst: Double?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Secure handshakes all addresses together may start per second. (default: \(NodeDefaults.handshakeRateTotal))",
+            valueName: "n"))
+    var handshakeRateTotal: Double?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Secure handshakes all addresses together may start at once. (default: \(NodeDefaults.handshakeBurstTotal))",
+            valueName: "n"))
+    var handshakeBurstTotal: Double?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Operations per second one terminal may send, sustained. (default: \(NodeDefaults.rateLimitPerSecond))", valueName: "n"))
+    var rateLimit: Double?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Operations one terminal may send in a burst. (default: \(NodeDefaults.rateLimitBurst))", valueName: "n"))
+    var rateBurst: Double?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Bytes of operations per second one terminal may send, sustained. (default: \(NodeDefaults.rateLimitBytesPerSecond))",
+            valueName: "bytes"))
+    var rateLimitBytes: Int?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Bytes of operations one terminal may send at once (at least --max-message-size). (default: \(NodeDefaults.rateBurstBytes))",
+            valueName: "bytes"))
+    var rateBurstBytes: Int?
+
+    @Option(
+        name: .long, help: ArgumentHelp("Snapshots one slave may get in a row. (default: \(NodeDefaults.snapshotBurst))", valueName: "n"))
+    var snapshotBurst: Int?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Then one snapshot per this many seconds, per slave. (default: \(Self.defaultSnapshotInterval))", valueName: "seconds"))
+    var snapshotInterval: Double?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Bytes one terminal's operations may add to the journal per hour. (default: \(NodeDefaults.journalBudgetBytesPerHour))",
+            valueName: "bytes"))
+    var journalBudget: Int?
 
     @Flag(
         name: .customLong("insecure-storepos"),
@@ -78,9 +120,9 @@ struct MasterCommand: ParsableCommand {
     @Option(
         name: .customLong("storepos-keepalive"),
         help: ArgumentHelp(
-            "StorePOS links are kept while TCP holds them: TCP keepalive probes after this long idle; a dead host is dropped after about twice this.",
+            "StorePOS links are kept while TCP holds them: TCP keepalive probes after this long idle; a dead host is dropped after about twice this. (default: \(NodeDefaults.storePOSKeepAlive.seconds))",
             valueName: "seconds"))
-    var storePOSKeepAlive: Double = NodeDefaults.storePOSKeepAlive.seconds
+    var storePOSKeepAlive: Double?
 
     @Option(
         name: .long,
@@ -92,76 +134,149 @@ struct MasterCommand: ParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Serve the dashboard over TLS (a self-signed certificate kept in the data directory): auto (when --http-listen is beyond loopback), on or off.",
+            "Serve the dashboard over TLS (a self-signed certificate kept in the data directory): auto (when --http-listen is beyond loopback), on or off. (default: auto)",
             valueName: "auto|on|off"))
-    var httpTLS = DashboardTLSMode.auto
+    var httpTLS: DashboardTLSMode?
+
+    /// `--snapshot-interval`'s default, in seconds.
+    static let defaultSnapshotInterval = Double(NodeDefaults.snapshotInterval.components.seconds)
+
+    /// The master's settings: the flags given, over the settings file's `[master]` section,
+    /// over the top of the file.
+    func settings() -> NodeSettings {
+        var s = node.flags()
+        s.port = port.given
+        s.listen = listen.given
+        s.maxConnections = maxConnections.given
+        s.maxHandshakesPerAddress = maxHandshakesPerAddress.given
+        s.maxConnectionsPerAddress = maxConnectionsPerAddress.given
+        s.handshakeRate = handshakeRate.given
+        s.handshakeBurst = handshakeBurst.given
+        s.handshakeRateTotal = handshakeRateTotal.given
+        s.handshakeBurstTotal = handshakeBurstTotal.given
+        s.rateLimit = rateLimit.given
+        s.rateBurst = rateBurst.given
+        s.rateLimitBytes = rateLimitBytes.given
+        s.rateBurstBytes = rateBurstBytes.given
+        s.snapshotBurst = snapshotBurst.given
+        s.snapshotInterval = snapshotInterval.given
+        s.journalBudget = journalBudget.given
+        // A flag that is not given cannot say false: the file decides then.
+        s.insecureStorePOS = insecureStorePOS ? Setting(true, .commandLine) : nil
+        s.storePOSAllow = storePOSAllow.map { Setting($0, .commandLine) }
+        s.storePOSKeepAlive = storePOSKeepAlive.given
+        s.httpListen = httpListen.given
+        s.httpTLS = httpTLS.given
+        return s.over(SettingsFile.settings(for: .master))
+    }
 
     func validate() throws {
-        if let h = httpListen, MetricsAddress(parsing: h) == nil {
-            throw ValidationError("--http-listen must look like 0.0.0.0:8080 or [::1]:8080 (got '\(h)').")
+        _ = try nodeConfiguration(dataDirectory: "")
+    }
+
+    /// The master's configuration from its settings (flags, file, defaults), checked: the
+    /// cross-option checks of `validate()` and the values `run()` starts with.
+    func nodeConfiguration(dataDirectory: String) throws -> NodeConfiguration {
+        let s = settings()
+        let port = s.port.or(Int(NodeDefaults.port))
+        var config = try NodeOptions.configuration(
+            role: .master, dataDirectory: dataDirectory, s, port: UInt16(clamping: port.value), listenAddress: s.listen.or("0.0.0.0").value)
+        let maxMessage = s.maxMessageSize.or(NodeDefaults.maxMessageBytes)
+        let httpListen = try s.httpListen.map { h in
+            guard let address = MetricsAddress(parsing: h.value) else {
+                throw problem("--http-listen must look like 0.0.0.0:8080 or [::1]:8080 (got '\(h.value)').", h.origin)
+            }
+            return address
         }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535.") }
-        guard (1...100_000).contains(maxConnections) else { throw ValidationError("--max-connections must be 1-100000.") }
-        guard (1...100_000).contains(maxHandshakesPerAddress), (1...100_000).contains(maxConnectionsPerAddress) else {
-            throw ValidationError("--max-handshakes-per-address and --max-connections-per-address must be 1-100000.")
+        guard (0...65535).contains(port.value) else { throw problem("--port must be 0-65535.", port.origin) }
+        let maxConnections = s.maxConnections.or(NodeDefaults.maxConnections)
+        guard (1...100_000).contains(maxConnections.value) else {
+            throw problem("--max-connections must be 1-100000.", maxConnections.origin)
         }
-        guard (1...1_000_000).contains(rateLimit), (1...1_000_000).contains(rateBurst) else {
-            throw ValidationError("--rate-limit and --rate-burst must be 1-1000000.")
+        let perAddress = [
+            s.maxHandshakesPerAddress.or(NodeDefaults.maxHandshakesPerAddress),
+            s.maxConnectionsPerAddress.or(NodeDefaults.maxConnectionsPerAddress),
+        ]
+        guard perAddress.allSatisfy({ (1...100_000).contains($0.value) }) else {
+            throw problem(
+                "--max-handshakes-per-address and --max-connections-per-address must be 1-100000.", perAddress[0].origin,
+                perAddress[1].origin)
         }
-        for (name, value) in [
-            ("--handshake-rate", handshakeRate), ("--handshake-burst", handshakeBurst),
-            ("--handshake-rate-total", handshakeRateTotal), ("--handshake-burst-total", handshakeBurstTotal),
-        ] where !(1...100_000).contains(value) {
-            throw ValidationError("\(name) must be 1-100000.")
+        let rateLimit = s.rateLimit.or(NodeDefaults.rateLimitPerSecond)
+        let rateBurst = s.rateBurst.or(NodeDefaults.rateLimitBurst)
+        guard (1...1_000_000).contains(rateLimit.value), (1...1_000_000).contains(rateBurst.value) else {
+            throw problem("--rate-limit and --rate-burst must be 1-1000000.", rateLimit.origin, rateBurst.origin)
         }
-        guard (1024...(1 << 40)).contains(rateLimitBytes), (node.maxMessageSize...(1 << 40)).contains(rateBurstBytes) else {
-            throw ValidationError(
-                "--rate-limit-bytes must be at least 1024 and --rate-burst-bytes at least --max-message-size (\(node.maxMessageSize)).")
+        let handshakes = [
+            ("--handshake-rate", s.handshakeRate.or(NodeDefaults.handshakeRatePerAddress)),
+            ("--handshake-burst", s.handshakeBurst.or(NodeDefaults.handshakeBurstPerAddress)),
+            ("--handshake-rate-total", s.handshakeRateTotal.or(NodeDefaults.handshakeRateTotal)),
+            ("--handshake-burst-total", s.handshakeBurstTotal.or(NodeDefaults.handshakeBurstTotal)),
+        ]
+        for (name, value) in handshakes where !(1...100_000).contains(value.value) {
+            throw problem("\(name) must be 1-100000.", value.origin)
         }
-        guard (1...1000).contains(snapshotBurst), (0.001...86_400).contains(snapshotInterval) else {
-            throw ValidationError("--snapshot-burst must be 1-1000 and --snapshot-interval 0.001-86400 seconds.")
+        let rateLimitBytes = s.rateLimitBytes.or(NodeDefaults.rateLimitBytesPerSecond)
+        let rateBurstBytes = s.rateBurstBytes.or(NodeDefaults.rateBurstBytes)
+        guard (1024...(1 << 40)).contains(rateLimitBytes.value), (maxMessage.value...(1 << 40)).contains(rateBurstBytes.value) else {
+            throw problem(
+                "--rate-limit-bytes must be at least 1024 and --rate-burst-bytes at least --max-message-size (\(maxMessage.value)).",
+                rateLimitBytes.origin, rateBurstBytes.origin, maxMessage.origin)
         }
-        guard (node.maxMessageSize...(1 << 50)).contains(journalBudget) else {
-            throw ValidationError("--journal-budget must be at least --max-message-size (\(node.maxMessageSize)) bytes.")
+        let snapshotBurst = s.snapshotBurst.or(NodeDefaults.snapshotBurst)
+        let snapshotInterval = s.snapshotInterval.or(Self.defaultSnapshotInterval)
+        guard (1...1000).contains(snapshotBurst.value), (0.001...86_400).contains(snapshotInterval.value) else {
+            throw problem(
+                "--snapshot-burst must be 1-1000 and --snapshot-interval 0.001-86400 seconds.", snapshotBurst.origin,
+                snapshotInterval.origin)
         }
-        for range in storePOSAllow where AddressRange(parsing: range) == nil {
-            throw ValidationError("--storepos-allow must be an IPv4 or IPv6 range like 192.168.1.0/24 or fd00::/8 (got '\(range)').")
+        let journalBudget = s.journalBudget.or(NodeDefaults.journalBudgetBytesPerHour)
+        guard (maxMessage.value...(1 << 50)).contains(journalBudget.value) else {
+            throw problem(
+                "--journal-budget must be at least --max-message-size (\(maxMessage.value)) bytes.", journalBudget.origin, maxMessage.origin
+            )
         }
-        if !storePOSAllow.isEmpty && !insecureStorePOS {
-            throw ValidationError("--storepos-allow only applies with --insecure-storepos.")
+        let ranges = try s.storePOSAllow.map { range in
+            guard let parsed = AddressRange(parsing: range.value) else {
+                throw problem(
+                    "--storepos-allow must be an IPv4 or IPv6 range like 192.168.1.0/24 or fd00::/8 (got '\(range.value)').", range.origin)
+            }
+            return parsed
         }
-        guard storePOSKeepAlive >= 1, storePOSKeepAlive <= 3600 else {
-            throw ValidationError("--storepos-keepalive must be between 1 and 3600 seconds.")
+        let insecureStorePOS = s.insecureStorePOS.or(false)
+        if let first = s.storePOSAllow.first, !insecureStorePOS.value {
+            throw problem("--storepos-allow only applies with --insecure-storepos.", first.origin, insecureStorePOS.origin)
         }
+        let keepAlive = s.storePOSKeepAlive.or(NodeDefaults.storePOSKeepAlive.seconds)
+        guard keepAlive.value >= 1, keepAlive.value <= 3600 else {
+            throw problem("--storepos-keepalive must be between 1 and 3600 seconds.", keepAlive.origin)
+        }
+        config.httpListen = httpListen
+        config.httpTLS = s.httpTLS.or(.auto).value
+        config.maxConnections = maxConnections.value
+        config.maxHandshakesPerAddress = perAddress[0].value
+        config.maxConnectionsPerAddress = perAddress[1].value
+        config.handshakeRatePerAddress = RateLimit(operationsPerSecond: handshakes[0].1.value, burst: handshakes[1].1.value)
+        config.handshakeRateTotal = RateLimit(operationsPerSecond: handshakes[2].1.value, burst: handshakes[3].1.value)
+        config.rateLimitPerSecond = rateLimit.value
+        config.rateLimitBurst = rateBurst.value
+        config.rateLimitBytesPerSecond = rateLimitBytes.value
+        config.rateBurstBytes = rateBurstBytes.value
+        config.snapshotBurst = snapshotBurst.value
+        config.snapshotInterval = .milliseconds(Int64((snapshotInterval.value * 1000).rounded()))
+        config.journalBudgetBytesPerHour = journalBudget.value
+        config.insecureStorePOS = insecureStorePOS.value
+        config.storePOSAllow = ranges
+        config.storePOSKeepAlive = .seconds(keepAlive.value)
+        return config
     }
 
     func run() throws {
-        let dir = try node.data.resolved()
+        let dir = try node.data.resolved(for: .master)
         let errors = NodeErrorLog()
-        let logger = node.logging.bootstrap(label: "ordersync.master", errors: errors)
-        var config = NodeConfiguration(
-            role: .master, dataDirectory: dir, store: node.store, name: node.name,
-            serviceType: node.serviceType, port: UInt16(port), listenAddress: listen,
-            masterURL: nil)
-        node.apply(to: &config)
-        config.httpListen = httpListen.flatMap { MetricsAddress(parsing: $0) }
-        config.httpTLS = httpTLS
+        let logger = LoggingOptions.bootstrap(label: "ordersync.master", errors: errors, settings: settings())
+        var config = try nodeConfiguration(dataDirectory: dir)
         config.errorLog = errors
-        config.maxConnections = maxConnections
-        config.maxHandshakesPerAddress = maxHandshakesPerAddress
-        config.maxConnectionsPerAddress = maxConnectionsPerAddress
-        config.handshakeRatePerAddress = RateLimit(operationsPerSecond: handshakeRate, burst: handshakeBurst)
-        config.handshakeRateTotal = RateLimit(operationsPerSecond: handshakeRateTotal, burst: handshakeBurstTotal)
-        config.rateLimitPerSecond = rateLimit
-        config.rateLimitBurst = rateBurst
-        config.rateLimitBytesPerSecond = rateLimitBytes
-        config.rateBurstBytes = rateBurstBytes
-        config.snapshotBurst = snapshotBurst
-        config.snapshotInterval = .milliseconds(Int64((snapshotInterval * 1000).rounded()))
-        config.journalBudgetBytesPerHour = journalBudget
-        config.insecureStorePOS = insecureStorePOS
-        config.storePOSAllow = storePOSAllow.compactMap { AddressRange(parsing: $0) }
-        config.storePOSKeepAlive = .seconds(storePOSKeepAlive)
         try runNode { try MasterNode(configuration: config, logger: logger).run() }
     }
 }

@@ -152,7 +152,7 @@ extension OrderCommand {
         @OptionGroup var data: DataDirOption
         @Argument(help: "The order's UUID.") var uuid: String
         @Option(name: .long, help: "Customer name.") var customer: String?
-        @Option(name: .long, help: "New status: \(OrderStatus.names).") var status: String?
+        @Option(name: .long, help: "New status.") var status: OrderStatus?
         @OptionGroup var fields: OrderFieldOptions
         @Option(name: .long, help: ArgumentHelp("Only if the order is still at this version (else: conflict).", valueName: "n"))
         var ifVersion: Int?
@@ -160,9 +160,6 @@ extension OrderCommand {
 
         func validate() throws {
             guard Order.isValidUUID(uuid) else { throw ValidationError("'\(uuid)' is not a UUID.") }
-            if let s = status, OrderStatus(rawValue: s) == nil {
-                throw ValidationError("--status must be one of \(OrderStatus.names).")
-            }
             if customer == nil && status == nil && fields.isEmpty {
                 throw ValidationError(
                     "Nothing to change: give at least one of --customer, --status, --shipping, --table, --table-size, --note, --item.")
@@ -173,7 +170,7 @@ extension OrderCommand {
             let dir = try data.resolved()
             var o = JSONObject()
             if let c = customer { o["customerName"] = .string(c) }
-            if let s = status { o["status"] = .string(s) }
+            if let s = status { o["status"] = .string(s.rawValue) }
             if let v = ifVersion { o["version"] = .int(Int64(v)) }
             try fields.apply(to: &o)
             let reply = try callDaemon(dir, "PATCH", "/v1/orders/\(uuid)", body: .object(o))
@@ -233,21 +230,18 @@ extension OrderCommand {
         @OptionGroup var data: DataDirOption
         @Option(name: .long, help: "Page number, from 1.") var page: Int = 1
         @Option(name: .long, help: "Orders per page (1-1000).") var per: Int = 50
-        @Option(name: .long, help: "Only orders with this status: \(OrderStatus.names).") var status: String?
+        @Option(name: .long, help: "Only orders with this status.") var status: OrderStatus?
         @Flag(name: .long, help: "Print {\"page\",\"per\",\"total\",\"orders\"} as JSON.") var json = false
 
         func validate() throws {
             guard page >= 1 else { throw ValidationError("--page starts at 1.") }
             guard (1...1000).contains(per) else { throw ValidationError("--per must be 1-1000.") }
-            if let s = status, OrderStatus(rawValue: s) == nil {
-                throw ValidationError("--status must be one of \(OrderStatus.names).")
-            }
         }
 
         func run() throws {
             let dir = try data.resolved()
             let result = try reportingFailures {
-                try OrderReader.list(dataDirectory: dir, page: page, per: per, status: status.flatMap(OrderStatus.init(rawValue:)))
+                try OrderReader.list(dataDirectory: dir, page: page, per: per, status: status)
             }
             if json {
                 print(result.serialized())

@@ -25,26 +25,28 @@ struct OrderSyncCommand: ParsableCommand {
         ]
     )
 
-    /// Runs the command with the settings file's values added (flags win; see ConfigMain.swift);
-    /// a `check` whose arguments do not parse exits UNKNOWN (3), not 64.
+    /// Runs the command with the settings file's values under its flags (flags win, field by
+    /// field; see ConfigMain.swift); a `check` whose arguments do not parse exits UNKNOWN (3),
+    /// not 64.
     static func main() {
-        let settings = argumentsWithSettings()
-        let arguments = settings.arguments
-        do {
-            var command = try parseAsRoot(arguments)
-            try command.run()
-        } catch {
-            if let report = CheckCommand.unknownForBadArguments(arguments, error: error) {
-                print(report.line)
-                Foundation.exit(report.state.rawValue)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        SettingsFile.$current.withValue(settingsFile(for: arguments)) {
+            do {
+                var command = try parseAsRoot(arguments)
+                try command.run()
+            } catch {
+                if let report = CheckCommand.unknownForBadArguments(arguments, error: error) {
+                    print(report.line)
+                    Foundation.exit(report.state.rawValue)
+                }
+                exit(withError: error)
             }
-            exitNamingTheSetting(of: error, settings)
-            exit(withError: error)
         }
     }
 }
 
-/// `--data-dir`, shared by every command (also read from ORDERSYNC_DATA_DIR).
+/// `--data-dir`, shared by every command (also read from ORDERSYNC_DATA_DIR and the settings
+/// file).
 struct DataDirOption: ParsableArguments {
     @Option(
         name: .long,
@@ -60,38 +62,29 @@ struct DataDirOption: ParsableArguments {
             valueName: "file"))
     var config: String?
 
-    /// The data directory, from the option or the environment.
-    func resolved() throws -> String {
+    /// The data directory: the option, else the environment, else the settings file's
+    /// `data-dir` (for a daemon, its own section's over the top of the file).
+    func resolved(for role: ConfigKey.Role? = nil) throws -> String {
         if let d = dataDir, !d.isEmpty { return d }
         if let d = ProcessInfo.processInfo.environment["ORDERSYNC_DATA_DIR"], !d.isEmpty { return d }
+        if let d = SettingsFile.settings(for: role).dataDirectory?.value { return d }
         throw ValidationError("Missing --data-dir (or set ORDERSYNC_DATA_DIR).")
     }
 }
 
 /// Logging options of the daemons.
 struct LoggingOptions: ParsableArguments {
-    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @Option(name: .long, help: "Log level. (default: info)")
+    var logLevel: Logger.Level?
 
-    @Option(name: .long, help: "Log format: text (logfmt) or json (one JSON object per line).")
-    var logFormat: String = "text"
-
-    func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError(
-                "Unknown --log-level '\(logLevel)'. Use one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
-        }
-        guard EventLogFormat.Syntax(rawValue: logFormat) != nil else {
-            throw ValidationError("Unknown --log-format '\(logFormat)'. Use text or json.")
-        }
-    }
+    @Option(name: .long, help: "Log format: text (logfmt) or json (one JSON object per line). (default: text)")
+    var logFormat: EventLogFormat.Syntax?
 
     /// Installs the stderr log backend (and `errors`, which keeps the last warning for status)
-    /// and returns the root logger.
-    func bootstrap(label: String, errors: NodeErrorLog) -> Logger {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        let format = EventLogFormat(
-            syntax: EventLogFormat.Syntax(rawValue: logFormat) ?? .text, priorityPrefix: EventLogFormat.standardErrorIsJournal())
+    /// with the level and format of `settings`, and returns the root logger.
+    static func bootstrap(label: String, errors: NodeErrorLog, settings: NodeSettings) -> Logger {
+        let level = settings.logLevel.or(.info).value
+        let format = EventLogFormat(syntax: settings.logFormat.or(.text).value, priorityPrefix: EventLogFormat.standardErrorIsJournal())
         LoggingSystem.bootstrap { label in
             MultiplexLogHandler([EventLogHandler(logLevel: level, format: format, label: label), NodeErrorLogHandler(errors: errors)])
         }
@@ -101,7 +94,8 @@ struct LoggingOptions: ParsableArguments {
     }
 }
 
-/// Options shared by master and slave.
+/// Options shared by master and slave. Each is nil unless given, so that the settings file's
+/// value (and then the default) applies where it is not.
 struct NodeOptions: ParsableArguments {
     @OptionGroup var data: DataDirOption
 
@@ -112,25 +106,40 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Terminal name (master: the DNS-SD instance name). Default: the host name.")
     var name: String?
 
-    @Option(name: .long, help: "DNS-SD service type.")
-    var serviceType: String = NodeDefaults.serviceType
+    @Option(name: .long, help: "DNS-SD service type. (default: \(NodeDefaults.serviceType))")
+    var serviceType: String?
 
     @OptionGroup var logging: LoggingOptions
 
-    @Option(name: .long, help: ArgumentHelp("Ping a WebSocket link idle for this long.", valueName: "seconds"))
-    var pingInterval: Double = NodeDefaults.pingInterval.seconds
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Ping a WebSocket link idle for this long. (default: \(NodeDefaults.pingInterval.seconds))", valueName: "seconds"))
+    var pingInterval: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Drop a peer silent for this long (frozen or vanished).", valueName: "seconds"))
-    var peerTimeout: Double = NodeDefaults.peerTimeout.seconds
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Drop a peer silent for this long (frozen or vanished). (default: \(NodeDefaults.peerTimeout.seconds))", valueName: "seconds"))
+    var peerTimeout: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Time allowed for the WebSocket opening handshake.", valueName: "seconds"))
-    var handshakeTimeout: Double = NodeDefaults.handshakeTimeout.seconds
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Time allowed for the WebSocket opening handshake. (default: \(NodeDefaults.handshakeTimeout.seconds))", valueName: "seconds"))
+    var handshakeTimeout: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Time allowed for a started WebSocket frame to complete.", valueName: "seconds"))
-    var frameTimeout: Double = NodeDefaults.frameTimeout.seconds
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Time allowed for a started WebSocket frame to complete. (default: \(NodeDefaults.frameTimeout.seconds))",
+            valueName: "seconds"))
+    var frameTimeout: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Largest accepted WebSocket message.", valueName: "bytes"))
-    var maxMessageSize: Int = NodeDefaults.maxMessageBytes
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Largest accepted WebSocket message. (default: \(NodeDefaults.maxMessageBytes))", valueName: "bytes"))
+    var maxMessageSize: Int?
 
     @Option(
         name: .long,
@@ -138,48 +147,89 @@ struct NodeOptions: ParsableArguments {
             "Also serve GET /metrics (Prometheus) over plain HTTP on this TCP address; off by default.", valueName: "addr:port"))
     var metricsListen: String?
 
-    /// Applies the link options to a configuration.
-    func apply(to c: inout NodeConfiguration) {
-        c.pingInterval = .seconds(pingInterval)
-        c.peerTimeout = .seconds(peerTimeout)
-        c.handshakeTimeout = .seconds(handshakeTimeout)
-        c.frameTimeout = .seconds(frameTimeout)
-        c.maxMessageBytes = maxMessageSize
-        c.metricsListen = metricsListen.flatMap { MetricsAddress(parsing: $0) }
+    /// The options given on the command line, as settings.
+    func flags() -> NodeSettings {
+        var s = NodeSettings()
+        s.store = store.given
+        s.name = name.given
+        s.serviceType = serviceType.given
+        s.logLevel = logging.logLevel.given
+        s.logFormat = logging.logFormat.given
+        s.pingInterval = pingInterval.given
+        s.peerTimeout = peerTimeout.given
+        s.handshakeTimeout = handshakeTimeout.given
+        s.frameTimeout = frameTimeout.given
+        s.maxMessageSize = maxMessageSize.given
+        s.metricsListen = metricsListen.given
+        return s
+    }
+
+    /// A daemon's configuration with the settings shared by master and slave (`s`: flags over
+    /// the file), checked: a value out of range is a usage error naming the file and line that
+    /// set it, if the file did.
+    static func configuration(
+        role: NodeRole, dataDirectory: String, _ s: NodeSettings, port: UInt16 = 0, listenAddress: String = "0.0.0.0",
+        masterURL: MasterURL? = nil
+    ) throws -> NodeConfiguration {
+        let timeouts = [
+            ("--ping-interval", s.pingInterval.or(NodeDefaults.pingInterval.seconds)),
+            ("--peer-timeout", s.peerTimeout.or(NodeDefaults.peerTimeout.seconds)),
+            ("--handshake-timeout", s.handshakeTimeout.or(NodeDefaults.handshakeTimeout.seconds)),
+            ("--frame-timeout", s.frameTimeout.or(NodeDefaults.frameTimeout.seconds)),
+        ]
+        for (name, v) in timeouts where !(v.value >= 0.1 && v.value <= 3600) {
+            throw problem("\(name) must be between 0.1 and 3600 seconds.", v.origin)
+        }
+        let metrics = try s.metricsListen.map { m in
+            guard let address = MetricsAddress(parsing: m.value) else {
+                throw problem("--metrics-listen must look like 127.0.0.1:9420 or [::1]:9420 (got '\(m.value)').", m.origin)
+            }
+            return address
+        }
+        let (ping, peer) = (timeouts[0].1, timeouts[1].1)
+        guard peer.value > ping.value else {
+            throw problem("--peer-timeout must be longer than --ping-interval.", peer.origin, ping.origin)
+        }
+        let maxMessage = s.maxMessageSize.or(NodeDefaults.maxMessageBytes)
+        guard (1024...(64 << 20)).contains(maxMessage.value) else {
+            throw problem("--max-message-size must be 1024...67108864 bytes.", maxMessage.origin)
+        }
+        if let store = s.store, !NodeConfiguration.isValidStoreId(store.value) {
+            throw problem("--store must be 1-64 characters of letters, digits, '-', '_' or '.'.", store.origin)
+        }
+        let serviceType = s.serviceType.or(NodeDefaults.serviceType)
+        guard NodeConfiguration.isValidServiceType(serviceType.value) else {
+            throw problem("--service-type must look like _name._tcp (got '\(serviceType.value)').", serviceType.origin)
+        }
+        if let n = s.name, n.value.isEmpty || n.value.utf8.count > 63 {
+            throw problem("--name must be 1-63 bytes (a DNS-SD instance name).", n.origin)
+        }
+        var c = NodeConfiguration(
+            role: role, dataDirectory: dataDirectory, store: s.store?.value, name: s.name?.value, serviceType: serviceType.value,
+            port: port, listenAddress: listenAddress, masterURL: masterURL)
+        c.pingInterval = .seconds(ping.value)
+        c.peerTimeout = .seconds(peer.value)
+        c.handshakeTimeout = .seconds(timeouts[2].1.value)
+        c.frameTimeout = .seconds(timeouts[3].1.value)
+        c.maxMessageBytes = maxMessage.value
+        c.metricsListen = metrics
         // For tests: the log's summaries of repeated failures, every N seconds instead of 60.
         if let raw = ProcessInfo.processInfo.environment["ORDERSYNC_LOG_SUMMARY_SECONDS"], let s = Double(raw), s > 0 {
             c.logSummaryInterval = .seconds(s)
         }
+        return c
     }
+}
 
-    func validate() throws {
-        for (name, v) in [
-            ("--ping-interval", pingInterval), ("--peer-timeout", peerTimeout),
-            ("--handshake-timeout", handshakeTimeout), ("--frame-timeout", frameTimeout),
-        ] {
-            guard v >= 0.1, v <= 3600 else { throw ValidationError("\(name) must be between 0.1 and 3600 seconds.") }
-        }
-        if let m = metricsListen, MetricsAddress(parsing: m) == nil {
-            throw ValidationError("--metrics-listen must look like 127.0.0.1:9420 or [::1]:9420 (got '\(m)').")
-        }
-        guard peerTimeout > pingInterval else {
-            throw ValidationError("--peer-timeout must be longer than --ping-interval.")
-        }
-        guard (1024...(64 << 20)).contains(maxMessageSize) else {
-            throw ValidationError("--max-message-size must be 1024...67108864 bytes.")
-        }
-        if let s = store {
-            guard NodeConfiguration.isValidStoreId(s) else {
-                throw ValidationError("--store must be 1-64 characters of letters, digits, '-', '_' or '.'.")
-            }
-        }
-        guard NodeConfiguration.isValidServiceType(serviceType) else {
-            throw ValidationError("--service-type must look like _name._tcp (got '\(serviceType)').")
-        }
-        if let n = name, n.isEmpty || n.utf8.count > 63 {
-            throw ValidationError("--name must be 1-63 bytes (a DNS-SD instance name).")
-        }
-    }
+extension Optional where Wrapped: Equatable & Sendable {
+    /// An option's value as a setting given on the command line; nil when it was not given.
+    var given: Setting<Wrapped>? { map { Setting($0, .commandLine) } }
+}
+
+/// A usage error about settings: `message`, then where the settings file set each value it is
+/// about (`--port must be 0-65535. (port is set at /etc/ordersync/ordersync.conf:12)`).
+func problem(_ message: String, _ origins: SettingOrigin...) -> ValidationError {
+    ValidationError(message + origins.map(\.note).joined())
 }
 
 /// Runs a node until SIGINT/SIGTERM and maps failures to a clear message and exit status

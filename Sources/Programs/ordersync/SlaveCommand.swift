@@ -32,23 +32,49 @@ struct SlaveCommand: ParsableCommand {
     /// The environment variable a pairing code may come from instead of `--pair`.
     static let pairCodeVariable = "ORDERSYNC_PAIR_CODE"
 
+    /// The slave's settings: the flags given, over the settings file's `[slave]` section, over
+    /// the top of the file.
+    func settings() -> NodeSettings {
+        var s = node.flags()
+        s.master = master.given
+        s.pair = pair.given
+        s.pairFile = pairFile.given
+        return s.over(SettingsFile.settings(for: .slave))
+    }
+
     func validate() throws {
-        if let m = master {
-            guard MasterURL(parsing: m) != nil else {
-                throw ValidationError("--master must look like ws://HOST:PORT/ (got '\(m)').")
-            }
-        }
-        let sources = [pair != nil, pairFile != nil, ProcessInfo.processInfo.environment[Self.pairCodeVariable] != nil]
+        _ = try nodeConfiguration(dataDirectory: "")
+        let s = settings()
+        let sources = [s.pair != nil, s.pairFile != nil, ProcessInfo.processInfo.environment[Self.pairCodeVariable] != nil]
         guard sources.filter({ $0 }).count <= 1 else {
-            throw ValidationError("give the pairing code one way only: --pair, --pair-file or \(Self.pairCodeVariable).")
+            throw problem(
+                "give the pairing code one way only: --pair, --pair-file or \(Self.pairCodeVariable).",
+                s.pair?.origin ?? .commandLine, s.pairFile?.origin ?? .commandLine)
         }
-        if let code = pair, code != "-" { _ = try Self.parseCode(code, from: "--pair") }
+        if let code = s.pair, code.value != "-" {
+            do { _ = try Self.parseCode(code.value, from: "--pair") } catch { throw problem("\(error)", code.origin) }
+        }
+    }
+
+    /// The slave's configuration from its settings (flags, file, defaults), checked; the
+    /// pairing code is read in `run()`.
+    func nodeConfiguration(dataDirectory: String) throws -> NodeConfiguration {
+        let s = settings()
+        let url = try s.master.map { m in
+            guard let url = MasterURL(parsing: m.value) else {
+                throw problem("--master must look like ws://HOST:PORT/ (got '\(m.value)').", m.origin)
+            }
+            return url
+        }
+        return try NodeOptions.configuration(role: .slave, dataDirectory: dataDirectory, s, masterURL: url)
     }
 
     /// The pairing code from `--pair CODE`, `--pair -` (standard input's first line),
     /// `--pair-file FILE` (its first line) or `ORDERSYNC_PAIR_CODE`, if any. A code that is not
     /// one fails with what is wrong and where it came from.
     func pairingCode() throws -> PairingCode? {
+        let s = settings()
+        let (pair, pairFile) = (s.pair?.value, s.pairFile?.value)
         if let code = pair, code != "-" { return try Self.parseCode(code, from: "--pair") }
         if pair == "-" {
             guard let line = readLine(strippingNewline: true) else {
@@ -81,19 +107,12 @@ struct SlaveCommand: ParsableCommand {
     }
 
     func run() throws {
-        let dir = try node.data.resolved()
+        let dir = try node.data.resolved(for: .slave)
         let errors = NodeErrorLog()
-        let logger = node.logging.bootstrap(label: "ordersync.slave", errors: errors)
-        var config = NodeConfiguration(
-            role: .slave, dataDirectory: dir, store: node.store, name: node.name,
-            serviceType: node.serviceType, port: 0, listenAddress: "0.0.0.0",
-            masterURL: master.flatMap { MasterURL(parsing: $0) })
-        node.apply(to: &config)
+        let logger = LoggingOptions.bootstrap(label: "ordersync.slave", errors: errors, settings: settings())
+        var config = try nodeConfiguration(dataDirectory: dir)
         config.errorLog = errors
         config.pairingCode = try pairingCode()
         try runNode { try SlaveNode(configuration: config, logger: logger).run() }
     }
 }
-
-/// `--http-tls auto|on|off`.
-extension DashboardTLSMode: ExpressibleByArgument {}
