@@ -16,7 +16,7 @@ extension SlaveNode {
     /// Handles a write from the local API.
     func localWrite(_ message: OperationMessage, single: String?, respond: LocalAPIServer.Respond) {
         // An operation id the caller chose, answered before: that answer again, byte for byte.
-        if single == nil, let id = message.opId, let first = try? db.apiAnswer(opId: id) {
+        if single == nil, let id = message.opId, let first = try? writer.read({ try $0.apiAnswer(opId: id) }) {
             respond.send(first.status, Array(first.body.utf8))
             return
         }
@@ -74,7 +74,13 @@ extension SlaveNode {
     func keepAnswer(_ answer: (status: Int, body: JSONValue), to message: OperationMessage, single: String?) {
         guard single == nil, let id = message.opId else { return }
         // Should this fail, a repeat is answered from the master's answer kept with the outbox.
-        try? db.saveAPIAnswer(opId: id, status: answer.status, body: answer.body.serialized(), atMillis: WallClock.nowMillis())
+        // A write: after the batch committing now, if one is.
+        let status = answer.status
+        let body = answer.body.serialized()
+        let now = WallClock.nowMillis()
+        afterBatch { [weak self] in
+            _ = try? self?.writer.write { try $0.saveAPIAnswer(opId: id, status: status, body: body, atMillis: now) }
+        }
     }
 
     /// `202 Accepted`: stored on this terminal, waiting for the master.

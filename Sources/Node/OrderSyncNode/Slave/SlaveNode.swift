@@ -19,7 +19,8 @@ public final class SlaveNode: @unchecked Sendable {
     var logger: Logger
     let loop: EventLoop
     let dataDirectory: DataDirectory
-    let db: OrderDatabase
+    /// The one writer of the replica: batches committed off the loop, reads, writes.
+    let writer: StoreWriter
     var engine: SlaveEngine
     let api: LocalAPIServer
     let discovery: (any ServiceDiscovery)?
@@ -64,6 +65,8 @@ public final class SlaveNode: @unchecked Sendable {
     var ackTimer: TimerHandle?
     /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
     var batch: SlaveBatch?
+    /// The master's messages that arrived while the last batch committed, for the next one.
+    var waitingMessages: [String] = []
     var replicaCommits = ReplicaCommitStatus()
     /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
     let metrics = NodeMetrics(role: .slave, version: NodeVersion.string)
@@ -86,11 +89,11 @@ public final class SlaveNode: @unchecked Sendable {
         self.loop = loop
         self.dataDirectory = dataDirectory
         self.discovery = configuration.masterURL == nil ? discovery : nil
-        self.db = dataDirectory.database
-        terminalId = try dataDirectory.identity(key: "terminal.id") { UUID().uuidString.lowercased() }
+        writer = StoreWriter(store: dataDirectory.store, loop: loop, label: "slave")
+        terminalId = try writer.identity(key: "terminal.id") { UUID().uuidString.lowercased() }
         terminalName = configuration.name ?? DataDirectory.hostName()
         engine = try SlaveEngine(
-            store: SQLiteSlaveStore(db: db), terminalId: terminalId, terminalName: terminalName,
+            store: writer.slaveStore(), terminalId: terminalId, terminalName: terminalName,
             configuredStore: configuration.store)
         if let wanted = configuration.store, let joined = engine.joinedStore, wanted != joined {
             throw NodeStartupError(
@@ -171,7 +174,7 @@ public final class SlaveNode: @unchecked Sendable {
                 "pairing": "\(trust.status.pairing.rawValue)",
                 "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
                 "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
-                "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
+                "orders": "\((try? writer.read { try $0.orderCount() }) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "outbox": "\(engine.outboxCount)", "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
             ])
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
@@ -215,7 +218,11 @@ public final class SlaveNode: @unchecked Sendable {
         guard !shuttingDown else { return }
         shuttingDown = true
         serviceManager.stopping()
-        commitBatch()
+        // The master's messages received so far are committed (off the loop) first.
+        afterBatch { [weak self] in self?.stop(reason: reason) }
+    }
+
+    private func stop(reason: String) {
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         changeFeed?.stop()
         api.stop()
@@ -250,8 +257,9 @@ public final class SlaveNode: @unchecked Sendable {
     }
 
     private func finishShutdown() {
-        commitBatch()
+        finishBatchesAtShutdown()
         discovery?.stop()
+        writer.close()
         dataDirectory.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
     }
