@@ -1,6 +1,7 @@
 import Dispatch
 import EventLoopIO
 import Foundation
+import JSON
 import Logging
 import SecureLink
 import SyncCore
@@ -220,5 +221,41 @@ final class SlaveBatchOffTheLoopTests: XCTestCase {
         XCTAssertEqual(slave.waitingMessages.count, 0)
         XCTAssertEqual(slave.replicaCommits.batches, 2, "the waiting message went in a batch of its own")
         XCTAssertEqual(slave.replicaCommits.failed, 0)
+    }
+
+    func testASlaveLocalWriteIsCommittedOffTheLoopAndAnsweredOnceOnDisk() throws {
+        let dir = NSTemporaryDirectory() + "ordersync-slave-write-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var configuration = NodeConfiguration(
+            role: .slave, dataDirectory: dir, store: nil, name: "till", serviceType: NodeDefaults.serviceType, port: 0,
+            listenAddress: "127.0.0.1", masterURL: MasterURL(host: "127.0.0.1", port: 9))
+        configuration.pairingCode = try PairingCode(bytes: Array(0..<10))
+        let loop = try EventLoop()
+        let directory = try DataDirectory(claimingFor: configuration)
+        defer { directory.close() }
+        let slave = try SlaveNode(
+            configuration: configuration, loop: loop, dataDirectory: directory, discovery: nil,
+            logger: Logger(label: "test.slave"), reconnectJitter: .none)
+        let order = JSONValue.object(
+            JSONObject([
+                ("uuid", .string(UUID().uuidString)), ("customerName", .string("Ada")),
+                ("created", .string("2016-01-12T21:35:16+0800")),
+            ]))
+        var answered: Int?
+        slave.localWrite(
+            OperationMessage(operation: .create, orders: [order]), single: nil,
+            respond: LocalAPIResponder { status, _ in answered = status })
+        XCTAssertEqual(slave.writer.phase, .committing, "the write's COMMIT was handed off the loop")
+        XCTAssertNil(answered, "answered only once on disk")
+        let deadline = loop.schedule(after: .seconds(10)) { loop.stop() }
+        func check() {
+            if answered != nil { loop.stop() } else { _ = loop.schedule(after: .milliseconds(1)) { check() } }
+        }
+        _ = loop.schedule(after: .milliseconds(1)) { check() }
+        loop.run()
+        loop.cancel(deadline)
+        XCTAssertEqual(answered, 202, "stored here, pending for the master")
+        XCTAssertEqual(try slave.writer.read { try $0.orderCount() }, 1)
+        XCTAssertEqual(try slave.writer.read { try $0.outboxEntries().count }, 1)
     }
 }

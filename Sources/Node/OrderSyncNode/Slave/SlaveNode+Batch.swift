@@ -110,18 +110,23 @@ extension SlaveNode {
             metrics.recordCommit(loop.now - b.started, failed: true)
             replicaCommits.failed += 1
             logger.error("replica.commit_failed", metadata: ["error": "\(error)", "messages": "\(b.messages)"])
-            // The engine's state ran ahead of the disk: it is read again from the replica, and
-            // the link starts over (catch-up from what is on disk; the outbox is sent again).
-            do {
-                engine = try SlaveEngine(
-                    store: writer.slaveStore(), terminalId: terminalId, terminalName: terminalName,
-                    configuredStore: configuration.store)
-                engine.logsOwnOperations = logger.logLevel <= .info
-            } catch {
-                logger.critical("replica.unreadable", metadata: ["error": "\(error)"])
-            }
-            linkState.link?.abort(reason: "the replica could not store the master's messages")
+            replicaRolledBack()
         }
+    }
+
+    /// A commit of the replica failed: the engine's state ran ahead of the disk. It is read
+    /// again from the replica, and the link starts over (catch-up from what is on disk; the
+    /// outbox is sent again).
+    func replicaRolledBack() {
+        do {
+            engine = try SlaveEngine(
+                store: writer.slaveStore(), terminalId: terminalId, terminalName: terminalName,
+                configuredStore: configuration.store)
+            engine.logsOwnOperations = logger.logLevel <= .info
+        } catch {
+            logger.critical("replica.unreadable", metadata: ["error": "\(error)"])
+        }
+        linkState.link?.abort(reason: "the replica could not store the master's messages")
     }
 
     /// At shutdown, the loop stopped: the batch committing is waited for (explicitly), the one

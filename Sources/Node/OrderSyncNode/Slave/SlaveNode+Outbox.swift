@@ -21,8 +21,39 @@ extension SlaveNode {
             return
         }
         let opId = message.opId ?? UUID().uuidString.lowercased()
-        let (write, actions) = engine.localWrite(
-            message, opId: opId, now: WallClock.nowMillis(), origin: respond.caller.origin(node: terminalName))
+        let origin = respond.caller.origin(node: terminalName)
+        do {
+            try writer.openGroup()
+        } catch {
+            // No transaction to group in: the write commits alone, as it comes.
+            let (write, actions) = engine.localWrite(message, opId: opId, now: WallClock.nowMillis(), origin: origin)
+            answerLocalWrite(write, actions, message: message, opId: opId, single: single, respond: respond)
+            return
+        }
+        // Applied in a group of its own, committed off the loop; answered (and sent to the
+        // master) only once it is on disk.
+        let (write, actions) = writer.collect { _ in
+            engine.localWrite(message, opId: opId, now: WallClock.nowMillis(), origin: origin)
+        }
+        writer.commit { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success:
+                self.answerLocalWrite(write, actions, message: message, opId: opId, single: single, respond: respond)
+            case .failure(let error):
+                // Nothing of it is on disk, and nothing was sent: refused as a store failure.
+                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+                self.replicaRolledBack()
+            }
+        }
+    }
+
+    /// Answers a local write the engine applied (and that is on disk), and carries out what it
+    /// asked for (the outbox entry sent to the master).
+    private func answerLocalWrite(
+        _ write: SlaveEngine.LocalWrite, _ actions: [SlaveEngine.Action], message: OperationMessage, opId: String,
+        single: String?, respond: LocalAPIServer.Respond
+    ) {
         defer { changeFeed?.wake() }
         switch write.failure {
         case .duplicateOperation?:
