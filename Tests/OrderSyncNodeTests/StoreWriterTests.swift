@@ -10,6 +10,17 @@ import XCTest
 @testable import OrderStore
 @testable import OrderSyncNode
 
+/// Runs `loop` until `done()` holds (checked every millisecond), at most 10 seconds.
+private func runUntil(_ loop: EventLoop, _ done: @escaping () -> Bool) {
+    let deadline = loop.schedule(after: .seconds(10)) { loop.stop() }
+    func check() {
+        if done() { loop.stop() } else { _ = loop.schedule(after: .milliseconds(1)) { check() } }
+    }
+    _ = loop.schedule(after: .milliseconds(1)) { check() }
+    loop.run()
+    loop.cancel(deadline)
+}
+
 /// The store writer's phase machine on a real file: events in, phase and results out. The
 /// commit thread is a queue the test holds shut, so "while the COMMIT runs" is a state the test
 /// chooses, not a race.
@@ -45,15 +56,7 @@ final class StoreWriterTests: XCTestCase {
     }
 
     /// Runs the loop until `done()` holds (checked every millisecond), at most 10 seconds.
-    private func runLoop(until done: @escaping () -> Bool) {
-        let deadline = loop.schedule(after: .seconds(10)) { [loop] in loop!.stop() }
-        func check() {
-            if done() { loop.stop() } else { _ = loop.schedule(after: .milliseconds(1)) { check() } }
-        }
-        _ = loop.schedule(after: .milliseconds(1)) { check() }
-        loop.run()
-        loop.cancel(deadline)
-    }
+    private func runLoop(until done: @escaping () -> Bool) { runUntil(loop, done) }
 
     func testAGroupGoesFromIdleThroughCollectingAndCommittingBackToIdle() throws {
         let writer = heldWriter()
@@ -176,24 +179,40 @@ final class StoreWriterTests: XCTestCase {
     }
 }
 
-/// A slave's batch of the master's messages is committed off its loop: `commitBatch()` hands
-/// the COMMIT to the writer and returns at once; what touches the replica meanwhile waits for
-/// it without blocking the loop, and status is answered from what is committed.
+/// A slave's batch of the master's messages, and its local writes, are committed off its
+/// loop: the call hands the COMMIT to the writer and returns at once; what touches the replica
+/// meanwhile waits for it without blocking the loop, and status is answered from what is
+/// committed.
 final class SlaveBatchOffTheLoopTests: XCTestCase {
-    func testTheSlaveCommitsItsBatchOffTheLoopAndWorkAfterItWaits() throws {
-        let dir = NSTemporaryDirectory() + "ordersync-slave-batch-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+    private var directory = ""
+    private var loop: EventLoop!
+    private var dataDirectory: DataDirectory!
+
+    override func tearDown() {
+        dataDirectory?.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A slave on a loop that is not running (its master never answers).
+    private func slave() throws -> SlaveNode {
+        directory = NSTemporaryDirectory() + "ordersync-slave-writer-" + UUID().uuidString
         var configuration = NodeConfiguration(
-            role: .slave, dataDirectory: dir, store: nil, name: "till", serviceType: NodeDefaults.serviceType, port: 0,
-            listenAddress: "127.0.0.1", masterURL: MasterURL(host: "127.0.0.1", port: 9))
+            role: .slave, dataDirectory: directory, store: nil, name: "till", serviceType: NodeDefaults.serviceType,
+            port: 0, listenAddress: "127.0.0.1", masterURL: MasterURL(host: "127.0.0.1", port: 9))
         // A code to pair with (a slave without trust or code refuses to start); never used.
         configuration.pairingCode = try PairingCode(bytes: Array(0..<10))
-        let loop = try EventLoop()
-        let directory = try DataDirectory(claimingFor: configuration)
-        defer { directory.close() }
-        let slave = try SlaveNode(
-            configuration: configuration, loop: loop, dataDirectory: directory, discovery: nil,
+        loop = try EventLoop()
+        dataDirectory = try DataDirectory(claimingFor: configuration)
+        return try SlaveNode(
+            configuration: configuration, loop: loop, dataDirectory: dataDirectory, discovery: nil,
             logger: Logger(label: "test.slave"), reconnectJitter: .none)
+    }
+
+    /// Runs the loop until `done()` holds (checked every millisecond), at most 10 seconds.
+    private func runLoop(until done: @escaping () -> Bool) { runUntil(loop, done) }
+
+    func testTheSlaveCommitsItsBatchOffTheLoopAndWorkAfterItWaits() throws {
+        let slave = try slave()
         slave.masterMessage(#"{"type":"heartbeat","seq":0}"#)
         XCTAssertEqual(slave.writer.phase, .collecting, "the message is applied in an open batch")
         slave.commitBatch()
@@ -206,17 +225,7 @@ final class SlaveBatchOffTheLoopTests: XCTestCase {
         slave.masterMessage(#"{"type":"heartbeat","seq":0}"#)
         XCTAssertEqual(slave.waitingMessages.count, 1, "a message during the commit waits for the next batch")
         XCTAssertEqual(after, [], "work touching the replica waits for the commit")
-        let deadline = loop.schedule(after: .seconds(10)) { loop.stop() }
-        func check() {
-            if slave.replicaCommits.batches == 2, slave.writer.phase == .idle {
-                loop.stop()
-            } else {
-                _ = loop.schedule(after: .milliseconds(1)) { check() }
-            }
-        }
-        _ = loop.schedule(after: .milliseconds(1)) { check() }
-        loop.run()
-        loop.cancel(deadline)
+        runLoop { slave.replicaCommits.batches == 2 && slave.writer.phase == .idle }
         XCTAssertEqual(after, ["after the batch"])
         XCTAssertEqual(slave.waitingMessages.count, 0)
         XCTAssertEqual(slave.replicaCommits.batches, 2, "the waiting message went in a batch of its own")
@@ -224,18 +233,7 @@ final class SlaveBatchOffTheLoopTests: XCTestCase {
     }
 
     func testASlaveLocalWriteIsCommittedOffTheLoopAndAnsweredOnceOnDisk() throws {
-        let dir = NSTemporaryDirectory() + "ordersync-slave-write-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        var configuration = NodeConfiguration(
-            role: .slave, dataDirectory: dir, store: nil, name: "till", serviceType: NodeDefaults.serviceType, port: 0,
-            listenAddress: "127.0.0.1", masterURL: MasterURL(host: "127.0.0.1", port: 9))
-        configuration.pairingCode = try PairingCode(bytes: Array(0..<10))
-        let loop = try EventLoop()
-        let directory = try DataDirectory(claimingFor: configuration)
-        defer { directory.close() }
-        let slave = try SlaveNode(
-            configuration: configuration, loop: loop, dataDirectory: directory, discovery: nil,
-            logger: Logger(label: "test.slave"), reconnectJitter: .none)
+        let slave = try slave()
         let order = JSONValue.object(
             JSONObject([
                 ("uuid", .string(UUID().uuidString)), ("customerName", .string("Ada")),
@@ -247,13 +245,7 @@ final class SlaveBatchOffTheLoopTests: XCTestCase {
             respond: LocalAPIResponder { status, _ in answered = status })
         XCTAssertEqual(slave.writer.phase, .committing, "the write's COMMIT was handed off the loop")
         XCTAssertNil(answered, "answered only once on disk")
-        let deadline = loop.schedule(after: .seconds(10)) { loop.stop() }
-        func check() {
-            if answered != nil { loop.stop() } else { _ = loop.schedule(after: .milliseconds(1)) { check() } }
-        }
-        _ = loop.schedule(after: .milliseconds(1)) { check() }
-        loop.run()
-        loop.cancel(deadline)
+        runLoop { answered != nil }
         XCTAssertEqual(answered, 202, "stored here, pending for the master")
         XCTAssertEqual(try slave.writer.read { try $0.orderCount() }, 1)
         XCTAssertEqual(try slave.writer.read { try $0.outboxEntries().count }, 1)
