@@ -84,6 +84,7 @@ final class CommitPathTests: StoreTestCase {
         let commit = try db.detachGroupCommit()
         commit.run()
         XCTAssertEqual(commit.error?.kind, .constraint, "\(String(describing: commit.error))")
+        db.finishGroupCommit(commit)
         XCTAssertEqual(try db.orderCount(), 0)
         try db.beginGroup()
         try db.transaction { try db.insertOrder(makeOrder(customer: "next")) }

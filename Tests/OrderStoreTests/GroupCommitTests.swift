@@ -19,16 +19,19 @@ final class GroupCommitTests: StoreTestCase {
         XCTAssertEqual(try other.orderCount(), 0, "nothing is visible before the group's commit")
         let commit = try db.detachGroupCommit()
         XCTAssertFalse(db.isInGroup)
+        XCTAssertTrue(db.isCommitting)
+        XCTAssertNil(commit.result, "nothing ran yet")
         let finished = expectation(description: "committed on the commit thread")
         DispatchQueue(label: "test.commit").async {
             commit.run()
             finished.fulfill()
         }
-        // The owner's next use of the connection waits for the COMMIT.
-        XCTAssertEqual(try db.orderCount(), 50)
-        XCTAssertTrue(commit.isDone)
+        // Nothing waits for the COMMIT: the owner takes the connection back once it ran.
         wait(for: [finished], timeout: 10)
         XCTAssertNil(commit.error)
+        guard case .success = db.finishGroupCommit(commit) else { return XCTFail("the group did not commit") }
+        XCTAssertFalse(db.isCommitting)
+        XCTAssertEqual(try db.orderCount(), 50)
         XCTAssertEqual(try other.orderCount(), 50, "another connection sees the whole group")
         // The connection is usable for ordinary transactions afterwards.
         try db.transaction { try db.insertOrder(makeOrder(customer: "after")) }
@@ -46,6 +49,7 @@ final class GroupCommitTests: StoreTestCase {
         let commit = try db.detachGroupCommit()
         commit.run()
         XCTAssertNotNil(commit.error, "a COMMIT without a transaction fails")
+        guard case .failure = db.finishGroupCommit(commit) else { return XCTFail("the COMMIT did not fail") }
         XCTAssertEqual(try db.allOrders().map(\.customerName), ["kept"])
         // And the next group works.
         try db.beginGroup()

@@ -3,9 +3,10 @@ import EventLoopIO
 import Foundation
 import Glibc
 import JSON
-import OrderSyncNode
 import SecureLink
 import XCTest
+
+@testable import OrderSyncNode
 
 /// The data directory's files are private whatever the umask; a directory others may write is
 /// refused; the local API names the caller's uid in the journal.
@@ -43,7 +44,7 @@ final class DataDirectoryTests: XCTestCase {
         let path = parent + "/data"
         let c = configuration(path)
         let directory = try DataDirectory(claimingFor: c)
-        try directory.database.setMetadata("probe", "1")
+        try directory.store.database.setMetadata("probe", "1")
         XCTAssertEqual(mode(path), 0o700)
         for file in [c.databasePath, c.databasePath + "-wal", c.databasePath + "-shm", c.lockPath, c.keyPath] {
             XCTAssertEqual(mode(file), 0o600, file)

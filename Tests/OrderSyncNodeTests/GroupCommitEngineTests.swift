@@ -87,6 +87,7 @@ final class GroupCommitEngineTests: XCTestCase {
         let commit = try db.detachGroupCommit()
         commit.run()
         let error = try XCTUnwrap(commit.error)
+        db.finishGroupCommit(commit)
         let actions = master.groupFailed("\(error)", now: 4)
         XCTAssertEqual(master.lastSeq, 1, "the sequence is where the disk is")
         XCTAssertTrue(master.groupApplied.isEmpty)

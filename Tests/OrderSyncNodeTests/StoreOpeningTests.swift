@@ -1,9 +1,10 @@
 import Foundation
 import Glibc
 import OrderStore
-import OrderSyncNode
 import SyncCore
 import XCTest
+
+@testable import OrderSyncNode
 
 /// A node's data directory with a damaged store: a master refuses it (`.storage`, the file left
 /// as it was); a slave moves its replica aside and starts a fresh one, saying how much of its
@@ -25,7 +26,7 @@ final class StoreOpeningTests: XCTestCase {
     /// Claims the directory once, lets `fill` write to its store, and closes it.
     private func prepare(_ c: NodeConfiguration, fill: (OrderDatabase) throws -> Void) throws {
         let directory = try DataDirectory(claimingFor: c)
-        try fill(directory.database)
+        try fill(directory.store.database)
         directory.close()
     }
 
@@ -76,9 +77,9 @@ final class StoreOpeningTests: XCTestCase {
 
         let directory = try DataDirectory(claimingFor: c)
         defer { directory.close() }
-        XCTAssertEqual(try directory.database.quickCheck(), [])
-        XCTAssertEqual(try directory.database.outboxCount(), 0)
-        XCTAssertEqual(try directory.database.metadata("node.role"), "slave")
+        XCTAssertEqual(try directory.store.database.quickCheck(), [])
+        XCTAssertEqual(try directory.store.database.outboxCount(), 0)
+        XCTAssertEqual(try directory.store.database.metadata("node.role"), "slave")
         let aside = try FileManager.default.contentsOfDirectory(atPath: c.dataDirectory).filter { $0.contains(".damaged-") }
         let moved = try XCTUnwrap(aside.first { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") })
         XCTAssertTrue(moved.hasPrefix(NodeDefaults.databaseFile + ".damaged-"), moved)

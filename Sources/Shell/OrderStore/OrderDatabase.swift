@@ -26,10 +26,10 @@ public final class OrderDatabase {
     /// The schema versions `init(path:)` applied to this file (empty when it was current).
     public private(set) var migrationsApplied: [Int64] = []
 
-    /// Nesting of `transaction` calls (a group opened by `beginGroup()` counts as one).
-    var transactionDepth = 0
-    /// True while a group (`beginGroup()`) is open.
-    var groupOpen = false
+    /// Where the connection is in its transactions (`TransactionState`): the one place that
+    /// says whether a transaction or a group is open, how deep, or whether a group's COMMIT
+    /// runs on another thread.
+    var transactionState = TransactionState.none
 
     /// The database file.
     public var path: String { connection.path }
@@ -176,7 +176,7 @@ public final class OrderDatabase {
     // MARK: - Transactions
 
     /// True while a `transaction` body runs.
-    public var isInTransaction: Bool { transactionDepth > 0 }
+    public var isInTransaction: Bool { transactionState.depth > 0 }
 
     /// Runs `body` in one write transaction: `BEGIN IMMEDIATE` ... `COMMIT`, or `ROLLBACK` when
     /// `body` (or the commit) throws. A nested call runs as a savepoint inside the outer
@@ -184,14 +184,14 @@ public final class OrderDatabase {
     /// outermost call commits.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         try requireWritable()
-        if transactionDepth > 0 {
+        if transactionState.depth > 0 {
             return try savepoint(body)
         }
         // "IMMEDIATE cause the database connection to start a new write immediately, without
         // waiting for a write statement": a busy database fails here, before any work is done.
         try connection.execute("BEGIN IMMEDIATE")
-        transactionDepth = 1
-        defer { transactionDepth = 0 }
+        transactionState.began()
+        defer { transactionState.ended() }
         let result: T
         do {
             result = try body()
@@ -215,8 +215,8 @@ public final class OrderDatabase {
         // and releases savepoints backwards in time until it releases a savepoint with a matching
         // savepoint-name": one fixed name serves every nesting level.
         try connection.execute("SAVEPOINT nested")
-        transactionDepth += 1
-        defer { transactionDepth -= 1 }
+        transactionState.nested()
+        defer { transactionState.released() }
         let result: T
         do {
             result = try body()

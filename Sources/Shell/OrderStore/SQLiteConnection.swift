@@ -44,7 +44,7 @@ final class SQLiteConnection {
 
     /// Finalizes every cached statement and closes the connection. Safe to call twice.
     func close() {
-        settle()
+        precondition(!isLent, "the connection was closed while a COMMIT ran on another thread")
         for statement in cache.values { statement.finalize() }
         cache.removeAll()
         guard let db = handle else { return }
@@ -56,21 +56,15 @@ final class SQLiteConnection {
         sqlite3_close_v2(db)
     }
 
-    /// A COMMIT running on another thread (`OrderDatabase.detachGroupCommit()`): every use of
-    /// the connection waits for it first.
-    var commitInFlight: DetachedCommit?
-
-    /// Waits for a COMMIT running on another thread, so that nothing else touches the
-    /// connection meanwhile.
-    func settle() {
-        guard let commit = commitInFlight else { return }
-        commit.wait()
-        commitInFlight = nil
-    }
+    /// True while the handle is lent to a COMMIT running on another thread
+    /// (`OrderDatabase.detachGroupCommit()` until `finishGroupCommit(_:)`). Nothing waits for
+    /// it: using the connection meanwhile is the owner's bug, and traps, so SQLite is never
+    /// called on two threads at once.
+    var isLent = false
 
     /// The open handle, or a `.closed` error.
     func openHandle() throws -> OpaquePointer {
-        settle()
+        precondition(!isLent, "the connection was used while its COMMIT ran on another thread")
         guard let handle else { throw StoreError.closed(path: path) }
         return handle
     }
@@ -153,7 +147,7 @@ final class SQLiteConnection {
     /// True when no transaction is open ("The sqlite3_get_autocommit() interface returns non-zero
     /// or zero if the given database connection is or is not in autocommit mode").
     var isAutocommit: Bool {
-        settle()
+        precondition(!isLent, "the connection was used while its COMMIT ran on another thread")
         guard let handle else { return true }
         return sqlite3_get_autocommit(handle) != 0
     }

@@ -12,7 +12,7 @@ public final class DataDirectory {
     /// The directory.
     public let path: String
     /// The order store in it.
-    public let database: OrderDatabase
+    public let store: NodeStore
     /// The node's static key pair and id, from the key file in it.
     public let nodeIdentity: NodeIdentity
     private var lockDescriptor: Int32
@@ -25,7 +25,7 @@ public final class DataDirectory {
         lockDescriptor = try Self.lock(directory: path, lockPath: configuration.lockPath)
         do {
             nodeIdentity = try NodeIdentity.loadOrCreate(path: configuration.keyPath)
-            database = try StoreOpening.open(configuration, logger: logger)
+            store = try NodeStore.open(configuration, logger: logger)
         } catch {
             Glibc.close(lockDescriptor)
             throw error
@@ -54,20 +54,12 @@ public final class DataDirectory {
     /// Closes the store and releases the lock.
     public func close() {
         guard lockDescriptor >= 0 else { return }
-        database.close()
+        store.close()
         Glibc.close(lockDescriptor)
         lockDescriptor = -1
     }
 
     deinit { close() }
-
-    /// Reads a metadata value, creating it with `make()` the first time.
-    func identity(key: String, make: () -> String) throws -> String {
-        if let v = try database.metadata(key) { return v }
-        let v = make()
-        try database.setMetadata(key, v)
-        return v
-    }
 
     /// The host name, for default terminal names.
     static func hostName() -> String {

@@ -171,11 +171,11 @@ public enum OrderReader {
             if r.status == 200 { return r.body }
             throw LocalAPIClientError.answer(r)
         } catch LocalAPIClientError.noDaemon {
-            let db = try openReadOnly(dataDirectory)
-            defer { db.close() }
-            let r = try db.orders(page: page, per: per, status: status)
-            let show = try offlineView(db)
-            return LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders.map(show))
+            return try OfflineStore.read(dataDirectory) { db in
+                let r = try db.orders(page: page, per: per, status: status)
+                let show = try OfflineStore.view(db)
+                return LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders.map(show))
+            }
         }
     }
 
@@ -187,9 +187,7 @@ public enum OrderReader {
             if r.status == 200 { return r.body.objectValue }
             throw LocalAPIClientError.answer(r)
         } catch LocalAPIClientError.noDaemon {
-            let db = try openReadOnly(dataDirectory)
-            defer { db.close() }
-            return try db.order(uuid: uuid).map(try offlineView(db))
+            return try OfflineStore.read(dataDirectory) { db in try db.order(uuid: uuid).map(try OfflineStore.view(db)) }
         }
     }
 
@@ -205,39 +203,16 @@ public enum OrderReader {
             if r.status == 200 { return r.body }
             throw LocalAPIClientError.answer(r)
         } catch LocalAPIClientError.noDaemon {
-            let db = try openReadOnly(dataDirectory)
-            defer { db.close() }
-            if !rejected, try db.metadata("node.role") == "slave" {
-                throw LocalAPIClientError.refused("\(dataDirectory) holds a slave's replica; the journal is kept by the master")
+            return try OfflineStore.read(dataDirectory) { db in
+                if !rejected, try db.metadata("node.role") == "slave" {
+                    throw LocalAPIClientError.refused("\(dataDirectory) holds a slave's replica; the journal is kept by the master")
+                }
+                if rejected {
+                    return LocalAPIRoute.rejectionsBody(try db.rejections(since: since, orderUUID: order, limit: limit))
+                }
+                return LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit))
             }
-            if rejected {
-                return LocalAPIRoute.rejectionsBody(try db.rejections(since: since, orderUUID: order, limit: limit))
-            }
-            return LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit))
         }
-    }
-
-    /// How a stopped node shows its orders: on a slave, with `sync` pending for what is still
-    /// in its outbox.
-    static func offlineView(_ db: OrderDatabase) throws -> (Order) -> JSONObject {
-        guard try db.metadata("node.role") == "slave" else { return { $0.json } }
-        let pending = Set(try db.outboxEntries().flatMap(\.orderKeys))
-        return { order in
-            var o = order.json
-            o["sync"] = .string(pending.contains(order.key) ? "pending" : "synced")
-            return o
-        }
-    }
-
-    public static func openReadOnly(_ dir: String) throws -> OrderDatabase {
-        try FileOwner.requireDirectory(dir)
-        let path = (dir as NSString).appendingPathComponent(NodeDefaults.databaseFile)
-        // SQLite says only "unable to open database file": tell why first.
-        if access(path, R_OK) != 0 {
-            if errno == EACCES { throw LocalAPIClientError.permissionDenied(path: path, owner: FileOwner(of: path, orOf: dir)) }
-            throw LocalAPIClientError.noStore(dataDirectory: dir)
-        }
-        return try OrderDatabase.openReadOnly(path: path)
     }
 }
 

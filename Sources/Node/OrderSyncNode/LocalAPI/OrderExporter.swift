@@ -26,34 +26,34 @@ public struct OrderExporter {
 
     /// Writes the export of the data directory's store to `fd`; returns the number of orders.
     public func run(dataDirectory: String, to fd: Int32) throws -> Int {
-        let db = try OrderReader.openReadOnly(dataDirectory)
-        defer { db.close() }
-        if try db.metadata("node.role") == "slave" {
-            throw LocalAPIClientError.refused(
-                "\(dataDirectory) holds a slave's replica (with changes its master may still refuse); export on the master's data directory"
-            )
-        }
-        var out = ChunkedWriter(fd: fd)
-        var count = 0
-        switch format {
-        case .csv: try out.write(OrderExport.csvHeader(layout))
-        case .json: try out.write("[")
-        case .ndjson: break
-        }
-        try db.forEachOrder(fromMillis: fromMillis, toMillis: toMillis, status: status) { order in
-            switch format {
-            case .csv:
-                try out.write(OrderExport.csvRows(order, layout))
-            case .json:
-                try out.write((count == 0 ? "\n" : ",\n") + JSONValue.object(OrderExport.jsonObject(order)).serialized())
-            case .ndjson:
-                try out.write(JSONValue.object(OrderExport.jsonObject(order)).serialized() + "\n")
+        try OfflineStore.read(dataDirectory) { db in
+            if try db.metadata("node.role") == "slave" {
+                throw LocalAPIClientError.refused(
+                    "\(dataDirectory) holds a slave's replica (with changes its master may still refuse); export on the master's data directory"
+                )
             }
-            count += 1
+            var out = ChunkedWriter(fd: fd)
+            var count = 0
+            switch format {
+            case .csv: try out.write(OrderExport.csvHeader(layout))
+            case .json: try out.write("[")
+            case .ndjson: break
+            }
+            try db.forEachOrder(fromMillis: fromMillis, toMillis: toMillis, status: status) { order in
+                switch format {
+                case .csv:
+                    try out.write(OrderExport.csvRows(order, layout))
+                case .json:
+                    try out.write((count == 0 ? "\n" : ",\n") + JSONValue.object(OrderExport.jsonObject(order)).serialized())
+                case .ndjson:
+                    try out.write(JSONValue.object(OrderExport.jsonObject(order)).serialized() + "\n")
+                }
+                count += 1
+            }
+            if format == .json { try out.write(count == 0 ? "]\n" : "\n]\n") }
+            try out.flush()
+            return count
         }
-        if format == .json { try out.write(count == 0 ? "]\n" : "\n]\n") }
-        try out.flush()
-        return count
     }
 }
 

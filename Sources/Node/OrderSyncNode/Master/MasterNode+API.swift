@@ -13,7 +13,7 @@ extension MasterNode {
         case .status:
             respond.encoded(200, NodeStatus.master(status()))
         case .list, .show, .journal, .rejections:
-            _ = NodeStartup.answerRead(route, db: db, respond: respond)
+            _ = NodeStartup.answerRead(route, store: writer, respond: respond)
         case .write(let message, let single):
             // Answered once the group it joins is on disk.
             enqueue(.local(message, origin: respond.caller.origin(node: terminalName), single: single, respond: respond))
@@ -42,7 +42,7 @@ extension MasterNode {
                 outbox: e?.outbox, messages: e?.messagesIn ?? 0, rejected: e?.rejected ?? 0)
         }
         let connectedIds = Set(known.values.compactMap(\.terminalId))
-        let terminals = ((try? db.knownTerminals()) ?? []).map { t in
+        let terminals = ((try? writer.read { try $0.knownTerminals() }) ?? []).map { t in
             let live = known.values.first { $0.terminalId == t.id }
             let acked = live?.ackedSeq ?? t.ackedSeq
             return MasterStatus.KnownTerminal(
@@ -50,16 +50,17 @@ extension MasterNode {
                 lag: max(0, lastSeq - acked), lastSeen: OrderTimestamp(epochMillis: t.lastSeenMillis).storePOSText,
                 outbox: live?.outbox ?? t.outbox)
         }
-        let orders = try? db.orderCount()
+        let orders = try? writer.read { try $0.orderCount() }
         var status = MasterStatus(
             version: NodeVersion.string, store: storeId, name: terminalName, nodeId: nodeIdentity.nodeId, epoch: engine.epoch, seq: lastSeq,
             orders: orders ?? 0, port: port, dataDir: configuration.dataDirectory,
             serviceType: configuration.serviceType, serviceName: publishedName, avahi: avahiState,
             uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)), peers: peers, terminals: terminals,
-            tombstones: (try? db.tombstoneCount()) ?? 0, pairing: pairingStatus(), pairedTerminals: (try? db.pairedTerminals().count) ?? 0,
+            tombstones: (try? writer.read { try $0.tombstoneCount() }) ?? 0, pairing: pairingStatus(),
+            pairedTerminals: (try? writer.read { try $0.pairedTerminals().count }) ?? 0,
             previousNodeId: keys.previous?.nodeId)
         status.commits = group.stats
-        status.storeposForeign = try? db.foreignOrders(state: .seen).count
+        status.storeposForeign = try? writer.read { try $0.foreignOrders(state: .seen).count }
         let ready = NodeReadiness(
             store: orders == nil ? .failed : .ok, published: NodeReadiness.Published(avahi: avahiState, confirmedName: publishedName))
         status.ready = ready

@@ -10,7 +10,7 @@ import TLS
 extension MasterNode: DashboardSource {
     /// Loads the tokens and serves the dashboard when `--http-listen` asked for it.
     func startDashboard() throws {
-        dashboardTokens = try DashboardTokens(stored: db.metadata(DashboardTokens.metadataKey))
+        dashboardTokens = try DashboardTokens(stored: writer.read { try $0.metadata(DashboardTokens.metadataKey) })
         dashboard?.start(source: self)
     }
 
@@ -24,16 +24,18 @@ extension MasterNode: DashboardSource {
         if case .status = route {
             respond.encoded(200, NodeStatus.master(status()))
         } else {
-            _ = NodeStartup.answerRead(route, db: db, respond: respond)
+            _ = NodeStartup.answerRead(route, store: writer, respond: respond)
         }
         return answer
     }
 
     func dashboardJournal(_ q: DashboardJournalQuery) -> (status: Int, body: [UInt8]) {
         do {
-            let entries = try db.journalSearch(
-                orderUUID: q.order, origin: q.terminal, fromMillis: q.fromMillis, toMillis: q.toMillis, beforeSeq: q.beforeSeq,
-                limit: q.limit)
+            let entries = try writer.read {
+                try $0.journalSearch(
+                    orderUUID: q.order, origin: q.terminal, fromMillis: q.fromMillis, toMillis: q.toMillis, beforeSeq: q.beforeSeq,
+                    limit: q.limit)
+            }
             return (200, LocalAPIRoute.journalBody(entries).serializedBytes() + [0x0A])
         } catch {
             return (500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)").serializedBytes() + [0x0A])
@@ -93,7 +95,7 @@ extension MasterNode: DashboardSource {
     /// Stores `tokens` and makes them the ones in use; false (answered) when the store failed.
     private func save(_ tokens: DashboardTokens, _ respond: LocalAPIServer.Respond) -> Bool {
         do {
-            try db.setMetadata(DashboardTokens.metadataKey, tokens.stored)
+            try writer.write { try $0.setMetadata(DashboardTokens.metadataKey, tokens.stored) }
         } catch {
             respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
             return false

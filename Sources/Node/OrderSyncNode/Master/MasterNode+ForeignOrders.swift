@@ -12,7 +12,7 @@ extension MasterNode {
         switch route {
         case .foreignOrders:
             do {
-                let list = try db.foreignOrders()
+                let list = try writer.read { try $0.foreignOrders() }
                 respond(
                     200,
                     .object(

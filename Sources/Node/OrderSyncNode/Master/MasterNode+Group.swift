@@ -23,11 +23,13 @@ enum GroupWork {
     case maintenance
 }
 
-/// The master's group commit (Docs/ARCHITECTURE.md, "The master's hot path"): every message
-/// that arrived in one loop turn is applied in one transaction, committed with one `fsync` on
-/// the commit thread while the loop goes on serving sockets and timers; what the engine answered
-/// (broadcasts, results, refusals) leaves only once the commit is on disk. Work arriving during
-/// a commit waits for the next group, so the order of operations is the order of arrival.
+/// The master's side of group commit (Docs/ARCHITECTURE.md, "The master's hot path"): every
+/// message that arrived in one loop turn is applied in one transaction, committed with one
+/// `fsync` off the loop by the `StoreWriter` while the loop goes on serving sockets and timers;
+/// what the engine answered (broadcasts, results, refusals) leaves only once the commit is on
+/// disk. Work arriving during a commit waits here for the next group, so the order of
+/// operations is the order of arrival. Whether a group is open or committing is the writer's
+/// phase.
 struct GroupCommitState {
     /// The most messages in one group (a bound on the answers held in memory).
     static let maxGroup = 2_000
@@ -36,8 +38,6 @@ struct GroupCommitState {
     var queueHead = 0
     /// A group is due at the end of this loop turn.
     var scheduled = false
-    /// The commit of the last group is running on the commit thread.
-    var committing = false
     /// The engine's answers to the group being committed, and the local API's.
     var held: [MasterEngine.Action] = []
     var answers: [(respond: LocalAPIServer.Respond, status: Int, body: JSONValue, failed: (status: Int, body: JSONValue)?)] = []
@@ -46,8 +46,6 @@ struct GroupCommitState {
     var stats = CommitStatus()
 
     var pending: Int { queue.count - queueHead }
-    /// True while work is queued or committing: then new work queues behind it.
-    var isBusy: Bool { committing || queueHead < queue.count }
 }
 
 extension MasterNode {
@@ -57,8 +55,11 @@ extension MasterNode {
         scheduleGroup()
     }
 
+    /// True while work is queued or a group commits: then new work queues behind it.
+    var groupIsBusy: Bool { writer.isCommitting || group.pending > 0 }
+
     private func scheduleGroup() {
-        guard !group.scheduled, !group.committing else { return }
+        guard !group.scheduled, !writer.isCommitting else { return }
         group.scheduled = true
         loop.runSoon { [weak self] in
             guard let self else { return }
@@ -69,9 +70,9 @@ extension MasterNode {
 
     /// Applies what waits, in one transaction, and hands the commit to the commit thread.
     func runGroup() {
-        guard !group.committing, group.pending > 0 else { return }
+        guard writer.phase == .idle, group.pending > 0 else { return }
         do {
-            try db.beginGroup()
+            try writer.openGroup()
         } catch {
             // The store takes no transaction (busy, closed): each operation goes its own way
             // and fails or succeeds alone, answered at once.
@@ -87,23 +88,9 @@ extension MasterNode {
             taken += 1
         }
         let applied = engine.groupApplied.count
-        let commit: DetachedCommit
-        do {
-            commit = try db.detachGroupCommit()
-        } catch {
-            db.rollbackGroup()
-            groupFinished(error: "\(error)", operations: applied, messages: taken, started: started)
-            return
-        }
-        group.committing = true
         let messages = taken
-        let node = LoopBound(self, loop: loop)
-        let loop = self.loop
-        commitQueue.async {
-            commit.run()
-            loop.execute {
-                node.value.groupFinished(error: commit.error.map { "\($0)" }, operations: applied, messages: messages, started: started)
-            }
+        writer.commit { [weak self] result in
+            self?.groupFinished(result, operations: applied, messages: messages, started: started)
         }
     }
 
@@ -134,7 +121,9 @@ extension MasterNode {
         case .local(var message, let origin, let single, let respond):
             // An operation id the caller chose: a repeat gets the first answer, byte for byte.
             let callerOpId = single == nil ? message.opId : nil
-            if let id = callerOpId, let first = try? db.apiAnswer(opId: id), let body = try? JSONParser.parse(Array(first.body.utf8)) {
+            if let id = callerOpId, let first = try? writer.write({ try $0.apiAnswer(opId: id) }),
+                let body = try? JSONParser.parse(Array(first.body.utf8))
+            {
                 group.answers.append((respond, first.status, body, nil))
                 return []
             }
@@ -147,7 +136,7 @@ extension MasterNode {
             if let id = callerOpId, !outcome.errors.contains(where: { $0.code == .storageFailed }) {
                 // In the group's transaction: kept exactly when the operation is. Should it fail,
                 // a repeat is answered from the journal and the rejections, as before.
-                try? db.saveAPIAnswer(opId: id, status: answer.status, body: answer.body.serialized(), atMillis: now)
+                try? writer.write { try $0.saveAPIAnswer(opId: id, status: answer.status, body: answer.body.serialized(), atMillis: now) }
             }
             // The answer if the group's commit fails: every applied order refused.
             var failed: (status: Int, body: JSONValue)?
@@ -162,10 +151,12 @@ extension MasterNode {
         }
     }
 
-    /// The group's commit is over (on the loop thread): its answers leave, or, if it failed,
-    /// every operation of it is refused and the terminals' links are closed.
-    func groupFinished(error: String?, operations: Int, messages: Int, started: MonotonicInstant) {
-        group.committing = false
+    /// The group's commit is over (on the loop thread): its answers leave, or, if it failed
+    /// (`result` carries the store's typed error), every operation of it is refused and the
+    /// terminals' links are closed.
+    func groupFinished(_ result: Result<Void, StoreError>, operations: Int, messages: Int, started: MonotonicInstant) {
+        var error: StoreError?
+        if case .failure(let failure) = result { error = failure }
         let held = group.held
         let answers = group.answers
         group.held = []
@@ -214,28 +205,28 @@ extension MasterNode {
         for id in waiting.sorted() {
             if let s = sessions[id] { sendSnapshotParts(to: s) }
         }
-        if group.pending > 0 { runGroup() }
+        // What waited for the store (an operator's write) goes before the next group.
+        if group.pending > 0 { writer.whenIdle { [weak self] in self?.runGroup() } }
     }
 
     /// At shutdown: waits for a running commit and applies what still waits, committed on
     /// this thread (the links are closed; nothing is answered).
     func finishGroups() {
-        guard group.isBusy else { return }
-        db.waitForCommit()
-        group.committing = false
+        guard groupIsBusy else { return }
+        writer.waitForCommitAtShutdown()
         group.held = []
         group.answers = []
         guard group.pending > 0 else { return }
         do {
-            try db.beginGroup()
+            try writer.openGroup()
             engine.beginGroup()
             while let work = takeWork() { _ = apply(work) }
-            try db.commitGroup()
+            try writer.commitAtShutdown()
             noteCommitted(engine.groupApplied)
             engine.groupCommitted()
         } catch {
-            db.rollbackGroup()
-            _ = engine.groupFailed("\(error)", now: WallClock.nowMillis())
+            if writer.phase == .collecting { writer.rollbackGroup() }
+            _ = engine.groupFailed(error, now: WallClock.nowMillis())
             logger.error("store.commit_failed", metadata: ["error": "\(error)", "at": "shutdown"])
         }
     }

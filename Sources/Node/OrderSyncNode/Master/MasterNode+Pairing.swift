@@ -56,11 +56,12 @@ extension MasterNode {
                 respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
             }
         case .revokeTerminal(let idOrName):
-            revoke(idOrName, respond)
+            // A write: it waits for a group's commit in flight (the store is the commit's then).
+            writer.whenIdle { [weak self] in self?.revoke(idOrName, respond) }
         case .rotateKey:
             rotateKey(respond)
         case .makeDashboardToken, .dashboardTokens, .revokeDashboardToken:
-            handleDashboardTokens(route, respond)
+            writer.whenIdle { [weak self] in self?.handleDashboardTokens(route, respond) }
         case .foreignOrders, .adoptForeignOrders, .clearForeignOrders:
             handleForeignOrders(route, respond)
         }
@@ -154,9 +155,12 @@ extension MasterNode {
         let request = SecureTerminalLink.pairingRequest(payload)
         let terminal: PairedTerminal
         do {
-            let name = try db.unusedTerminalName(window.name ?? request.name ?? "terminal", except: nodeId)
-            terminal = PairedTerminal(nodeId: nodeId, publicKey: peerKey, name: name, pairedAtMillis: now)
-            try db.addPairedTerminal(terminal)
+            terminal = try writer.write { db in
+                let name = try db.unusedTerminalName(window.name ?? request.name ?? "terminal", except: nodeId)
+                let terminal = PairedTerminal(nodeId: nodeId, publicKey: peerKey, name: name, pairedAtMillis: now)
+                try db.addPairedTerminal(terminal)
+                return terminal
+            }
         } catch {
             logger.error("terminal.save_failed", metadata: ["error": "\(error)"])
             s.close(code: .internalError, reason: "the master could not store the terminal")
@@ -178,9 +182,9 @@ extension MasterNode {
 
     /// `GET /v1/terminals`: every paired terminal not revoked, with how far it got.
     func pairedTerminals() throws -> [JSONObject] {
-        let known = try db.knownTerminals()
+        let known = try writer.read { try $0.knownTerminals() }
         let now = WallClock.nowMillis()
-        return try db.pairedTerminals().map { t in
+        return try writer.read { try $0.pairedTerminals() }.map { t in
             let saved = known.first { $0.id == t.nodeId }
             let live = engine.peers.values.filter { $0.terminalId == t.nodeId }.sorted { $0.id < $1.id }.last
             var o = Self.terminalObject(t)
@@ -204,7 +208,7 @@ extension MasterNode {
     /// links close (1008 `revoked`).
     func revoke(_ idOrName: String, _ respond: LocalAPIServer.Respond) {
         let match: PairedTerminalMatch
-        do { match = try db.revokePairedTerminal(idOrName, atMillis: WallClock.nowMillis()) } catch {
+        do { match = try writer.write { try $0.revokePairedTerminal(idOrName, atMillis: WallClock.nowMillis()) } } catch {
             respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
             return
         }

@@ -177,7 +177,7 @@ extension MasterNode {
     private func keyPresented(_ key: [UInt8], session s: TerminalSession, link: SecureTerminalLink) {
         let nodeId = NodeIdentity.nodeId(publicKey: key)
         let paired: PairedTerminal?
-        do { paired = try db.pairedTerminal(publicKey: key) } catch {
+        do { paired = try writer.read { try $0.pairedTerminal(publicKey: key) } } catch {
             logger.error("terminal.lookup_failed", metadata: ["error": "\(error)"])
             s.close(code: .internalError, reason: "the master could not read its paired terminals")
             return
@@ -225,7 +225,11 @@ extension MasterNode {
             if link.link.responderKeyIndex == 1 { sendMasterKey(to: s) }
         case .pairing:
             guard let code = link.pairingCode else { preconditionFailure("a pairing link established without its code") }
-            completePairing(code: code, peerKey: peerKey, payload: payload, session: s, link: link)
+            // Storing the terminal is a write: it waits for a group's commit in flight.
+            writer.whenIdle { [weak self] in
+                guard let self, s.phase != .ended else { return }
+                self.completePairing(code: code, peerKey: peerKey, payload: payload, session: s, link: link)
+            }
         }
     }
 

@@ -43,7 +43,7 @@ extension MasterNode {
             }
             transport.onIdle = { [weak self, weak session] in
                 // During a commit the engine's sequence is ahead of what left: a ping then.
-                guard let self = self, let s = session, !self.group.committing, let beat = self.engine.heartbeat(for: s.id) else {
+                guard let self = self, let s = session, !self.writer.isCommitting, let beat = self.engine.heartbeat(for: s.id) else {
                     return .ping
                 }
                 self.send(beat, to: s)
@@ -110,7 +110,7 @@ extension MasterNode {
         s.authenticationTimer = nil
         s.settleTimer = nil
         sessions[s.id] = nil
-        if group.isBusy {
+        if groupIsBusy {
             // Its messages still waiting are applied first (a StorePOS terminal may send and
             // close at once).
             enqueue(.disconnected(session: s.id))
@@ -136,7 +136,7 @@ extension MasterNode {
     func sendSnapshotParts(to s: TerminalSession) {
         // Parts wait while a group commits: what is held for the terminal may include the
         // group's broadcasts, which must not leave before the commit.
-        guard !group.committing else {
+        guard !writer.isCommitting else {
             group.snapshotWaiting.insert(s.id)
             return
         }

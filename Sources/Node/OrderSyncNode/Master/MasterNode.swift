@@ -21,7 +21,8 @@ public final class MasterNode: @unchecked Sendable {
     var logger: Logger
     let loop: EventLoop
     let dataDirectory: DataDirectory
-    let db: OrderDatabase
+    /// The one writer of the store: group commit, reads, writes.
+    let writer: StoreWriter
     var engine: MasterEngine
     let acceptor: Acceptor
     let api: LocalAPIServer
@@ -54,8 +55,6 @@ public final class MasterNode: @unchecked Sendable {
     /// The change feed (`GET /v1/changes`), from the journal.
     var changeFeed: ChangeFeedHub?
     var feedSource: MasterFeedSource?
-    /// The thread the groups' COMMITs (and their `fsync`) run on.
-    let commitQueue = DispatchQueue(label: "ordersync.master.commit")
     let startedAt = Date()
     /// systemd's notifications (`READY=1` once published and listening, watchdog pings).
     let serviceManager: ServiceManager
@@ -81,19 +80,19 @@ public final class MasterNode: @unchecked Sendable {
         self.loop = loop
         self.dataDirectory = dataDirectory
         self.discovery = discovery
-        self.db = dataDirectory.database
-        let savedStore = try db.metadata("store.id")
+        writer = StoreWriter(store: dataDirectory.store, loop: loop, label: "master")
+        let savedStore = try writer.read { try $0.metadata("store.id") }
         if let wanted = configuration.store, let saved = savedStore, wanted != saved {
             throw NodeStartupError(
                 "\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store")
         }
-        storeId = try dataDirectory.identity(key: "store.id") {
+        storeId = try writer.identity(key: "store.id") {
             configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
         }
         terminalName = configuration.name ?? DataDirectory.hostName()
         serviceName = configuration.serviceInstanceName
         keys = try MasterKeys(current: dataDirectory.nodeIdentity, previousPath: configuration.previousKeyPath)
-        engine = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: try db.databaseEpoch())
+        engine = try MasterEngine(store: writer.masterStore(), storeId: storeId, epoch: try writer.read { try $0.databaseEpoch() })
         engine.snapshotChunk = NodeDefaults.snapshotChunk
         engine.pacesSnapshots = true
         engine.maxHeldSnapshotBytes = configuration.maxHeldSnapshotBytes
@@ -190,9 +189,9 @@ public final class MasterNode: @unchecked Sendable {
                 "node.id": "\(nodeIdentity.nodeId)",
                 "name": "\(terminalName)", "port": "\(port)", "listen": "\(configuration.listenAddress)",
                 "service_type": "\(configuration.serviceType)", "epoch": "\(engine.epoch)", "seq": "\(engine.lastSeq)",
-                "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
+                "orders": "\((try? writer.read { try $0.orderCount() }) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
-                "paired_terminals": "\((try? db.pairedTerminals().count) ?? 0)",
+                "paired_terminals": "\((try? writer.read { try $0.pairedTerminals().count }) ?? 0)",
                 "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
                 "http.listen": "\(dashboard?.localAddress ?? "-")",
                 "http.tls": "\(dashboard?.tlsFingerprint ?? "-")",
@@ -340,6 +339,7 @@ public final class MasterNode: @unchecked Sendable {
         finishGroups()
         logHandshakeSummaries()
         discovery?.stop()
+        writer.close()
         dataDirectory.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
     }

@@ -3,7 +3,7 @@ import EventLoopIO
 extension MasterNode {
     /// Serves `GET /v1/changes` from the journal.
     func startChangeFeed() throws {
-        let source = try MasterFeedSource(db: db, epoch: engine.epoch)
+        let source = try MasterFeedSource(store: writer, epoch: engine.epoch)
         let hub = ChangeFeedHub(loop: loop, logger: logger, source: source)
         feedSource = source
         changeFeed = hub
@@ -20,11 +20,10 @@ extension MasterNode {
 extension SlaveNode {
     /// Serves `GET /v1/changes` from the replica's feed table; reads see the open batch committed.
     func startChangeFeed() throws {
-        let hub = ChangeFeedHub(loop: loop, logger: logger, source: try SlaveFeedSource(db: db))
+        let hub = ChangeFeedHub(loop: loop, logger: logger, source: try SlaveFeedSource(store: writer))
         changeFeed = hub
         api.changesHandler = { [weak self, weak hub] request, sink in
-            self?.commitBatch()
-            hub?.handle(request, sink)
+            self?.afterBatch { hub?.handle(request, sink) }
         }
     }
 }

@@ -20,13 +20,17 @@ extension SlaveNode {
     var nodeIdentity: NodeIdentity { dataDirectory.nodeIdentity }
 
     func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
-        // Reads and writes see, and follow, the master's messages already received.
-        commitBatch()
+        // Reads and writes see, and follow, the master's messages already received: they wait
+        // for the batch open or committing now.
+        afterBatch { [weak self] in self?.answerAPI(route, respond) }
+    }
+
+    private func answerAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
         switch route {
         case .status:
             respond.encoded(200, NodeStatus.slave(status()))
         case .rejections:
-            _ = NodeStartup.answerRead(route, db: db, respond: respond)
+            _ = NodeStartup.answerRead(route, store: writer, respond: respond)
         case .journal:
             respond(
                 404,
@@ -34,7 +38,7 @@ extension SlaveNode {
                     code: "no_journal",
                     message: "this node is a slave; the journal is kept by the master (run this on the master's data directory)"))
         case .list, .show:
-            _ = NodeStartup.answerRead(route, db: db, respond: respond, decorate: { [unowned self] in self.decorated($0) })
+            _ = NodeStartup.answerRead(route, store: writer, respond: respond, decorate: { [unowned self] in self.decorated($0) })
         case .write(let message, let single):
             localWrite(message, single: single, respond: respond)
         }
@@ -54,7 +58,9 @@ extension SlaveNode {
         if applied.isEmpty, errors.isEmpty {
             // Harmless repeats: answer with what the replica holds.
             for raw in p.message.orders {
-                if let u = raw.objectValue?["uuid"]?.stringValue, let o = try? db.order(uuid: u) { unchanged.append(o) }
+                if let u = raw.objectValue?["uuid"]?.stringValue, let o = try? writer.read({ try $0.order(uuid: u) }) {
+                    unchanged.append(o)
+                }
             }
         }
         let answer = LocalAPIRoute.writeAnswer(
@@ -90,7 +96,7 @@ extension SlaveNode {
         let seen = candidates.seen.map { service in
             SlaveStatus.SeenMaster(name: service.name, address: "\(service.address):\(service.port)", store: service.txt["store"])
         }
-        let orders = try? db.orderCount()
+        let orders = try? writer.read { try $0.orderCount() }
         var status = SlaveStatus(
             version: NodeVersion.string, store: configuration.store ?? engine.joinedStore, name: terminalName,
             nodeId: nodeIdentity.nodeId, terminalId: terminalId, masterId: trust.status.masterId, pairing: trust.status.pairing,

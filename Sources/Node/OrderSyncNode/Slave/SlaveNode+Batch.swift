@@ -30,13 +30,33 @@ public struct ReplicaCommitStatus: Codable, Equatable, Sendable {
 }
 
 extension SlaveNode {
-    /// A message from the master: applied in this loop turn's batch.
+    /// A message from the master: applied in this loop turn's batch. While the last batch's
+    /// COMMIT runs off the loop it waits, with the others that arrive meanwhile, for the next
+    /// batch; whatever else waited for the store before it goes first (`StoreWriter.whenIdle`).
     func masterMessage(_ text: String) {
+        guard writer.phase != .committing, waitingMessages.isEmpty else {
+            if waitingMessages.isEmpty {
+                writer.whenIdle { [weak self] in self?.applyWaitingMessages() }
+            }
+            waitingMessages.append(text)
+            return
+        }
+        applyMasterMessage(text)
+    }
+
+    /// The master's messages that arrived during the last commit, in the order they came.
+    private func applyWaitingMessages() {
+        let texts = waitingMessages
+        waitingMessages = []
+        for text in texts { applyMasterMessage(text) }
+    }
+
+    private func applyMasterMessage(_ text: String) {
         // Several stores became visible while this one was syncing: do not join one by chance.
         if mustChooseStore { engine.joinAllowed = chooseTarget() != nil }
         if batch == nil {
             do {
-                try db.beginGroup()
+                try writer.openGroup()
             } catch {
                 // No transaction to batch in: this message goes alone, as it comes.
                 logger.warning("replica.batch_unavailable", metadata: ["error": "\(error)"])
@@ -48,7 +68,7 @@ extension SlaveNode {
             loop.runSoon { [weak self] in self?.commitBatch() }
         }
         guard batch?.closing == false else { return }
-        let actions = engine.received(text, now: WallClock.nowMillis())
+        let actions = writer.collect { _ in engine.received(text, now: WallClock.nowMillis()) }
         batch?.messages += 1
         batch?.actions.append(contentsOf: actions)
         if actions.contains(where: {
@@ -61,37 +81,66 @@ extension SlaveNode {
         }
     }
 
-    /// Commits the open batch, then carries out what its messages asked for. Anything else
-    /// that touches the replica calls this first, so it never sees or answers from an
-    /// uncommitted batch.
+    /// Hands the open batch to the store writer, whose COMMIT runs off the loop; what its
+    /// messages asked for is carried out once it is on disk (`batchFinished`).
     func commitBatch() {
         guard let b = batch else { return }
         batch = nil
         replicaCommits.batches += 1
         replicaCommits.messages += Int64(b.messages)
         replicaCommits.largestBatch = max(replicaCommits.largestBatch, Int64(b.messages))
-        do {
-            try db.commitGroup()
+        writer.commit { [weak self] result in self?.batchFinished(b, result) }
+    }
+
+    /// Runs `body` once the replica holds every message received before it (the batch open or
+    /// committing now is on disk, and its answers left): anything else that touches the replica
+    /// goes through here, so it never sees or answers from an uncommitted batch.
+    func afterBatch(_ body: @escaping () -> Void) {
+        writer.whenIdle(body)
+    }
+
+    /// The batch's COMMIT is over (on the loop).
+    private func batchFinished(_ b: SlaveBatch, _ result: Result<Void, StoreError>) {
+        switch result {
+        case .success:
             metrics.recordCommit(loop.now - b.started, failed: false)
-        } catch {
+            perform(b.actions)
+            changeFeed?.wake()
+        case .failure(let error):
             metrics.recordCommit(loop.now - b.started, failed: true)
             replicaCommits.failed += 1
-            db.rollbackGroup()
             logger.error("replica.commit_failed", metadata: ["error": "\(error)", "messages": "\(b.messages)"])
-            // The engine's state ran ahead of the disk: it is read again from the replica, and
-            // the link starts over (catch-up from what is on disk; the outbox is sent again).
-            do {
-                engine = try SlaveEngine(
-                    store: SQLiteSlaveStore(db: db), terminalId: terminalId, terminalName: terminalName,
-                    configuredStore: configuration.store)
-                engine.logsOwnOperations = logger.logLevel <= .info
-            } catch {
-                logger.critical("replica.unreadable", metadata: ["error": "\(error)"])
-            }
-            linkState.link?.abort(reason: "the replica could not store the master's messages")
-            return
+            replicaRolledBack()
         }
-        perform(b.actions)
-        changeFeed?.wake()
+    }
+
+    /// A commit of the replica failed: the engine's state ran ahead of the disk. It is read
+    /// again from the replica, and the link starts over (catch-up from what is on disk; the
+    /// outbox is sent again).
+    func replicaRolledBack() {
+        do {
+            engine = try SlaveEngine(
+                store: writer.slaveStore(), terminalId: terminalId, terminalName: terminalName,
+                configuredStore: configuration.store)
+            engine.logsOwnOperations = logger.logLevel <= .info
+        } catch {
+            logger.critical("replica.unreadable", metadata: ["error": "\(error)"])
+        }
+        linkState.link?.abort(reason: "the replica could not store the master's messages")
+    }
+
+    /// At shutdown, the loop stopped: the batch committing is waited for (explicitly), the one
+    /// collecting is committed here; messages still waiting are dropped (the master sends
+    /// them again: they were not acknowledged).
+    func finishBatchesAtShutdown() {
+        waitingMessages = []
+        writer.waitForCommitAtShutdown()
+        guard let b = batch else { return }
+        batch = nil
+        do {
+            try writer.commitAtShutdown()
+        } catch {
+            logger.error("replica.commit_failed", metadata: ["error": "\(error)", "messages": "\(b.messages)"])
+        }
     }
 }

@@ -164,8 +164,10 @@ extension SlaveNode {
                     "master.address": "\(url)", "service.name": "\(target.serviceName ?? "-")", "master.id": "\(greeting.masterId)",
                     "ws.subprotocol": "\(l.credential.subprotocol)",
                 ])
-            self.commitBatch()
-            self.perform(self.engine.linkOpened())
+            self.afterBatch { [weak self] in
+                guard let self else { return }
+                self.perform(self.engine.linkOpened())
+            }
         }
         l.onMessage = { [weak self, weak l] text in
             guard let self = self, let l = l, self.linkState.isUp, self.linkState.link === l else { return }
@@ -185,13 +187,17 @@ extension SlaveNode {
         l.start()
     }
 
+    /// The link ended: handled once the master's messages received on it are on disk.
     private func linkEnded(_ ending: MasterLinkEnding) {
+        afterBatch { [weak self] in self?.linkEndedAfterBatch(ending) }
+    }
+
+    private func linkEndedAfterBatch(_ ending: MasterLinkEnding) {
         guard let target = linkState.target else { return }
         let wasUp = linkState.isUp
         let code = ending.closeCode
         lastLinkError = ending.reason
         metrics.counts.endedTraffic.add(linkState.link?.traffic ?? TrafficCounts())
-        commitBatch()
         enter(.idle)
         let masterAskedToWait = engine.reconnectAfterMillis
         engine.linkClosed()
@@ -302,8 +308,10 @@ extension SlaveNode {
                 ackTimer = loop.schedule(after: NodeDefaults.ackDelay) { [weak self] in
                     guard let self = self else { return }
                     self.ackTimer = nil
-                    self.commitBatch()
-                    self.perform(self.engine.ackDue())
+                    self.afterBatch { [weak self] in
+                        guard let self else { return }
+                        self.perform(self.engine.ackDue())
+                    }
                 }
             case .scheduleOutboxRetry(let millis):
                 // The engine counts time in milliseconds of its clock.
@@ -311,8 +319,10 @@ extension SlaveNode {
                 retryFlushTimer = loop.schedule(after: .milliseconds(millis)) { [weak self] in
                     guard let self = self else { return }
                     self.retryFlushTimer = nil
-                    self.commitBatch()
-                    self.perform(self.engine.retryOutbox())
+                    self.afterBatch { [weak self] in
+                        guard let self else { return }
+                        self.perform(self.engine.retryOutbox())
+                    }
                 }
             case .answered(let opId, let seq, let applied, let errors, let pending):
                 completePendingWrite(opId: opId, seq: seq, applied: applied, errors: errors, pending: pending)
@@ -323,7 +333,11 @@ extension SlaveNode {
                 candidates.succeeded(address: target.url.host, port: target.url.port)
                 enter(.live(l, target))
                 logger.info(
-                    "master.synced", metadata: ["seq": "\(seq)", "epoch": "\(epoch ?? "-")", "orders": "\((try? db.orderCount()) ?? 0)"])
+                    "master.synced",
+                    metadata: [
+                        "seq": "\(seq)", "epoch": "\(epoch ?? "-")",
+                        "orders": "\((try? writer.read { try $0.orderCount() }) ?? 0)",
+                    ])
             case .log(let record):
                 logger.log(record)
             }

@@ -17,13 +17,44 @@ extension SlaveNode {
     /// Handles a write from the local API.
     func localWrite(_ message: OperationMessage, single: String?, respond: LocalAPIServer.Respond) {
         // An operation id the caller chose, answered before: that answer again, byte for byte.
-        if single == nil, let id = message.opId, let first = try? db.apiAnswer(opId: id) {
+        if single == nil, let id = message.opId, let first = try? writer.read({ try $0.apiAnswer(opId: id) }) {
             respond.send(first.status, Array(first.body.utf8))
             return
         }
         let opId = message.opId ?? UUID().uuidString.lowercased()
-        let (write, actions) = engine.localWrite(
-            message, opId: opId, now: WallClock.nowMillis(), origin: respond.caller.origin(node: terminalName))
+        let origin = respond.caller.origin(node: terminalName)
+        do {
+            try writer.openGroup()
+        } catch {
+            // No transaction to group in: the write commits alone, as it comes.
+            let (write, actions) = engine.localWrite(message, opId: opId, now: WallClock.nowMillis(), origin: origin)
+            answerLocalWrite(write, actions, message: message, opId: opId, single: single, respond: respond)
+            return
+        }
+        // Applied in a group of its own, committed off the loop; answered (and sent to the
+        // master) only once it is on disk.
+        let (write, actions) = writer.collect { _ in
+            engine.localWrite(message, opId: opId, now: WallClock.nowMillis(), origin: origin)
+        }
+        writer.commit { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success:
+                self.answerLocalWrite(write, actions, message: message, opId: opId, single: single, respond: respond)
+            case .failure(let error):
+                // Nothing of it is on disk, and nothing was sent: refused as a store failure.
+                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+                self.replicaRolledBack()
+            }
+        }
+    }
+
+    /// Answers a local write the engine applied (and that is on disk), and carries out what it
+    /// asked for (the outbox entry sent to the master).
+    private func answerLocalWrite(
+        _ write: SlaveEngine.LocalWrite, _ actions: [SlaveEngine.Action], message: OperationMessage, opId: String,
+        single: String?, respond: LocalAPIServer.Respond
+    ) {
         defer { changeFeed?.wake() }
         switch write.failure {
         case .duplicateOperation?:
@@ -75,7 +106,13 @@ extension SlaveNode {
     func keepAnswer(_ answer: (status: Int, body: JSONValue), to message: OperationMessage, single: String?) {
         guard single == nil, let id = message.opId else { return }
         // Should this fail, a repeat is answered from the master's answer kept with the outbox.
-        try? db.saveAPIAnswer(opId: id, status: answer.status, body: answer.body.serialized(), atMillis: WallClock.nowMillis())
+        // A write: after the batch committing now, if one is.
+        let status = answer.status
+        let body = answer.body.serialized()
+        let now = WallClock.nowMillis()
+        afterBatch { [weak self] in
+            _ = try? self?.writer.write { try $0.saveAPIAnswer(opId: id, status: status, body: body, atMillis: now) }
+        }
     }
 
     /// `202 Accepted`: stored on this terminal, waiting for the master.

@@ -20,7 +20,8 @@ public final class SlaveNode: @unchecked Sendable {
     var logger: Logger
     let loop: EventLoop
     let dataDirectory: DataDirectory
-    let db: OrderDatabase
+    /// The one writer of the replica: batches committed off the loop, reads, writes.
+    let writer: StoreWriter
     var engine: SlaveEngine
     let api: LocalAPIServer
     let discovery: (any ServiceDiscovery)?
@@ -65,6 +66,8 @@ public final class SlaveNode: @unchecked Sendable {
     var ackTimer: TimerHandle?
     /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
     var batch: SlaveBatch?
+    /// The master's messages that arrived while the last batch committed, for the next one.
+    var waitingMessages: [String] = []
     var replicaCommits = ReplicaCommitStatus()
     /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
     let metrics = NodeMetrics(role: .slave, version: NodeVersion.string)
@@ -87,11 +90,11 @@ public final class SlaveNode: @unchecked Sendable {
         self.loop = loop
         self.dataDirectory = dataDirectory
         self.discovery = configuration.masterURL == nil ? discovery : nil
-        self.db = dataDirectory.database
-        terminalId = try dataDirectory.identity(key: "terminal.id") { UUID().uuidString.lowercased() }
+        writer = StoreWriter(store: dataDirectory.store, loop: loop, label: "slave")
+        terminalId = try writer.identity(key: "terminal.id") { UUID().uuidString.lowercased() }
         terminalName = configuration.name ?? DataDirectory.hostName()
         engine = try SlaveEngine(
-            store: SQLiteSlaveStore(db: db), terminalId: terminalId, terminalName: terminalName,
+            store: writer.slaveStore(), terminalId: terminalId, terminalName: terminalName,
             configuredStore: configuration.store)
         if let wanted = configuration.store, let joined = engine.joinedStore, wanted != joined {
             throw NodeStartupError(
@@ -172,7 +175,7 @@ public final class SlaveNode: @unchecked Sendable {
                 "pairing": "\(trust.status.pairing.rawValue)",
                 "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
                 "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
-                "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
+                "orders": "\((try? writer.read { try $0.orderCount() }) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "outbox": "\(engine.outboxCount)", "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
             ])
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
@@ -216,7 +219,11 @@ public final class SlaveNode: @unchecked Sendable {
         guard !shuttingDown else { return }
         shuttingDown = true
         serviceManager.stopping()
-        commitBatch()
+        // The master's messages received so far are committed (off the loop) first.
+        afterBatch { [weak self] in self?.stop(reason: reason) }
+    }
+
+    private func stop(reason: String) {
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         changeFeed?.stop()
         api.stop()
@@ -251,8 +258,9 @@ public final class SlaveNode: @unchecked Sendable {
     }
 
     private func finishShutdown() {
-        commitBatch()
+        finishBatchesAtShutdown()
         discovery?.stop()
+        writer.close()
         dataDirectory.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
     }

@@ -26,28 +26,33 @@ enum NodeStartup {
         }
     }
 
-    /// Handles the read-only routes every node answers from its own store; false for others.
+    /// Handles the read-only routes every node answers from its own store (read through its
+    /// writer: never waiting for a commit); false for others.
     static func answerRead(
-        _ route: LocalAPIRoute, db: OrderDatabase, respond: LocalAPIServer.Respond,
+        _ route: LocalAPIRoute, store: StoreWriter, respond: LocalAPIServer.Respond,
         decorate: (Order) -> JSONObject = { $0.json }
     ) -> Bool {
+        if case .status = route { return false }
+        if case .write = route { return false }
         do {
-            switch route {
-            case .list(let page, let per, let status):
-                let r = try db.orders(page: page, per: per, status: status)
-                respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders.map(decorate)))
-            case .show(let uuid):
-                if let o = try db.order(uuid: uuid) {
-                    respond(200, .object(decorate(o)))
-                } else {
-                    respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no order with this uuid", uuid: uuid))
+            try store.read { db in
+                switch route {
+                case .list(let page, let per, let status):
+                    let r = try db.orders(page: page, per: per, status: status)
+                    respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders.map(decorate)))
+                case .show(let uuid):
+                    if let o = try db.order(uuid: uuid) {
+                        respond(200, .object(decorate(o)))
+                    } else {
+                        respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no order with this uuid", uuid: uuid))
+                    }
+                case .journal(let since, let order, let limit):
+                    respond(200, LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit)))
+                case .rejections(let since, let order, let limit):
+                    respond(200, LocalAPIRoute.rejectionsBody(try db.rejections(since: since, orderUUID: order, limit: limit)))
+                case .status, .write:
+                    break
                 }
-            case .journal(let since, let order, let limit):
-                respond(200, LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit)))
-            case .rejections(let since, let order, let limit):
-                respond(200, LocalAPIRoute.rejectionsBody(try db.rejections(since: since, orderUUID: order, limit: limit)))
-            case .status, .write:
-                return false
             }
         } catch {
             respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))

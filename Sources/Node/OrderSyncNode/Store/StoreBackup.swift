@@ -38,7 +38,7 @@ public enum StoreBackup {
         }
         let summary: BackupSummary
         do {
-            summary = try OrderDatabase.backup(
+            summary = try OfflineStore.backup(
                 from: source, to: file, overwrite: force, madeMillis: Int64(now.timeIntervalSince1970 * 1000))
         } catch let error as StoreError {
             throw failure(error, source: source)

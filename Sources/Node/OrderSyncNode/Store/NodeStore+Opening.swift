@@ -6,9 +6,9 @@ import OrderStore
 /// wrong and the way back; a slave's damaged replica is moved aside (kept) and replaced by a
 /// fresh one that keeps the terminal's outbox; a copy made by `ordersync backup` put back in
 /// place gets a new epoch.
-enum StoreOpening {
+extension NodeStore {
     /// Opens the store of `c` and checks it belongs to the configuration's role.
-    static func open(_ c: NodeConfiguration, logger: Logger, now: Date = Date()) throws -> OrderDatabase {
+    static func open(_ c: NodeConfiguration, logger: Logger, now: Date = Date()) throws -> NodeStore {
         let db: OrderDatabase
         do {
             db = try OrderDatabase(path: c.databasePath)
@@ -41,7 +41,7 @@ enum StoreOpening {
             db.close()
             throw error
         }
-        return db
+        return NodeStore(database: db)
     }
 
     /// A slave's damaged replica: read back its identity and outbox, move it aside, and start a

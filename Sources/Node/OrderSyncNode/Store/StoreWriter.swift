@@ -1,0 +1,197 @@
+import Dispatch
+import EventLoopIO
+import OrderStore
+
+/// The node's one writer of its order store, for both roles: the only holder of the read-write
+/// `OrderDatabase` (GRDB's `SerializedDatabase`; Docs/ARCHITECTURE.md, "The master's hot
+/// path"). Loop-owned: every method is called on the node's loop.
+///
+/// **Group commit.** A role opens a group (`openGroup()`), applies work in it during this loop
+/// turn (`collect`; the engines' store adapters are used there), and hands it to `commit(_:)`:
+/// the COMMIT and its `fsync` run on the commit thread while the loop goes on; the role is told
+/// on the loop, with a typed `Result`, once the group is on disk or failed, and releases what
+/// the engine answered only then. Work that arrives during a commit waits in the role's queue
+/// for the next group, in arrival order.
+///
+/// **Reads never wait on a commit.** `read` runs its closure on the read-write connection while
+/// no COMMIT is in flight; during one, on a second, read-only connection (WAL: "readers do not
+/// block writers and a writer does not block readers"), which sees what is committed: not the
+/// group being committed, whose answers have not left yet either. Nothing waits on a lock.
+///
+/// **Writes outside a group, and work that must see the last group** (a slave's local API, its
+/// link events) go through `whenIdle`: run at once when no group is open or committing, or
+/// else queued, in order, and run on the loop right after the commit in flight is handed
+/// back. Only at shutdown does anything wait for a commit: `waitForCommitAtShutdown()`.
+final class StoreWriter {
+    /// The read-write connection.
+    private let database: OrderDatabase
+    /// The read-only connection for reads during a commit (opened on first need).
+    private var reader: OrderDatabase?
+    /// The loop that owns the writer.
+    let loop: EventLoop
+    /// The thread the groups' COMMITs (and their `fsync`) run on.
+    private let commitQueue: DispatchQueue
+    private var state = StoreWriterState()
+    /// Work waiting for the store to be idle (`whenIdle`), in arrival order.
+    private var idleWaiters: [() -> Void] = []
+    /// True while a finished commit is handed back (its callback and then the waiters run).
+    private var handingBack = false
+
+    /// The writer of `store` (the node's, open read-write), owned by `loop`; its COMMITs run on
+    /// `commitQueue` (a serial queue of its own unless a test hands one in).
+    convenience init(store: NodeStore, loop: EventLoop, label: String, commitQueue: DispatchQueue? = nil) {
+        self.init(database: store.database, loop: loop, label: label, commitQueue: commitQueue)
+    }
+
+    /// The writer of `database`, owned by `loop` (tests build one on a database of their own).
+    init(database: OrderDatabase, loop: EventLoop, label: String, commitQueue: DispatchQueue? = nil) {
+        self.database = database
+        self.loop = loop
+        self.commitQueue = commitQueue ?? DispatchQueue(label: "ordersync.\(label).commit")
+    }
+
+    /// Where the writer is in its group commit.
+    var phase: StoreWriterState.Phase { state.phase }
+
+    /// True while a group's COMMIT runs off the loop.
+    var isCommitting: Bool { state.phase == .committing }
+
+    // MARK: - Group commit
+
+    /// Opens a group (`BEGIN IMMEDIATE`): idle to collecting. Throws when the store takes no
+    /// transaction (busy, closed): the role then applies its work alone.
+    func openGroup() throws(StoreError) {
+        precondition(state.phase == .idle, "a group opened while \(state.phase)")
+        try database.beginGroup()
+        state.opened()
+    }
+
+    /// Runs `body` with the connection inside the open group (collecting only).
+    func collect<T>(_ body: (OrderDatabase) throws -> T) rethrows -> T {
+        precondition(state.phase == .collecting, "work applied outside a group (\(state.phase))")
+        return try body(database)
+    }
+
+    /// Commits the open group off the loop: collecting to committing. `finished` runs on the
+    /// loop once the group is on disk (`.success`) or failed (its `StoreError`; nothing of it
+    /// stays); then what waits in `whenIdle` runs. When the COMMIT cannot even be handed off,
+    /// the group is rolled back and `finished` runs at once with the error.
+    func commit(_ finished: @escaping (Result<Void, StoreError>) -> Void) {
+        let commit: DetachedCommit
+        do {
+            commit = try database.detachGroupCommit()
+        } catch {
+            database.rollbackGroup()
+            state.rolledBack()
+            handBack { finished(.failure(error)) }
+            return
+        }
+        state.detached(commit, finished: finished)
+        let writer = LoopBound(self, loop: loop)
+        let loop = self.loop
+        commitQueue.async {
+            commit.run()
+            loop.execute { writer.value.commitEnded(commit) }
+        }
+    }
+
+    /// Drops the open group without committing it: collecting to idle.
+    func rollbackGroup() {
+        database.rollbackGroup()
+        state.rolledBack()
+    }
+
+    /// The commit thread is done with `commit` (on the loop): the connection comes back, and the
+    /// role is told.
+    private func commitEnded(_ commit: DetachedCommit) {
+        guard let finished = state.commitEnded(commit) else { return }
+        let result = database.finishGroupCommit(commit)
+        handBack { finished(result) }
+    }
+
+    /// Runs `callback` (the store idle), then the work that waited for the store, in order,
+    /// until one of them opens a group again.
+    private func handBack(_ callback: () -> Void) {
+        // A group that fails at once inside the callback hands back again, nested.
+        let outer = handingBack
+        handingBack = true
+        defer { handingBack = outer }
+        callback()
+        while state.phase == .idle, !idleWaiters.isEmpty {
+            let next = idleWaiters.removeFirst()
+            next()
+        }
+    }
+
+    /// Runs `body` on the loop once the store is idle and everything queued before it ran: at
+    /// once when it already is, else right after the group collecting or committing now is
+    /// handed back.
+    func whenIdle(_ body: @escaping () -> Void) {
+        if state.phase == .idle, !handingBack, idleWaiters.isEmpty {
+            body()
+        } else {
+            idleWaiters.append(body)
+        }
+    }
+
+    // MARK: - Reads and writes
+
+    /// Runs `body` with a connection that shows what is committed (and, while collecting, the
+    /// open group). Never waits for a commit: during one, a read-only connection serves it.
+    func read<T>(_ body: (OrderDatabase) throws -> T) throws -> T {
+        guard state.phase == .committing else { return try body(database) }
+        if reader == nil { reader = try OrderDatabase.openReader(of: database) }
+        guard let reader else { preconditionFailure("the reader was just opened") }
+        return try body(reader)
+    }
+
+    /// Runs `body` with the read-write connection: its own transaction when idle, a savepoint
+    /// of the open group while collecting. Never during a commit (use `whenIdle`).
+    func write<T>(_ body: (OrderDatabase) throws -> T) rethrows -> T {
+        precondition(state.phase != .committing, "a write while the group's COMMIT runs off the loop")
+        return try body(database)
+    }
+
+    /// Reads a metadata value, creating it with `make()` the first time (a node's identity, at
+    /// start, the store idle).
+    func identity(key: String, make: () -> String) throws -> String {
+        if let v = try read({ try $0.metadata(key) }) { return v }
+        let v = make()
+        try write { try $0.setMetadata(key, v) }
+        return v
+    }
+
+    /// The master engine's store, on the read-write connection (used while collecting).
+    func masterStore() -> SQLiteMasterStore { SQLiteMasterStore(db: database) }
+
+    /// The slave engine's store, on the read-write connection (used while collecting).
+    func slaveStore() -> SQLiteSlaveStore { SQLiteSlaveStore(db: database) }
+
+    // MARK: - Shutdown
+
+    /// At shutdown, on the loop's thread after the loop stopped: waits (explicitly, the one
+    /// wait there is) for the COMMIT in flight and takes the connection back. Its outcome is
+    /// returned; nobody else is told (the links are closed).
+    @discardableResult
+    func waitForCommitAtShutdown() -> Result<Void, StoreError>? {
+        guard let commit = state.inFlight else { return nil }
+        commitQueue.sync {}
+        _ = state.commitEnded(commit)
+        idleWaiters.removeAll()
+        return database.finishGroupCommit(commit)
+    }
+
+    /// At shutdown: commits the open group on this thread (the loop has stopped).
+    func commitAtShutdown() throws(StoreError) {
+        precondition(state.phase == .collecting, "no group to commit (\(state.phase))")
+        defer { state.committedInPlace() }
+        try database.commitGroup()
+    }
+
+    /// Closes the reader (the read-write connection belongs to the data directory, which
+    /// closes it).
+    func close() {
+        reader?.close()
+        reader = nil
+    }
+}
