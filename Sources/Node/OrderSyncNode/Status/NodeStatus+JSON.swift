@@ -1,6 +1,6 @@
 import JSON
 
-// `GET /v1/status` as JSON: every member in the order of Docs/API.md, an absent value as `null`
+// `GET /v1/status` as JSON: every member in the order declared, an absent value as `null`
 // (never left out). Reading is as lenient as the daemon's versions need: an optional member may
 // be absent or `null`; every other member must be there with its type.
 
