@@ -67,7 +67,7 @@ let package = Package(
             name: "WebSocketTransport", dependencies: ["WebSocket", "EventLoopIO"],
             path: "Sources/Shell/WebSocketTransport"),
         .target(name: "OrderStore", dependencies: ["CSQLite3", "JSON", "SyncCore"], path: "Sources/Shell/OrderStore"),
-        .target(name: "Discovery", dependencies: ["CAvahi"], path: "Sources/Shell/Discovery"),
+        .target(name: "Discovery", dependencies: ["CAvahi", "EventLoopIO"], path: "Sources/Shell/Discovery"),
         // TLS for the dashboard: a self-signed certificate, and TLS sessions over memory buffers
         // that a `StreamChannel` drives on the loop (OpenSSL, wrapped here alone).
         .target(name: "TLS", dependencies: ["COpenSSL", "EventLoopIO"], path: "Sources/Shell/TLS"),

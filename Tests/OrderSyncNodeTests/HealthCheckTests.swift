@@ -17,7 +17,7 @@ final class HealthCheckTests: XCTestCase {
             "ready": ["store": "ok", "published": "ok", "link": NSNull()], "state": "ready", "lastError": NSNull(),
         ]
         o.merge(extra) { _, new in new }
-        return try JSONDecoder().decode(NodeStatus.self, from: JSONSerialization.data(withJSONObject: o))
+        return try NodeStatus(jsonBytes: Array(JSONSerialization.data(withJSONObject: o)))
     }
 
     func peer(lag: Int) -> [String: Any] {
@@ -42,7 +42,7 @@ final class HealthCheckTests: XCTestCase {
             "ready": ["store": "ok", "published": NSNull(), "link": "live"], "state": "ready", "lastError": NSNull(),
         ]
         o.merge(extra) { _, new in new }
-        return try JSONDecoder().decode(NodeStatus.self, from: JSONSerialization.data(withJSONObject: o))
+        return try NodeStatus(jsonBytes: Array(JSONSerialization.data(withJSONObject: o)))
     }
 
     func check(_ s: NodeStatus, lag: String = "100,1000", outbox: String = "100", silence: String = "60") -> HealthReport {

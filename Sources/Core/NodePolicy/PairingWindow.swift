@@ -177,9 +177,9 @@ public struct PairingWindows: Equatable {
 }
 
 /// The pairing windows in a master's status.
-public struct PairingWindowStatus: Codable, Sendable, Equatable {
+public struct PairingWindowStatus: Sendable, Equatable {
     /// Where pairing stands.
-    public enum State: String, Codable, Sendable {
+    public enum State: String, Sendable {
         /// None open (none opened yet, or the last ones closed by the operator).
         case closed
         /// At least one code is open: a terminal may pair with it.
@@ -211,34 +211,5 @@ public struct PairingWindowStatus: Codable, Sendable, Equatable {
         self.expiresAtMillis = expiresAtMillis
         self.openCodes = openCodes
         self.lockedOutAddresses = lockedOutAddresses
-    }
-}
-
-extension PairingWindowStatus {
-    /// The members' names in JSON.
-    enum CodingKeys: String, CodingKey {
-        case state, name, expiresAtMillis, openCodes, lockedOutAddresses
-    }
-
-    /// Decodes a status; from a master of an earlier version (a single window), `openCodes` and
-    /// `lockedOutAddresses` are 0 and its `exhausted` state reads as `closed`.
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(
-            state: State(rawValue: try c.decode(String.self, forKey: .state)) ?? .closed,
-            name: try c.decodeIfPresent(String.self, forKey: .name),
-            expiresAtMillis: try c.decodeIfPresent(Int64.self, forKey: .expiresAtMillis),
-            openCodes: try c.decodeIfPresent(Int.self, forKey: .openCodes) ?? 0,
-            lockedOutAddresses: try c.decodeIfPresent(Int.self, forKey: .lockedOutAddresses) ?? 0)
-    }
-
-    /// Encodes every member, absent ones as `null` (as the rest of the status).
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(state, forKey: .state)
-        try c.encode(name, forKey: .name)
-        try c.encode(expiresAtMillis, forKey: .expiresAtMillis)
-        try c.encode(openCodes, forKey: .openCodes)
-        try c.encode(lockedOutAddresses, forKey: .lockedOutAddresses)
     }
 }

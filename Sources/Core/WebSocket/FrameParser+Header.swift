@@ -94,10 +94,10 @@ extension FrameParser {
     private func checkSequence(_ opcode: Opcode) throws {
         if opcode == .continuation {
             // A continuation needs a message started by a non-final text or binary frame.
-            guard messageOpcode != nil else {
+            guard isInFragmentedMessage else {
                 throw WebSocketError(.unexpectedContinuation, "continuation frame without a message in progress")
             }
-        } else if messageOpcode != nil {
+        } else if isInFragmentedMessage {
             // 5.4: "The fragments of one message MUST NOT be interleaved between the fragments
             // of another message unless an extension has been negotiated that can interpret the
             // interleaving."
@@ -108,7 +108,12 @@ extension FrameParser {
     private func checkLimits(opcode: Opcode, length: Int) throws {
         // Control frames are at most 125 bytes, already checked.
         guard !opcode.isControl else { return }
-        let soFar = opcode == .continuation ? messageLength : 0
+        var soFar = 0
+        var fragments = 0
+        if opcode == .continuation, case .fragmented(_, let length, let count) = message {
+            soFar = length
+            fragments = count
+        }
         guard length <= configuration.maxMessageSize - soFar else {
             throw WebSocketError(.messageTooBig, "message of at least \(soFar + length) bytes exceeds \(configuration.maxMessageSize)")
         }
@@ -116,7 +121,7 @@ extension FrameParser {
             throw WebSocketError(.frameTooBig, "frame of \(length) bytes exceeds \(configuration.maxFrameSize)")
         }
         if opcode == .continuation {
-            guard messageFragments < configuration.maxFragments else {
+            guard fragments < configuration.maxFragments else {
                 throw WebSocketError(.tooManyFragments, "message split into more than \(configuration.maxFragments) frames")
             }
         }
@@ -124,18 +129,12 @@ extension FrameParser {
 
     private mutating func commitSequence(opcode: Opcode, fin: Bool, length: Int) {
         guard !opcode.isControl else { return }
-        if opcode == .continuation {
-            messageLength += length
-            messageFragments += 1
-        } else {
-            messageOpcode = opcode
-            messageLength = length
-            messageFragments = 1
-        }
         if fin {
-            messageOpcode = nil
-            messageLength = 0
-            messageFragments = 0
+            message = .none
+        } else if case .fragmented(let first, let soFar, let count) = message, opcode == .continuation {
+            message = .fragmented(opcode: first, length: soFar + length, fragments: count + 1)
+        } else {
+            message = .fragmented(opcode: opcode, length: length, fragments: 1)
         }
     }
 }

@@ -15,17 +15,34 @@ public struct FrameParser: Sendable {
     var buffer: [UInt8] = []
     var readIndex = 0
 
-    /// The frame whose payload is being collected, and its unmasked payload so far.
-    private var header: FrameHeader?
-    private var payload: [UInt8] = []
+    /// Where the parser is in the frame stream.
+    ///
+    /// ```
+    ///   awaitingHeader --header parsed--> payload(header, bytes) --payload complete--> awaitingHeader
+    ///        |                                                               (the frame is returned)
+    ///        +--violation or limit--> failed(error)  (sticky: every `next()` throws it again)
+    /// ```
+    private enum State {
+        /// Waiting for (the rest of) the next frame's header.
+        case awaitingHeader
+        /// The frame whose payload is being collected, and its unmasked payload so far.
+        case payload(FrameHeader, [UInt8])
+        /// The first protocol violation or exceeded limit.
+        case failed(WebSocketError)
+    }
 
-    /// The opcode of the fragmented message in progress (RFC 6455 5.4), its length and frame
-    /// count so far.
-    var messageOpcode: Opcode?
-    var messageLength = 0
-    var messageFragments = 0
+    /// The data message the frames belong to (RFC 6455 5.4).
+    enum Message {
+        /// No message started, or the last one ended with its final frame.
+        case none
+        /// A message started by a non-final text or binary frame: its opcode, and its length and
+        /// frame count so far.
+        case fragmented(opcode: Opcode, length: Int, fragments: Int)
+    }
 
-    private var failure: WebSocketError?
+    private var state = State.awaitingHeader
+    /// Maintained by the header parsing in FrameParser+Header.swift.
+    var message = Message.none
 
     /// Buffers larger than this are released rather than kept for reuse once drained.
     private static let retainedCapacity = 64 * 1024
@@ -51,23 +68,27 @@ public struct FrameParser: Sendable {
 
     /// The header of the frame whose payload is still arriving, if any.
     public var pendingHeader: FrameHeader? {
-        header
+        guard case .payload(let header, _) = state else { return nil }
+        return header
     }
 
     /// The unmasked payload received so far of the frame described by `pendingHeader`.
     public var pendingPayload: ArraySlice<UInt8> {
-        payload[...]
+        guard case .payload(_, let payload) = state else { return [] }
+        return payload[...]
     }
 
     /// Whether bytes of a frame not yet complete have arrived (a header still arriving, or a
     /// payload still arriving). A peer that starts a frame and stalls is detected with this.
     public var isInsideFrame: Bool {
-        header != nil || readIndex < buffer.count
+        if case .payload = state { return true }
+        return readIndex < buffer.count
     }
 
     /// Whether a fragmented message has started and not yet received its final frame.
     public var isInFragmentedMessage: Bool {
-        messageOpcode != nil
+        if case .fragmented = message { return true }
+        return false
     }
 
     /// Adds received bytes.
@@ -77,13 +98,18 @@ public struct FrameParser: Sendable {
 
     /// Adds received bytes straight from a read buffer.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        guard failure == nil, !bytes.isEmpty else { return }
+        guard !bytes.isEmpty else { return }
         var rest = bytes
-        // A large payload arriving in many reads goes straight into the payload buffer instead
-        // of through `buffer`.
-        if header != nil && readIndex == buffer.count {
+        switch state {
+        case .failed:
+            return
+        case .payload where readIndex == buffer.count:
+            // A large payload arriving in many reads goes straight into the payload buffer
+            // instead of through `buffer`.
             let taken = absorbPayload(rest)
             rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
+        case .awaitingHeader, .payload:
+            break
         }
         if !rest.isEmpty {
             buffer.append(contentsOf: rest)
@@ -95,63 +121,64 @@ public struct FrameParser: Sendable {
     /// - Throws: `WebSocketError` for the first protocol violation or exceeded limit; every
     ///   later call throws it again.
     public mutating func next() throws -> Frame? {
-        if let failure {
+        switch state {
+        case .failed(let failure):
             throw failure
-        }
-        if header == nil {
+        case .awaitingHeader:
             do {
                 guard let parsed = try parseHeader() else {
                     releaseConsumedBytes()
                     return nil
                 }
-                header = parsed
                 // The length was checked against the limits in parseHeader(). Reserve at most
                 // `initialPayloadCapacity` up front so a peer announcing a large frame and then
                 // stalling pins little memory; the array grows as the payload really arrives.
-                payload = []
+                var payload: [UInt8] = []
                 payload.reserveCapacity(min(parsed.payloadLength, Self.initialPayloadCapacity))
+                state = .payload(parsed, payload)
             } catch let error as WebSocketError {
-                failure = error
+                state = .failed(error)
                 buffer = []
                 readIndex = 0
                 throw error
             }
+        case .payload:
+            break
         }
-        let current = header!
-        if payload.count < current.payloadLength && readIndex < buffer.count {
-            let available = buffer.count - readIndex
-            let wanted = min(available, current.payloadLength - payload.count)
+        if readIndex < buffer.count {
             let start = readIndex
+            let end = buffer.count
             let taken = buffer.withUnsafeBytes { all in
-                absorbPayload(UnsafeRawBufferPointer(rebasing: all[start..<(start + wanted)]))
+                absorbPayload(UnsafeRawBufferPointer(rebasing: all[start..<end]))
             }
             readIndex += taken
         }
         releaseConsumedBytes()
-        guard payload.count == current.payloadLength else {
+        guard case .payload(let header, let payload) = state, payload.count == header.payloadLength else {
             return nil
         }
-        let frame = Frame(fin: current.fin, opcode: current.opcode, payload: payload)
-        header = nil
-        payload = []
-        return frame
+        state = .awaitingHeader
+        return Frame(fin: header.fin, opcode: header.opcode, payload: payload)
     }
 
     /// Copies payload bytes of the current frame from `source`, unmasking them; returns how
-    /// many were taken.
+    /// many were taken (none when no payload is being collected or it is complete).
     private mutating func absorbPayload(_ source: UnsafeRawBufferPointer) -> Int {
-        guard let current = header else { return 0 }
-        let count = min(source.count, current.payloadLength - payload.count)
+        guard case .payload(let header, var payload) = state else { return 0 }
+        let count = min(source.count, header.payloadLength - payload.count)
         guard count > 0 else { return 0 }
+        // The state lets go of the array while it grows, so appending does not copy it.
+        state = .awaitingHeader
         let start = payload.count
         payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: source[0..<count]))
-        if let key = current.maskingKey {
+        if let key = header.maskingKey {
             payload.withUnsafeMutableBytes { all in
                 key.apply(
                     to: UnsafeMutableRawBufferPointer(rebasing: all[start..<(start + count)]),
                     payloadOffset: start)
             }
         }
+        state = .payload(header, payload)
         return count
     }
 

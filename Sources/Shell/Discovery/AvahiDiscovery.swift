@@ -1,5 +1,6 @@
 internal import CAvahi
 import Dispatch
+import EventLoopIO
 import Glibc
 import Synchronization
 
@@ -21,7 +22,7 @@ import Synchronization
 /// `unpublish`, `browse` and `rebrowse` queue their request on a serial worker of their own and
 /// return at once, so an event loop calling them keeps turning; the worker takes the lock and
 /// carries the requests out in the order they were made. Only `stop()` waits for the worker.
-// @unchecked Sendable: the lifecycle is a `PthreadMutex`, Avahi's thread an `Atomic` and the request
+// @unchecked Sendable: the lifecycle is a `Mutex`, Avahi's thread an `Atomic` and the request
 // queue a serial `DispatchQueue`; every other stored property is touched only on that queue with
 // Avahi's poll lock held (`withAvahiLock`), in callbacks on Avahi's thread (which hold that lock),
 // or while no poll thread runs (before `start`, after `stop`, in `deinit`).
@@ -61,7 +62,12 @@ public final class AvahiDiscovery: @unchecked Sendable {
     let onEvent: @Sendable (DiscoveryEvent) -> Void
 
     /// Lifecycle; never held while waiting for the poll lock, so `start()` never waits on Avahi.
-    let lifecycle = PthreadMutex<Phase>(.idle)
+    /// Every critical section on it begins with `SanitizerVisibleLock.acquired(self)` and ends
+    /// with `releasing(self)`: on Linux a contended `Mutex` is taken with a priority-inheriting
+    /// futex (`FUTEX_LOCK_PI`) inside the kernel, which ThreadSanitizer does not see, so without
+    /// them every access made after waiting for the lock reads as a race with the previous
+    /// holder's (the discovery tests on a simulated LAN report `start()` and the request worker).
+    let lifecycle = Mutex<Phase>(.idle)
     /// The serial worker that carries out the public methods' requests under the poll lock.
     let requests = DispatchQueue(label: "AvahiDiscovery.requests")
     /// `pthread_self()` of Avahi's thread, recorded by the first callback.
@@ -116,6 +122,8 @@ public final class AvahiDiscovery: @unchecked Sendable {
     /// Does not wait for the daemon: the client is created on Avahi's thread.
     public func start() throws {
         try lifecycle.withLock { phase in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
             switch phase {
             case .running:
                 throw DiscoveryError(code: .misuse, message: "already started", context: "AvahiDiscovery.start")
@@ -244,6 +252,8 @@ public final class AvahiDiscovery: @unchecked Sendable {
     /// `stop()` itself: on the request worker, or in `deinit` when no request is left.
     private func stopAvahi() {
         let running: OpaquePointer? = lifecycle.withLock { phase in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
             defer { phase = .stopped }
             guard case .running(let poll) = phase else {
                 return nil
@@ -296,6 +306,8 @@ public final class AvahiDiscovery: @unchecked Sendable {
     private func withAvahiLock(_ body: () -> Void) {
         dispatchPrecondition(condition: .onQueue(requests))
         let running: OpaquePointer? = lifecycle.withLock { phase in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
             guard case .running(let poll) = phase else {
                 body()
                 return nil

@@ -14,7 +14,7 @@ public enum NodeVersion {
 }
 
 /// A node's role.
-public enum NodeRole: String, Codable, Sendable {
+public enum NodeRole: String, Sendable {
     case master
     case slave
 }

@@ -1,12 +1,11 @@
 import Crypto
-import Foundation
 import JSON
 
 /// The dashboard's access tokens (`ordersync dashboard`): each has an id, a label and its
 /// creation time; only the SHA-256 of the secret is kept, in the master's database (metadata
 /// `dashboard.tokens`). The secret is shown once, when the token is made.
 struct DashboardTokens: Equatable {
-    struct Token: Codable, Equatable {
+    struct Token: Equatable {
         var id: String
         var name: String
         var createdAtMillis: Int64
@@ -26,14 +25,15 @@ struct DashboardTokens: Equatable {
     }
 
     /// The list stored as `text` (nil: none yet).
-    init(stored text: String?) throws {
+    init(stored text: String?) throws(NodeJSONError) {
         guard let text else { return }
-        tokens = try JSONDecoder().decode([Token].self, from: Data(text.utf8))
+        tokens = try [Token](jsonBytes: Array(text.utf8))
     }
 
-    /// The list as stored.
+    /// The list as stored: an array of objects with `id`, `name`, `createdAtMillis` and
+    /// `sha256`.
     var stored: String {
-        String(decoding: (try? JSONEncoder().encode(tokens)) ?? Data("[]".utf8), as: UTF8.self)
+        tokens.jsonValue.serialized()
     }
 
     enum MakeFailure: Error, Equatable {
@@ -97,5 +97,20 @@ struct DashboardTokens: Equatable {
             out.append(digits[Int(b & 15)])
         }
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension DashboardTokens.Token: NodeJSONCodable {
+    /// The token as stored (with the digest, never the secret).
+    var jsonValue: JSONValue {
+        nodeJSONObject(["id": id, "name": name, "createdAtMillis": createdAtMillis, "sha256": sha256])
+    }
+
+    /// A stored token.
+    init(json: JSONValue) throws(NodeJSONError) {
+        let f = try NodeJSONFields(json)
+        self.init(
+            id: try f.decode("id"), name: try f.decode("name"), createdAtMillis: try f.decode("createdAtMillis"),
+            sha256: try f.decode("sha256"))
     }
 }

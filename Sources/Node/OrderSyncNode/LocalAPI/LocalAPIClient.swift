@@ -108,7 +108,7 @@ public struct LocalAPIClient {
         let (status, bytes) = try exchange(method: "GET", path: "/v1/status", body: nil)
         guard status == 200 else { throw LocalAPIClientError.badResponse("status answered HTTP \(status)") }
         do {
-            return try JSONDecoder().decode(NodeStatus.self, from: Data(bytes))
+            return try NodeStatus(jsonBytes: bytes)
         } catch {
             throw LocalAPIClientError.badResponse("status is not a node status: \(error)")
         }

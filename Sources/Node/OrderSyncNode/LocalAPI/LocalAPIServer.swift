@@ -248,14 +248,8 @@ struct LocalAPIResponder {
         send(status, body.serializedBytes())
     }
 
-    /// Answers with a typed value (a node's status) encoded as JSON.
-    func encoded(_ status: Int, _ value: some Encodable) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        do {
-            send(status, Array(try encoder.encode(value)))
-        } catch {
-            self(500, LocalAPIRoute.errorBody(code: "encoding_failed", message: "\(error)"))
-        }
+    /// Answers with a typed value (a node's status) as JSON.
+    func encoded(_ status: Int, _ value: some NodeJSONCodable) {
+        send(status, value.jsonValue.serializedBytes())
     }
 }

@@ -233,7 +233,7 @@ extension MasterNode {
 }
 
 /// How group commits went, for `GET /v1/status` (`commits`).
-public struct CommitStatus: Codable, Equatable, Sendable {
+public struct CommitStatus: Equatable, Sendable {
     /// Groups committed (or failed).
     public var groups: Int64 = 0
     /// Messages and local writes applied in them.

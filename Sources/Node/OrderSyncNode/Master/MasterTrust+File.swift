@@ -57,8 +57,8 @@ extension MasterTrust {
             bytes += chunk[0..<count]
         }
         do {
-            guard bytes.count <= maxFileBytes else { throw CocoaError(.fileReadTooLarge) }
-            return try JSONDecoder().decode(MasterTrust.self, from: Data(bytes))
+            guard bytes.count <= maxFileBytes else { throw NodeJSONError(path: "", "larger than \(maxFileBytes) bytes") }
+            return try MasterTrust(jsonBytes: bytes)
         } catch {
             throw NodeStartupError(
                 "the master trust file \(path) is damaged (\(error)); restore it from a backup, "
@@ -69,9 +69,7 @@ extension MasterTrust {
     /// Writes the trust to `path`: a new file (mode 0600 whatever the umask), synced, then moved
     /// into place and the directory synced, so a crash leaves the old trust or the new one.
     public func write(to path: String) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let bytes = Array(try encoder.encode(self)) + [0x0A]
+        let bytes = jsonValue.serializedBytes() + [0x0A]
         try PrivateFile.write(bytes, to: path, what: "the master trust file")
     }
 }

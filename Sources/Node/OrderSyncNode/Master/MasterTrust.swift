@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSON
 
 /// The master a slave paired with, as kept in `DATA/master.trust` (Docs/SECURITY.md): the
 /// master's node id and static public key, the store, when it was paired and a digest of the
@@ -79,71 +80,56 @@ public struct MasterTrust: Equatable, Sendable {
     }
 }
 
-extension MasterTrust: Codable {
-    private enum CodingKeys: String, CodingKey {
-        case store, master, publicKey, pairedAtMillis, codeDigest, previousKeys
+extension MasterTrust: NodeJSONCodable {
+    /// Every member, in the order of their names as the file has always had them (`store` as
+    /// `null` when unknown; keys as base64).
+    public var jsonValue: JSONValue {
+        nodeJSONObject([
+            "codeDigest": codeDigest, "master": master, "pairedAtMillis": pairedAtMillis, "previousKeys": previousKeys,
+            "publicKey": Data(publicKey).base64EncodedString(), "store": store,
+        ])
     }
 
     /// A damaged or altered file (a key that is not 32 bytes, an id that is not its key's) is
     /// an error, never trusted.
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        let key = try Self.key(c.decode(String.self, forKey: .publicKey), decoding: c, .publicKey)
-        let id = try c.decode(String.self, forKey: .master)
-        guard id == NodeIdentity.nodeId(publicKey: key) else {
-            throw DecodingError.dataCorruptedError(forKey: .master, in: c, debugDescription: "the id is not the key's")
+    public init(json: JSONValue) throws(NodeJSONError) {
+        let f = try NodeJSONFields(json)
+        let key = try Self.key(f, "publicKey")
+        guard try f.decode("master", as: String.self) == NodeIdentity.nodeId(publicKey: key) else {
+            throw NodeJSONError(path: f.path(of: "master"), "the id is not the key's")
         }
-        let digest = try c.decode(String.self, forKey: .codeDigest)
+        let digest: String = try f.decode("codeDigest")
         guard digest.utf8.count == 64, digest.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
         else {
-            throw DecodingError.dataCorruptedError(forKey: .codeDigest, in: c, debugDescription: "not 64 hex digits")
+            throw NodeJSONError(path: f.path(of: "codeDigest"), "not 64 hex digits")
         }
-        let earlier = try c.decodeIfPresent([PreviousKey].self, forKey: .previousKeys) ?? []
+        let earlier: [PreviousKey] = try f.decodeIfPresent("previousKeys") ?? []
         self.init(
-            store: try c.decodeIfPresent(String.self, forKey: .store), publicKey: key,
-            pairedAtMillis: try c.decode(Int64.self, forKey: .pairedAtMillis), codeDigest: digest, previousKeys: earlier)
+            store: try f.decodeIfPresent("store"), publicKey: key, pairedAtMillis: try f.decode("pairedAtMillis"),
+            codeDigest: digest, previousKeys: earlier)
     }
 
-    /// Encodes every member (`store` as `null` when unknown).
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(store, forKey: .store)
-        try c.encode(master, forKey: .master)
-        try c.encode(Data(publicKey).base64EncodedString(), forKey: .publicKey)
-        try c.encode(pairedAtMillis, forKey: .pairedAtMillis)
-        try c.encode(codeDigest, forKey: .codeDigest)
-        try c.encode(previousKeys, forKey: .previousKeys)
-    }
-
-    fileprivate static func key<K: CodingKey>(
-        _ text: String, decoding c: KeyedDecodingContainer<K>, _ key: K
-    ) throws -> [UInt8] {
-        guard let data = Data(base64Encoded: text), data.count == 32 else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "not the base64 of 32 bytes")
+    /// Member `name` of `f`: the base64 of a 32-byte key.
+    fileprivate static func key(_ f: NodeJSONFields, _ name: String) throws(NodeJSONError) -> [UInt8] {
+        guard let data = Data(base64Encoded: try f.decode(name, as: String.self)), data.count == 32 else {
+            throw NodeJSONError(path: f.path(of: name), "not the base64 of 32 bytes")
         }
         return Array(data)
     }
 }
 
-extension MasterTrust.PreviousKey: Codable {
-    private enum CodingKeys: String, CodingKey {
-        case master, publicKey
+extension MasterTrust.PreviousKey: NodeJSONCodable {
+    /// The id and the key (base64).
+    public var jsonValue: JSONValue {
+        nodeJSONObject(["master": master, "publicKey": Data(publicKey).base64EncodedString()])
     }
 
     /// An earlier key; its id must be the key's.
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        let key = try MasterTrust.key(c.decode(String.self, forKey: .publicKey), decoding: c, .publicKey)
-        self.init(publicKey: key)
-        guard try c.decode(String.self, forKey: .master) == master else {
-            throw DecodingError.dataCorruptedError(forKey: .master, in: c, debugDescription: "the id is not the key's")
+    public init(json: JSONValue) throws(NodeJSONError) {
+        let f = try NodeJSONFields(json)
+        self.init(publicKey: try MasterTrust.key(f, "publicKey"))
+        guard try f.decode("master", as: String.self) == master else {
+            throw NodeJSONError(path: f.path(of: "master"), "the id is not the key's")
         }
-    }
-
-    /// Encodes the id and the key (base64).
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(master, forKey: .master)
-        try c.encode(Data(publicKey).base64EncodedString(), forKey: .publicKey)
     }
 }

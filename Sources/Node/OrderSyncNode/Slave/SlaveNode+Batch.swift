@@ -16,7 +16,7 @@ struct SlaveBatch {
 }
 
 /// How the replica's batches went, for `GET /v1/status` (`commits`).
-public struct ReplicaCommitStatus: Codable, Equatable, Sendable {
+public struct ReplicaCommitStatus: Equatable, Sendable {
     /// Transactions committed (or failed) for the master's messages.
     public var batches: Int64 = 0
     /// The master's messages applied in them.

@@ -1,11 +1,13 @@
+import EventLoopIO
 import Foundation
 import Logging
+import Synchronization
 
 /// Whether a node can do its job, as fixed values a script can compare (`ready` in
 /// `GET /v1/status`).
-public struct NodeReadiness: Codable, Sendable, Equatable {
+public struct NodeReadiness: Sendable, Equatable {
     /// Whether the order store answers reads.
-    public enum Store: String, Codable, Sendable {
+    public enum Store: String, Sendable {
         /// The last read of the store succeeded.
         case ok
         /// The store could not be read.
@@ -13,7 +15,7 @@ public struct NodeReadiness: Codable, Sendable, Equatable {
     }
 
     /// Whether the master's service is on the LAN (DNS-SD through Avahi).
-    public enum Published: String, Codable, Sendable {
+    public enum Published: String, Sendable {
         /// Avahi confirmed the registration.
         case ok
         /// Not confirmed yet (Avahi starting, or a renamed service being registered).
@@ -25,7 +27,7 @@ public struct NodeReadiness: Codable, Sendable, Equatable {
     }
 
     /// Whether a slave's link to its master carries live operations.
-    public enum Link: String, Codable, Sendable {
+    public enum Link: String, Sendable {
         /// Up to date; live operations flow.
         case live
         /// Connected, receiving the snapshot.
@@ -61,18 +63,10 @@ public struct NodeReadiness: Codable, Sendable, Equatable {
         if let l = link, l != .live { return .degraded }
         return .ready
     }
-
-    /// Encodes every member, absent ones as `null`.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(store, forKey: .store)
-        try c.encode(published, forKey: .published)
-        try c.encode(link, forKey: .link)
-    }
 }
 
 /// The overall state of a node (`state` in `GET /v1/status`).
-public enum NodeReadyState: String, Codable, Sendable {
+public enum NodeReadyState: String, Sendable {
     /// Everything is up.
     case ready
     /// Serving, but not published (master) or not live to its master (slave).
@@ -107,7 +101,7 @@ extension NodeReadiness.Link {
 }
 
 /// The last event a node logged at `warning` or above (`lastError` in `GET /v1/status`).
-public struct NodeError: Codable, Sendable, Equatable {
+public struct NodeError: Sendable, Equatable {
     /// The event name, as in the log (`master.disconnected`, `service.publish_failed`, ...).
     public var event: String
     /// What it said: its `reason` or `error`, else its metadata as `key=value` pairs.
@@ -134,25 +128,28 @@ public struct NodeError: Codable, Sendable, Equatable {
 /// Keeps the last warning-or-worse event of a node, for its status. The executable installs a
 /// `NodeErrorLogHandler` writing into it next to its log backend, and hands the same object
 /// to the node in its configuration.
-public final class NodeErrorLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var last: NodeError?
+public final class NodeErrorLog: Sendable {
+    private let last = Mutex<NodeError?>(nil)
 
     /// An empty log.
     public init() {}
 
     /// The last event recorded.
     public var lastError: NodeError? {
-        lock.lock()
-        defer { lock.unlock() }
-        return last
+        last.withLock { last in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
+            return last
+        }
     }
 
     /// Records an event.
     public func record(_ error: NodeError) {
-        lock.lock()
-        last = error
-        lock.unlock()
+        last.withLock { last in
+            SanitizerVisibleLock.acquired(self)
+            defer { SanitizerVisibleLock.releasing(self) }
+            last = error
+        }
     }
 }
 

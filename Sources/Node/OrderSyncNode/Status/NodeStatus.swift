@@ -2,36 +2,15 @@ import NodePolicy
 
 /// What a node is doing, as `GET /v1/status` answers it and `ordersync status` shows it: one
 /// typed value, encoded by the local API and decoded by the CLI.
-public enum NodeStatus: Codable, Sendable, Equatable {
+public enum NodeStatus: Sendable, Equatable {
     /// A master's status.
     case master(MasterStatus)
     /// A slave's status.
     case slave(SlaveStatus)
-
-    private enum RoleKey: String, CodingKey {
-        case role
-    }
-
-    /// Decodes the role's status, chosen by its `role` member.
-    public init(from decoder: any Decoder) throws {
-        let role = try decoder.container(keyedBy: RoleKey.self).decode(NodeRole.self, forKey: .role)
-        switch role {
-        case .master: self = .master(try MasterStatus(from: decoder))
-        case .slave: self = .slave(try SlaveStatus(from: decoder))
-        }
-    }
-
-    /// Encodes the role's status (it carries its `role` member).
-    public func encode(to encoder: any Encoder) throws {
-        switch self {
-        case .master(let status): try status.encode(to: encoder)
-        case .slave(let status): try status.encode(to: encoder)
-        }
-    }
 }
 
 /// The node's connection to avahi-daemon, as status shows it.
-public enum AvahiState: String, Codable, Sendable {
+public enum AvahiState: String, Sendable {
     /// Not connected yet.
     case starting
     /// Connected; the service is published or browsed.
@@ -47,7 +26,7 @@ public enum AvahiState: String, Codable, Sendable {
 }
 
 /// A master's status.
-public struct MasterStatus: Codable, Sendable, Equatable {
+public struct MasterStatus: Sendable, Equatable {
     /// Always `master`.
     public var role = NodeRole.master
     /// The daemon's version.
@@ -101,7 +80,7 @@ public struct MasterStatus: Codable, Sendable, Equatable {
     public var lastError: NodeError?
 
     /// Which protocol a connected terminal speaks.
-    public enum PeerProtocol: String, Codable, Sendable {
+    public enum PeerProtocol: String, Sendable {
         /// An OrderSync slave (a secure link, `ordersync.ik.v1` or `ordersync.pair.v1`).
         case ordersync
         /// A StorePOS terminal (no subprotocol).
@@ -109,7 +88,7 @@ public struct MasterStatus: Codable, Sendable, Equatable {
     }
 
     /// One open link.
-    public struct Peer: Codable, Sendable, Equatable {
+    public struct Peer: Sendable, Equatable {
         /// The terminal's address and port.
         public var address: String
         /// What it speaks.
@@ -136,7 +115,7 @@ public struct MasterStatus: Codable, Sendable, Equatable {
     }
 
     /// A slave the master knows.
-    public struct KnownTerminal: Codable, Sendable, Equatable {
+    public struct KnownTerminal: Sendable, Equatable {
         /// Its terminal id.
         public var terminalId: String
         /// Its name.
@@ -158,7 +137,7 @@ public struct MasterStatus: Codable, Sendable, Equatable {
 }
 
 /// A slave's status.
-public struct SlaveStatus: Codable, Sendable, Equatable {
+public struct SlaveStatus: Sendable, Equatable {
     /// Always `slave`.
     public var role = NodeRole.slave
     /// The daemon's version.
@@ -210,7 +189,7 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
     public var lastError: NodeError?
 
     /// Where a terminal stands with its master's key (`DATA/master.trust`).
-    public enum PairingState: String, Codable, Sendable {
+    public enum PairingState: String, Sendable {
         /// Paired: every link is a Noise IK handshake with the trusted master key.
         case paired
         /// Started with `--pair CODE` and not paired with that code yet.
@@ -220,7 +199,7 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
     }
 
     /// Where the link to the master is.
-    public enum LinkState: String, Codable, Sendable {
+    public enum LinkState: String, Sendable {
         /// No master to connect to.
         case idle
         /// Waiting to try the master again.
@@ -234,7 +213,7 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
     }
 
     /// The link to the master.
-    public struct Link: Codable, Sendable, Equatable {
+    public struct Link: Sendable, Equatable {
         /// Where it is.
         public var state: LinkState
         /// The master it connects (or waits to connect) to.
@@ -253,135 +232,12 @@ public struct SlaveStatus: Codable, Sendable, Equatable {
     }
 
     /// A master seen on the LAN.
-    public struct SeenMaster: Codable, Sendable, Equatable {
+    public struct SeenMaster: Sendable, Equatable {
         /// Its DNS-SD instance name.
         public var name: String
         /// Address and port.
         public var address: String
         /// The store it announces.
         public var store: String?
-    }
-}
-
-// The API has always sent `null` for an absent value rather than leaving the member out, so
-// encoding is spelled out: the synthesized encoders would drop nil members.
-
-extension MasterStatus {
-    /// Encodes every member, absent ones as `null`.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(role, forKey: .role)
-        try c.encode(version, forKey: .version)
-        try c.encode(store, forKey: .store)
-        try c.encode(name, forKey: .name)
-        try c.encode(nodeId, forKey: .nodeId)
-        try c.encode(epoch, forKey: .epoch)
-        try c.encode(seq, forKey: .seq)
-        try c.encode(orders, forKey: .orders)
-        try c.encode(port, forKey: .port)
-        try c.encode(dataDir, forKey: .dataDir)
-        try c.encode(serviceType, forKey: .serviceType)
-        try c.encode(serviceName, forKey: .serviceName)
-        try c.encode(avahi, forKey: .avahi)
-        try c.encode(uptimeSeconds, forKey: .uptimeSeconds)
-        try c.encode(peers, forKey: .peers)
-        try c.encode(terminals, forKey: .terminals)
-        try c.encode(tombstones, forKey: .tombstones)
-        try c.encode(pairing, forKey: .pairing)
-        try c.encode(pairedTerminals, forKey: .pairedTerminals)
-        try c.encode(previousNodeId, forKey: .previousNodeId)
-        try c.encode(commits, forKey: .commits)
-        try c.encode(storeposForeign, forKey: .storeposForeign)
-        try c.encode(ready, forKey: .ready)
-        try c.encode(state, forKey: .state)
-        try c.encode(lastError, forKey: .lastError)
-    }
-}
-
-extension MasterStatus.Peer {
-    /// Encodes every member, absent ones as `null`.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(address, forKey: .address)
-        try c.encode(`protocol`, forKey: .protocol)
-        try c.encode(terminal, forKey: .terminal)
-        try c.encode(terminalId, forKey: .terminalId)
-        try c.encode(connectedSeconds, forKey: .connectedSeconds)
-        try c.encode(lastSeenMillisAgo, forKey: .lastSeenMillisAgo)
-        try c.encode(ackedSeq, forKey: .ackedSeq)
-        try c.encode(lag, forKey: .lag)
-        try c.encode(outbox, forKey: .outbox)
-        try c.encode(messages, forKey: .messages)
-        try c.encode(rejected, forKey: .rejected)
-    }
-}
-
-extension MasterStatus.KnownTerminal {
-    /// Encodes every member, absent ones as `null`.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(terminalId, forKey: .terminalId)
-        try c.encode(name, forKey: .name)
-        try c.encode(address, forKey: .address)
-        try c.encode(connected, forKey: .connected)
-        try c.encode(ackedSeq, forKey: .ackedSeq)
-        try c.encode(lag, forKey: .lag)
-        try c.encode(lastSeen, forKey: .lastSeen)
-        try c.encode(outbox, forKey: .outbox)
-    }
-}
-
-extension SlaveStatus {
-    /// Encodes every member, absent ones as `null`.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(role, forKey: .role)
-        try c.encode(version, forKey: .version)
-        try c.encode(store, forKey: .store)
-        try c.encode(name, forKey: .name)
-        try c.encode(nodeId, forKey: .nodeId)
-        try c.encode(terminalId, forKey: .terminalId)
-        try c.encode(masterId, forKey: .masterId)
-        try c.encode(pairing, forKey: .pairing)
-        try c.encode(seq, forKey: .seq)
-        try c.encode(masterSeq, forKey: .masterSeq)
-        try c.encode(lag, forKey: .lag)
-        try c.encode(epoch, forKey: .epoch)
-        try c.encode(orders, forKey: .orders)
-        try c.encode(dataDir, forKey: .dataDir)
-        try c.encode(avahi, forKey: .avahi)
-        try c.encode(uptimeSeconds, forKey: .uptimeSeconds)
-        try c.encode(master, forKey: .master)
-        try c.encode(pendingWrites, forKey: .pendingWrites)
-        try c.encode(outbox, forKey: .outbox)
-        try c.encode(mastersSeen, forKey: .mastersSeen)
-        try c.encode(commits, forKey: .commits)
-        try c.encode(ready, forKey: .ready)
-        try c.encode(state, forKey: .state)
-        try c.encode(lastError, forKey: .lastError)
-    }
-}
-
-extension SlaveStatus.Link {
-    /// Encodes every member, absent ones as `null`.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(state, forKey: .state)
-        try c.encode(url, forKey: .url)
-        try c.encode(serviceName, forKey: .serviceName)
-        try c.encode(sinceSeconds, forKey: .sinceSeconds)
-        try c.encode(lastSeenMillisAgo, forKey: .lastSeenMillisAgo)
-        try c.encode(lastError, forKey: .lastError)
-        try c.encode(notLiveSeconds, forKey: .notLiveSeconds)
-    }
-}
-
-extension SlaveStatus.SeenMaster {
-    /// Encodes every member, absent ones as `null`.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(name, forKey: .name)
-        try c.encode(address, forKey: .address)
-        try c.encode(store, forKey: .store)
     }
 }
