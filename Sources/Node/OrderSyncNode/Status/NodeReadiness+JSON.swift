@@ -1,4 +1,5 @@
 import JSON
+import NodePolicy
 
 // The parts of `GET /v1/status` kept apart from `NodeStatus`: readiness, the last error, the
 // pairing windows and the commit counters; members in order, an absent value as `null`.
