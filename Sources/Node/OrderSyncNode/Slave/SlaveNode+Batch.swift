@@ -31,7 +31,7 @@ public struct ReplicaCommitStatus: Codable, Equatable, Sendable {
 
 extension SlaveNode {
     /// A message from the master: applied in this loop turn's batch.
-    func masterMessage(_ text: String) {
+    func masterMessage(_ text: [UInt8]) {
         // Several stores became visible while this one was syncing: do not join one by chance.
         if mustChooseStore { engine.joinAllowed = chooseTarget() != nil }
         if batch == nil {
