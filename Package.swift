@@ -124,21 +124,24 @@ let package = Package(
         .target(name: "FaultVFS", dependencies: ["CFaultVFS"], path: "Tests/FaultVFS"),
         // CI mode (the `CI` variable) read one way by every test target that skips or fails.
         .target(name: "CIMode", path: "Tests/CIMode"),
+        // Tests read and write the engines' messages (UTF-8 bytes) as text.
+        .target(name: "WireTestSupport", dependencies: ["SyncCore"], path: "Tests/WireTestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
         .testTarget(name: "NoiseTests", dependencies: ["Noise"], resources: [.copy("Resources")]),
         .testTarget(name: "SecureLinkTests", dependencies: ["SecureLink", "Noise"]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore"]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "WireTestSupport"]),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
         .testTarget(name: "NodePolicyTests", dependencies: ["NodePolicy", "JSON", "HTTP1", "SyncCore", "SecureLink"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.
-        .testTarget(name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore", "FaultVFS", "CIMode"]),
+        .testTarget(
+            name: "SyncSimulationTests", dependencies: ["JSON", "SyncCore", "OrderStore", "FaultVFS", "CIMode", "WireTestSupport"]),
         // HTTP1 only for the request/response round trip over a Unix socket.
         .testTarget(name: "EventLoopIOTests", dependencies: ["EventLoopIO", "HTTP1", "CIMode"]),
         .testTarget(name: "WebSocketTransportTests", dependencies: ["WebSocketTransport", "WebSocket", "EventLoopIO"]),
-        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore", "FaultVFS"]),
+        .testTarget(name: "OrderStoreTests", dependencies: ["OrderStore", "JSON", "SyncCore", "FaultVFS", "WireTestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery", "CIMode"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "EventLoopIO"]),
         .testTarget(name: "MicroBenchTests", dependencies: ["MicroBenchCases"]),
@@ -147,6 +150,7 @@ let package = Package(
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
                 "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "FaultVFS", "CIMode", "NodePolicy",
+                "WireTestSupport",
             ]),
         .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore"]),
     ],

@@ -12,7 +12,7 @@ final class CommitPathTests: StoreTestCase {
     private func entry(_ seq: Int64, at millis: Int64) -> JournalEntry {
         JournalEntry(
             seq: seq, opId: "op-\(seq)", origin: "t", operation: .create, orderUUIDs: [UUID().uuidString.lowercased()],
-            message: "{\"seq\":\(seq)}", recordedAtMillis: millis)
+            message: Array("{\"seq\":\(seq)}".utf8), recordedAtMillis: millis)
     }
 
     /// Compaction removes the oldest entries up to the given sequence, and only the run of
@@ -46,8 +46,8 @@ final class CommitPathTests: StoreTestCase {
     /// entry says whether there was one.
     func testTheOutboxReportsItsPositionsAndWhatItDeleted() throws {
         let db = try openDatabase()
-        let first = try db.appendOutbox(OutboxEntry(opId: "a", message: "{}", orderKeys: ["k"], createdMillis: 1))
-        let second = try db.appendOutbox(OutboxEntry(opId: "b", message: "{}", orderKeys: ["k"], createdMillis: 2))
+        let first = try db.appendOutbox(OutboxEntry(opId: "a", message: Array("{}".utf8), orderKeys: ["k"], createdMillis: 1))
+        let second = try db.appendOutbox(OutboxEntry(opId: "b", message: Array("{}".utf8), orderKeys: ["k"], createdMillis: 2))
         XCTAssertEqual(try db.outboxEntries().map(\.position), [first.position, second.position])
         XCTAssertGreaterThan(second.position, first.position)
         XCTAssertGreaterThan(first.position, 0)

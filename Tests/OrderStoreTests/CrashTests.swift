@@ -1,6 +1,7 @@
 import Foundation
 import SyncCore
 import Synchronization
+import WireTestSupport
 import XCTest
 
 @testable import OrderStore
@@ -43,7 +44,7 @@ final class CrashTests: XCTestCase {
             try writer.appendJournal(
                 JournalEntry(
                     seq: 1, opId: "op-survivor", origin: "local", operation: .create,
-                    orderUUIDs: [orderUUID], message: "{}", recordedAtMillis: 1))
+                    orderUUIDs: [orderUUID], message: Array("{}".utf8), recordedAtMillis: 1))
         }
         return writer
     }

@@ -24,7 +24,7 @@ final class DiskFaultTests: FaultVFSStoreTestCase {
                 try db.appendJournal(
                     JournalEntry(
                         seq: 2, opId: "op-b", origin: "local", operation: .create, orderUUIDs: [b.uuid],
-                        message: "{}", recordedAtMillis: 2))
+                        message: Array("{}".utf8), recordedAtMillis: 2))
             }
         }
         XCTAssertEqual(FaultVFS.counters.faultsInjected, 1, file: file, line: line)

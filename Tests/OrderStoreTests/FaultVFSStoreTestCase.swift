@@ -44,7 +44,7 @@ class FaultVFSStoreTestCase: StoreTestCase {
             try db.appendJournal(
                 JournalEntry(
                     seq: seq, opId: "op-\(seq)", origin: "local", operation: .create, orderUUIDs: [order.uuid],
-                    message: "{}", recordedAtMillis: seq))
+                    message: Array("{}".utf8), recordedAtMillis: seq))
         }
         return order
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SyncCore
+import WireTestSupport
 import XCTest
 
 @testable import OrderStore
@@ -20,7 +21,7 @@ final class IntegrityTests: StoreTestCase {
                 try db.appendJournal(
                     JournalEntry(
                         seq: Int64(i + 1), opId: "op-\(i)", origin: "test", operation: .create, orderUUIDs: [order.uuid],
-                        message: "{}", recordedAtMillis: 1_700_000_000_000))
+                        message: Array("{}".utf8), recordedAtMillis: 1_700_000_000_000))
             }
         }
         db.close()
@@ -77,7 +78,8 @@ final class IntegrityTests: StoreTestCase {
     func testTheOutboxAndIdentityOfADamagedReplicaAreReadBackIntoAFreshOne() throws {
         _ = try makeStore(orders: 30, role: "slave")
         let entries = (0..<3).map {
-            OutboxEntry(opId: "queued-\($0)", message: "{\"n\":\($0)}", orderKeys: ["k\($0)"], createdMillis: 5 + Int64($0), baseSeq: 7)
+            OutboxEntry(
+                opId: "queued-\($0)", message: Array("{\"n\":\($0)}".utf8), orderKeys: ["k\($0)"], createdMillis: 5 + Int64($0), baseSeq: 7)
         }
         do {
             let db = try openDatabase()
@@ -100,8 +102,8 @@ final class IntegrityTests: StoreTestCase {
         let fresh = try openDatabase()
         try fresh.restore(salvaged)
         XCTAssertEqual(
-            try fresh.outboxEntries().map { [$0.opId, $0.message, "\($0.baseSeq)", "\($0.createdMillis)"] },
-            entries.map { [$0.opId, $0.message, "7", "\($0.createdMillis)"] })
+            try fresh.outboxEntries().map { [$0.opId, $0.message.text, "\($0.baseSeq)", "\($0.createdMillis)"] },
+            entries.map { [$0.opId, $0.message.text, "7", "\($0.createdMillis)"] })
         XCTAssertEqual(try fresh.metadata("terminal.id"), "terminal-1")
         XCTAssertEqual(try fresh.orderCount(), 0)
         assertStoreError(.damaged) { try OrderDatabase.openReadOnly(path: moved) }
@@ -111,7 +113,7 @@ final class IntegrityTests: StoreTestCase {
         _ = try makeStore(orders: 5, role: "slave")
         do {
             let db = try openDatabase()
-            try db.appendOutbox(OutboxEntry(opId: "queued", message: "{}", orderKeys: [], createdMillis: 1))
+            try db.appendOutbox(OutboxEntry(opId: "queued", message: Array("{}".utf8), orderKeys: [], createdMillis: 1))
             db.close()
         }
         try overwriteRootPage(of: "outbox")

@@ -11,7 +11,7 @@ final class JournalTests: StoreTestCase {
     private func entry(_ seq: Int64, opId: String?, _ operation: OperationKind, _ uuids: [String]) -> JournalEntry {
         JournalEntry(
             seq: seq, opId: opId, origin: "terminal-\(seq % 2)", operation: operation, orderUUIDs: uuids,
-            message: "{\"operation\":\(operation.rawValue),\"seq\":\(seq)}",
+            message: Array("{\"operation\":\(operation.rawValue),\"seq\":\(seq)}".utf8),
             recordedAtMillis: 1_700_000_000_000 + seq)
     }
 
@@ -75,7 +75,7 @@ final class JournalTests: StoreTestCase {
         let db = try openDatabase()
         var e = entry(1, opId: "x'); DROP TABLE journal;--", .create, ["'); DROP TABLE orders;--"])
         e.origin = "\"; DELETE FROM journal; --"
-        e.message = "{\"customerName\":\"'); DROP TABLE orders;--\"}"
+        e.message = Array("{\"customerName\":\"'); DROP TABLE orders;--\"}".utf8)
         try db.appendJournal(e)
         XCTAssertEqual(try db.journalEntry(opId: "x'); DROP TABLE journal;--"), e)
         XCTAssertEqual(try db.journal(since: 0, orderUUID: "'); DROP TABLE ORDERS;--", limit: 5), [e])

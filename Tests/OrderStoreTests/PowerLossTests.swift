@@ -81,7 +81,7 @@ final class PowerLossTests: FaultVFSStoreTestCase {
                     try db.appendJournal(
                         JournalEntry(
                             seq: Int64(committed.count + 1), opId: "op-cut", origin: "local", operation: .create,
-                            orderUUIDs: [next.uuid], message: "{}", recordedAtMillis: 0))
+                            orderUUIDs: [next.uuid], message: Array("{}".utf8), recordedAtMillis: 0))
                 }
                 // The cut came later than this commit's last write: it is acknowledged.
                 committed.append(next)

@@ -19,7 +19,7 @@ final class ReadOnlyTests: StoreTestCase {
         try writer.appendJournal(
             JournalEntry(
                 seq: 1, opId: "op", origin: "local", operation: .create,
-                orderUUIDs: [first.uuid], message: "{}", recordedAtMillis: 5))
+                orderUUIDs: [first.uuid], message: Array("{}".utf8), recordedAtMillis: 5))
 
         let reader = try OrderDatabase.openReadOnly(path: dbPath)
         XCTAssertTrue(reader.isReadOnly)
@@ -60,7 +60,7 @@ final class ReadOnlyTests: StoreTestCase {
             try reader.appendJournal(
                 JournalEntry(
                     seq: 1, opId: nil, origin: "x", operation: .remove,
-                    orderUUIDs: [], message: "{}", recordedAtMillis: 0))
+                    orderUUIDs: [], message: Array("{}".utf8), recordedAtMillis: 0))
         }
         // SQLite itself refuses too: the connection was opened with SQLITE_OPEN_READONLY.
         let raw = assertStoreError(.readOnly) { try reader.connection.execute("DELETE FROM orders") }

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import SyncCore
+import WireTestSupport
 import XCTest
 
 @testable import OrderStore
@@ -49,8 +50,8 @@ class RetentionTestCase: StoreTestCase {
     func texts(_ actions: [MasterEngine.Action], to peer: Int) -> [String] {
         actions.compactMap { a -> String? in
             switch a {
-            case .send(peer, let t): return t
-            case .broadcast(let t, let peers) where peers.contains(peer): return t
+            case .send(peer, let t): return t.text
+            case .broadcast(let t, let peers) where peers.contains(peer): return t.text
             default: return nil
             }
         }
@@ -75,7 +76,7 @@ class RetentionTestCase: StoreTestCase {
         func collect(_ actions: [SlaveEngine.Action]) {
             for a in actions {
                 switch a {
-                case .send(let t): sentBySlave.append(t)
+                case .send(let t): sentBySlave.append(t.text)
                 case .scheduleAck: collect(slave.ackDue())
                 case .resync: resync = true
                 default: break

@@ -26,7 +26,7 @@ final class TransactionTests: StoreTestCase {
         try db.insertOrder(kept)
         let journal = JournalEntry(
             seq: 1, opId: "op-1", origin: "local", operation: .create,
-            orderUUIDs: ["x"], message: "{}", recordedAtMillis: 1)
+            orderUUIDs: ["x"], message: Array("{}".utf8), recordedAtMillis: 1)
         XCTAssertThrowsError(
             try db.transaction {
                 try db.insertOrder(makeOrder(customer: "lost"))

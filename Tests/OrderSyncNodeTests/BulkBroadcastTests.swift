@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import OrderStore
 import SyncCore
+import WireTestSupport
 import XCTest
 
 @testable import OrderSyncNode
@@ -73,7 +74,7 @@ final class BulkBroadcastTests: XCTestCase {
     func converse(_ slave: SlaveEngine, _ master: MasterEngine, now: Int64) {
         var masterActions: [MasterEngine.Action] = []
         var toMaster = slave.linkOpened().compactMap { a -> String? in
-            if case .send(let t) = a { return t }; return nil
+            if case .send(let t) = a { return t.text }; return nil
         }
         _ = master.peerConnected(1, address: "10.0.0.2:5000", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar"))
         while !toMaster.isEmpty {
@@ -81,7 +82,7 @@ final class BulkBroadcastTests: XCTestCase {
             masterActions += actions
             toMaster = texts(actions, to: 1).flatMap { t in
                 slave.received(t, now: now).compactMap { a -> String? in
-                    if case .send(let m) = a { return m }; return nil
+                    if case .send(let m) = a { return m.text }; return nil
                 }
             }
         }
@@ -124,7 +125,7 @@ final class BulkBroadcastTests: XCTestCase {
         let (master, _, slave, sdb, uuids) = try synced(orders: 40)
         let (_, written) = slave.localWrite(rename(uuids, to: "Party", opId: nil), opId: "op-mine", now: 3)
         let sent = written.compactMap { a -> String? in
-            if case .send(let t) = a { return t }; return nil
+            if case .send(let t) = a { return t.text }; return nil
         }
         XCTAssertEqual(sent.count, 1)
         XCTAssertEqual(try sdb.outboxCount(), 1)
@@ -185,7 +186,7 @@ final class BulkBroadcastTests: XCTestCase {
         _ = master.localWrite(rename(uuids, to: "Party"), origin: "m", now: 3)
         let missed = try XCTUnwrap(master.catchUp(from: 30, epoch: "e"))
         XCTAssertGreaterThan(missed.count, 1, "the operation in parts")
-        XCTAssertTrue(missed.allSatisfy { $0.utf8.count <= partBytes })
+        XCTAssertTrue(missed.allSatisfy { $0.count <= partBytes })
         converse(slave, master, now: 4)
         XCTAssertTrue(logs(lastConversation).contains("catchup.sent"))
         XCTAssertEqual(slave.lastSeq, 31)
@@ -235,8 +236,8 @@ extension [MasterEngine.Action] {
     func texts(to peer: Int) -> [String] {
         compactMap { a -> String? in
             switch a {
-            case .send(peer, let t): return t
-            case .broadcast(let t, let peers) where peers.contains(peer): return t
+            case .send(peer, let t): return t.text
+            case .broadcast(let t, let peers) where peers.contains(peer): return t.text
             default: return nil
             }
         }

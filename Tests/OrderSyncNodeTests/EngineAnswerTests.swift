@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import OrderStore
 import SyncCore
+import WireTestSupport
 import XCTest
 
 @testable import OrderSyncNode
@@ -125,14 +126,14 @@ final class EngineAnswerTests: XCTestCase {
     /// Runs hello, snapshot or catch-up and everything after between one slave and the master.
     func converse(_ slave: SlaveEngine, _ master: MasterEngine, peer: Int = 1, now: Int64) {
         var toMaster = slave.linkOpened().compactMap { a -> String? in
-            if case .send(let t) = a { return t }; return nil
+            if case .send(let t) = a { return t.text }; return nil
         }
         _ = master.peerConnected(peer, address: "10.0.0.2:5000", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar"))
         while !toMaster.isEmpty {
             let toSlave = toMaster.flatMap { texts(master.received($0, from: peer, now: now), to: peer) }
             toMaster = toSlave.flatMap { t in
                 slave.received(t, now: now).compactMap { a -> String? in
-                    if case .send(let m) = a { return m }; return nil
+                    if case .send(let m) = a { return m.text }; return nil
                 }
             }
         }

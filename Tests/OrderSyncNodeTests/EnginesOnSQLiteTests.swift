@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import OrderStore
 import SyncCore
+import WireTestSupport
 import XCTest
 
 @testable import OrderSyncNode
@@ -104,7 +105,7 @@ final class EnginesOnSQLiteTests: XCTestCase {
         XCTAssertEqual(slave.received(text, now: 0).filter { if case .log = $0 { return false } else { return true } }, [.scheduleAck])
         XCTAssertEqual(slave.lastSeq, 6)
         XCTAssertEqual(slave.received(text, now: 0), [], "an operation already applied is ignored")
-        let skipped = text.replacingOccurrences(of: "\"seq\":6", with: "\"seq\":9")
+        let skipped = text.text.replacingOccurrences(of: "\"seq\":6", with: "\"seq\":9")
         XCTAssertTrue(slave.received(skipped, now: 0).contains(.resync(reason: "resync")), "a gap makes the slave catch up again")
         XCTAssertEqual(slave.lastSeq, 6)
         XCTAssertEqual(try sdb.orderCount(), 4)
@@ -149,8 +150,8 @@ final class EnginesOnSQLiteTests: XCTestCase {
         func run(_ actions: [MasterEngine.Action]) {
             for x in actions {
                 switch x {
-                case .send(1, let t): toSlave.append(t)
-                case .broadcast(let t, let peers) where peers.contains(1): toSlave.append(t)
+                case .send(1, let t): toSlave.append(t.text)
+                case .broadcast(let t, let peers) where peers.contains(1): toSlave.append(t.text)
                 default: break
                 }
             }
@@ -161,7 +162,7 @@ final class EnginesOnSQLiteTests: XCTestCase {
         while !toSlave.isEmpty || !toMaster.isEmpty {
             for t in toSlave {
                 for x in slave.received(t, now: 6_000) {
-                    if case .send(let m) = x { toMaster.append(m) }
+                    if case .send(let m) = x { toMaster.append(m.text) }
                     if case .scheduleAck = x { acksAsked += 1 }
                 }
             }

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import SyncCore
+import WireTestSupport
 import XCTest
 
 @testable import OrderStore
@@ -53,7 +54,7 @@ final class GroupCommitEngineTests: XCTestCase {
         for i in 0..<20 {
             for case .broadcast(let text, let peers) in master.received(create("u\(i)"), from: 1, now: 2) {
                 XCTAssertEqual(peers, [2], "the other terminal gets it; the StorePOS sender does not")
-                broadcasts.append(text)
+                broadcasts.append(text.text)
             }
         }
         XCTAssertEqual(master.groupApplied.map(\.orderUUIDs), (0..<20).map { [u("u\($0)")] })
@@ -92,14 +93,14 @@ final class GroupCommitEngineTests: XCTestCase {
         XCTAssertEqual(master.lastSeq, 1, "the sequence is where the disk is")
         XCTAssertTrue(master.groupApplied.isEmpty)
         let toSlave = actions.compactMap { a -> String? in
-            if case .send(1, let text) = a { return text }
+            if case .send(1, let text) = a { return text.text }
             return nil
         }
         XCTAssertEqual(toSlave.count, 2, "\(toSlave)")
         XCTAssertTrue(toSlave[0].contains("storage_failed") && toSlave[0].contains("op-1"), toSlave[0])
         XCTAssertTrue(toSlave[1].contains("\"type\":\"result\"") && toSlave[1].contains("\"failed\":1"), toSlave[1])
         let toStorePOS = actions.compactMap { a -> String? in
-            if case .send(2, let text) = a { return text }
+            if case .send(2, let text) = a { return text.text }
             return nil
         }
         XCTAssertEqual(toStorePOS.count, 1)

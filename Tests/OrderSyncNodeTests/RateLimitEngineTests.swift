@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import OrderStore
 import SyncCore
+import WireTestSupport
 import XCTest
 
 @testable import OrderSyncNode
@@ -28,7 +29,7 @@ final class RateLimitEngineTests: XCTestCase {
     }
 
     private func sent(to peer: Int, _ actions: [MasterEngine.Action]) -> [String] {
-        actions.compactMap { if case .send(peer, let t) = $0 { return t } else { return nil } }
+        actions.compactMap { if case .send(peer, let t) = $0 { return t.text } else { return nil } }
     }
 
     func testAStorePOSTerminalOverItsLimitGetsRateLimitedWhileAnotherTerminalApplies() throws {
@@ -82,14 +83,14 @@ final class RateLimitEngineTests: XCTestCase {
         var clock: Int64 = 6_000
         /// Runs both engines until neither has anything more to say.
         func exchange(_ first: [SlaveEngine.Action]) {
-            var toMaster = first.compactMap { if case .send(let m) = $0 { return m } else { return nil } }
+            var toMaster = first.compactMap { if case .send(let m) = $0 { return m.text } else { return nil } }
             while !toMaster.isEmpty {
                 var toSlave: [String] = []
                 for m in toMaster {
                     for x in master.received(m, from: 1, now: clock) {
                         switch x {
-                        case .send(1, let t): toSlave.append(t)
-                        case .broadcast(let t, let peers) where peers.contains(1): toSlave.append(t)
+                        case .send(1, let t): toSlave.append(t.text)
+                        case .broadcast(let t, let peers) where peers.contains(1): toSlave.append(t.text)
                         default: break
                         }
                     }
@@ -98,7 +99,7 @@ final class RateLimitEngineTests: XCTestCase {
                 for t in toSlave {
                     for x in slave.received(t, now: clock) {
                         switch x {
-                        case .send(let m): toMaster.append(m)
+                        case .send(let m): toMaster.append(m.text)
                         case .scheduleOutboxRetry(let millis): retries.append(millis)
                         default: break
                         }
@@ -207,7 +208,7 @@ final class RateLimitEngineTests: XCTestCase {
         master.limits.snapshots = Allowance(perSecond: 0.1, capacity: 2)
         let sdb = try OrderDatabase(path: dir + "/s.sqlite")
         let slave = try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: "s")
-        let hello = slave.linkOpened().compactMap { if case .send(let m) = $0 { return m } else { return nil } }.first!
+        let hello = slave.linkOpened().compactMap { if case .send(let m) = $0 { return m.text } else { return nil } }.first!
         let terminal = AuthenticatedTerminal(nodeId: "t", name: "bar")
         var id = 0
         /// One connection of the loop: connect and say hello (always asking for a snapshot).

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Noise
 import SecureLink
+import WireTestSupport
 import XCTest
 
 @testable import OrderSyncNode
@@ -70,7 +71,7 @@ final class SlaveSecureSessionTests: XCTestCase {
         XCTAssertEqual(hello["terminal"]?.stringValue, "t-1")
         // A sealed message from this side before `paired` is refused here, not sent.
         var early = session
-        guard case .failed? = early.seal("{}").first else { return XCTFail("sealed before secured") }
+        guard case .failed? = early.seal(Array("{}".utf8)).first else { return XCTFail("sealed before secured") }
 
         let paired = try master.seal(
             control([("type", .string("paired")), ("terminal", .string("X")), ("name", .string("bar-2"))]), control: true)
@@ -78,10 +79,10 @@ final class SlaveSecureSessionTests: XCTestCase {
         XCTAssertEqual(session.received(paired[0]), [.paired(greeting), .secured(greeting)])
 
         // Sync messages flow both ways now.
-        let out = sent(session.seal(#"{"type":"hello"}"#))
+        let out = sent(session.seal(Array(#"{"type":"hello"}"#.utf8)))
         XCTAssertEqual(try master.receive(out[0]), [.message(Array(#"{"type":"hello"}"#.utf8))])
         let snapshot = try master.seal(Array(#"{"type":"snapshot"}"#.utf8))
-        XCTAssertEqual(session.received(snapshot[0]), [.message(#"{"type":"snapshot"}"#)])
+        XCTAssertEqual(session.received(snapshot[0]), [.message(Array(#"{"type":"snapshot"}"#.utf8))])
     }
 
     func testPairingWithAWrongCodeFailsAtTheMasterAndNothingReachesTheSlave() throws {
@@ -110,7 +111,7 @@ final class SlaveSecureSessionTests: XCTestCase {
     func testKnownLinkFlowsAndAnswersOnlyFromTheTrustedKey() throws {
         var (session, master) = try securedKnownLink()
         let op = try master.seal(Array(#"{"type":"op"}"#.utf8))
-        XCTAssertEqual(session.received(op[0]), [.message(#"{"type":"op"}"#)])
+        XCTAssertEqual(session.received(op[0]), [.message(Array(#"{"type":"op"}"#.utf8))])
         // A master with another key cannot read the first message at all.
         let (_, first) = start(.known(masterKey: masterKeys.publicKey))
         var rogue = SecureLink.knownResponder(keys: [NoiseKeyPair.generate()])
@@ -139,7 +140,7 @@ final class SlaveSecureSessionTests: XCTestCase {
         var (session, master) = try securedKnownLink()
         var message = try master.seal(Array(#"{"type":"op","n":1}"#.utf8))[0]
         var replay = session
-        XCTAssertEqual(replay.received(message), [.message(#"{"type":"op","n":1}"#)])
+        XCTAssertEqual(replay.received(message), [.message(Array(#"{"type":"op","n":1}"#.utf8))])
         guard case .failed(let again)? = replay.received(message).first else { return XCTFail("a replay was accepted") }
         XCTAssertFalse(again.masterUnproven)
         message[message.count - 1] ^= 1

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import OrderStore
 import SyncCore
+import WireTestSupport
 import XCTest
 
 /// Snapshots handed out a part at a time (`MasterEngine.pacesSnapshots`), with the operations
@@ -29,8 +30,8 @@ final class SnapshotStreamTests: XCTestCase {
     private func sends(_ actions: [MasterEngine.Action], to peer: Int) -> [String] {
         actions.compactMap {
             switch $0 {
-            case .send(let p, let text) where p == peer: return text
-            case .broadcast(let text, let peers) where peers.contains(peer): return text
+            case .send(let p, let text) where p == peer: return text.text
+            case .broadcast(let text, let peers) where peers.contains(peer): return text.text
             default: return nil
             }
         }
@@ -50,7 +51,7 @@ final class SnapshotStreamTests: XCTestCase {
         let slave = try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: "s")
         XCTAssertEqual(master.peerConnected(1, address: "10.0.0.2:1", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar")), [])
         var hello: String?
-        for case .send(let text) in slave.linkOpened() { hello = text }
+        for case .send(let text) in slave.linkOpened() { hello = text.text }
         let started = master.received(try XCTUnwrap(hello), from: 1, now: 1_000)
         return (master, slave, sdb, started)
     }
@@ -149,7 +150,7 @@ final class SnapshotStreamTests: XCTestCase {
         XCTAssertEqual(b.count, 4 + 2 * master.storePOSFence + 2)
         XCTAssertEqual(
             orders(a.prefix(2)), orders(b.filter { $0.contains(#""operation":0"#) }), "the same orders from the same read")
-        XCTAssertEqual(try master.snapshotMessages().messages, Array(a.prefix(2)), "the unpaced snapshot is the same")
+        XCTAssertEqual(try master.snapshotMessages().messages.map(\.text), Array(a.prefix(2)), "the unpaced snapshot is the same")
     }
 
     func testAStorePOSAppGetsWhatWasHeldOnlyAfterTheLastPauseAndLiveChangesOfOneOrderSpacedApart() throws {
@@ -184,7 +185,7 @@ final class SnapshotStreamTests: XCTestCase {
             operation: .update, orders: [.object(JSONObject([("uuid", .string(first)), ("tableSize", .int(5))]))])
         let spaced = sends(master.localWrite(second, origin: "api", now: 3_000).1, to: 2)
         XCTAssertEqual(spaced.count, 2 + 1, "\(spaced)")
-        XCTAssertEqual(Array(spaced.prefix(2)), Array(repeating: StorePOSSpacing.fenceMessage, count: 2))
+        XCTAssertEqual(Array(spaced.prefix(2)), Array(repeating: StorePOSSpacing.fenceMessage.text, count: 2))
         XCTAssertTrue(spaced[2].contains(#""tableSize":5"#), spaced[2])
         // Another order: no fence.
         let other = master.localWrite(

@@ -69,7 +69,7 @@ final class StoreOpeningTests: XCTestCase {
             try db.setMetadata("terminal.id", "till-7")
             for i in 0..<200 {
                 try db.appendOutbox(
-                    OutboxEntry(opId: "op-\(i)", message: String(repeating: "m", count: 100), orderKeys: [], createdMillis: 1))
+                    OutboxEntry(opId: "op-\(i)", message: Array(repeating: UInt8(ascii: "m"), count: 100), orderKeys: [], createdMillis: 1))
             }
         }
         try overwriteAllButTheFirstPage(c.databasePath)

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import OrderStore
 import SyncCore
+import WireTestSupport
 import XCTest
 
 /// A plain StorePOS app whose change the master refuses is sent, right after the `error`, what
@@ -23,12 +24,12 @@ final class StorePOSPutRightTests: XCTestCase {
         var texts: [String] = []
         for action in actions {
             switch action {
-            case .send(let p, let text):
-                apps[p]?.receive(text)
-                if p == peer { texts.append(text) }
-            case .broadcast(let text, let peers):
-                for p in peers { apps[p]?.receive(text) }
-                if peers.contains(peer) { texts.append(text) }
+            case .send(let p, let bytes):
+                apps[p]?.receive(bytes.text)
+                if p == peer { texts.append(bytes.text) }
+            case .broadcast(let bytes, let peers):
+                for p in peers { apps[p]?.receive(bytes.text) }
+                if peers.contains(peer) { texts.append(bytes.text) }
             default: break
             }
         }

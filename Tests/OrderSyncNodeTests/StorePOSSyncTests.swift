@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import OrderStore
 import SyncCore
+import WireTestSupport
 import XCTest
 
 /// Plain StorePOS terminals on the master engine (paced snapshots, the real SQLite store), each
@@ -26,8 +27,8 @@ final class StorePOSSyncTests: XCTestCase {
     private func deliver(_ actions: [MasterEngine.Action]) {
         for action in actions {
             switch action {
-            case .send(let peer, let text): apps[peer]?.receive(text)
-            case .broadcast(let text, let peers): for peer in peers { apps[peer]?.receive(text) }
+            case .send(let peer, let text): apps[peer]?.receive(text.text)
+            case .broadcast(let text, let peers): for peer in peers { apps[peer]?.receive(text.text) }
             default: break
             }
         }
@@ -36,8 +37,8 @@ final class StorePOSSyncTests: XCTestCase {
     private func texts(_ actions: [MasterEngine.Action], to peer: Int) -> [String] {
         actions.compactMap {
             switch $0 {
-            case .send(let p, let text) where p == peer: return text
-            case .broadcast(let text, let peers) where peers.contains(peer): return text
+            case .send(let p, let text) where p == peer: return text.text
+            case .broadcast(let text, let peers) where peers.contains(peer): return text.text
             default: return nil
             }
         }
@@ -114,7 +115,7 @@ final class StorePOSSyncTests: XCTestCase {
     }
 
     /// The messages that change something on an app (not the empty Removes that space them).
-    private func changes(_ texts: [String]) -> [String] { texts.filter { $0 != StorePOSSpacing.fenceMessage } }
+    private func changes(_ texts: [String]) -> [String] { texts.filter { $0 != StorePOSSpacing.fenceMessage.text } }
 
     // MARK: No echo
 
@@ -154,7 +155,7 @@ final class StorePOSSyncTests: XCTestCase {
         let slave = try SlaveEngine(
             store: SQLiteSlaveStore(db: try OrderDatabase.inMemory()), terminalId: "t", terminalName: "bar", configuredStore: "s")
         var hello: String?
-        for case .send(let text) in slave.linkOpened() { hello = text }
+        for case .send(let text) in slave.linkOpened() { hello = text.text }
         deliver(master.received(try XCTUnwrap(hello), from: 3, now: now))
         while master.isReceivingSnapshot(3) { _ = master.snapshotStep(for: 3) }
         let out = master.received(
@@ -290,7 +291,7 @@ final class StorePOSSyncTests: XCTestCase {
         connect(1)
         var app = disconnect(1)
         app.restart()
-        for text in try master.snapshotMessages().messages { app.receive(text) }
+        for bytes in try master.snapshotMessages().messages { app.receive(bytes.text) }
         XCTAssertEqual(app.list.count, 6)
         XCTAssertTrue(app.crashed, "the real app would have crashed on the first Create")
     }

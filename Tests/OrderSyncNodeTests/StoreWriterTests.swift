@@ -213,7 +213,7 @@ final class SlaveBatchOffTheLoopTests: XCTestCase {
 
     func testTheSlaveCommitsItsBatchOffTheLoopAndWorkAfterItWaits() throws {
         let slave = try slave()
-        slave.masterMessage(#"{"type":"heartbeat","seq":0}"#)
+        slave.masterMessage(Array(#"{"type":"heartbeat","seq":0}"#.utf8))
         XCTAssertEqual(slave.writer.phase, .collecting, "the message is applied in an open batch")
         slave.commitBatch()
         // Returned before its COMMIT was handed back: that needs the loop, which is not running.
@@ -222,7 +222,7 @@ final class SlaveBatchOffTheLoopTests: XCTestCase {
         XCTAssertEqual(slave.status().orders, 0, "status answers during the commit")
         var after: [String] = []
         slave.afterBatch { after.append("after the batch") }
-        slave.masterMessage(#"{"type":"heartbeat","seq":0}"#)
+        slave.masterMessage(Array(#"{"type":"heartbeat","seq":0}"#.utf8))
         XCTAssertEqual(slave.waitingMessages.count, 1, "a message during the commit waits for the next batch")
         XCTAssertEqual(after, [], "work touching the replica waits for the commit")
         runLoop { slave.replicaCommits.batches == 2 && slave.writer.phase == .idle }

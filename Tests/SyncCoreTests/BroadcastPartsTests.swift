@@ -1,4 +1,5 @@
 import JSON
+import WireTestSupport
 import XCTest
 
 @testable import SyncCore
@@ -21,11 +22,11 @@ final class BroadcastPartsTests: XCTestCase {
 
     private struct NotAPart: Error {}
 
-    private func decodedPart(_ text: String) throws -> (orders: [Order], seq: Int64?, opId: String?, part: BroadcastPart?) {
-        guard case .success(.applied(.update, let orders, let seq, let opId, let origin, nil, let part)) = ServerMessage.decode(text),
+    private func decodedPart(_ bytes: [UInt8]) throws -> (orders: [Order], seq: Int64?, opId: String?, part: BroadcastPart?) {
+        guard case .success(.applied(.update, let orders, let seq, let opId, let origin, nil, let part)) = ServerMessage.decode(bytes),
             origin == "till-1"
         else {
-            XCTFail("not an applied update from till-1: \(text.prefix(200))")
+            XCTFail("not an applied update from till-1: \(bytes.text.prefix(200))")
             throw NotAPart()
         }
         return (orders, seq, opId, part)
@@ -38,8 +39,8 @@ final class BroadcastPartsTests: XCTestCase {
         XCTAssertEqual(texts.count, 1)
         XCTAssertEqual(
             texts[0],
-            ServerMessage.applied(operation: .update, orders: list, seq: 7, opId: "op-1", origin: "till-1", snapshot: nil).encoded())
-        XCTAssertFalse(texts[0].contains("\"parts\""))
+            ServerMessage.applied(operation: .update, orders: list, seq: 7, opId: "op-1", origin: "till-1", snapshot: nil).encodedBytes())
+        XCTAssertFalse(texts[0].text.contains("\"parts\""))
     }
 
     func testALargeBroadcastIsSplitByBytesAtOrderBoundariesEveryPartWithinTheBound() throws {
@@ -52,7 +53,7 @@ final class BroadcastPartsTests: XCTestCase {
         XCTAssertLessThanOrEqual(texts.count, whole / bound + 2, "parts are filled, not one order each")
         var all: [Order] = []
         for (k, text) in texts.enumerated() {
-            XCTAssertLessThanOrEqual(text.utf8.count, bound, "part \(k + 1)")
+            XCTAssertLessThanOrEqual(text.count, bound, "part \(k + 1)")
             let p = try decodedPart(text)
             XCTAssertEqual(p.seq, 42)
             XCTAssertEqual(p.opId, "op-bulk")
@@ -65,7 +66,8 @@ final class BroadcastPartsTests: XCTestCase {
 
     func testPartsCutFromTheJournalTextMatchThePartsCutFromTheOrders() {
         let list = orders(100, bytes: 15_000)
-        let text = ServerMessage.applied(operation: .remove, orders: list, seq: 3, opId: nil, origin: "10.0.0.9", snapshot: nil).encoded()
+        let text = ServerMessage.applied(operation: .remove, orders: list, seq: 3, opId: nil, origin: "10.0.0.9", snapshot: nil)
+            .encodedBytes()
         let fromOrders = BroadcastParts.messages(
             operation: .remove, orders: list, seq: 3, opId: nil, origin: "10.0.0.9", partBytes: 256 << 10)
         XCTAssertGreaterThan(fromOrders.count, 1)

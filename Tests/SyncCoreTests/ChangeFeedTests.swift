@@ -28,7 +28,7 @@ final class ChangeFeedTests: XCTestCase {
     func testAJournalEntryIsReplayedAsItsBroadcastCarriedIt() throws {
         let text = ServerMessage.applied(
             operation: .update, orders: [order("Then", version: 2)], seq: 7, opId: "op-7", origin: "till", snapshot: nil
-        ).encoded()
+        ).encodedBytes()
         let entry = JournalEntry(
             seq: 7, opId: "op-7", origin: "till-2 [ABCD-EFGH]@10.0.0.2", operation: .update, orderUUIDs: [u1], message: text,
             recordedAtMillis: 1_795_618_800_123)
@@ -49,7 +49,7 @@ final class ChangeFeedTests: XCTestCase {
             message: ServerMessage.applied(
                 operation: .remove, orders: [order("Gone", version: 4)], seq: 8, opId: nil, origin: nil, snapshot: nil
             )
-            .encoded(), recordedAtMillis: 0)
+            .encodedBytes(), recordedAtMillis: 0)
         let c = ChangeFeed.masterChange(entry)
         XCTAssertEqual(c["orders"], .array([.object(JSONObject([("uuid", .string(u1)), ("removed", .bool(true)), ("version", .int(4))]))]))
         XCTAssertEqual(c["opId"], .null)

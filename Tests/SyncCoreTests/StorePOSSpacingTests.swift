@@ -1,5 +1,6 @@
 import JSON
 import SyncCore
+import WireTestSupport
 import XCTest
 
 /// What keeps a StorePOS app's concurrent queue from applying two messages about one order the
@@ -53,7 +54,7 @@ final class StorePOSSpacingTests: XCTestCase {
             clearing: ["A", "B", "C", "R"], fence: 3)
         XCTAssertEqual(stream.parts, 4 + 3 + 2 + 3)
         var sent: [String] = []
-        while let part = stream.nextPart() { sent.append(part) }
+        while let part = stream.nextPart() { sent.append(part.text) }
         XCTAssertEqual(sent.count, 7, "the Removes and the first fence, then a pause")
         XCTAssertEqual(sent.prefix(4).map(orders), [["A"], ["B"], ["C"], ["R"]])
         XCTAssertEqual(sent.suffix(3).map(orders), [[], [], []])
@@ -61,7 +62,7 @@ final class StorePOSSpacingTests: XCTestCase {
         XCTAssertTrue(stream.isSettling)
         XCTAssertFalse(stream.isComplete)
         stream.settle()
-        while let part = stream.nextPart() { sent.append(part) }
+        while let part = stream.nextPart() { sent.append(part.text) }
         XCTAssertEqual(sent.count, 12)
         XCTAssertEqual(sent[7...8].map(orders), [["A", "B"], ["C"]])
         XCTAssertTrue(sent[7].contains(#""operation":0"#))

@@ -1,4 +1,5 @@
 import SyncCore
+import WireTestSupport
 
 /// A deliberate bug in an engine, for the checker's self-tests. Each is made from outside the
 /// engine where that is possible (rewriting the actions it returns or the events fed to it); the
@@ -69,7 +70,7 @@ extension Simulation {
         }
         if let c = link {
             trace.add(clock.now, "sim", "mutation", "op \(picked.opId) of s\(picked.slave) fed to the master again as new on link \(c.id)")
-            performMaster(e.received(picked.text, from: c.id, now: masterNow))
+            performMaster(e.received(picked.text.bytes, from: c.id, now: masterNow))
         } else {
             let (outcome, actions) = e.localWrite(picked.message, origin: "office (local API)", now: masterNow)
             trace.add(

@@ -1,3 +1,5 @@
+import WireTestSupport
+
 @testable import SyncCore
 
 /// The master's process: its store (which survives crashes) and, while it runs, its engine.
@@ -74,7 +76,7 @@ extension Simulation {
     private func heartbeatTick(_ inc: Int) {
         guard master.incarnation == inc, let e = master.engine else { return }
         for id in master.links.keys.sorted() {
-            if let text = e.heartbeat(for: id), let c = master.links[id] { network.send(text, on: c, from: .master) }
+            if let beat = e.heartbeat(for: id), let c = master.links[id] { network.send(beat.text, on: c, from: .master) }
         }
         clock.schedule(after: master.wallClock.virtualDelay(1000)) { [unowned self] in self.heartbeatTick(inc) }
     }
@@ -136,13 +138,13 @@ extension Simulation {
             guard let e = master.engine, master.links[c.id] === c else { return }
             trace.add(clock.now, "m", "<- s\(c.slave)#\(c.id)", text)
             if config.mutation == .applyRepeat { noteReceivedUpdate(text, from: c.slave) }
-            performMaster(e.received(text, from: c.id, now: masterNow))
+            performMaster(e.received(text.bytes, from: c.id, now: masterNow))
         case .slave:
             let s = slaves[c.slave]
             guard let e = s.engine, s.link === c else { return }
             trace.add(clock.now, s.tag, "<- m#\(c.id)", text)
             if config.mutation == .dropAnswers, dropsAnswer(text) { return }
-            performSlave(s, e.received(text, now: slaveNow(s)))
+            performSlave(s, e.received(text.bytes, now: slaveNow(s)))
             checker.checkOutboxVisible(self, s)
         }
     }
@@ -167,10 +169,13 @@ extension Simulation {
     func performMaster(_ actions: [MasterEngine.Action]) {
         for a in actions {
             switch a {
-            case .send(let peer, let text):
+            case .send(let peer, let bytes):
+                // The simulated network and the trace carry the messages as text.
+                let text = bytes.text
                 if text.hasPrefix("{\"type\":\"result\"") { checker.masterAnswered(self, text) }
                 if let c = master.links[peer] { network.send(text, on: c, from: .master) }
-            case .broadcast(let text, let peers):
+            case .broadcast(let bytes, let peers):
+                let text = bytes.text
                 for p in peers {
                     if let c = master.links[p] { network.send(text, on: c, from: .master) }
                 }
@@ -189,8 +194,8 @@ extension Simulation {
     func performSlave(_ s: SlaveNode, _ actions: [SlaveEngine.Action]) {
         for a in actions {
             switch a {
-            case .send(let text):
-                if let c = s.link { sendFromSlave(s, text, on: c) }
+            case .send(let bytes):
+                if let c = s.link { sendFromSlave(s, bytes.text, on: c) }
             case .resync(let reason):
                 stats.resyncs += 1
                 dropLink(s, graceful: true, reason)

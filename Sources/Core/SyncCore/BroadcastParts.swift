@@ -23,32 +23,32 @@ public enum BroadcastParts {
     /// alone outgrows the bound goes in a part of its own).
     public static func messages(
         operation: OperationKind, orders: [Order], seq: Int64, opId: String?, origin: String?, partBytes: Int
-    ) -> [String] {
+    ) -> [[UInt8]] {
         let envelope = ServerMessage.applied(
             operation: operation, orders: [], seq: seq, opId: opId, origin: origin, snapshot: nil
         ).jsonObject()
         return messages(envelope: envelope, orders: orders.map { .object($0.json) }, partBytes: partBytes)
     }
 
-    /// The messages for a broadcast already encoded as `text` (a journal entry): `text` itself
-    /// when it fits in `partBytes` (or is not a broadcast), else its parts, cut from its JSON
-    /// as it stands (every member kept as written).
-    public static func messages(of text: String, partBytes: Int) -> [String] {
-        guard text.utf8.count > partBytes, case .object(var envelope)? = try? JSONParser.parse(text),
+    /// The messages for a broadcast already encoded as `bytes` (a journal entry): `bytes`
+    /// themselves when they fit in `partBytes` (or are not a broadcast), else its parts, cut from
+    /// its JSON as it stands (every member kept as written). Only a broadcast to be cut is parsed.
+    public static func messages(of bytes: [UInt8], partBytes: Int) -> [[UInt8]] {
+        guard bytes.count > partBytes, case .object(var envelope)? = try? JSONParser.parse(bytes),
             let orders = envelope["orders"]?.arrayValue, envelope["operation"] != nil
-        else { return [text] }
+        else { return [bytes] }
         envelope["orders"] = .array([])
         return messages(envelope: envelope, orders: orders, partBytes: partBytes)
     }
 
     /// Groups `orders` greedily, in order, into runs whose message (`envelope` with the run as
     /// its `orders`, and the part members) encodes to at most `partBytes`.
-    static func messages(envelope: JSONObject, orders: [JSONValue], partBytes: Int) -> [String] {
+    static func messages(envelope: JSONObject, orders: [JSONValue], partBytes: Int) -> [[UInt8]] {
         let bound = max(partBytes, minimumPartBytes)
         var whole = envelope
         whole["orders"] = .array(orders)
         let wholeBytes = JSONValue.object(whole).serializedByteCount
-        guard wholeBytes > bound else { return [JSONValue.object(whole).serialized()] }
+        guard wholeBytes > bound else { return [JSONValue.object(whole).serializedBytes()] }
         // The envelope with the widest part members: every part's own members fit in this.
         var widest = envelope
         widest["part"] = .int(Int64(BroadcastPart.maxParts))
@@ -73,7 +73,7 @@ public enum BroadcastParts {
             part["orders"] = .array(Array(orders[run]))
             part["part"] = .int(Int64(k + 1))
             part["parts"] = .int(Int64(runs.count))
-            return JSONValue.object(part).serialized()
+            return JSONValue.object(part).serializedBytes()
         }
     }
 }

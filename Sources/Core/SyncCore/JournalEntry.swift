@@ -28,8 +28,9 @@ public struct JournalEntry: Equatable, Sendable {
     public var operation: OperationKind
     /// The UUIDs of the orders it changed, in message order.
     public var orderUUIDs: [String]
-    /// The broadcast message exactly as it was sent (JSON text).
-    public var message: String
+    /// The broadcast message exactly as it was sent: the UTF-8 bytes of its JSON text, sent again
+    /// as they are.
+    public var message: [UInt8]
     /// Wall-clock time it was applied, in milliseconds since 1970, for operators only; never
     /// used to order anything.
     public var recordedAtMillis: Int64
@@ -37,7 +38,7 @@ public struct JournalEntry: Equatable, Sendable {
     /// A journal entry from its fields.
     public init(
         seq: Int64, opId: String?, origin: String, operation: OperationKind, orderUUIDs: [String],
-        message: String, recordedAtMillis: Int64
+        message: [UInt8], recordedAtMillis: Int64
     ) {
         self.seq = seq
         self.opId = opId

@@ -21,6 +21,9 @@ public enum ServerMessage: Equatable, Sendable {
     /// JSON text of this message. `applied` uses the StorePOS shape with extra members.
     public func encoded() -> String { JSONValue.object(jsonObject()).serialized() }
 
+    /// The same JSON text as its UTF-8 bytes, as the wire carries it (no `String` made).
+    public func encodedBytes() -> [UInt8] { JSONValue.object(jsonObject()).serializedBytes() }
+
     /// The members of this message, as `encoded()` writes them.
     public func jsonObject() -> JSONObject {
         var o = JSONObject()
@@ -75,12 +78,18 @@ public enum ServerMessage: Equatable, Sendable {
         return o
     }
 
-    /// Decodes a message from the master (used by slaves).
+    /// Decodes a message from the master given as text (tests and tools; the wire uses bytes).
     public static func decode(_ text: String) -> Result<ServerMessage, WireError> {
+        decode(Array(text.utf8))
+    }
+
+    /// Decodes a message from the master (used by slaves): the UTF-8 bytes of its JSON text, as
+    /// received.
+    public static func decode(_ bytes: [UInt8]) -> Result<ServerMessage, WireError> {
         let value: JSONValue
         do {
             // The last snapshot part's `applied` lists up to `HelloMessage.maxPending` ids.
-            value = try JSONParser.parse(text, maxMembersPerObject: max(JSONParser.peerMaxMembersPerObject, HelloMessage.maxPending))
+            value = try JSONParser.parse(bytes, maxMembersPerObject: max(JSONParser.peerMaxMembersPerObject, HelloMessage.maxPending))
         } catch {
             return .failure(WireError(.malformedJSON, "message from master is not valid JSON: \(error)"))
         }

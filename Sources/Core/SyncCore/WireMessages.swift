@@ -23,12 +23,15 @@ public struct OperationMessage: Equatable, Sendable {
     }
 
     /// The message as JSON text in the StorePOS shape.
-    public func encoded() -> String {
+    public func encoded() -> String { String(decoding: encodedBytes(), as: UTF8.self) }
+
+    /// The same JSON text as its UTF-8 bytes, as the wire and the outbox carry it.
+    public func encodedBytes() -> [UInt8] {
         var o = JSONObject()
         o["operation"] = .int(Int64(operation.rawValue))
         o["orders"] = .array(orders)
         if let id = opId { o["opId"] = .string(id) }
-        return JSONValue.object(o).serialized()
+        return JSONValue.object(o).serializedBytes()
     }
 }
 
@@ -67,7 +70,10 @@ public struct HelloMessage: Equatable, Sendable {
     }
 
     /// JSON text of this hello.
-    public func encoded() -> String {
+    public func encoded() -> String { String(decoding: encodedBytes(), as: UTF8.self) }
+
+    /// The same JSON text as its UTF-8 bytes, as the wire carries it.
+    public func encodedBytes() -> [UInt8] {
         var o = JSONObject()
         o["type"] = .string("hello")
         if let p = proto { o["proto"] = .string(p) }
@@ -78,7 +84,7 @@ public struct HelloMessage: Equatable, Sendable {
         if let e = epoch { o["epoch"] = .string(e) }
         if !pending.isEmpty { o["pending"] = .array(pending.prefix(HelloMessage.maxPending).map { .string($0) }) }
         if let n = outbox { o["outbox"] = .int(Int64(n)) }
-        return JSONValue.object(o).serialized()
+        return JSONValue.object(o).serializedBytes()
     }
 }
 
@@ -91,11 +97,11 @@ public enum ClientMessage: Equatable, Sendable {
     /// not yet answered by the master (nil from a slave that does not say).
     case ack(seq: Int64, outbox: Int?)
 
-    /// JSON text of an ack.
-    public static func encodeAck(seq: Int64, outbox: Int? = nil) -> String {
+    /// The JSON text of an ack, as its UTF-8 bytes.
+    public static func encodeAck(seq: Int64, outbox: Int? = nil) -> [UInt8] {
         var o = JSONObject([("type", .string("ack")), ("seq", .int(seq))])
         if let n = outbox { o["outbox"] = .int(Int64(n)) }
-        return JSONValue.object(o).serialized()
+        return JSONValue.object(o).serializedBytes()
     }
 
     /// The optional `outbox` count of a hello or an ack: absent, or an integer of 0 or more.
@@ -108,11 +114,17 @@ public enum ClientMessage: Equatable, Sendable {
         return .success(Int(n))
     }
 
-    /// Decodes one text message. Never traps; every problem is a `WireError` naming it.
+    /// Decodes one message given as text (tests and tools; the wire uses bytes).
     public static func decode(_ text: String) -> Result<ClientMessage, WireError> {
+        decode(Array(text.utf8))
+    }
+
+    /// Decodes one message: the UTF-8 bytes of its JSON text, as received. Never traps; every
+    /// problem is a `WireError` naming it.
+    public static func decode(_ bytes: [UInt8]) -> Result<ClientMessage, WireError> {
         let value: JSONValue
         do {
-            value = try JSONParser.parse(text, maxMembersPerObject: JSONParser.peerMaxMembersPerObject)
+            value = try JSONParser.parse(bytes, maxMembersPerObject: JSONParser.peerMaxMembersPerObject)
         } catch let e as JSONParseError where e.isLimitExceeded {
             return .failure(WireError(.tooLarge, "message refused: \(e)"))
         } catch let e as JSONParseError {

@@ -13,6 +13,15 @@ extension WebSocketConnection {
         return output
     }
 
+    /// The bytes of a text message to write whose payload is already UTF-8 bytes (serialized
+    /// JSON), with no `String` made; none when the connection is no longer open. The caller
+    /// guarantees the bytes are valid UTF-8 (RFC 6455 5.6: "The "Payload data" is text data
+    /// encoded as UTF-8").
+    public mutating func sendText(utf8 bytes: [UInt8]) -> [UInt8] {
+        guard state == .open else { return [] }
+        return encode(opcode: .text, payload: bytes)
+    }
+
     /// The bytes of a binary message to write, or none when the connection is no longer open.
     public mutating func sendBinary(_ bytes: [UInt8]) -> [UInt8] {
         guard state == .open else { return [] }

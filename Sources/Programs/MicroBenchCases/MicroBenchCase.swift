@@ -14,7 +14,7 @@ public final class MicroBenchCase {
 
     public let name: String
     private let capacity: Int
-    private var texts: [String] = []
+    private var texts: [[UInt8]] = []
     private var frames: [[UInt8]] = []
     private var order: Order?
     private var engine: MasterEngine?
@@ -43,7 +43,7 @@ public final class MicroBenchCase {
             text.withUnsafeBytes { FrameEncoder.append(opcode: .text, payload: $0, maskingKey: MaskingKey(0x1234_5678), to: &frame) }
             frames = [frame]
         case "frame-encode", "message-decode":
-            texts = [Self.storePOSCreate(1)]
+            texts = [Array(Self.storePOSCreate(1).utf8)]
         case "message-encode":
             order = Order(
                 uuid: "6f1c2a3b-0000-4000-8000-000000000001", customerName: "Guest 1 at the window",
@@ -58,7 +58,7 @@ public final class MicroBenchCase {
             engine.limits.journalBytesPerHour = 1e15
             let peers = name == "apply" ? 1 : 11
             for id in 1...peers { _ = engine.peerConnected(id, address: "10.0.0.\(id):5000", terminal: nil) }
-            texts = (0..<capacity).map { Self.storePOSCreate($0) }
+            texts = (0..<capacity).map { Array(Self.storePOSCreate($0).utf8) }
             self.engine = engine
             database = db
         }
@@ -75,10 +75,10 @@ public final class MicroBenchCase {
                 while let frame = try parser.next() { sum &+= frame.payload.count }
             }
         case "frame-encode":
-            var text = texts[0]
+            let text = texts[0]
             for _ in 0..<iterations {
                 var out: [UInt8] = []
-                text.withUTF8 { FrameEncoder.append(opcode: .text, payload: UnsafeRawBufferPointer($0), maskingKey: nil, to: &out) }
+                text.withUnsafeBytes { FrameEncoder.append(opcode: .text, payload: $0, maskingKey: nil, to: &out) }
                 sum &+= out.count
             }
         case "message-decode":
@@ -90,8 +90,8 @@ public final class MicroBenchCase {
             for i in 0..<iterations {
                 let text = ServerMessage.applied(
                     operation: .create, orders: [order], seq: Int64(i + 1), opId: nil, origin: "10.0.0.1:5000", snapshot: nil
-                ).encoded()
-                sum &+= text.utf8.count
+                ).encodedBytes()
+                sum &+= text.count
             }
         default:
             guard let engine, let database else { break }
@@ -102,13 +102,10 @@ public final class MicroBenchCase {
             defer { try? database.commitGroup() }
             for _ in 0..<iterations {
                 for action in engine.received(texts[next], from: 1, now: 1_452_605_716_000) {
-                    if case .broadcast(let text, let peers) = action {
+                    if case .broadcast(let bytes, let peers) = action {
                         // The broadcast frame, encoded once for every StorePOS terminal.
-                        var copy = text
                         var frame: [UInt8] = []
-                        copy.withUTF8 {
-                            FrameEncoder.append(opcode: .text, payload: UnsafeRawBufferPointer($0), maskingKey: nil, to: &frame)
-                        }
+                        bytes.withUnsafeBytes { FrameEncoder.append(opcode: .text, payload: $0, maskingKey: nil, to: &frame) }
                         sum &+= frame.count * max(1, peers.count)
                     }
                 }

@@ -25,7 +25,7 @@ extension OrderDatabase {
                     """,
                     [
                         .integer(entry.seq), .text(entry.opId), .text(entry.origin),
-                        .integer(Int64(entry.operation.rawValue)), .text(uuids), .text(entry.message),
+                        .integer(Int64(entry.operation.rawValue)), .text(uuids), .utf8(entry.message),
                         .integer(entry.recordedAtMillis),
                     ])
                 for uuid in entry.orderUUIDs {
@@ -173,7 +173,7 @@ extension OrderDatabase {
         }
         return JournalEntry(
             seq: seq, opId: statement.optionalText(1), origin: statement.text(2),
-            operation: operation, orderUUIDs: uuids, message: statement.text(5),
+            operation: operation, orderUUIDs: uuids, message: statement.utf8(5),
             recordedAtMillis: statement.int64(6))
     }
 }

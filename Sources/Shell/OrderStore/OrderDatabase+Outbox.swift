@@ -11,7 +11,7 @@ extension OrderDatabase {
         let keys = JSONValue.array(entry.orderKeys.map { .string($0) }).serialized()
         try connection.execute(
             "INSERT INTO outbox (op_id, message, order_keys, created_ms, base_seq) VALUES (?, ?, ?, ?, ?)",
-            [.text(entry.opId), .text(entry.message), .text(keys), .integer(entry.createdMillis), .integer(entry.baseSeq)])
+            [.text(entry.opId), .utf8(entry.message), .text(keys), .integer(entry.createdMillis), .integer(entry.baseSeq)])
         var stored = entry
         stored.position = try connection.scalarInt("SELECT last_insert_rowid()") ?? 0
         return stored
@@ -26,7 +26,7 @@ extension OrderDatabase {
                 let keys = (try? JSONParser.parse(statement.text(3)).arrayValue?.compactMap(\.stringValue)) ?? nil
                 out.append(
                     OutboxEntry(
-                        position: statement.int64(0), opId: statement.text(1), message: statement.text(2),
+                        position: statement.int64(0), opId: statement.text(1), message: statement.utf8(2),
                         orderKeys: keys ?? [], createdMillis: statement.int64(4), baseSeq: statement.int64(5)))
             }
             return out

@@ -5,6 +5,8 @@ enum SQLiteValue: Equatable {
     case null
     case integer(Int64)
     case text(String)
+    /// UTF-8 text already held as bytes (a wire message): bound as TEXT, with no `String` made.
+    case utf8([UInt8])
 
     /// `.text(s)`, or `.null` when `s` is nil.
     static func text(_ s: String?) -> SQLiteValue { s.map(SQLiteValue.text) ?? .null }
@@ -68,6 +70,8 @@ final class SQLiteStatement {
                 rc = sqlite3_bind_int64(handle, index, v)
             case .text(let s):
                 rc = SQLiteStatement.bindText(s, to: handle, at: index)
+            case .utf8(let bytes):
+                rc = bytes.withUnsafeBufferPointer { SQLiteStatement.bindText($0, to: handle, at: index) }
             }
             guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc: rc, db: db, sql: sql, path: path) }
         }
@@ -76,18 +80,21 @@ final class SQLiteStatement {
     /// Binds UTF-8 text with its exact length, so text containing NUL bytes is kept whole.
     private static func bindText(_ s: String, to handle: OpaquePointer, at index: Int32) -> Int32 {
         var copy = s
-        return copy.withUTF8 { buffer -> Int32 in
-            // "If the third parameter to sqlite3_bind_text() ... is a NULL pointer then the fourth
-            // parameter is ignored and the end result is the same as sqlite3_bind_null()": an
-            // empty string must therefore still pass a real pointer.
-            guard let base = buffer.baseAddress, buffer.count > 0 else {
-                return "".withCString { sqlite3_bind_text(handle, index, $0, 0, ordersync_sqlite_transient()) }
-            }
-            return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                sqlite3_bind_text64(
-                    handle, index, $0, UInt64(buffer.count), ordersync_sqlite_transient(),
-                    UInt8(SQLITE_UTF8))
-            }
+        return copy.withUTF8 { bindText($0, to: handle, at: index) }
+    }
+
+    /// Binds UTF-8 bytes as text with their exact length.
+    private static func bindText(_ buffer: UnsafeBufferPointer<UInt8>, to handle: OpaquePointer, at index: Int32) -> Int32 {
+        // "If the third parameter to sqlite3_bind_text() ... is a NULL pointer then the fourth
+        // parameter is ignored and the end result is the same as sqlite3_bind_null()": an
+        // empty string must therefore still pass a real pointer.
+        guard let base = buffer.baseAddress, buffer.count > 0 else {
+            return "".withCString { sqlite3_bind_text(handle, index, $0, 0, ordersync_sqlite_transient()) }
+        }
+        return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+            sqlite3_bind_text64(
+                handle, index, $0, UInt64(buffer.count), ordersync_sqlite_transient(),
+                UInt8(SQLITE_UTF8))
         }
     }
 
@@ -134,6 +141,14 @@ final class SQLiteStatement {
         // then invoke sqlite3_column_bytes() ... to find the size of the result."
         let count = Int(sqlite3_column_bytes(handle, index))
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    /// Column `index` of the current row as its UTF-8 bytes (empty for NULL), with no `String`
+    /// made: for stored wire messages, which are sent as they are.
+    func utf8(_ index: Int32) -> [UInt8] {
+        guard !isNull(index), let bytes = sqlite3_column_text(handle, index) else { return [] }
+        let count = Int(sqlite3_column_bytes(handle, index))
+        return Array(UnsafeBufferPointer(start: bytes, count: count))
     }
 
     /// Column `index` of the current row as text ("" for NULL).

@@ -183,6 +183,15 @@ public final class WebSocketChannel {
         channel.write(frame)
     }
 
+    /// Sends one text message given as UTF-8 bytes (serialized JSON, valid UTF-8 by
+    /// construction); ignored unless open.
+    public func sendText(utf8 bytes: [UInt8]) {
+        guard case .open(let channel) = state else { return }
+        let frame = connection.sendText(utf8: bytes)
+        traffic.sent(frame.count)
+        channel.write(frame)
+    }
+
     /// Sends one binary message; ignored unless open.
     public func sendBinary(_ bytes: [UInt8]) {
         guard case .open(let channel) = state else { return }
@@ -217,6 +226,14 @@ public final class WebSocketChannel {
         text.withUTF8 { utf8 in
             FrameEncoder.append(opcode: .text, payload: UnsafeRawBufferPointer(utf8), maskingKey: nil, to: &output)
         }
+        return output
+    }
+
+    /// An unmasked text frame carrying `bytes` (UTF-8 text: serialized JSON), for
+    /// ``sendEncoded(_:)`` on many connections.
+    public static func serverTextFrame(utf8 bytes: [UInt8]) -> [UInt8] {
+        var output: [UInt8] = []
+        bytes.withUnsafeBytes { FrameEncoder.append(opcode: .text, payload: $0, maskingKey: nil, to: &output) }
         return output
     }
 

@@ -13,7 +13,7 @@ extension MasterEngine {
                 noteForeignOrder(e, of: message, from: s, now: now, &out)
             }
             for e in outcome.repeatedErrors {
-                out.append(.send(peer: s, text: ServerMessage.error(e, opId: message.opId, operation: message.operation).encoded()))
+                out.append(.send(peer: s, bytes: ServerMessage.error(e, opId: message.opId, operation: message.operation).encodedBytes()))
             }
         } else {
             for e in outcome.errors {
@@ -41,34 +41,34 @@ extension MasterEngine {
             }
             let seq = outcome.seq ?? 0
             var texts = [text]
-            if text.utf8.count > broadcastPartBytes {
+            if text.count > broadcastPartBytes {
                 texts = BroadcastParts.messages(
                     operation: message.operation, orders: outcome.applied, seq: seq, opId: message.opId, origin: origin,
                     partBytes: broadcastPartBytes)
-                logParts(seq: seq, bytes: text.utf8.count, parts: texts.count, &out)
+                logParts(seq: seq, bytes: text.count, parts: texts.count, &out)
             }
             let to = recipients(of: message.operation, from: sender)
             spaceForStorePOS(
                 to, naming: outcome.applied.map(\.uuid),
                 promises: StorePOSSpacing.promises(of: message.operation, orders: outcome.applied.count), &out)
-            for part in texts { out.append(.broadcast(text: part, peers: to)) }
+            for part in texts { out.append(.broadcast(bytes: part, peers: to)) }
         } else if outcome.isRepeat, let s = sender, peers[s]?.speaksOrderSync == true {
             // A retry of an operation already answered: the original answer, to the sender only.
             out.append(
                 .log(EngineLog(.info, "op.repeat", [("op.id", message.opId ?? ""), ("op.seq", "\(outcome.seq ?? 0)"), ("origin", origin)])))
             if let text = outcome.broadcast {
-                for part in BroadcastParts.messages(of: text, partBytes: broadcastPartBytes) { out.append(.send(peer: s, text: part)) }
+                for part in BroadcastParts.messages(of: text, partBytes: broadcastPartBytes) { out.append(.send(peer: s, bytes: part)) }
             }
         }
         if let s = sender, let id = message.opId, peers[s]?.speaksOrderSync == true {
             out.append(
                 .send(
                     peer: s,
-                    text: ServerMessage.result(
+                    bytes: ServerMessage.result(
                         opId: id, seq: outcome.seq, applied: outcome.applied.count,
                         unchanged: outcome.unchanged.count,
                         failed: outcome.errors.count + outcome.repeatedErrors.count
-                    ).encoded()))
+                    ).encodedBytes()))
         }
         if let s = sender, peers[s]?.speaksOrderSync == true, outcome.errors.contains(where: { $0.code == .storageFailed }) {
             // Operations after this one on the link may depend on it: none may overtake it. The
@@ -84,7 +84,7 @@ extension MasterEngine {
     func spaceForStorePOS(_ ids: [Int], naming uuids: [String], promises: Int, _ out: inout [Action]) {
         for id in ids where peers[id]?.speaksOrderSync == false {
             let fences = peers[id]?.spacing.fencesBefore(naming: uuids, promises: promises) ?? 0
-            for _ in 0..<fences { out.append(.send(peer: id, text: StorePOSSpacing.fenceMessage)) }
+            for _ in 0..<fences { out.append(.send(peer: id, bytes: StorePOSSpacing.fenceMessage)) }
         }
     }
 

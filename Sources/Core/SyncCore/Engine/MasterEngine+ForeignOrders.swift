@@ -131,8 +131,8 @@ extension MasterEngine {
         let apps = peers.values.filter { !$0.speaksOrderSync && $0.phase != .closing && $0.phase != .awaitingHello }
             .map(\.id).sorted()
         for record in result.records {
-            let text = OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(record.uuid))]))]).encoded()
-            if !apps.isEmpty { out.append(.broadcast(text: text, peers: apps)) }
+            let text = OperationMessage(operation: .remove, orders: [.object(JSONObject([("uuid", .string(record.uuid))]))]).encodedBytes()
+            if !apps.isEmpty { out.append(.broadcast(bytes: text, peers: apps)) }
         }
         out.append(.log(EngineLog(.info, "storepos.cleared", [("orders", "\(result.records.count)"), ("apps", "\(apps.count)")])))
         return (result, route(out))

@@ -58,7 +58,8 @@ extension MasterEngine {
             if peer.speaksOrderSync, let id = op.opId {
                 out.append(
                     .send(
-                        peer: s, text: ServerMessage.result(opId: id, seq: nil, applied: 0, unchanged: 0, failed: errors.count).encoded()))
+                        peer: s,
+                        bytes: ServerMessage.result(opId: id, seq: nil, applied: 0, unchanged: 0, failed: errors.count).encodedBytes()))
             }
         }
         return out

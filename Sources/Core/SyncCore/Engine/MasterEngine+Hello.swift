@@ -67,8 +67,8 @@ extension MasterEngine {
         do {
             if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch, peer: id, &out) {
                 // Resumable catch-up: exactly the operations it missed, then "ready".
-                for m in missed { out.append(.send(peer: id, text: m)) }
-                out.append(.send(peer: id, text: ServerMessage.ready(seq: lastSeq, epoch: epoch, store: storeId).encoded()))
+                for m in missed { out.append(.send(peer: id, bytes: m)) }
+                out.append(.send(peer: id, bytes: ServerMessage.ready(seq: lastSeq, epoch: epoch, store: storeId).encodedBytes()))
                 out.append(
                     .log(
                         EngineLog(
@@ -100,14 +100,14 @@ extension MasterEngine {
     /// journal cannot bring it up to date (another epoch, a sequence from the future, entries
     /// compacted away, too far behind, or more than `maxCatchUpBytes` to send): it needs a
     /// snapshot.
-    public func catchUp(from seq: Int64, epoch peerEpoch: String?) throws -> [String]? {
+    public func catchUp(from seq: Int64, epoch peerEpoch: String?) throws -> [[UInt8]]? {
         var ignored: [Action] = []
         return try catchUp(from: seq, epoch: peerEpoch, peer: nil, &ignored)
     }
 
     /// `catchUp(from:epoch:)` for the terminal `peer`, noting in `out` a catch-up over its byte
     /// budget (`catchup.over_budget`: it gets the paced snapshot instead).
-    func catchUp(from seq: Int64, epoch peerEpoch: String?, peer: Int?, _ out: inout [Action]) throws -> [String]? {
+    func catchUp(from seq: Int64, epoch peerEpoch: String?, peer: Int?, _ out: inout [Action]) throws -> [[UInt8]]? {
         guard let e = peerEpoch, e == epoch, seq >= 0, seq <= lastSeq else { return nil }
         if seq == lastSeq { return [] }
         guard lastSeq - seq <= Int64(maxCatchUpEntries), let first = try store.firstJournalSeq(), first <= seq + 1 else {
@@ -118,7 +118,7 @@ extension MasterEngine {
         guard entries.first?.seq == seq + 1, entries.last?.seq == lastSeq, entries.count == Int(lastSeq - seq) else { return nil }
         // Sent at once, the entries must fit the link's send buffer: a catch-up that cannot is
         // replaced by the snapshot, which goes out a part at a time as the link drains.
-        let bytes = entries.reduce(0) { $0 + $1.message.utf8.count }
+        let bytes = entries.reduce(0) { $0 + $1.message.count }
         guard bytes <= maxCatchUpBytes else {
             out.append(
                 .log(
@@ -130,10 +130,10 @@ extension MasterEngine {
                         ])))
             return nil
         }
-        var messages: [String] = []
+        var messages: [[UInt8]] = []
         for entry in entries {
             let parts = BroadcastParts.messages(of: entry.message, partBytes: broadcastPartBytes)
-            if parts.count > 1 { logParts(seq: entry.seq, bytes: entry.message.utf8.count, parts: parts.count, &out) }
+            if parts.count > 1 { logParts(seq: entry.seq, bytes: entry.message.count, parts: parts.count, &out) }
             messages += parts
         }
         return messages

@@ -21,7 +21,7 @@ extension MasterEngine {
     /// The message that undoes, on StorePOS terminal `peer`, the change `e` refused; nil when
     /// there is nothing to put right (the master does not have the order, or the refusal is of
     /// a whole message).
-    func putRight(_ e: WireError, of message: OperationMessage, for peer: Int) -> (operation: OperationKind, text: String)? {
+    func putRight(_ e: WireError, of message: OperationMessage, for peer: Int) -> (operation: OperationKind, bytes: [UInt8])? {
         guard let master = e.uuid, let sent = Self.sentSpelling(of: master, index: e.index, in: message) else { return nil }
         let current: Order?
         do { current = try store.order(uuid: master) } catch { return nil }
@@ -38,7 +38,7 @@ extension MasterEngine {
             return (.update, Self.storePOSMessage(.update, order, spelled: sent))
         case (.create, nil) where e.code == .removed:
             let orders: [JSONValue] = [.object(JSONObject([("uuid", .string(sent))]))]
-            return (.remove, OperationMessage(operation: .remove, orders: orders).encoded())
+            return (.remove, OperationMessage(operation: .remove, orders: orders).encodedBytes())
         default:
             return nil
         }
@@ -49,7 +49,7 @@ extension MasterEngine {
     func sendPutRight(_ e: WireError, of message: OperationMessage, to peer: Int, _ out: inout [Action]) {
         guard peers[peer]?.speaksOrderSync == false, let answer = putRight(e, of: message, for: peer) else { return }
         spaceForStorePOS([peer], naming: [e.uuid ?? ""], promises: 1, &out)
-        out.append(.send(peer: peer, text: answer.text))
+        out.append(.send(peer: peer, bytes: answer.bytes))
         out.append(
             .log(
                 EngineLog(
@@ -73,9 +73,9 @@ extension MasterEngine {
     }
 
     /// `{"operation":…,"orders":[order]}` with the order's uuid spelled `spelled`.
-    static func storePOSMessage(_ operation: OperationKind, _ order: Order, spelled: String) -> String {
+    static func storePOSMessage(_ operation: OperationKind, _ order: Order, spelled: String) -> [UInt8] {
         var copy = order
         copy.uuid = spelled
-        return ServerMessage.applied(operation: operation, orders: [copy], seq: nil, opId: nil, origin: nil, snapshot: nil).encoded()
+        return ServerMessage.applied(operation: operation, orders: [copy], seq: nil, opId: nil, origin: nil, snapshot: nil).encodedBytes()
     }
 }

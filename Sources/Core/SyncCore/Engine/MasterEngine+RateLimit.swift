@@ -148,10 +148,10 @@ extension MasterEngine {
         let text = reason.contains("send it again") ? reason : "\(reason), send it again in \(retryAfter) ms"
         var error = WireError(.rateLimited, text)
         error.retryAfterMillis = retryAfter
-        out.append(.send(peer: id, text: ServerMessage.error(error, opId: message.opId, operation: message.operation).encoded()))
+        out.append(.send(peer: id, bytes: ServerMessage.error(error, opId: message.opId, operation: message.operation).encodedBytes()))
         if let opId = message.opId, peers[id]?.speaksOrderSync == true {
             out.append(
-                .send(peer: id, text: ServerMessage.result(opId: opId, seq: nil, applied: 0, unchanged: 0, failed: 1).encoded()))
+                .send(peer: id, bytes: ServerMessage.result(opId: opId, seq: nil, applied: 0, unchanged: 0, failed: 1).encodedBytes()))
         }
     }
 
@@ -161,7 +161,7 @@ extension MasterEngine {
         guard let text = outcome.broadcast, !outcome.isRepeat, let p = peers[id] else { return }
         let key = bucketKey(for: p)
         var budget = limits.journalBuckets[key] ?? TokenBucket(allowance: limits.journal, now: now)
-        budget.charge(Double(text.utf8.count), now: now)
+        budget.charge(Double(text.count), now: now)
         limits.journalBuckets[key] = budget
     }
 
@@ -199,7 +199,7 @@ extension MasterEngine {
         // Still `awaitingHello` for `peerDisconnected` (nothing to remember of it), but read no
         // more: its link is closing.
         limits.refusedHellos.insert(id)
-        out.append(.send(peer: id, text: ServerMessage.error(error, opId: nil, operation: nil).encoded()))
+        out.append(.send(peer: id, bytes: ServerMessage.error(error, opId: nil, operation: nil).encodedBytes()))
         out.append(.close(peer: id, code: MasterEngine.tryAgainLater, reason: "snapshot rate limited"))
         return false
     }

@@ -11,7 +11,7 @@ extension MasterEngine {
         // One source's flood of refusals costs a few lines a minute (`refusals.summary`).
         let source = peers[id].map { bucketKey(for: $0) } ?? address
         logRefusal(EngineLog(e.logLevel, "message.rejected", meta), source: source, reason: e.message, now: now, &out)
-        out.append(.send(peer: id, text: ServerMessage.error(e, opId: opId, operation: operation).encoded()))
+        out.append(.send(peer: id, bytes: ServerMessage.error(e, opId: opId, operation: operation).encodedBytes()))
     }
 
     /// Keeps a rejection where an operator can list it (`ordersync journal --rejected`).

@@ -10,7 +10,7 @@ extension MasterEngine {
     /// The snapshot messages (all orders, in parts) and the sequence they stand at.
     /// `applied` (operation ids the terminal still holds that the snapshot already contains)
     /// goes with the last part.
-    public func snapshotMessages(applied: [String: Int64] = [:]) throws -> (messages: [String], count: Int, seq: Int64) {
+    public func snapshotMessages(applied: [String: Int64] = [:]) throws -> (messages: [[UInt8]], count: Int, seq: Int64) {
         var stream = try snapshotStream(applied: applied, sendsReady: false)
         return (stream.allParts(), stream.orderCount, stream.seq)
     }
@@ -75,7 +75,7 @@ extension MasterEngine {
     /// no snapshot is going out to it.
     public func snapshotDue(for id: Int) -> [Action] {
         guard var stream = snapshots[id], let part = stream.nextPart() else { return [] }
-        var out: [Action] = [.send(peer: id, text: part)]
+        var out: [Action] = [.send(peer: id, bytes: part)]
         if stream.isComplete {
             completeSnapshot(stream, to: id, &out)
         } else {
@@ -104,7 +104,7 @@ extension MasterEngine {
                             ])))
                 return
             }
-            for part in stream.allParts() { out.append(.send(peer: id, text: part)) }
+            for part in stream.allParts() { out.append(.send(peer: id, bytes: part)) }
             completeSnapshot(stream, to: id, &out)
         } catch {
             out.append(.log(EngineLog(.error, "snapshot.failed", [("peer.address", p.address), ("error", "\(error)")])))
@@ -116,7 +116,7 @@ extension MasterEngine {
     private func completeSnapshot(_ stream: SnapshotStream, to id: Int, _ out: inout [Action]) {
         var stream = stream
         let held = stream.held.count
-        for text in stream.finish() { out.append(.send(peer: id, text: text)) }
+        for text in stream.finish() { out.append(.send(peer: id, bytes: text)) }
         endSnapshot(of: id)
         peers[id]?.phase = .live
         out.append(
@@ -150,7 +150,7 @@ extension MasterEngine {
                 snapshots[id]?.hold(text)
                 if (snapshots[id]?.heldBytes ?? 0) > maxHeldSnapshotBytes { overrun.append(id) }
             case .broadcast(let text, let recipients):
-                out.append(.broadcast(text: text, peers: recipients.filter { snapshots[$0] == nil }))
+                out.append(.broadcast(bytes: text, peers: recipients.filter { snapshots[$0] == nil }))
                 for id in recipients where snapshots[id] != nil {
                     snapshots[id]?.hold(text)
                     if (snapshots[id]?.heldBytes ?? 0) > maxHeldSnapshotBytes { overrun.append(id) }

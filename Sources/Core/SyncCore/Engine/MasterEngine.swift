@@ -2,9 +2,10 @@
 public struct ApplyOutcome: Sendable {
     /// The journal sequence number of the applied change, if anything was applied.
     public var seq: Int64?
-    /// The broadcast text for every terminal, as journalled (nil when nothing was applied); one
-    /// larger than `MasterEngine.broadcastPartBytes` goes out in parts (`BroadcastParts`).
-    public var broadcast: String?
+    /// The broadcast for every terminal (UTF-8 JSON bytes), as journalled (nil when nothing was
+    /// applied); one larger than `MasterEngine.broadcastPartBytes` goes out in parts
+    /// (`BroadcastParts`).
+    public var broadcast: [UInt8]?
     /// The orders as applied (after the change; removed orders as they were).
     public var applied: [Order] = []
     /// Harmless repeats (nothing applied).
@@ -80,10 +81,11 @@ public final class MasterEngine {
     }
 
     public enum Action: Equatable, Sendable {
-        /// Send `text` to one terminal.
-        case send(peer: Int, text: String)
-        /// Send `text` to these terminals (the live ones), in this order.
-        case broadcast(text: String, peers: [Int])
+        /// Send `bytes` (one message, UTF-8 JSON text) to one terminal.
+        case send(peer: Int, bytes: [UInt8])
+        /// Send `bytes` (one message, UTF-8 JSON text) to these terminals (the live ones), in
+        /// this order.
+        case broadcast(bytes: [UInt8], peers: [Int])
         /// Close the terminal's link with this code.
         case close(peer: Int, code: UInt16, reason: String)
         case log(EngineLog)
@@ -209,14 +211,15 @@ public final class MasterEngine {
         return out
     }
 
-    /// A text message from a terminal. `now` is wall-clock milliseconds (journal timestamps and
-    /// the default `created`; never used to order anything).
-    public func received(_ text: String, from id: Int, now: Int64) -> [Action] {
+    /// A message from a terminal: the payload of a text frame (or of a sealed secure message),
+    /// as received. `now` is wall-clock milliseconds (journal timestamps and the default
+    /// `created`; never used to order anything).
+    public func received(_ bytes: [UInt8], from id: Int, now: Int64) -> [Action] {
         guard var p = peers[id], p.phase != .closing, !limits.refusedHellos.contains(id) else { return [] }
         p.messagesIn += 1
         peers[id] = p
         var out: [Action] = []
-        switch ClientMessage.decode(text) {
+        switch ClientMessage.decode(bytes) {
         case .failure(let e):
             reject(e, opId: nil, operation: nil, to: id, now: now, &out)
         case .success(.hello(let hello)):
@@ -231,7 +234,7 @@ public final class MasterEngine {
                     operation: message.operation, to: id, now: now, &out)
                 break
             }
-            guard admit(message, bytes: text.utf8.count, from: id, now: now, &out) else { break }
+            guard admit(message, bytes: bytes.count, from: id, now: now, &out) else { break }
             let outcome = apply(message, origin: p.origin, now: now)
             chargeJournal(outcome, from: id, now: now)
             deliver(outcome, message: message, origin: p.origin, sender: id, now: now, &out)
@@ -249,9 +252,9 @@ public final class MasterEngine {
 
     /// The heartbeat for an idle OrderSync terminal: the latest sequence, so it notices what it
     /// missed and acks. Nil for a terminal that gets a WebSocket ping instead.
-    public func heartbeat(for id: Int) -> String? {
+    public func heartbeat(for id: Int) -> [UInt8]? {
         guard let p = peers[id], p.speaksOrderSync, p.phase == .live else { return nil }
-        return ServerMessage.heartbeat(seq: lastSeq).encoded()
+        return ServerMessage.heartbeat(seq: lastSeq).encodedBytes()
     }
 
     /// Periodic housekeeping: persists what is known of live terminals, forgets terminals past
@@ -348,8 +351,8 @@ public final class MasterEngine {
         let text = ServerMessage.applied(
             operation: message.operation, orders: orders, seq: seq, opId: message.opId,
             origin: origin, snapshot: nil
-        ).encoded()
-        let bytes = text.utf8.count
+        ).encodedBytes()
+        let bytes = text.count
         guard bytes <= maxBroadcastBytes else {
             // Refused as a whole, before anything is stored: no terminal could be sent it.
             outcome.errors = [

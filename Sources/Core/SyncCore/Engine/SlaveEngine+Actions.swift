@@ -16,8 +16,8 @@ extension SlaveEngine {
     }
 
     public enum Action: Equatable, Sendable {
-        /// Send `text` to the master.
-        case send(String)
+        /// Send `bytes` (one message, UTF-8 JSON text) to the master.
+        case send([UInt8])
         /// Close the link normally and connect again: the hello brings the replica up to date.
         case resync(reason: String)
         /// Drop the link at once.

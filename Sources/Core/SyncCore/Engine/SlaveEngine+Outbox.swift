@@ -62,7 +62,7 @@ extension SlaveEngine {
         let refused = Set(plan.errors.compactMap(\.index))
         message.orders = message.orders.enumerated().filter { !refused.contains($0.offset) }.map(\.element)
         let keys = plan.changes.map(\.order.key)
-        let entry = OutboxEntry(opId: opId, message: message.encoded(), orderKeys: keys, createdMillis: now, baseSeq: lastSeq)
+        let entry = OutboxEntry(opId: opId, message: message.encodedBytes(), orderKeys: keys, createdMillis: now, baseSeq: lastSeq)
         c.changes = plan.changes
         c.appendOutbox = [entry]
         c.feed = [.pending(operation: message.operation, changes: plan.changes, opId: opId, origin: origin)]
@@ -94,8 +94,10 @@ extension SlaveEngine {
         return (result, out)
     }
 
+    /// Indexes an outbox entry: its orders, and its operation parsed once for rebases.
     func track(_ e: OutboxEntry) {
         outboxKeys[e.opId] = e.orderKeys
+        if case .success(.operation(let m)) = ClientMessage.decode(e.message) { outboxOperations[e.opId] = m }
         for k in e.orderKeys { pendingKeys[k, default: 0] += 1 }
     }
 
@@ -183,6 +185,7 @@ extension SlaveEngine {
     /// Updates memory once a settled entry is committed.
     func forget(_ opId: String, keys: [String], errors: [WireError], _ out: inout [Action]) {
         outboxKeys[opId] = nil
+        outboxOperations[opId] = nil
         outbox.removeAll { $0.opId == opId }
         if link == .live { scheduleAck(&out) }
         for k in keys {

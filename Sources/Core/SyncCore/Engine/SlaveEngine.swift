@@ -37,6 +37,8 @@ public final class SlaveEngine {
     /// The outbox, oldest first (mirrors the outbox table).
     public internal(set) var outbox: [OutboxEntry]
     var outboxKeys: [String: [String]] = [:]
+    /// Each outbox entry's operation, parsed once when the entry is tracked: rebases read it.
+    var outboxOperations: [String: OperationMessage] = [:]
     /// Orders with changes waiting in the outbox, and how many.
     var pendingKeys: [String: Int] = [:]
     /// Operation ids sent on the current link and not answered yet, with what was heard of them.
@@ -107,7 +109,7 @@ public final class SlaveEngine {
             lastSeq: lastSeq, epoch: needsSnapshot ? nil : epoch)
         hello.pending = outbox.prefix(HelloMessage.maxPending).map(\.opId)
         hello.outbox = outbox.count
-        return [.send(hello.encoded())]
+        return [.send(hello.encodedBytes())]
     }
 
     /// The link ended: what was in flight stays in the outbox and is sent again on the next link.
@@ -148,12 +150,12 @@ public final class SlaveEngine {
         return out
     }
 
-    /// A text message from the master. `now` is wall-clock milliseconds, for the records of
-    /// refusals only.
-    public func received(_ text: String, now: Int64) -> [Action] {
+    /// A message from the master: the payload of a text frame (or of a sealed secure message),
+    /// as received. `now` is wall-clock milliseconds, for the records of refusals only.
+    public func received(_ bytes: [UInt8], now: Int64) -> [Action] {
         self.now = now
         var out: [Action] = []
-        let message = ServerMessage.decode(text)
+        let message = ServerMessage.decode(bytes)
         if let c = collecting {
             // The parts of a broadcast come one after the other: anything else between them
             // means the link lost some.
@@ -171,7 +173,7 @@ public final class SlaveEngine {
             } else if let p = part, let s = seq {
                 broadcastPart(
                     p, PartialBroadcast(operation: op, seq: s, opId: opId, origin: origin, parts: p.parts), orders,
-                    bytes: text.utf8.count, &out)
+                    bytes: bytes.count, &out)
             } else {
                 applied(op, orders, seq: seq, opId: opId, origin: origin, &out)
             }
@@ -358,7 +360,7 @@ public final class SlaveEngine {
     private func rebase(_ overlay: inout [String: Order?], keys: Set<String>?, fallBackToStore: Bool, skipping: Set<String> = []) throws {
         for e in outbox where !skipping.contains(e.opId) {
             if let t = keys, !e.orderKeys.contains(where: { t.contains($0) }) { continue }
-            guard case .success(.operation(let m)) = ClientMessage.decode(e.message) else { continue }
+            guard let m = outboxOperations[e.opId] else { continue }
             let current = overlay
             let plan = try OperationPlanner.plan(
                 m, now: OrderTimestamp(epochMillis: 0),

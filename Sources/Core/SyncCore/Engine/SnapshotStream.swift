@@ -30,7 +30,7 @@ public struct SnapshotStream: Sendable {
     /// How many parts were handed out.
     public private(set) var sentParts = 0
     /// The messages held for the terminal while its snapshot goes out, oldest first.
-    public private(set) var held: [String] = []
+    public private(set) var held: [[UInt8]] = []
     /// The UTF-8 bytes of `held`.
     public private(set) var heldBytes = 0
 
@@ -93,7 +93,7 @@ public struct SnapshotStream: Sendable {
 
     /// The next part's message, or nil when every part was handed out or the stream waits at a
     /// pause.
-    public mutating func nextPart() -> String? {
+    public mutating func nextPart() -> [UInt8]? {
         guard sentParts < parts, !isSettling else { return nil }
         if sentParts < clearing.count {
             let uuid = clearing[sentParts]
@@ -112,13 +112,13 @@ public struct SnapshotStream: Sendable {
             operation: .create, orders: Array(orders[start..<end]), seq: nil, opId: nil, origin: nil,
             snapshot: SnapshotPart(
                 seq: seq, part: sentParts, parts: parts, epoch: epoch, applied: sentParts == parts ? applied : [:])
-        ).encoded()
+        ).encodedBytes()
     }
 
     /// `{"operation":2,"orders":[{"uuid":…}],"snapshot":{…}}`: one uuid only, since a StorePOS
     /// app applies a Remove naming k orders only while it holds at least k; or none (a fence
     /// message: one task on the app that changes nothing).
-    private func removeMessage(_ orders: [JSONValue]) -> String {
+    private func removeMessage(_ orders: [JSONValue]) -> [UInt8] {
         var part = JSONObject()
         part["seq"] = .int(seq)
         part["part"] = .int(Int64(sentParts))
@@ -128,30 +128,30 @@ public struct SnapshotStream: Sendable {
         message["operation"] = .int(Int64(OperationKind.remove.rawValue))
         message["orders"] = .array(orders)
         message["snapshot"] = .object(part)
-        return JSONValue.object(message).serialized()
+        return JSONValue.object(message).serializedBytes()
     }
 
     /// Every part still to go, passing the pauses (no flow control: tests, and callers that
     /// send a snapshot at once).
-    public mutating func allParts() -> [String] {
-        var messages: [String] = []
+    public mutating func allParts() -> [[UInt8]] {
+        var messages: [[UInt8]] = []
         while !isComplete {
             if isSettling { settle() } else if let part = nextPart() { messages.append(part) }
         }
         return messages
     }
 
-    /// Keeps `text` for after the snapshot.
-    public mutating func hold(_ text: String) {
-        held.append(text)
-        heldBytes += text.utf8.count
+    /// Keeps `bytes` (one message) for after the snapshot.
+    public mutating func hold(_ bytes: [UInt8]) {
+        held.append(bytes)
+        heldBytes += bytes.count
     }
 
     /// What follows the last part: `ready` (for an OrderSync terminal), then the held messages.
     /// Empties the held messages.
-    public mutating func finish() -> [String] {
-        var tail: [String] = []
-        if sendsReady { tail.append(ServerMessage.ready(seq: seq, epoch: epoch, store: storeId).encoded()) }
+    public mutating func finish() -> [[UInt8]] {
+        var tail: [[UInt8]] = []
+        if sendsReady { tail.append(ServerMessage.ready(seq: seq, epoch: epoch, store: storeId).encodedBytes()) }
         tail += held
         held = []
         heldBytes = 0

@@ -17,7 +17,7 @@ public struct StorePOSSpacing: Sendable, Equatable {
     private var lastNamed: [String: Int] = [:]
 
     /// An empty Remove: one promise on the app that changes nothing.
-    public static let fenceMessage = #"{"operation":2,"orders":[]}"#
+    public static let fenceMessage: [UInt8] = Array(#"{"operation":2,"orders":[]}"#.utf8)
 
     public init(distance: Int) {
         self.distance = max(0, distance)

@@ -4,8 +4,8 @@ public struct OutboxEntry: Equatable, Sendable {
     public var position: Int64
     /// The operation id sent with it; the master answers a repeat without applying it again.
     public var opId: String
-    /// The operation message as it is sent (JSON text).
-    public var message: String
+    /// The operation message as it is sent: the UTF-8 bytes of its JSON text.
+    public var message: [UInt8]
     /// Lower-case UUIDs of the orders it touches.
     public var orderKeys: [String]
     /// When it was made (wall clock, milliseconds), for operators.
@@ -16,7 +16,7 @@ public struct OutboxEntry: Equatable, Sendable {
     public var baseSeq: Int64
 
     /// An entry from its fields.
-    public init(position: Int64 = 0, opId: String, message: String, orderKeys: [String], createdMillis: Int64, baseSeq: Int64 = 0) {
+    public init(position: Int64 = 0, opId: String, message: [UInt8], orderKeys: [String], createdMillis: Int64, baseSeq: Int64 = 0) {
         self.position = position
         self.opId = opId
         self.message = message

@@ -16,13 +16,13 @@ struct OutgoingFrames {
     }
 
     /// A sync message: a text frame to a StorePOS terminal, sealed for a slave's secure link.
-    mutating func add(_ text: String, to s: TerminalSession, node: MasterNode) {
+    mutating func add(_ bytes: [UInt8], to s: TerminalSession, node: MasterNode) {
         switch s.framing {
         case .storePOS:
-            add(frame: WebSocketChannel.serverTextFrame(text), to: s)
+            add(frame: WebSocketChannel.serverTextFrame(utf8: bytes), to: s)
         case .secure(let link):
             do {
-                for message in try link.seal(text) { add(frame: WebSocketChannel.serverBinaryFrame(message), to: s) }
+                for message in try link.seal(bytes) { add(frame: WebSocketChannel.serverBinaryFrame(message), to: s) }
             } catch {
                 flush(s)
                 node.sealFailed(s, error)

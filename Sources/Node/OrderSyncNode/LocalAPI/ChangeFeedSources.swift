@@ -3,11 +3,20 @@ import SyncCore
 
 /// The master's feed: its journal, one change per entry, up to the last committed one (a
 /// group being committed is not shown before it is on disk).
+///
+/// Each entry's change is rendered once (its broadcast parsed, its orders written as the feed
+/// shows them) and kept for the newest `renderedKept` sequences: every reader after the first,
+/// and every stream the commit wakes, reads the kept text instead of parsing the journal again.
 final class MasterFeedSource: ChangeFeedSource {
     private let store: StoreWriter
     private let epoch: String
     /// The last journal seq known to be on disk.
     var committed: Int64
+    /// The rendered change of recent journal entries, by seq (an entry never changes once
+    /// journalled; the rows read from the journal still say which entries exist).
+    private var rendered: [Int64: String] = [:]
+    /// How many rendered changes are kept: two of the largest answers.
+    static let renderedKept = 2 * ChangeFeed.maxLimit
 
     init(store: StoreWriter, epoch: String) throws {
         self.store = store
@@ -25,9 +34,26 @@ final class MasterFeedSource: ChangeFeedSource {
 
     func feedChanges(after seq: Int64, limit: Int) throws -> [(seq: Int64, text: String)] {
         guard seq < committed else { return [] }
-        return try store.read { try $0.journal(since: seq, orderUUID: nil, limit: limit) }.filter { $0.seq <= committed }.map {
-            ($0.seq, ChangeFeed.changeText(seq: $0.seq, ChangeFeed.masterChange($0)))
+        let changes = try store.read { try $0.journal(since: seq, orderUUID: nil, limit: limit) }.filter { $0.seq <= committed }.map {
+            entry -> (seq: Int64, text: String) in
+            if let text = rendered[entry.seq] { return (entry.seq, text) }
+            let text = ChangeFeed.changeText(seq: entry.seq, ChangeFeed.masterChange(entry))
+            rendered[entry.seq] = text
+            renderCount += 1
+            return (entry.seq, text)
         }
+        forgetRendered()
+        return changes
+    }
+
+    /// Number of changes rendered so far (parses of journal entries), for tests.
+    private(set) var renderCount = 0
+
+    /// Keeps the newest `renderedKept` rendered changes.
+    private func forgetRendered() {
+        guard rendered.count > Self.renderedKept else { return }
+        let keep = committed - Int64(Self.renderedKept)
+        rendered = rendered.filter { $0.key > keep }
     }
 }
 

@@ -11,7 +11,7 @@ import SyncCore
 /// order it arrived.
 enum GroupWork {
     /// A sync message from a terminal (decrypted, for a slave).
-    case message(session: Int, text: String)
+    case message(session: Int, bytes: [UInt8])
     /// A write through the master's local API, answered once its group is on disk.
     case local(OperationMessage, origin: String, single: String?, respond: LocalAPIServer.Respond)
     /// An operator adopts (`adopt`) or clears foreign orders (`ForeignOrder`; nil: all waiting).
@@ -109,9 +109,9 @@ extension MasterNode {
     private func apply(_ work: GroupWork) -> [MasterEngine.Action] {
         let now = WallClock.nowMillis()
         switch work {
-        case .message(let id, let text):
+        case .message(let id, let bytes):
             group.snapshotWaiting.insert(id)
-            return engine.received(text, from: id, now: now)
+            return engine.received(bytes, from: id, now: now)
         case .disconnected(let id):
             return engine.peerDisconnected(id, now: now)
         case .maintenance:

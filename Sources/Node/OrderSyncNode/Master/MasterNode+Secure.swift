@@ -161,11 +161,12 @@ extension MasterNode {
             case .established(let key, let payload):
                 established(peerKey: key, payload: payload, session: s, link: link)
             case .message(let bytes):
-                guard let text = String(validating: bytes, as: UTF8.self) else {
+                // Checked in place: the bytes go to the engine as they are, no `String` made.
+                guard (try? UTF8Span(validating: bytes.span)) != nil else {
                     s.close(code: .invalidPayload, reason: "a sync message is not UTF-8")
                     return
                 }
-                terminalMessage(text, from: s)
+                terminalMessage(bytes, from: s)
             case .control(let bytes):
                 logger.debug(
                     "peer.control_ignored", metadata: ["peer.address": "\(s.address)", "bytes": "\(bytes.count)"])
@@ -277,13 +278,13 @@ extension MasterNode {
 
     /// Sends one sync message: as text to a StorePOS terminal, sealed to a slave. A message the
     /// link cannot seal closes it.
-    func send(_ text: String, to s: TerminalSession) {
+    func send(_ bytes: [UInt8], to s: TerminalSession) {
         switch s.framing {
         case .storePOS:
-            s.transport.sendText(text)
+            s.transport.sendText(utf8: bytes)
         case .secure(let link):
             do {
-                for message in try link.seal(text) { s.transport.sendBinary(message) }
+                for message in try link.seal(bytes) { s.transport.sendBinary(message) }
             } catch {
                 sealFailed(s, error)
             }

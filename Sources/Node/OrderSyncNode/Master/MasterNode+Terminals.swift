@@ -64,7 +64,7 @@ extension MasterNode {
                 s.close(code: .unsupportedData, reason: "only binary messages of the secure link are accepted")
                 return
             }
-            terminalMessage(text, from: s)
+            terminalMessage(Array(text.utf8), from: s)
         case .binary(let bytes):
             guard let secure = s.secure else {
                 // A StorePOS link is text only, as before.
@@ -126,9 +126,10 @@ extension MasterNode {
         sessionEnded()
     }
 
-    /// A sync message: applied with the others of this loop turn in the next group.
-    func terminalMessage(_ text: String, from s: TerminalSession) {
-        enqueue(.message(session: s.id, text: text))
+    /// A sync message (UTF-8 JSON bytes): applied with the others of this loop turn in the next
+    /// group.
+    func terminalMessage(_ bytes: [UInt8], from s: TerminalSession) {
+        enqueue(.message(session: s.id, bytes: bytes))
     }
 
     /// Sends the terminal's next snapshot parts while its link has room (fewer unsent bytes
@@ -174,17 +175,17 @@ extension MasterNode {
         var out = OutgoingFrames()
         for action in actions {
             switch action {
-            case .send(let id, let text):
-                if let s = sessions[id] { out.add(text, to: s, node: self) }
-            case .broadcast(let text, let peers):
+            case .send(let id, let bytes):
+                if let s = sessions[id] { out.add(bytes, to: s, node: self) }
+            case .broadcast(let bytes, let peers):
                 var frame: [UInt8]?
                 for id in peers {
                     guard let s = sessions[id] else { continue }
                     guard case .storePOS = s.framing else {
-                        out.add(text, to: s, node: self)
+                        out.add(bytes, to: s, node: self)
                         continue
                     }
-                    if frame == nil { frame = WebSocketChannel.serverTextFrame(text) }
+                    if frame == nil { frame = WebSocketChannel.serverTextFrame(utf8: bytes) }
                     if let frame { out.add(frame: frame, to: s) }
                 }
             case .close(let id, let code, let reason):

@@ -48,8 +48,8 @@ final class SecureTerminalLink {
     }
 
     /// The binary WebSocket messages carrying one sync message.
-    func seal(_ text: String) throws(SecureLinkError) -> [[UInt8]] {
-        try link.seal(Array(text.utf8))
+    func seal(_ bytes: [UInt8]) throws(SecureLinkError) -> [[UInt8]] {
+        try link.seal(bytes)
     }
 
     /// The binary WebSocket messages carrying one control message (`paired`, `masterKey`).

@@ -115,8 +115,8 @@ final class MasterLink {
     var onPaired: (MasterGreeting) -> Void = { _ in }
     /// The link is secured: the slave may say hello.
     var onSecured: (MasterGreeting) -> Void = { _ in }
-    /// A sync message from the master.
-    var onMessage: (String) -> Void = { _ in }
+    /// A sync message from the master (UTF-8 JSON bytes).
+    var onMessage: ([UInt8]) -> Void = { _ in }
     /// The master handed its trust over to a new key (32 bytes).
     var onMasterKey: (_ masterId: String, _ publicKey: [UInt8]) -> Void = { _, _ in }
     /// The master went silent past the dead-peer limit; `onEnd` follows.
@@ -237,8 +237,8 @@ final class MasterLink {
                     state = .secured(t, s)
                 }
                 onSecured(greeting)
-            case .message(let text):
-                onMessage(text)
+            case .message(let bytes):
+                onMessage(bytes)
             case .masterKeyHandover(let id, let key):
                 onMasterKey(id, key)
             case .failed(let failure):
@@ -295,10 +295,10 @@ final class MasterLink {
     }
 
     /// Seals and sends one sync message (once secured; before, the link fails).
-    func send(_ text: String) {
+    func send(_ bytes: [UInt8]) {
         switch state {
         case .handshaking(_, var session, _), .secured(_, var session):
-            let outputs = session.seal(text)
+            let outputs = session.seal(bytes)
             state = state.with(session)
             carryOut(outputs)
         case .idle, .connecting, .closing, .failed, .ended:

@@ -33,7 +33,7 @@ extension SlaveNode {
     /// A message from the master: applied in this loop turn's batch. While the last batch's
     /// COMMIT runs off the loop it waits, with the others that arrive meanwhile, for the next
     /// batch; whatever else waited for the store before it goes first (`StoreWriter.whenIdle`).
-    func masterMessage(_ text: String) {
+    func masterMessage(_ text: [UInt8]) {
         guard writer.phase != .committing, waitingMessages.isEmpty else {
             if waitingMessages.isEmpty {
                 writer.whenIdle { [weak self] in self?.applyWaitingMessages() }
@@ -51,7 +51,7 @@ extension SlaveNode {
         for text in texts { applyMasterMessage(text) }
     }
 
-    private func applyMasterMessage(_ text: String) {
+    private func applyMasterMessage(_ text: [UInt8]) {
         // Several stores became visible while this one was syncing: do not join one by chance.
         if mustChooseStore { engine.joinAllowed = chooseTarget() != nil }
         if batch == nil {

@@ -169,9 +169,9 @@ extension SlaveNode {
                 self.perform(self.engine.linkOpened())
             }
         }
-        l.onMessage = { [weak self, weak l] text in
+        l.onMessage = { [weak self, weak l] bytes in
             guard let self = self, let l = l, self.linkState.isUp, self.linkState.link === l else { return }
-            self.masterMessage(text)
+            self.masterMessage(bytes)
         }
         l.onMasterKey = { [weak self, weak l] id, key in
             guard let self = self, let l = l, self.linkState.link === l else { return }
@@ -296,8 +296,8 @@ extension SlaveNode {
     func perform(_ actions: [SlaveEngine.Action]) {
         for action in actions {
             switch action {
-            case .send(let text):
-                linkState.link?.send(text)
+            case .send(let bytes):
+                linkState.link?.send(bytes)
             case .resync(let reason):
                 linkState.link?.close(code: .normal, reason: reason)
             case .abort(let reason):

@@ -67,7 +67,7 @@ public final class SlaveNode: @unchecked Sendable {
     /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
     var batch: SlaveBatch?
     /// The master's messages that arrived while the last batch committed, for the next one.
-    var waitingMessages: [String] = []
+    var waitingMessages: [[UInt8]] = []
     var replicaCommits = ReplicaCommitStatus()
     /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
     let metrics = NodeMetrics(role: .slave, version: NodeVersion.string)

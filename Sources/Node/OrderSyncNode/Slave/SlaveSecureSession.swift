@@ -45,8 +45,8 @@ struct SlaveSecureSession {
         case paired(MasterGreeting)
         /// The link is secured: the engine may start (hello, snapshot, operations).
         case secured(MasterGreeting)
-        /// One sync message from the master, for the engine.
-        case message(String)
+        /// One sync message from the master (UTF-8 JSON bytes, checked), for the engine.
+        case message([UInt8])
         /// The master handed its trust over to a new static key (a `masterKey` control message
         /// authenticated by the current session): `publicKey` is 32 bytes and `masterId` its id.
         case masterKeyHandover(masterId: String, publicKey: [UInt8])
@@ -138,10 +138,10 @@ struct SlaveSecureSession {
 
     /// Seals one sync message for the master: the binary WebSocket messages to send, or
     /// `.failed`. Nothing is sent before the link is secured.
-    mutating func seal(_ text: String) -> [Output] {
+    mutating func seal(_ bytes: [UInt8]) -> [Output] {
         guard isSecured, var link else { return stage == .failed ? [] : [fail("a sync message before the link is secured")] }
         do throws(SecureLinkError) {
-            let sealed = try link.seal(Array(text.utf8))
+            let sealed = try link.seal(bytes)
             self.link = link
             return sealed.map { .send($0) }
         } catch {
@@ -195,10 +195,11 @@ struct SlaveSecureSession {
                 }
             case .message(let bytes):
                 guard isSecured else { return [fail("a sync message before the link is secured")] }
-                guard let text = String(validating: bytes, as: UTF8.self) else {
+                // Checked in place: the bytes go to the engine as they are, no `String` made.
+                guard (try? UTF8Span(validating: bytes.span)) != nil else {
                     return [fail("a sync message that is not UTF-8")]
                 }
-                outputs.append(.message(text))
+                outputs.append(.message(bytes))
             case .control(let bytes):
                 switch control(bytes) {
                 case .success(let output?): outputs += output
