@@ -43,9 +43,11 @@ let package = Package(
         // QR codes (ISO/IEC 18004) for the pairing code in the terminal.
         .target(name: "QRCode", path: "Sources/Core/QRCode"),
         // The node's pure rules: local API routes and HTTP conventions, pairing windows, HTTP
-        // listener admission, address ranges; the node feeds them requests, addresses and times.
+        // listener admission, address ranges, trust, master candidates, status and health; the
+        // node feeds them requests, addresses, discovery events and times.
         .target(
-            name: "NodePolicy", dependencies: ["JSON", "HTTP1", "SyncCore", "SecureLink"],
+            name: "NodePolicy",
+            dependencies: ["JSON", "HTTP1", "SyncCore", "SecureLink", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Core/NodePolicy"),
 
         // MARK: Shell: I/O, each C library wrapped by exactly one Swift module.
@@ -152,7 +154,7 @@ let package = Package(
                 "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "FaultVFS", "CIMode", "NodePolicy",
                 "WireTestSupport",
             ]),
-        .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore"]),
+        .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore", "NodePolicy"]),
     ],
     swiftLanguageModes: [.v6]
 )

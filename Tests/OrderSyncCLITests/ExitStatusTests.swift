@@ -1,4 +1,5 @@
 import ArgumentParser
+import NodePolicy
 import OrderStore
 import OrderSyncNode
 import XCTest

@@ -3,6 +3,7 @@ import EventLoopIO
 import Foundation
 import Glibc
 import JSON
+import NodePolicy
 import SecureLink
 import XCTest
 
@@ -116,7 +117,7 @@ final class DataDirectoryTests: XCTestCase {
         let key = try String(contentsOfFile: master.dataDirectory + "/" + NodeDefaults.keyFile, encoding: .utf8)
         XCTAssertFalse(key.isEmpty)
         XCTAssertTrue(status.nodeId.range(of: #"^([A-Z2-7]{4}-){7}[A-Z2-7]{4}$"#, options: .regularExpression) != nil, status.nodeId)
-        XCTAssertTrue(StatusText.render(status).contains("node id:   \(status.nodeId)"))
+        XCTAssertTrue(StatusText.render(.master(status)).contains("node id:   \(status.nodeId)"))
     }
 
     func testASlaveNamesTheCallersUidInTheRefusalsItMakes() throws {

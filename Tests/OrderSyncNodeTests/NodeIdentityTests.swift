@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Glibc
+import NodePolicy
 import XCTest
 
 @testable import OrderSyncNode
@@ -18,7 +19,7 @@ final class NodeIdentityTests: XCTestCase {
         // RFC 4648 section 10 test vectors, without their padding.
         let vectors = ["": "", "f": "MY", "fo": "MZXQ", "foo": "MZXW6", "foob": "MZXW6YQ", "fooba": "MZXW6YTB", "foobar": "MZXW6YTBOI"]
         for (input, output) in vectors {
-            XCTAssertEqual(NodeIdentity.base32(Array(input.utf8)), output, input)
+            XCTAssertEqual(NodeId.base32(Array(input.utf8)), output, input)
         }
     }
 

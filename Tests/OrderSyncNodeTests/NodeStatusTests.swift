@@ -1,6 +1,7 @@
 import EventLoopIO
 import Foundation
 import Logging
+import NodePolicy
 import OrderSyncNode
 import SecureLink
 import Synchronization

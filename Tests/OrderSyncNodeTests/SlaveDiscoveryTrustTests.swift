@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import JSON
 import Logging
+import NodePolicy
 import Noise
 import OrderSyncNode
 import SecureLink

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import JSON
+import NodePolicy
 import OrderSyncNode
 import Synchronization
 import XCTest

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NodePolicy
 import OrderStore
 import SyncCore
 import XCTest

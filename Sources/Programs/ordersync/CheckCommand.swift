@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NodePolicy
 import OrderSyncNode
 
 /// `ordersync check`: one line and an exit code for Nagios, Icinga, Zabbix or a shell script.

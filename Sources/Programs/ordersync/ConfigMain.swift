@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NodePolicy
 import OrderSyncNode
 
 /// The settings file of this run, read before the command line is parsed and bound for the

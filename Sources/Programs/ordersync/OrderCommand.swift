@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JSON
+import NodePolicy
 import OrderSyncNode
 import SyncCore
 

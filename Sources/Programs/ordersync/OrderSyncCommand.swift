@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NodePolicy
 import OrderSyncNode
 import SecureLink
 import SyncCore

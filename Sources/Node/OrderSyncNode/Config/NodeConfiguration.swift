@@ -13,12 +13,6 @@ public enum NodeVersion {
     public static var full: String { "\(string) (\(commit.map { "commit \($0)" } ?? "unknown commit"))" }
 }
 
-/// A node's role.
-public enum NodeRole: String, Sendable {
-    case master
-    case slave
-}
-
 /// `ws://HOST:PORT/PATH` given with `--master`.
 public struct MasterURL: Equatable, Sendable, CustomStringConvertible {
     /// Host name or address (IPv6 without brackets).

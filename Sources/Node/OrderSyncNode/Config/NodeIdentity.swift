@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Glibc
+import NodePolicy
 
 /// A node's static key pair and the id derived from it.
 ///
@@ -25,33 +26,8 @@ public struct NodeIdentity {
         self.nodeId = Self.nodeId(publicKey: Array(privateKey.publicKey.rawRepresentation))
     }
 
-    /// The node id of a 32-byte X25519 public key.
-    public static func nodeId(publicKey: [UInt8]) -> String {
-        let digest = Array(SHA256.hash(data: publicKey).prefix(20))
-        let text = Array(base32(digest))
-        return stride(from: 0, to: text.count, by: 4).map { String(text[$0..<min($0 + 4, text.count)]) }
-            .joined(separator: "-")
-    }
-
-    /// RFC 4648 section 6 base32 without padding ("The Base 32 Alphabet": A-Z then 2-7).
-    static func base32(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-        var out = ""
-        var buffer: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            buffer = (buffer << 8) | UInt32(byte)
-            bits += 8
-            while bits >= 5 {
-                out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
-                bits -= 5
-            }
-        }
-        if bits > 0 {
-            out.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)])
-        }
-        return out
-    }
+    /// The node id of a 32-byte X25519 public key (``NodeId``).
+    public static func nodeId(publicKey: [UInt8]) -> String { NodeId.of(publicKey: publicKey) }
 
     /// Loads the key file at `path`, or makes a new key and writes it there when no file exists.
     ///

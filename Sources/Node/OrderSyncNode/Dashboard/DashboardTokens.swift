@@ -1,5 +1,6 @@
 import Crypto
 import JSON
+import NodePolicy
 
 /// The dashboard's access tokens (`ordersync dashboard`): each has an id, a label and its
 /// creation time; only the SHA-256 of the secret is kept, in the master's database (metadata

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NodePolicy
 
 extension NodeDefaults {
     /// Name of the slave's trust file in its data directory (mode 0600): the master it paired with.

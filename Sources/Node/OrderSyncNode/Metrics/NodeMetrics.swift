@@ -1,4 +1,5 @@
 import CoreMetrics
+import NodePolicy
 import Prometheus
 import SyncCore
 import WebSocketTransport

@@ -1,4 +1,5 @@
 import EventLoopIO
+import NodePolicy
 
 /// The master a slave connects to.
 struct LinkTarget: Equatable {

@@ -15,20 +15,6 @@ struct SlaveBatch {
     var started: MonotonicInstant
 }
 
-/// How the replica's batches went, for `GET /v1/status` (`commits`).
-public struct ReplicaCommitStatus: Equatable, Sendable {
-    /// Transactions committed (or failed) for the master's messages.
-    public var batches: Int64 = 0
-    /// The master's messages applied in them.
-    public var messages: Int64 = 0
-    /// The most messages in one batch.
-    public var largestBatch: Int64 = 0
-    /// Batches whose commit failed.
-    public var failed: Int64 = 0
-
-    public init() {}
-}
-
 extension SlaveNode {
     /// A message from the master: applied in this loop turn's batch. While the last batch's
     /// COMMIT runs off the loop it waits, with the others that arrive meanwhile, for the next

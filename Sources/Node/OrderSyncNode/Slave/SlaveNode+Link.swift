@@ -2,6 +2,7 @@ import Discovery
 import EventLoopIO
 import Foundation
 import Logging
+import NodePolicy
 import SyncCore
 import WebSocket
 import WebSocketTransport

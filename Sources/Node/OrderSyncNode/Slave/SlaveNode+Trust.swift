@@ -1,6 +1,7 @@
 import Discovery
 import Foundation
 import Logging
+import NodePolicy
 
 extension NodeDefaults {
     /// Shortest delay between attempts while the master refuses this terminal (unknown or

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NodePolicy
 import OrderStore
 
 /// Opening a node's order store at start: a damaged or unreadable store is refused with what is

@@ -1,24 +1,24 @@
 import Foundation
-import NodePolicy
 
-/// Renders a node's status (`ordersync status`) for people.
+/// Renders a node's status (`ordersync status`) for people. Pure: the time a pairing window's
+/// countdown is measured from is given (`nowMillis`, wall-clock milliseconds since 1970).
 public enum StatusText {
-    /// Multi-line text of a status.
-    public static func render(_ status: NodeStatus) -> String {
+    /// Multi-line text of a status at `nowMillis`.
+    public static func render(_ status: NodeStatus, nowMillis: Int64) -> String {
         switch status {
-        case .master(let m): return render(m)
+        case .master(let m): return render(m, nowMillis: nowMillis)
         case .slave(let s): return render(s)
         }
     }
 
     /// A master: its store, service and terminals.
-    public static func render(_ m: MasterStatus) -> String {
+    public static func render(_ m: MasterStatus, nowMillis: Int64) -> String {
         var lines = common(role: m.role, store: m.store, name: m.name, orders: m.orders, seq: m.seq, avahi: m.avahi, nodeId: m.nodeId)
         lines += readinessLines(m.state, m.ready, m.lastError)
         lines.append("port:      \(m.port)")
         lines.append("service:   \(m.serviceName ?? "-") (\(m.serviceType))")
         if let previous = m.previousNodeId { lines.append("previous node id: \(previous) (still answers)") }
-        lines.append("pairing:   \(pairingText(m.pairing))")
+        lines.append("pairing:   \(pairingText(m.pairing, nowMillis: nowMillis))")
         lines.append("paired:    \(m.pairedTerminals) terminal\(m.pairedTerminals == 1 ? "" : "s")")
         lines += terminalLines(m)
         lines.append("tombstones: \(m.tombstones)")
@@ -28,12 +28,12 @@ public enum StatusText {
         return lines.joined(separator: "\n")
     }
 
-    /// The pairing windows in one line.
-    static func pairingText(_ p: PairingWindowStatus) -> String {
+    /// The pairing windows in one line, at `nowMillis`.
+    static func pairingText(_ p: PairingWindowStatus, nowMillis: Int64) -> String {
         let locked = p.lockedOutAddresses > 0 ? ", \(p.lockedOutAddresses) address(es) locked out" : ""
         switch p.state {
         case .open:
-            let left = max(0, ((p.expiresAtMillis ?? 0) - WallClock.nowMillis()) / 1000)
+            let left = max(0, ((p.expiresAtMillis ?? 0) - nowMillis) / 1000)
             return "\(p.openCodes) code(s) open, the next closes in \(left) s" + (p.name.map { " (for \($0))" } ?? "") + locked
         case .used: return "closed (used by \(p.name ?? "a terminal"))" + locked
         case .expired: return "closed (expired)" + locked

@@ -1,5 +1,3 @@
-import NodePolicy
-
 /// What a node is doing, as `GET /v1/status` answers it and `ordersync status` shows it: one
 /// typed value, encoded by the local API and decoded by the CLI.
 public enum NodeStatus: Sendable, Equatable {
@@ -112,6 +110,24 @@ public struct MasterStatus: Sendable, Equatable {
         public var messages: Int
         /// Its operations the master refused.
         public var rejected: Int
+
+        /// A status from its members.
+        public init(
+            address: String, `protocol`: PeerProtocol, terminal: String? = nil, terminalId: String? = nil, connectedSeconds: Int64,
+            lastSeenMillisAgo: Int64, ackedSeq: Int64? = nil, lag: Int64? = nil, outbox: Int? = nil, messages: Int, rejected: Int
+        ) {
+            self.address = address
+            self.protocol = `protocol`
+            self.terminal = terminal
+            self.terminalId = terminalId
+            self.connectedSeconds = connectedSeconds
+            self.lastSeenMillisAgo = lastSeenMillisAgo
+            self.ackedSeq = ackedSeq
+            self.lag = lag
+            self.outbox = outbox
+            self.messages = messages
+            self.rejected = rejected
+        }
     }
 
     /// A slave the master knows.
@@ -133,6 +149,56 @@ public struct MasterStatus: Sendable, Equatable {
         /// Changes waiting in its outbox, as it last said (while away: when it was last heard,
         /// it may hold more now); nil if it never said.
         public var outbox: Int? = nil
+
+        /// A status from its members.
+        public init(
+            terminalId: String, name: String, address: String, connected: Bool, ackedSeq: Int64, lag: Int64, lastSeen: String,
+            outbox: Int? = nil
+        ) {
+            self.terminalId = terminalId
+            self.name = name
+            self.address = address
+            self.connected = connected
+            self.ackedSeq = ackedSeq
+            self.lag = lag
+            self.lastSeen = lastSeen
+            self.outbox = outbox
+        }
+    }
+
+    /// A status from its members.
+    public init(
+        role: NodeRole = .master, version: String, store: String, name: String, nodeId: String, epoch: String, seq: Int64, orders: Int,
+        port: UInt16, dataDir: String, serviceType: String, serviceName: String? = nil, avahi: AvahiState, uptimeSeconds: Int64,
+        peers: [Peer], terminals: [KnownTerminal], tombstones: Int, pairing: PairingWindowStatus, pairedTerminals: Int,
+        previousNodeId: String? = nil, commits: CommitStatus = CommitStatus(), storeposForeign: Int? = nil, ready: NodeReadiness? = nil,
+        state: NodeReadyState? = nil, lastError: NodeError? = nil
+    ) {
+        self.role = role
+        self.version = version
+        self.store = store
+        self.name = name
+        self.nodeId = nodeId
+        self.epoch = epoch
+        self.seq = seq
+        self.orders = orders
+        self.port = port
+        self.dataDir = dataDir
+        self.serviceType = serviceType
+        self.serviceName = serviceName
+        self.avahi = avahi
+        self.uptimeSeconds = uptimeSeconds
+        self.peers = peers
+        self.terminals = terminals
+        self.tombstones = tombstones
+        self.pairing = pairing
+        self.pairedTerminals = pairedTerminals
+        self.previousNodeId = previousNodeId
+        self.commits = commits
+        self.storeposForeign = storeposForeign
+        self.ready = ready
+        self.state = state
+        self.lastError = lastError
     }
 }
 
@@ -229,6 +295,20 @@ public struct SlaveStatus: Sendable, Equatable {
         /// Seconds since the link was last live (since the node started when it never was);
         /// `null` while live.
         public var notLiveSeconds: Int64?
+
+        /// A status from its members.
+        public init(
+            state: LinkState, url: String? = nil, serviceName: String? = nil, sinceSeconds: Int64, lastSeenMillisAgo: Int64? = nil,
+            lastError: String? = nil, notLiveSeconds: Int64? = nil
+        ) {
+            self.state = state
+            self.url = url
+            self.serviceName = serviceName
+            self.sinceSeconds = sinceSeconds
+            self.lastSeenMillisAgo = lastSeenMillisAgo
+            self.lastError = lastError
+            self.notLiveSeconds = notLiveSeconds
+        }
     }
 
     /// A master seen on the LAN.
@@ -239,5 +319,48 @@ public struct SlaveStatus: Sendable, Equatable {
         public var address: String
         /// The store it announces.
         public var store: String?
+
+        /// A status from its members.
+        public init(
+            name: String, address: String, store: String? = nil
+        ) {
+            self.name = name
+            self.address = address
+            self.store = store
+        }
+    }
+
+    /// A status from its members.
+    public init(
+        role: NodeRole = .slave, version: String, store: String? = nil, name: String, nodeId: String, terminalId: String,
+        masterId: String? = nil, pairing: PairingState, seq: Int64, masterSeq: Int64, lag: Int64, epoch: String? = nil, orders: Int,
+        dataDir: String, avahi: AvahiState, uptimeSeconds: Int64, master: Link, pendingWrites: Int, outbox: Int, mastersSeen: [SeenMaster],
+        commits: ReplicaCommitStatus = ReplicaCommitStatus(), ready: NodeReadiness? = nil, state: NodeReadyState? = nil,
+        lastError: NodeError? = nil
+    ) {
+        self.role = role
+        self.version = version
+        self.store = store
+        self.name = name
+        self.nodeId = nodeId
+        self.terminalId = terminalId
+        self.masterId = masterId
+        self.pairing = pairing
+        self.seq = seq
+        self.masterSeq = masterSeq
+        self.lag = lag
+        self.epoch = epoch
+        self.orders = orders
+        self.dataDir = dataDir
+        self.avahi = avahi
+        self.uptimeSeconds = uptimeSeconds
+        self.master = master
+        self.pendingWrites = pendingWrites
+        self.outbox = outbox
+        self.mastersSeen = mastersSeen
+        self.commits = commits
+        self.ready = ready
+        self.state = state
+        self.lastError = lastError
     }
 }

@@ -1,9 +1,8 @@
-import Discovery
-
 /// The masters a slave may connect to, as DNS-SD reported them, and how the attempts on them
 /// went: which one to try, which to try after a failure, and when to forget every resolution
 /// and browse again. Pure: no clock, no Avahi; the slave feeds it discovery events, connect
-/// results and the time.
+/// results and the time, each service as a ``MasterCandidate`` (the node maps Discovery's
+/// resolutions into it).
 ///
 /// The choice is deterministic and never made by instance name: among the services of the
 /// wanted store (of the replica's epoch when one announces it), the newest one seen whose address
@@ -20,9 +19,9 @@ import Discovery
 /// announces a trusted id is the replica's own master whatever its epoch and host (its database
 /// was restored or replaced on the same key). A TXT record without `id=` is tried: the Noise
 /// handshake decides.
-struct MasterCandidates {
+public struct MasterCandidates: Sendable {
     /// How the choice came out.
-    enum Choice: Equatable {
+    public enum Choice: Equatable, Sendable {
         /// No service seen.
         case none
         /// Services seen, none of `store`; `seen` lists the stores that are announced.
@@ -31,11 +30,11 @@ struct MasterCandidates {
         case severalStores([String])
         /// The master to try. `rivals` lists every master of the store (`address:port|epoch`)
         /// when more than one epoch announces it, else is empty.
-        case master(ResolvedService, rivals: [String])
+        case master(MasterCandidate, rivals: [String])
     }
 
     /// What to do after an attempt that failed.
-    enum Verdict: Equatable {
+    public enum Verdict: Equatable, Sendable {
         /// Another candidate has not failed since the last browse: try it soon.
         case tryAnother
         /// Every candidate failed since the last browse, or this one failed
@@ -47,14 +46,17 @@ struct MasterCandidates {
     }
 
     /// Failures in a row on one address after which the resolutions are forgotten.
-    static let failuresBeforeRebrowse = 3
+    public static let failuresBeforeRebrowse = 3
     /// The most withdrawn services remembered.
-    static let maxWithdrawn = 256
+    public static let maxWithdrawn = 256
     /// Shortest time between two fresh browses.
-    static let minimumRebrowseInterval: Duration = .seconds(4)
+    public static let minimumRebrowseInterval: Duration = .seconds(4)
+
+    /// No service seen yet.
+    public init() {}
 
     /// Services by instance name, domain and interface, with the order in which they were seen.
-    private var services: [String: (service: ResolvedService, seen: Int)] = [:]
+    private var services: [String: (service: MasterCandidate, seen: Int)] = [:]
     private var seenCounter = 0
     /// Addresses (`address:port`) whose attempt failed since the last browse or success.
     private var failedSinceBrowse: Set<String> = []
@@ -67,16 +69,16 @@ struct MasterCandidates {
     /// Epochs announced for any store since this slave started (kept across browses).
     private var epochsSeen: Set<String> = []
     /// The host the last link came up with: the replica's master.
-    private(set) var home: String?
+    public private(set) var home: String?
     /// Fresh browses started so far.
-    private(set) var rebrowses = 0
+    public private(set) var rebrowses = 0
     /// The node ids of the master this slave paired with (current and earlier keys); empty
     /// while the slave is not paired (or pairing anew), when no service is refused by its id.
-    var trustedIds: Set<String> = []
+    public var trustedIds: Set<String> = []
 
     /// True when `service` announces a node id (`id=`) that is not the trusted master's, and no
     /// previous id (`previd=`) that is: the slave never connects to it.
-    func isUntrusted(_ service: ResolvedService) -> Bool {
+    public func isUntrusted(_ service: MasterCandidate) -> Bool {
         guard !trustedIds.isEmpty, let id = service.txt["id"] else { return false }
         if trustedIds.contains(id) { return false }
         if let previous = service.txt["previd"], trustedIds.contains(previous) { return false }
@@ -84,24 +86,24 @@ struct MasterCandidates {
     }
 
     /// True when `service` announces a trusted node id (`id=` or `previd=`).
-    private func announcesTrustedId(_ service: ResolvedService) -> Bool {
+    private func announcesTrustedId(_ service: MasterCandidate) -> Bool {
         guard !trustedIds.isEmpty else { return false }
         return [service.txt["id"], service.txt["previd"]].contains { $0.map(trustedIds.contains) ?? false }
     }
 
     /// The services known, oldest seen first.
-    var seen: [ResolvedService] {
+    public var seen: [MasterCandidate] {
         services.values.sorted { $0.seen < $1.seen }.map(\.service)
     }
 
     /// Addresses that failed since the last browse.
-    var failedCount: Int { failedSinceBrowse.count }
+    public var failedCount: Int { failedSinceBrowse.count }
 
     /// Records a resolution; returns true when it is new or differs from the one held. A
     /// service announced again after its goodbye (a master that restarted) has its address's
     /// failures wiped, so that it is tried at once; a stale address a fresh browse reports again
     /// keeps them.
-    mutating func found(_ service: ResolvedService) -> Bool {
+    public mutating func found(_ service: MasterCandidate) -> Bool {
         let key = "\(service.name)|\(service.domain)|\(service.interfaceIndex)"
         let previous = services[key]?.service
         if withdrawn.remove(key) != nil {
@@ -115,7 +117,7 @@ struct MasterCandidates {
     }
 
     /// Forgets the instance `name` in `domain` on every interface; returns true when it was held.
-    mutating func lost(name: String, domain: String) -> Bool {
+    public mutating func lost(name: String, domain: String) -> Bool {
         let gone = services.keys.filter { $0.hasPrefix("\(name)|\(domain)|") }
         for key in gone { services[key] = nil }
         // Bounded: a LAN full of goodbyes costs at most this much memory (and a fast retry).
@@ -126,8 +128,8 @@ struct MasterCandidates {
 
     /// The master to try for `store` (nil: the only store announced), keeping to `epoch` (the
     /// replica's) when a master of it is announced.
-    func choose(store: String?, epoch: String?) -> Choice {
-        let pool: [(service: ResolvedService, seen: Int)]
+    public func choose(store: String?, epoch: String?) -> Choice {
+        let pool: [(service: MasterCandidate, seen: Int)]
         switch candidatePool(store: store, epoch: epoch) {
         case .refused(let choice): return choice
         case .candidates(let found): pool = found
@@ -142,23 +144,23 @@ struct MasterCandidates {
     }
 
     /// True when `address:port` is the address of a service held.
-    func holds(address: String, port: UInt16) -> Bool {
+    public func holds(address: String, port: UInt16) -> Bool {
         services.values.contains { $0.service.address == address && $0.service.port == port }
     }
 
     /// Failed attempts in a row on `address:port`.
-    func failures(address: String, port: UInt16) -> Int {
+    public func failures(address: String, port: UInt16) -> Int {
         failuresInARow["\(address):\(port)"] ?? 0
     }
 
     /// Candidates of `store` (and `epoch`) that are held now.
-    func candidateCount(store: String?, epoch: String?) -> Int {
+    public func candidateCount(store: String?, epoch: String?) -> Int {
         if case .candidates(let pool) = candidatePool(store: store, epoch: epoch) { return pool.count }
         return 0
     }
 
     /// An attempt on `address:port` failed at `now` (any fixed origin): what to do next.
-    mutating func failed(address: String, port: UInt16, store: String?, epoch: String?, now: Duration) -> Verdict {
+    public mutating func failed(address: String, port: UInt16, store: String?, epoch: String?, now: Duration) -> Verdict {
         let key = "\(address):\(port)"
         failuresInARow[key, default: 0] += 1
         failedSinceBrowse.insert(key)
@@ -170,7 +172,7 @@ struct MasterCandidates {
     }
 
     /// The link to `address:port` came up: its failures are forgotten.
-    mutating func succeeded(address: String, port: UInt16) {
+    public mutating func succeeded(address: String, port: UInt16) {
         home = address
         failuresInARow["\(address):\(port)"] = nil
         failedSinceBrowse.removeAll()
@@ -178,7 +180,7 @@ struct MasterCandidates {
 
     /// Forgets every resolution held (a fresh browse starts at `now`); failures in a row stay,
     /// so a stale address reported again is not tried at once.
-    mutating func forgetResolutions(now: Duration) {
+    public mutating func forgetResolutions(now: Duration) {
         services.removeAll()
         failedSinceBrowse.removeAll()
         lastRebrowse = now
@@ -188,7 +190,7 @@ struct MasterCandidates {
     /// The services a choice is made among, or the choice when none can be.
     private enum Pool {
         case refused(Choice)
-        case candidates([(service: ResolvedService, seen: Int)])
+        case candidates([(service: MasterCandidate, seen: Int)])
     }
 
     private func candidatePool(store: String?, epoch: String?) -> Pool {
@@ -222,7 +224,7 @@ struct MasterCandidates {
         return .candidates(pool)
     }
 
-    private static func address(of service: ResolvedService) -> String {
+    private static func address(of service: MasterCandidate) -> String {
         "\(service.address):\(service.port)"
     }
 }

@@ -1,5 +1,4 @@
 import JSON
-import NodePolicy
 
 // `GET /v1/status` as JSON: every member in the order declared, an absent value as `null`
 // (never left out). Reading is as lenient as the daemon's versions need: an optional member may

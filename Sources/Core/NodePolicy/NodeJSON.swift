@@ -113,7 +113,7 @@ public struct NodeJSONFields {
 
 /// An object of members in order, `nil` written as `null` (the node's JSON has always sent
 /// `null` for an absent value rather than leaving the member out).
-func nodeJSONObject(_ members: KeyValuePairs<String, (any NodeJSONCodable)?>) -> JSONValue {
+public func nodeJSONObject(_ members: KeyValuePairs<String, (any NodeJSONCodable)?>) -> JSONValue {
     var object = JSONObject()
     for (key, value) in members {
         object[key] = value?.jsonValue ?? .null

@@ -23,7 +23,7 @@ public struct MasterTrust: Equatable, Sendable {
 
         /// A previous key; its id is derived from it.
         public init(publicKey: [UInt8]) {
-            self.master = NodeIdentity.nodeId(publicKey: publicKey)
+            self.master = NodeId.of(publicKey: publicKey)
             self.publicKey = publicKey
         }
     }
@@ -48,7 +48,7 @@ public struct MasterTrust: Equatable, Sendable {
     /// A trust in the master holding `publicKey` (32 bytes).
     public init(store: String?, publicKey: [UInt8], pairedAtMillis: Int64, codeDigest: String, previousKeys: [PreviousKey] = []) {
         self.store = store
-        self.master = NodeIdentity.nodeId(publicKey: publicKey)
+        self.master = NodeId.of(publicKey: publicKey)
         self.publicKey = publicKey
         self.pairedAtMillis = pairedAtMillis
         self.codeDigest = codeDigest
@@ -75,7 +75,7 @@ public struct MasterTrust: Equatable, Sendable {
         earlier.append(PreviousKey(publicKey: publicKey))
         previousKeys = Array(earlier.suffix(Self.previousKeysKept))
         publicKey = newKey
-        master = NodeIdentity.nodeId(publicKey: newKey)
+        master = NodeId.of(publicKey: newKey)
         return true
     }
 }
@@ -95,7 +95,7 @@ extension MasterTrust: NodeJSONCodable {
     public init(json: JSONValue) throws(NodeJSONError) {
         let f = try NodeJSONFields(json)
         let key = try Self.key(f, "publicKey")
-        guard try f.decode("master", as: String.self) == NodeIdentity.nodeId(publicKey: key) else {
+        guard try f.decode("master", as: String.self) == NodeId.of(publicKey: key) else {
             throw NodeJSONError(path: f.path(of: "master"), "the id is not the key's")
         }
         let digest: String = try f.decode("codeDigest")

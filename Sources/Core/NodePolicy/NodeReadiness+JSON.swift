@@ -1,5 +1,4 @@
 import JSON
-import NodePolicy
 
 // The parts of `GET /v1/status` kept apart from `NodeStatus`: readiness, the last error, the
 // pairing windows and the commit counters; members in order, an absent value as `null`.

@@ -1,17 +1,16 @@
-import Discovery
 import XCTest
 
-@testable import OrderSyncNode
+@testable import NodePolicy
 
 final class MasterCandidatesTests: XCTestCase {
     private func master(
         _ name: String, _ address: String, port: UInt16 = 8080, store: String = "shop1", epoch: String = "e1",
         id: String? = nil, previd: String? = nil
-    ) -> ResolvedService {
+    ) -> MasterCandidate {
         var txt = ["proto": "ordersync/1", "store": store, "epoch": epoch]
         txt["id"] = id
         txt["previd"] = previd
-        return ResolvedService(
+        return MasterCandidate(
             name: name, type: "_ordersync._tcp", domain: "local", hostName: "\(name).local", address: address,
             port: port, txt: txt, interfaceIndex: 2)
     }
