@@ -40,14 +40,16 @@ final class RunningNode: Sendable {
                     let node = try MasterNode(
                         configuration: config, loop: loop, dataDirectory: directory,
                         discovery: nil, logger: logger)
-                    outcome.withLock { $0 = .success((node.port, { node.requestShutdown() })) }
+                    let handle = node.shutdownHandle
+                    outcome.withLock { $0 = .success((node.port, { handle.requestShutdown() })) }
                     loop.execute { started.signal() }
                     try node.run()
                 } else {
                     let node = try SlaveNode(
                         configuration: config, loop: loop, dataDirectory: directory,
                         discovery: nil, logger: logger, reconnectJitter: .none)
-                    outcome.withLock { $0 = .success((0, { node.requestShutdown() })) }
+                    let handle = node.shutdownHandle
+                    outcome.withLock { $0 = .success((0, { handle.requestShutdown() })) }
                     loop.execute { started.signal() }
                     try node.run()
                 }

@@ -12,10 +12,10 @@ import WebSocket
 ///
 /// Built whole from its event loop, its claimed data directory (the store) and its discovery;
 /// everything runs on the loop's thread, and Avahi's callbacks only hop onto it.
-// @unchecked Sendable: every stored property is touched only on the loop's thread; the only
-// members called from elsewhere (`requestShutdown`, the discovery callback) hop onto the loop
-// with `execute` first.
-public final class MasterNode: @unchecked Sendable {
+///
+/// Not `Sendable`: every stored property is touched only on the loop's thread. Other threads
+/// reach it through ``shutdownHandle`` and, for discovery events, a `LoopBound` hop.
+public final class MasterNode {
     let configuration: NodeConfiguration
     var logger: Logger
     let loop: EventLoop
@@ -147,17 +147,18 @@ public final class MasterNode: @unchecked Sendable {
             discovery: AvahiServiceDiscovery(), logger: logger)
     }
 
-    /// Starts everything and serves until SIGINT, SIGTERM or `requestShutdown()`; then shuts
-    /// down cleanly. Runs the loop on the calling thread.
+    /// Starts everything and serves until SIGINT, SIGTERM or a request through
+    /// ``shutdownHandle``; then shuts down cleanly. Runs the loop on the calling thread.
     public func run() throws {
         try start()
         loop.run()
         finishShutdown()
     }
 
-    /// Asks a running master to shut down as on SIGTERM. Thread-safe.
-    public func requestShutdown() {
-        loop.execute { [weak self] in self?.beginShutdown(reason: "requested") }
+    /// What other threads use to ask this master to shut down as on SIGTERM (`Sendable`). Take it
+    /// on the thread that owns the loop, before `run()` or on the loop.
+    public var shutdownHandle: NodeShutdownHandle {
+        NodeShutdownHandle(loop: loop) { [weak self] reason in self?.beginShutdown(reason: reason) }
     }
 
     private func start() throws {

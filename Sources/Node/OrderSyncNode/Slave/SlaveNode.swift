@@ -11,10 +11,10 @@ import WebSocket
 /// of its orders in SQLite, and forwards the terminal's own changes to the master.
 ///
 /// Built whole from its event loop, its claimed data directory (the store) and its discovery.
-// @unchecked Sendable: every stored property is touched only on the loop's thread; the only
-// members called from elsewhere (`requestShutdown`, the discovery callback) hop onto the loop
-// with `execute` first.
-public final class SlaveNode: @unchecked Sendable {
+///
+/// Not `Sendable`: every stored property is touched only on the loop's thread. Other threads
+/// reach it through ``shutdownHandle`` and, for discovery events, a `LoopBound` hop.
+public final class SlaveNode {
     let configuration: NodeConfiguration
     var logger: Logger
     let loop: EventLoop
@@ -143,8 +143,8 @@ public final class SlaveNode: @unchecked Sendable {
             discovery: configuration.masterURL == nil ? AvahiServiceDiscovery() : nil, logger: logger)
     }
 
-    /// Starts everything and runs until SIGINT, SIGTERM or `requestShutdown()`. Runs the loop
-    /// on the calling thread.
+    /// Starts everything and runs until SIGINT, SIGTERM or a request through ``shutdownHandle``.
+    /// Runs the loop on the calling thread.
     public func run() throws {
         try start()
         loop.run()
@@ -152,9 +152,10 @@ public final class SlaveNode: @unchecked Sendable {
         if let e = exitError { throw e }
     }
 
-    /// Asks a running slave to shut down as on SIGTERM. Thread-safe.
-    public func requestShutdown() {
-        loop.execute { [weak self] in self?.beginShutdown(reason: "requested") }
+    /// What other threads use to ask this slave to shut down as on SIGTERM (`Sendable`). Take it
+    /// on the thread that owns the loop, before `run()` or on the loop.
+    public var shutdownHandle: NodeShutdownHandle {
+        NodeShutdownHandle(loop: loop) { [weak self] reason in self?.beginShutdown(reason: reason) }
     }
 
     private func start() throws {
