@@ -18,6 +18,7 @@ extension MasterNode: DashboardSource {
     }
 
     func dashboardRead(_ route: LocalAPIRoute) -> (status: Int, body: [UInt8]) {
+        loop.assertInEventLoop()
         var answer: (status: Int, body: [UInt8]) = (500, [])
         let respond = LocalAPIResponder { status, body in answer = (status, body + [0x0A]) }
         if case .status = route {
@@ -29,6 +30,7 @@ extension MasterNode: DashboardSource {
     }
 
     func dashboardJournal(_ q: DashboardJournalQuery) -> (status: Int, body: [UInt8]) {
+        loop.assertInEventLoop()
         do {
             let entries = try db.journalSearch(
                 orderUUID: q.order, origin: q.terminal, fromMillis: q.fromMillis, toMillis: q.toMillis, beforeSeq: q.beforeSeq,
@@ -40,6 +42,7 @@ extension MasterNode: DashboardSource {
     }
 
     func dashboardChanges(_ request: ChangesRequest, _ sink: ChangesSink) {
+        loop.assertInEventLoop()
         guard let changeFeed else {
             sink.answer(503, LocalAPIRoute.errorBody(code: "starting", message: "the master is starting"))
             return

@@ -11,6 +11,7 @@ extension MasterNode {
 
     /// The exposition, from the node's status at this moment and what it counted.
     func renderMetrics() -> [UInt8] {
+        loop.assertInEventLoop()
         let status = status()
         var snapshot = NodeMetrics.Snapshot(seq: status.seq)
         snapshot.refusals = engine.refusals

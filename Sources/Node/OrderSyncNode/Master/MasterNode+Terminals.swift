@@ -10,6 +10,7 @@ extension MasterNode {
     /// A terminal connected at TCP level: wait for its WebSocket upgrade, with a handshake-sized
     /// message limit until it authenticates (`terminalChannelConfiguration`).
     func terminalConnected(_ a: AcceptedSocket) {
+        loop.assertInEventLoop()
         guard !shuttingDown else {
             a.socket.close()
             return
@@ -55,6 +56,7 @@ extension MasterNode {
     }
 
     func terminalEvent(_ event: WebSocketChannel.Event, session s: TerminalSession) {
+        loop.assertInEventLoop()
         switch event {
         case .opened(let opening):
             terminalOpened(opening, session: s)
@@ -171,6 +173,7 @@ extension MasterNode {
     /// terminal and sealed for each slave (every secure link has keys of its own); all frames
     /// for one terminal leave together, in one gathering write (`OutgoingFrames`).
     func perform(_ actions: [MasterEngine.Action]) {
+        loop.assertInEventLoop()
         var out = OutgoingFrames()
         for action in actions {
             switch action {

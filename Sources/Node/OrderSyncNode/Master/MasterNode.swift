@@ -265,6 +265,7 @@ public final class MasterNode {
     }
 
     private func handleDiscovery(_ event: DiscoveryEvent) {
+        loop.assertInEventLoop()
         switch event {
         case .daemonAvailable:
             avahiState = .up
@@ -308,6 +309,7 @@ public final class MasterNode {
     }
 
     func beginShutdown(reason: String) {
+        loop.assertInEventLoop()
         guard !shuttingDown else { return }
         shuttingDown = true
         serviceManager.stopping()

@@ -19,6 +19,7 @@ extension SlaveNode {
     var nodeIdentity: NodeIdentity { dataDirectory.nodeIdentity }
 
     func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
+        loop.assertInEventLoop()
         // Reads and writes see, and follow, the master's messages already received.
         commitBatch()
         switch route {

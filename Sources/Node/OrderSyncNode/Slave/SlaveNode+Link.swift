@@ -10,6 +10,7 @@ extension SlaveNode {
     // MARK: Discovery
 
     func handleDiscovery(_ event: DiscoveryEvent) {
+        loop.assertInEventLoop()
         switch event {
         case .daemonAvailable:
             avahiState = .up
@@ -142,6 +143,7 @@ extension SlaveNode {
 
     /// Starts an attempt to reach `target`; the link must be idle or waiting.
     func connect(to target: LinkTarget) {
+        loop.assertInEventLoop()
         guard !shuttingDown else { return }
         let url = target.url
         let l = MasterLink(
@@ -288,6 +290,7 @@ extension SlaveNode {
 
     /// Carries out what the engine asked for.
     func perform(_ actions: [SlaveEngine.Action]) {
+        loop.assertInEventLoop()
         for action in actions {
             switch action {
             case .send(let text):

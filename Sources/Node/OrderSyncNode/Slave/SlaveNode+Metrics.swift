@@ -10,6 +10,7 @@ extension SlaveNode {
 
     /// The exposition, from the node's status at this moment and what it counted.
     func renderMetrics() -> [UInt8] {
+        loop.assertInEventLoop()
         let status = status()
         var snapshot = NodeMetrics.Snapshot(seq: status.seq)
         snapshot.outbox = status.outbox

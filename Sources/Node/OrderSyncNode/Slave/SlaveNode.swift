@@ -213,6 +213,7 @@ public final class SlaveNode {
     }
 
     func beginShutdown(reason: String) {
+        loop.assertInEventLoop()
         guard !shuttingDown else { return }
         shuttingDown = true
         serviceManager.stopping()
