@@ -7,10 +7,9 @@ import TLS
 
 /// The store dashboard (`--http-listen`) and its tokens (`ordersync dashboard`).
 extension MasterNode: DashboardSource {
-    /// Loads the tokens and serves the dashboard when `--http-listen` asked for it.
-    func startDashboard() throws {
+    /// Loads the tokens the dashboard (`--http-listen`) accepts, before it starts.
+    func loadDashboardTokens() throws {
         dashboardTokens = try DashboardTokens(stored: db.metadata(DashboardTokens.metadataKey))
-        dashboard?.start(source: self)
     }
 
     func dashboardTokenId(secret: String) -> String? {

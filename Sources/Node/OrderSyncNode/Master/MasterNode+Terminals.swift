@@ -22,15 +22,19 @@ extension MasterNode {
         try? a.socket.setKeepAlive(true, idle: keepAlive, interval: max(.seconds(1), keepAlive / 3), probes: 3)
         try? a.socket.setUserTimeout(keepAlive * 2)
         do {
-            let id = nextSessionId
-            let transport = try WebSocketChannel.accept(
-                a.socket, loop: loop,
-                configuration: terminalChannelConfiguration,
-                decide: Self.handshakeDecision)
-            let session = TerminalSession(
-                id: id, transport: transport, address: a.peerAddress, host: Self.host(of: a.peerAddress), now: loop.now)
-            nextSessionId += 1
-            sessions[id] = session
+            let added = try terminals.add { id in
+                let transport = try WebSocketChannel.accept(
+                    a.socket, loop: loop,
+                    configuration: terminalChannelConfiguration,
+                    decide: Self.handshakeDecision)
+                return TerminalSession(
+                    id: id, transport: transport, address: a.peerAddress, host: Self.host(of: a.peerAddress), now: loop.now)
+            }
+            guard let session = added else {
+                a.socket.close()
+                return
+            }
+            let transport = session.transport
             transport.onEvent = { [weak self, weak session] event in
                 guard let self = self, let s = session else { return }
                 self.terminalEvent(event, session: s)
@@ -111,7 +115,7 @@ extension MasterNode {
         for t in [s.authenticationTimer, s.settleTimer].compactMap({ $0 }) { loop.cancel(t) }
         s.authenticationTimer = nil
         s.settleTimer = nil
-        sessions[s.id] = nil
+        terminals.remove(s)
         if group.isBusy {
             // Its messages still waiting are applied first (a StorePOS terminal may send and
             // close at once).

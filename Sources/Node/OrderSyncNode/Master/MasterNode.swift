@@ -23,10 +23,15 @@ public final class MasterNode {
     let db: OrderDatabase
     var engine: MasterEngine
     let acceptor: Acceptor
-    let api: LocalAPIServer
+    /// The local API, `--metrics-listen` and the dashboard, started and stopped together.
+    let frontEnds: FrontEnds
+    /// The local API socket (`frontEnds.api`).
+    var api: LocalAPIServer { frontEnds.api }
     let discovery: (any ServiceDiscovery)?
-    var sessions: [Int: TerminalSession] = [:]
-    var nextSessionId = 1
+    /// The terminals' connections, their ids and per-address caps.
+    let terminals: TerminalRegistry
+    /// The terminals' sessions by id (read-only; `terminals` changes them).
+    var sessions: [Int: TerminalSession] { terminals.sessions }
     let storeId: String
     let terminalName: String
     /// The DNS-SD instance name asked for (Avahi may publish another after a collision).
@@ -60,10 +65,8 @@ public final class MasterNode {
     let serviceManager: ServiceManager
     /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
     let metrics = NodeMetrics(role: .master, version: NodeVersion.string)
-    /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
-    let metricsListener: MetricsListener?
-    /// `--http-listen`: the store dashboard (nil: off).
-    let dashboard: DashboardServer?
+    /// `--http-listen`: the store dashboard (nil: off; `frontEnds.dashboard`).
+    var dashboard: DashboardServer? { frontEnds.dashboard }
     /// The dashboard's tokens (digests only), as stored in the database.
     var dashboardTokens = DashboardTokens()
     /// Withdrawing and announcing the service again after a StorePOS link was lost.
@@ -112,6 +115,9 @@ public final class MasterNode {
             perAddress: configuration.handshakeRatePerAddress, total: configuration.handshakeRateTotal,
             now: loop.now.sinceBoot.wholeMilliseconds)
         engine.limits = configuration.terminalLimits
+        terminals = TerminalRegistry(
+            maxHandshakesPerAddress: configuration.maxHandshakesPerAddress,
+            maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger
@@ -130,12 +136,11 @@ public final class MasterNode {
         port = listener.localPort
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
-        api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
-        metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
-        dashboard = try configuration.httpListen.map { address in
+        let dashboard = try configuration.httpListen.map { address in
             try DashboardServer(
                 address: address, certificate: try Self.dashboardCertificate(configuration, logger), loop: loop, logger: logger)
         }
+        frontEnds = try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: dashboard)
     }
 
     /// A master for the `ordersync master` command: prepares the process (signals), claims the
@@ -177,11 +182,10 @@ public final class MasterNode {
         }
         api.masterHandler = { [weak self] route, respond in self?.handleMasterAPI(route, respond) }
         try startChangeFeed()
-        try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
-            self?.handleAPI(route, respond)
-        }
-        startMetrics()
-        try startDashboard()
+        try loadDashboardTokens()
+        try frontEnds.start(
+            configuration, handler: { [weak self] route, respond in self?.handleAPI(route, respond) },
+            metrics: { [weak self] in self?.renderMetrics() ?? [] }, dashboard: self)
 
         logger.info(
             "node.started",
@@ -193,7 +197,7 @@ public final class MasterNode {
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
                 "paired_terminals": "\((try? db.pairedTerminals().count) ?? 0)",
-                "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
+                "metrics.listen": "\(frontEnds.metricsListener?.localAddress ?? "-")",
                 "http.listen": "\(dashboard?.localAddress ?? "-")",
                 "http.tls": "\(dashboard?.tlsFingerprint ?? "-")",
             ])
@@ -318,10 +322,8 @@ public final class MasterNode {
         // Withdraw the service first, so no slave picks a master that no longer accepts.
         discovery?.unpublish()
         changeFeed?.stop()
-        api.stop()
-        metricsListener?.stop()
-        dashboard?.stop()
-        for s in sessions.values { s.close(code: .goingAway, reason: "master shutting down") }
+        frontEnds.stop()
+        for s in terminals.close() { s.close(code: .goingAway, reason: "master shutting down") }
         if sessions.isEmpty {
             loop.stop()
         } else {
@@ -331,7 +333,7 @@ public final class MasterNode {
     }
 
     func sessionEnded() {
-        if shuttingDown && sessions.isEmpty { loop.stop() }
+        if terminals.isDrained { loop.stop() }
         if sessions.isEmpty, let t = maintenanceTimer {
             loop.cancel(t)
             maintenanceTimer = nil

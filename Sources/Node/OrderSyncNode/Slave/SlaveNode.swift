@@ -21,7 +21,10 @@ public final class SlaveNode {
     let dataDirectory: DataDirectory
     let db: OrderDatabase
     var engine: SlaveEngine
-    let api: LocalAPIServer
+    /// The local API and `--metrics-listen`, started and stopped together.
+    let frontEnds: FrontEnds
+    /// The local API socket (`frontEnds.api`).
+    var api: LocalAPIServer { frontEnds.api }
     let discovery: (any ServiceDiscovery)?
     let terminalId: String
     let terminalName: String
@@ -67,8 +70,6 @@ public final class SlaveNode {
     var replicaCommits = ReplicaCommitStatus()
     /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
     let metrics = NodeMetrics(role: .slave, version: NodeVersion.string)
-    /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
-    let metricsListener: MetricsListener?
     /// Failed attempts to reach the master, summarised in the log (`master.connect_failed`).
     var connectFailures: FailureSummary
     /// The change feed (`GET /v1/changes`), from the replica's feed table.
@@ -128,10 +129,9 @@ public final class SlaveNode {
         reconnectBackoff = ReconnectBackoff(
             initial: NodeDefaults.reconnectDelay, maximum: NodeDefaults.reconnectDelayLimit,
             jitter: reconnectJitter)
-        api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
         candidates.trustedIds = trust.trustedIds
         connectFailures = FailureSummary(interval: configuration.logSummaryInterval)
-        metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
+        frontEnds = try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: nil)
     }
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
@@ -160,10 +160,9 @@ public final class SlaveNode {
 
     private func start() throws {
         try startChangeFeed()
-        try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
-            self?.handleAPI(route, respond)
-        }
-        startMetrics()
+        try frontEnds.start(
+            configuration, handler: { [weak self] route, respond in self?.handleAPI(route, respond) },
+            metrics: { [weak self] in self?.renderMetrics() ?? [] }, dashboard: nil)
         logger.info(
             "node.started",
             metadata: [
@@ -173,7 +172,7 @@ public final class SlaveNode {
                 "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
                 "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? db.orderCount()) ?? 0)", "api.socket": "\(configuration.socketPath)",
-                "outbox": "\(engine.outboxCount)", "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
+                "outbox": "\(engine.outboxCount)", "metrics.listen": "\(frontEnds.metricsListener?.localAddress ?? "-")",
             ])
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
             self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
@@ -220,8 +219,7 @@ public final class SlaveNode {
         commitBatch()
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         changeFeed?.stop()
-        api.stop()
-        metricsListener?.stop()
+        frontEnds.stop()
         answerPendingWritesAsQueued()
         if let link = linkState.link {
             link.close(code: .goingAway, reason: "terminal shutting down")
