@@ -161,6 +161,6 @@ struct MasterCommand: ParsableCommand {
         config.insecureStorePOS = insecureStorePOS
         config.storePOSAllow = storePOSAllow.compactMap { AddressRange(parsing: $0) }
         config.storePOSKeepAlive = .seconds(storePOSKeepAlive)
-        try runNode { try MasterNode(configuration: config, logger: logger).run() }
+        try runNode { try Node(configuration: config, logger: logger).run() }
     }
 }

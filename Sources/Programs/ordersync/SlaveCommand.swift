@@ -91,7 +91,7 @@ struct SlaveCommand: ParsableCommand {
         node.apply(to: &config)
         config.errorLog = errors
         config.pairingCode = try pairingCode()
-        try runNode { try SlaveNode(configuration: config, logger: logger).run() }
+        try runNode { try Node(configuration: config, logger: logger).run() }
     }
 }
 

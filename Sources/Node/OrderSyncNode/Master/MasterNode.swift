@@ -47,6 +47,9 @@ public final class MasterNode {
     var pairing = PairingWindows()
     var pairingTimer: TimerHandle?
     var shuttingDown = false
+    /// Called when the shutdown is complete, instead of stopping the loop (a `Node` then decides
+    /// what follows); nil: the loop stops.
+    var onShutdownComplete: (() -> Void)?
     /// Before authentication: the slots and memory of unauthenticated connections, the
     /// handshake rate per address and in total, and the cost of handshakes for the log.
     let preAuthentication: PreAuthenticationBudget
@@ -153,11 +156,10 @@ public final class MasterNode {
     }
 
     /// Starts everything and serves until SIGINT, SIGTERM or a request through
-    /// ``shutdownHandle``; then shuts down cleanly. Runs the loop on the calling thread.
+    /// ``shutdownHandle``; then shuts down cleanly. Runs the loop on the calling thread, as a
+    /// ``Node`` in the master role.
     public func run() throws {
-        try start()
-        loop.run()
-        finishShutdown()
+        try Node(.master(self)).run()
     }
 
     /// What other threads use to ask this master to shut down as on SIGTERM (`Sendable`). Take it
@@ -166,7 +168,9 @@ public final class MasterNode {
         NodeShutdownHandle(loop: loop) { [weak self] reason in self?.beginShutdown(reason: reason) }
     }
 
-    private func start() throws {
+    /// Starts the master's listeners, front-ends, discovery and signal handlers on its loop (not
+    /// running yet); once, from `run()` or the `Node` playing this role.
+    func start() throws {
         let openFiles = ResourceLimits.raiseOpenFilesLimit()
         acceptor.onAccept = { [weak self] accepted in self?.terminalConnected(accepted) }
         // Out of descriptors (EMFILE/ENFILE): the connection stays queued; the acceptor pauses
@@ -325,22 +329,31 @@ public final class MasterNode {
         frontEnds.stop()
         for s in terminals.close() { s.close(code: .goingAway, reason: "master shutting down") }
         if sessions.isEmpty {
-            loop.stop()
+            shutdownComplete()
         } else {
             // Peers answer the close within milliseconds; do not wait for a dead one.
-            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.loop.stop() }
+            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.shutdownComplete() }
         }
     }
 
+    /// The role's shutdown is complete (its links closed, its front-ends stopped): tells the
+    /// owner (``onShutdownComplete``, set by a `Node`), or stops the loop when run alone.
+    func shutdownComplete() {
+        loop.assertInEventLoop()
+        if let onShutdownComplete { onShutdownComplete() } else { loop.stop() }
+    }
+
     func sessionEnded() {
-        if terminals.isDrained { loop.stop() }
+        if terminals.isDrained { shutdownComplete() }
         if sessions.isEmpty, let t = maintenanceTimer {
             loop.cancel(t)
             maintenanceTimer = nil
         }
     }
 
-    private func finishShutdown() {
+    /// The last of the shutdown, once the loop no longer runs the role: what is still being
+    /// written is committed, discovery stops and the data directory is closed.
+    func finishShutdown() {
         finishGroups()
         logHandshakeSummaries()
         discovery?.stop()

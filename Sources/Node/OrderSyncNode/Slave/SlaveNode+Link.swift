@@ -210,7 +210,7 @@ extension SlaveNode {
         let verdict = trust.verdict(secured: wasUp, ending: ending)
         noteTrustVerdict(verdict, target: target, reason: ending.reason)
         guard !shuttingDown else {
-            loop.stop()
+            shutdownComplete()
             return
         }
         // 1011: the master could not store or read (disk full, I/O error). Coming back at once

@@ -40,6 +40,9 @@ public final class SlaveNode {
     var refusedAttempts = 0
     var avahiState: AvahiState
     var shuttingDown = false
+    /// Called when the shutdown is complete, instead of stopping the loop (a `Node` then decides
+    /// what follows); nil: the loop stops.
+    var onShutdownComplete: (() -> Void)?
     let startedAt = Date()
     /// systemd's notifications (`READY=1` once the store is open and the API listens).
     let serviceManager: ServiceManager
@@ -144,12 +147,10 @@ public final class SlaveNode {
     }
 
     /// Starts everything and runs until SIGINT, SIGTERM or a request through ``shutdownHandle``.
-    /// Runs the loop on the calling thread.
+    /// Runs the loop on the calling thread, as a ``Node`` in the slave role; throws why the
+    /// slave had to stop (a refused pairing).
     public func run() throws {
-        try start()
-        loop.run()
-        finishShutdown()
-        if let e = exitError { throw e }
+        try Node(.slave(self)).run()
     }
 
     /// What other threads use to ask this slave to shut down as on SIGTERM (`Sendable`). Take it
@@ -158,7 +159,9 @@ public final class SlaveNode {
         NodeShutdownHandle(loop: loop) { [weak self] reason in self?.beginShutdown(reason: reason) }
     }
 
-    private func start() throws {
+    /// Starts the slave's listeners, front-ends, discovery and signal handlers on its loop (not
+    /// running yet); once, from `run()` or the `Node` playing this role.
+    func start() throws {
         try startChangeFeed()
         try frontEnds.start(
             configuration, handler: { [weak self] route, respond in self?.handleAPI(route, respond) },
@@ -223,11 +226,18 @@ public final class SlaveNode {
         answerPendingWritesAsQueued()
         if let link = linkState.link {
             link.close(code: .goingAway, reason: "terminal shutting down")
-            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.loop.stop() }
+            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.shutdownComplete() }
         } else {
             enter(.idle)
-            loop.stop()
+            shutdownComplete()
         }
+    }
+
+    /// The role's shutdown is complete (its links closed, its front-ends stopped): tells the
+    /// owner (``onShutdownComplete``, set by a `Node`), or stops the loop when run alone.
+    func shutdownComplete() {
+        loop.assertInEventLoop()
+        if let onShutdownComplete { onShutdownComplete() } else { loop.stop() }
     }
 
     /// Moves the link to `state`: the one place the link's state changes. Timers of the state
@@ -249,7 +259,9 @@ public final class SlaveNode {
         linkState = state
     }
 
-    private func finishShutdown() {
+    /// The last of the shutdown, once the loop no longer runs the role: what is still being
+    /// written is committed, discovery stops and the data directory is closed.
+    func finishShutdown() {
         commitBatch()
         discovery?.stop()
         dataDirectory.close()
