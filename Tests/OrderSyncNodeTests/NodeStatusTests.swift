@@ -37,21 +37,13 @@ final class RunningNode: Sendable {
             do {
                 let loop = try EventLoop()
                 let directory = try DataDirectory(claimingFor: config)
-                if role == .master {
-                    let node = try MasterNode(
-                        configuration: config, loop: loop, dataDirectory: directory,
-                        discovery: nil, logger: logger)
-                    outcome.withLock { $0 = .success((node.port, { node.requestShutdown() })) }
-                    loop.execute { started.signal() }
-                    try node.run()
-                } else {
-                    let node = try SlaveNode(
-                        configuration: config, loop: loop, dataDirectory: directory,
-                        discovery: nil, logger: logger, reconnectJitter: .none)
-                    outcome.withLock { $0 = .success((0, { node.requestShutdown() })) }
-                    loop.execute { started.signal() }
-                    try node.run()
-                }
+                let node = try Node(
+                    configuration: config, loop: loop, dataDirectory: directory,
+                    discovery: nil, logger: logger, reconnectJitter: .none)
+                let handle = node.shutdownHandle
+                outcome.withLock { $0 = .success((node.masterPort ?? 0, { handle.requestShutdown() })) }
+                loop.execute { started.signal() }
+                try node.run()
             } catch {
                 outcome.withLock { $0 = .failure(error) }
                 started.signal()

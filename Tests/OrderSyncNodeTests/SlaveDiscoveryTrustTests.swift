@@ -83,7 +83,8 @@ final class SlaveDiscoveryTrustTests: XCTestCase {
                 let node = try SlaveNode(
                     configuration: config, loop: loop, dataDirectory: try DataDirectory(claimingFor: config),
                     discovery: discovery, logger: logger, reconnectJitter: .none)
-                shutdown.withLock { $0 = { node.requestShutdown() } }
+                let handle = node.shutdownHandle
+                shutdown.withLock { $0 = { handle.requestShutdown() } }
                 loop.execute { started.signal() }
                 try node.run()
             } catch {

@@ -277,6 +277,6 @@ struct MasterCommand: ParsableCommand {
         let logger = LoggingOptions.bootstrap(label: "ordersync.master", errors: errors, settings: settings())
         var config = try nodeConfiguration(dataDirectory: dir)
         config.errorLog = errors
-        try runNode { try MasterNode(configuration: config, logger: logger).run() }
+        try runNode { try Node(configuration: config, logger: logger).run() }
     }
 }

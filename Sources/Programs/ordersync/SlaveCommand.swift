@@ -113,6 +113,6 @@ struct SlaveCommand: ParsableCommand {
         var config = try nodeConfiguration(dataDirectory: dir)
         config.errorLog = errors
         config.pairingCode = try pairingCode()
-        try runNode { try SlaveNode(configuration: config, logger: logger).run() }
+        try runNode { try Node(configuration: config, logger: logger).run() }
     }
 }

@@ -94,6 +94,7 @@ final class HTTPListener {
     /// A new connection: closed at once past the caps, else adopted with its first deadline
     /// (TLS or plain as the listener is).
     private func accepted(_ a: AcceptedSocket) {
+        loop.assertInEventLoop()
         let host = MasterNode.host(of: a.peerAddress)
         switch admission.admit(host) {
         case .admit: break

@@ -56,6 +56,7 @@ final class LocalAPIServer {
     }
 
     private func accepted(_ a: AcceptedSocket) {
+        loop.assertInEventLoop()
         let channel: StreamChannel
         do { channel = try StreamChannel(socket: a.socket, loop: loop) } catch {
             logger.warning("api.accept_failed", metadata: ["error": "\(error)"])
@@ -80,6 +81,7 @@ final class LocalAPIServer {
     static let requestTimeout: Duration = .seconds(10)
 
     private func receive(_ bytes: [UInt8], from client: APIClientConnection) {
+        loop.assertInEventLoop()
         client.parser.append(bytes)
         drain(client)
         watchDeadline(client)

@@ -9,6 +9,7 @@ extension MasterNode {
     var nodeIdentity: NodeIdentity { keys.current }
 
     func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
+        loop.assertInEventLoop()
         switch route {
         case .status:
             respond.encoded(200, NodeStatus.master(status()))

@@ -10,45 +10,6 @@ import WebSocket
 /// connections stay within the pre-authentication budget (memory, and never the reserved
 /// slots); an address over its handshake rate is refused at accept, before any work.
 extension MasterNode {
-    /// The connections that count against the limits of `host`, and against the budget.
-    struct ConnectionCounts {
-        /// Open connections, not evicted.
-        var total = 0
-        /// Of those, not authenticated yet.
-        var preAuthenticated = 0
-        /// Open connections of the host.
-        var hostOpen = 0
-        /// Of those, not authenticated yet.
-        var hostPreAuthenticated = 0
-    }
-
-    /// Counts the connections in one pass.
-    func connectionCounts(host: String) -> ConnectionCounts {
-        var counts = ConnectionCounts()
-        for session in sessions.values where session.phase != .ended && !session.evicted {
-            counts.total += 1
-            let sameHost = session.host == host
-            if sameHost { counts.hostOpen += 1 }
-            if session.isPreAuthentication {
-                counts.preAuthenticated += 1
-                if sameHost { counts.hostPreAuthenticated += 1 }
-            }
-        }
-        return counts
-    }
-
-    /// Why a new connection from `host` is refused by the per-address caps, or nil.
-    func addressLimitReached(_ host: String, _ counts: ConnectionCounts) -> String? {
-        if counts.hostPreAuthenticated >= configuration.maxHandshakesPerAddress {
-            return
-                "\(counts.hostPreAuthenticated) connections from \(host) not authenticated yet (limit \(configuration.maxHandshakesPerAddress))"
-        }
-        if counts.hostOpen >= configuration.maxConnectionsPerAddress {
-            return "\(counts.hostOpen) connections from \(host) open (limit \(configuration.maxConnectionsPerAddress))"
-        }
-        return nil
-    }
-
     /// Whether a connection from `peerAddress` may start; refuses it (closing the socket) when
     /// not. A full pre-authentication budget closes the oldest unauthenticated connection to
     /// make room, so a paired terminal always finds a slot.
@@ -61,8 +22,8 @@ extension MasterNode {
             a.socket.close()
             return false
         }
-        let counts = connectionCounts(host: host)
-        if let reason = addressLimitReached(host, counts) {
+        let counts = terminals.counts(host: host)
+        if let reason = terminals.addressLimitReached(host, counts) {
             logger.warning("peer.refused", metadata: ["peer.address": "\(a.peerAddress)", "reason": "\(reason)"])
             a.socket.close()
             return false
@@ -90,11 +51,7 @@ extension MasterNode {
     /// Closes the unauthenticated connection accepted first (1013 once open); its slot goes to
     /// a newer one.
     private func evictOldestUnauthenticated() {
-        var oldest: TerminalSession?
-        for session in sessions.values where session.isPreAuthentication {
-            if oldest.map({ session.connectedAt < $0.connectedAt }) ?? true { oldest = session }
-        }
-        guard let oldest else { return }
+        guard let oldest = terminals.oldestUnauthenticated() else { return }
         oldest.evicted = true
         handshakeRefused(oldest.host)
         oldest.close(code: .tryAgainLater, reason: "too many connections not authenticated; try again later")

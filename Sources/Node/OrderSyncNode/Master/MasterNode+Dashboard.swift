@@ -8,10 +8,9 @@ import TLS
 
 /// The store dashboard (`--http-listen`) and its tokens (`ordersync dashboard`).
 extension MasterNode: DashboardSource {
-    /// Loads the tokens and serves the dashboard when `--http-listen` asked for it.
-    func startDashboard() throws {
+    /// Loads the tokens the dashboard (`--http-listen`) accepts, before it starts.
+    func loadDashboardTokens() throws {
         dashboardTokens = try DashboardTokens(stored: writer.read { try $0.metadata(DashboardTokens.metadataKey) })
-        dashboard?.start(source: self)
     }
 
     func dashboardTokenId(secret: String) -> String? {
@@ -19,6 +18,7 @@ extension MasterNode: DashboardSource {
     }
 
     func dashboardRead(_ route: LocalAPIRoute) -> (status: Int, body: [UInt8]) {
+        loop.assertInEventLoop()
         var answer: (status: Int, body: [UInt8]) = (500, [])
         let respond = LocalAPIResponder { status, body in answer = (status, body + [0x0A]) }
         if case .status = route {
@@ -30,6 +30,7 @@ extension MasterNode: DashboardSource {
     }
 
     func dashboardJournal(_ q: DashboardJournalQuery) -> (status: Int, body: [UInt8]) {
+        loop.assertInEventLoop()
         do {
             let entries = try writer.read {
                 try $0.journalSearch(
@@ -43,6 +44,7 @@ extension MasterNode: DashboardSource {
     }
 
     func dashboardChanges(_ request: ChangesRequest, _ sink: ChangesSink) {
+        loop.assertInEventLoop()
         guard let changeFeed else {
             sink.answer(503, LocalAPIRoute.errorBody(code: "starting", message: "the master is starting"))
             return

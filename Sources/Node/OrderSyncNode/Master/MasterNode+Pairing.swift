@@ -11,6 +11,7 @@ import SyncCore
 /// end of a pairing handshake, revocation and key rotation, and the local API that drives them.
 extension MasterNode {
     func handleMasterAPI(_ route: MasterAPIRoute, _ respond: LocalAPIServer.Respond) {
+        loop.assertInEventLoop()
         switch route {
         case .openPairing(let name, let seconds):
             guard let window = openPairingWindow(name: name, validForSeconds: seconds) else {

@@ -10,6 +10,7 @@ extension MasterNode {
     /// A terminal connected at TCP level: wait for its WebSocket upgrade, with a handshake-sized
     /// message limit until it authenticates (`terminalChannelConfiguration`).
     func terminalConnected(_ a: AcceptedSocket) {
+        loop.assertInEventLoop()
         guard !shuttingDown else {
             a.socket.close()
             return
@@ -21,15 +22,19 @@ extension MasterNode {
         try? a.socket.setKeepAlive(true, idle: keepAlive, interval: max(.seconds(1), keepAlive / 3), probes: 3)
         try? a.socket.setUserTimeout(keepAlive * 2)
         do {
-            let id = nextSessionId
-            let transport = try WebSocketChannel.accept(
-                a.socket, loop: loop,
-                configuration: terminalChannelConfiguration,
-                decide: Self.handshakeDecision)
-            let session = TerminalSession(
-                id: id, transport: transport, address: a.peerAddress, host: Self.host(of: a.peerAddress), now: loop.now)
-            nextSessionId += 1
-            sessions[id] = session
+            let added = try terminals.add { id in
+                let transport = try WebSocketChannel.accept(
+                    a.socket, loop: loop,
+                    configuration: terminalChannelConfiguration,
+                    decide: Self.handshakeDecision)
+                return TerminalSession(
+                    id: id, transport: transport, address: a.peerAddress, host: Self.host(of: a.peerAddress), now: loop.now)
+            }
+            guard let session = added else {
+                a.socket.close()
+                return
+            }
+            let transport = session.transport
             transport.onEvent = { [weak self, weak session] event in
                 guard let self = self, let s = session else { return }
                 self.terminalEvent(event, session: s)
@@ -55,6 +60,7 @@ extension MasterNode {
     }
 
     func terminalEvent(_ event: WebSocketChannel.Event, session s: TerminalSession) {
+        loop.assertInEventLoop()
         switch event {
         case .opened(let opening):
             terminalOpened(opening, session: s)
@@ -109,7 +115,7 @@ extension MasterNode {
         for t in [s.authenticationTimer, s.settleTimer].compactMap({ $0 }) { loop.cancel(t) }
         s.authenticationTimer = nil
         s.settleTimer = nil
-        sessions[s.id] = nil
+        terminals.remove(s)
         if groupIsBusy {
             // Its messages still waiting are applied first (a StorePOS terminal may send and
             // close at once).
@@ -172,6 +178,7 @@ extension MasterNode {
     /// terminal and sealed for each slave (every secure link has keys of its own); all frames
     /// for one terminal leave together, in one gathering write (`OutgoingFrames`).
     func perform(_ actions: [MasterEngine.Action]) {
+        loop.assertInEventLoop()
         var out = OutgoingFrames()
         for action in actions {
             switch action {

@@ -13,10 +13,10 @@ import WebSocket
 ///
 /// Built whole from its event loop, its claimed data directory (the store) and its discovery;
 /// everything runs on the loop's thread, and Avahi's callbacks only hop onto it.
-// @unchecked Sendable: every stored property is touched only on the loop's thread; the only
-// members called from elsewhere (`requestShutdown`, the discovery callback) hop onto the loop
-// with `execute` first.
-public final class MasterNode: @unchecked Sendable {
+///
+/// Not `Sendable`: every stored property is touched only on the loop's thread. Other threads
+/// reach it through ``shutdownHandle`` and, for discovery events, a `LoopBound` hop.
+public final class MasterNode {
     let configuration: NodeConfiguration
     var logger: Logger
     let loop: EventLoop
@@ -25,10 +25,15 @@ public final class MasterNode: @unchecked Sendable {
     let writer: StoreWriter
     var engine: MasterEngine
     let acceptor: Acceptor
-    let api: LocalAPIServer
+    /// The local API, `--metrics-listen` and the dashboard, started and stopped together.
+    let frontEnds: FrontEnds
+    /// The local API socket (`frontEnds.api`).
+    var api: LocalAPIServer { frontEnds.api }
     let discovery: (any ServiceDiscovery)?
-    var sessions: [Int: TerminalSession] = [:]
-    var nextSessionId = 1
+    /// The terminals' connections, their ids and per-address caps.
+    let terminals: TerminalRegistry
+    /// The terminals' sessions by id (read-only; `terminals` changes them).
+    var sessions: [Int: TerminalSession] { terminals.sessions }
     let storeId: String
     let terminalName: String
     /// The DNS-SD instance name asked for (Avahi may publish another after a collision).
@@ -44,6 +49,9 @@ public final class MasterNode: @unchecked Sendable {
     var pairing = PairingWindows()
     var pairingTimer: TimerHandle?
     var shuttingDown = false
+    /// Called when the shutdown is complete, instead of stopping the loop (a `Node` then decides
+    /// what follows); nil: the loop stops.
+    var onShutdownComplete: (() -> Void)?
     /// Before authentication: the slots and memory of unauthenticated connections, the
     /// handshake rate per address and in total, and the cost of handshakes for the log.
     let preAuthentication: PreAuthenticationBudget
@@ -60,10 +68,8 @@ public final class MasterNode: @unchecked Sendable {
     let serviceManager: ServiceManager
     /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
     let metrics = NodeMetrics(role: .master, version: NodeVersion.string)
-    /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
-    let metricsListener: MetricsListener?
-    /// `--http-listen`: the store dashboard (nil: off).
-    let dashboard: DashboardServer?
+    /// `--http-listen`: the store dashboard (nil: off; `frontEnds.dashboard`).
+    var dashboard: DashboardServer? { frontEnds.dashboard }
     /// The dashboard's tokens (digests only), as stored in the database.
     var dashboardTokens = DashboardTokens()
     /// Withdrawing and announcing the service again after a StorePOS link was lost.
@@ -112,6 +118,9 @@ public final class MasterNode: @unchecked Sendable {
             perAddress: configuration.handshakeRatePerAddress, total: configuration.handshakeRateTotal,
             now: loop.now.sinceBoot.wholeMilliseconds)
         engine.limits = configuration.terminalLimits
+        terminals = TerminalRegistry(
+            maxHandshakesPerAddress: configuration.maxHandshakesPerAddress,
+            maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
         var logger = logger
         logger[metadataKey: "store"] = "\(storeId)"
         self.logger = logger
@@ -130,12 +139,11 @@ public final class MasterNode: @unchecked Sendable {
         port = listener.localPort
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
-        api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
-        metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
-        dashboard = try configuration.httpListen.map { address in
+        let dashboard = try configuration.httpListen.map { address in
             try DashboardServer(
                 address: address, certificate: try Self.dashboardCertificate(configuration, logger), loop: loop, logger: logger)
         }
+        frontEnds = try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: dashboard)
     }
 
     /// A master for the `ordersync master` command: prepares the process (signals), claims the
@@ -147,20 +155,22 @@ public final class MasterNode: @unchecked Sendable {
             discovery: AvahiServiceDiscovery(), logger: logger)
     }
 
-    /// Starts everything and serves until SIGINT, SIGTERM or `requestShutdown()`; then shuts
-    /// down cleanly. Runs the loop on the calling thread.
+    /// Starts everything and serves until SIGINT, SIGTERM or a request through
+    /// ``shutdownHandle``; then shuts down cleanly. Runs the loop on the calling thread, as a
+    /// ``Node`` in the master role.
     public func run() throws {
-        try start()
-        loop.run()
-        finishShutdown()
+        try Node(.master(self)).run()
     }
 
-    /// Asks a running master to shut down as on SIGTERM. Thread-safe.
-    public func requestShutdown() {
-        loop.execute { [weak self] in self?.beginShutdown(reason: "requested") }
+    /// What other threads use to ask this master to shut down as on SIGTERM (`Sendable`). Take it
+    /// on the thread that owns the loop, before `run()` or on the loop.
+    public var shutdownHandle: NodeShutdownHandle {
+        NodeShutdownHandle(loop: loop) { [weak self] reason in self?.beginShutdown(reason: reason) }
     }
 
-    private func start() throws {
+    /// Starts the master's listeners, front-ends, discovery and signal handlers on its loop (not
+    /// running yet); once, from `run()` or the `Node` playing this role.
+    func start() throws {
         let openFiles = ResourceLimits.raiseOpenFilesLimit()
         acceptor.onAccept = { [weak self] accepted in self?.terminalConnected(accepted) }
         // Out of descriptors (EMFILE/ENFILE): the connection stays queued; the acceptor pauses
@@ -176,11 +186,10 @@ public final class MasterNode: @unchecked Sendable {
         }
         api.masterHandler = { [weak self] route, respond in self?.handleMasterAPI(route, respond) }
         try startChangeFeed()
-        try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
-            self?.handleAPI(route, respond)
-        }
-        startMetrics()
-        try startDashboard()
+        try loadDashboardTokens()
+        try frontEnds.start(
+            configuration, handler: { [weak self] route, respond in self?.handleAPI(route, respond) },
+            metrics: { [weak self] in self?.renderMetrics() ?? [] }, dashboard: self)
 
         logger.info(
             "node.started",
@@ -192,7 +201,7 @@ public final class MasterNode: @unchecked Sendable {
                 "orders": "\((try? writer.read { try $0.orderCount() }) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
                 "paired_terminals": "\((try? writer.read { try $0.pairedTerminals().count }) ?? 0)",
-                "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
+                "metrics.listen": "\(frontEnds.metricsListener?.localAddress ?? "-")",
                 "http.listen": "\(dashboard?.localAddress ?? "-")",
                 "http.tls": "\(dashboard?.tlsFingerprint ?? "-")",
             ])
@@ -264,6 +273,7 @@ public final class MasterNode: @unchecked Sendable {
     }
 
     private func handleDiscovery(_ event: DiscoveryEvent) {
+        loop.assertInEventLoop()
         switch event {
         case .daemonAvailable:
             avahiState = .up
@@ -307,6 +317,7 @@ public final class MasterNode: @unchecked Sendable {
     }
 
     func beginShutdown(reason: String) {
+        loop.assertInEventLoop()
         guard !shuttingDown else { return }
         shuttingDown = true
         serviceManager.stopping()
@@ -315,27 +326,34 @@ public final class MasterNode: @unchecked Sendable {
         // Withdraw the service first, so no slave picks a master that no longer accepts.
         discovery?.unpublish()
         changeFeed?.stop()
-        api.stop()
-        metricsListener?.stop()
-        dashboard?.stop()
-        for s in sessions.values { s.close(code: .goingAway, reason: "master shutting down") }
+        frontEnds.stop()
+        for s in terminals.close() { s.close(code: .goingAway, reason: "master shutting down") }
         if sessions.isEmpty {
-            loop.stop()
+            shutdownComplete()
         } else {
             // Peers answer the close within milliseconds; do not wait for a dead one.
-            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.loop.stop() }
+            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.shutdownComplete() }
         }
     }
 
+    /// The role's shutdown is complete (its links closed, its front-ends stopped): tells the
+    /// owner (``onShutdownComplete``, set by a `Node`), or stops the loop when run alone.
+    func shutdownComplete() {
+        loop.assertInEventLoop()
+        if let onShutdownComplete { onShutdownComplete() } else { loop.stop() }
+    }
+
     func sessionEnded() {
-        if shuttingDown && sessions.isEmpty { loop.stop() }
+        if terminals.isDrained { shutdownComplete() }
         if sessions.isEmpty, let t = maintenanceTimer {
             loop.cancel(t)
             maintenanceTimer = nil
         }
     }
 
-    private func finishShutdown() {
+    /// The last of the shutdown, once the loop no longer runs the role: what is still being
+    /// written is committed, discovery stops and the data directory is closed.
+    func finishShutdown() {
         finishGroups()
         logHandshakeSummaries()
         discovery?.stop()

@@ -20,6 +20,7 @@ extension SlaveNode {
     var nodeIdentity: NodeIdentity { dataDirectory.nodeIdentity }
 
     func handleAPI(_ route: LocalAPIRoute, _ respond: LocalAPIServer.Respond) {
+        loop.assertInEventLoop()
         // Reads and writes see, and follow, the master's messages already received: they wait
         // for the batch open or committing now.
         afterBatch { [weak self] in self?.answerAPI(route, respond) }

@@ -11,6 +11,7 @@ extension SlaveNode {
     // MARK: Discovery
 
     func handleDiscovery(_ event: DiscoveryEvent) {
+        loop.assertInEventLoop()
         switch event {
         case .daemonAvailable:
             avahiState = .up
@@ -143,6 +144,7 @@ extension SlaveNode {
 
     /// Starts an attempt to reach `target`; the link must be idle or waiting.
     func connect(to target: LinkTarget) {
+        loop.assertInEventLoop()
         guard !shuttingDown else { return }
         let url = target.url
         let l = MasterLink(
@@ -215,7 +217,7 @@ extension SlaveNode {
         let verdict = trust.verdict(secured: wasUp, ending: ending)
         noteTrustVerdict(verdict, target: target, reason: ending.reason)
         guard !shuttingDown else {
-            loop.stop()
+            shutdownComplete()
             return
         }
         // 1011: the master could not store or read (disk full, I/O error). Coming back at once
@@ -295,6 +297,7 @@ extension SlaveNode {
 
     /// Carries out what the engine asked for.
     func perform(_ actions: [SlaveEngine.Action]) {
+        loop.assertInEventLoop()
         for action in actions {
             switch action {
             case .send(let bytes):

@@ -3,13 +3,9 @@ import Logging
 import SyncCore
 
 extension SlaveNode {
-    /// Serves `GET /metrics` on the local API socket (and `--metrics-listen`).
-    func startMetrics() {
-        NodeMetrics.serve(api: api, listener: metricsListener) { [weak self] in self?.renderMetrics() ?? [] }
-    }
-
     /// The exposition, from the node's status at this moment and what it counted.
     func renderMetrics() -> [UInt8] {
+        loop.assertInEventLoop()
         let status = status()
         var snapshot = NodeMetrics.Snapshot(seq: status.seq)
         snapshot.outbox = status.outbox

@@ -12,10 +12,10 @@ import WebSocket
 /// of its orders in SQLite, and forwards the terminal's own changes to the master.
 ///
 /// Built whole from its event loop, its claimed data directory (the store) and its discovery.
-// @unchecked Sendable: every stored property is touched only on the loop's thread; the only
-// members called from elsewhere (`requestShutdown`, the discovery callback) hop onto the loop
-// with `execute` first.
-public final class SlaveNode: @unchecked Sendable {
+///
+/// Not `Sendable`: every stored property is touched only on the loop's thread. Other threads
+/// reach it through ``shutdownHandle`` and, for discovery events, a `LoopBound` hop.
+public final class SlaveNode {
     let configuration: NodeConfiguration
     var logger: Logger
     let loop: EventLoop
@@ -23,7 +23,10 @@ public final class SlaveNode: @unchecked Sendable {
     /// The one writer of the replica: batches committed off the loop, reads, writes.
     let writer: StoreWriter
     var engine: SlaveEngine
-    let api: LocalAPIServer
+    /// The local API and `--metrics-listen`, started and stopped together.
+    let frontEnds: FrontEnds
+    /// The local API socket (`frontEnds.api`).
+    var api: LocalAPIServer { frontEnds.api }
     let discovery: (any ServiceDiscovery)?
     let terminalId: String
     let terminalName: String
@@ -39,6 +42,9 @@ public final class SlaveNode: @unchecked Sendable {
     var refusedAttempts = 0
     var avahiState: AvahiState
     var shuttingDown = false
+    /// Called when the shutdown is complete, instead of stopping the loop (a `Node` then decides
+    /// what follows); nil: the loop stops.
+    var onShutdownComplete: (() -> Void)?
     let startedAt = Date()
     /// systemd's notifications (`READY=1` once the store is open and the API listens).
     let serviceManager: ServiceManager
@@ -71,8 +77,6 @@ public final class SlaveNode: @unchecked Sendable {
     var replicaCommits = ReplicaCommitStatus()
     /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
     let metrics = NodeMetrics(role: .slave, version: NodeVersion.string)
-    /// `--metrics-listen`: `GET /metrics` over TCP for a Prometheus server.
-    let metricsListener: MetricsListener?
     /// Failed attempts to reach the master, summarised in the log (`master.connect_failed`).
     var connectFailures: FailureSummary
     /// The change feed (`GET /v1/changes`), from the replica's feed table.
@@ -132,10 +136,9 @@ public final class SlaveNode: @unchecked Sendable {
         reconnectBackoff = ReconnectBackoff(
             initial: NodeDefaults.reconnectDelay, maximum: NodeDefaults.reconnectDelayLimit,
             jitter: reconnectJitter)
-        api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
         candidates.trustedIds = trust.trustedIds
         connectFailures = FailureSummary(interval: configuration.logSummaryInterval)
-        metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
+        frontEnds = try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: nil)
     }
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
@@ -147,26 +150,26 @@ public final class SlaveNode: @unchecked Sendable {
             discovery: configuration.masterURL == nil ? AvahiServiceDiscovery() : nil, logger: logger)
     }
 
-    /// Starts everything and runs until SIGINT, SIGTERM or `requestShutdown()`. Runs the loop
-    /// on the calling thread.
+    /// Starts everything and runs until SIGINT, SIGTERM or a request through ``shutdownHandle``.
+    /// Runs the loop on the calling thread, as a ``Node`` in the slave role; throws why the
+    /// slave had to stop (a refused pairing).
     public func run() throws {
-        try start()
-        loop.run()
-        finishShutdown()
-        if let e = exitError { throw e }
+        try Node(.slave(self)).run()
     }
 
-    /// Asks a running slave to shut down as on SIGTERM. Thread-safe.
-    public func requestShutdown() {
-        loop.execute { [weak self] in self?.beginShutdown(reason: "requested") }
+    /// What other threads use to ask this slave to shut down as on SIGTERM (`Sendable`). Take it
+    /// on the thread that owns the loop, before `run()` or on the loop.
+    public var shutdownHandle: NodeShutdownHandle {
+        NodeShutdownHandle(loop: loop) { [weak self] reason in self?.beginShutdown(reason: reason) }
     }
 
-    private func start() throws {
+    /// Starts the slave's listeners, front-ends, discovery and signal handlers on its loop (not
+    /// running yet); once, from `run()` or the `Node` playing this role.
+    func start() throws {
         try startChangeFeed()
-        try NodeStartup.startAPI(api, configuration) { [weak self] route, respond in
-            self?.handleAPI(route, respond)
-        }
-        startMetrics()
+        try frontEnds.start(
+            configuration, handler: { [weak self] route, respond in self?.handleAPI(route, respond) },
+            metrics: { [weak self] in self?.renderMetrics() ?? [] }, dashboard: nil)
         logger.info(
             "node.started",
             metadata: [
@@ -176,7 +179,7 @@ public final class SlaveNode: @unchecked Sendable {
                 "name": "\(terminalName)", "terminal.id": "\(terminalId)", "service_type": "\(configuration.serviceType)",
                 "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? writer.read { try $0.orderCount() }) ?? 0)", "api.socket": "\(configuration.socketPath)",
-                "outbox": "\(engine.outboxCount)", "metrics.listen": "\(metricsListener?.localAddress ?? "-")",
+                "outbox": "\(engine.outboxCount)", "metrics.listen": "\(frontEnds.metricsListener?.localAddress ?? "-")",
             ])
         try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
             self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
@@ -216,6 +219,7 @@ public final class SlaveNode: @unchecked Sendable {
     }
 
     func beginShutdown(reason: String) {
+        loop.assertInEventLoop()
         guard !shuttingDown else { return }
         shuttingDown = true
         serviceManager.stopping()
@@ -226,16 +230,22 @@ public final class SlaveNode: @unchecked Sendable {
     private func stop(reason: String) {
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         changeFeed?.stop()
-        api.stop()
-        metricsListener?.stop()
+        frontEnds.stop()
         answerPendingWritesAsQueued()
         if let link = linkState.link {
             link.close(code: .goingAway, reason: "terminal shutting down")
-            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.loop.stop() }
+            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.shutdownComplete() }
         } else {
             enter(.idle)
-            loop.stop()
+            shutdownComplete()
         }
+    }
+
+    /// The role's shutdown is complete (its links closed, its front-ends stopped): tells the
+    /// owner (``onShutdownComplete``, set by a `Node`), or stops the loop when run alone.
+    func shutdownComplete() {
+        loop.assertInEventLoop()
+        if let onShutdownComplete { onShutdownComplete() } else { loop.stop() }
     }
 
     /// Moves the link to `state`: the one place the link's state changes. Timers of the state
@@ -257,7 +267,9 @@ public final class SlaveNode: @unchecked Sendable {
         linkState = state
     }
 
-    private func finishShutdown() {
+    /// The last of the shutdown, once the loop no longer runs the role: what is still being
+    /// written is committed, discovery stops and the data directory is closed.
+    func finishShutdown() {
         finishBatchesAtShutdown()
         discovery?.stop()
         writer.close()
