@@ -11,7 +11,7 @@ import XCTest
 @testable import OrderSyncNode
 
 /// Runs `loop` until `done()` holds (checked every millisecond), at most 10 seconds.
-private func runUntil(_ loop: EventLoop, _ done: @escaping () -> Bool) {
+func runUntil(_ loop: EventLoop, _ done: @escaping () -> Bool) {
     let deadline = loop.schedule(after: .seconds(10)) { loop.stop() }
     func check() {
         if done() { loop.stop() } else { _ = loop.schedule(after: .milliseconds(1)) { check() } }
@@ -123,7 +123,7 @@ final class StoreWriterTests: XCTestCase {
 
     func testAFailedCommitCarriesItsTypedErrorAndKeepsNothingOfTheGroup() throws {
         let writer = heldWriter()
-        try writer.write { try $0.insertOrder(order("before")) }
+        try database.insertOrder(order("before"))
         try writer.openGroup()
         try writer.collect { db in
             // A deferred foreign key violation: the COMMIT itself fails (SQLITE_CONSTRAINT).
@@ -177,12 +177,64 @@ final class StoreWriterTests: XCTestCase {
         XCTAssertEqual(try writer.read { try $0.orderCount() }, 1)
         XCTAssertNil(writer.waitForCommitAtShutdown(), "nothing in flight any more")
     }
+
+    // MARK: Writes outside a group (`write(_:then:)`): groups of their own, told once on disk.
+
+    func testAWriteCommitsOffTheLoopAndIsToldOnceOnDisk() throws {
+        let writer = heldWriter()
+        var result: Result<Int, any Error>?
+        writer.write({ db in
+            try db.setMetadata("k", "v")
+            return 7
+        }) { result = $0 }
+        // The COMMIT cannot run (the gate is shut): a write that committed here would hang.
+        XCTAssertEqual(writer.phase, .committing)
+        XCTAssertNil(result, "told only once on disk")
+        XCTAssertNil(try writer.read { try $0.metadata("k") }, "not shown before it is committed")
+        gate.signal()
+        runLoop { result != nil }
+        guard case .success(7)? = result else { return XCTFail("\(String(describing: result))") }
+        XCTAssertEqual(writer.phase, .idle)
+        XCTAssertEqual(try OrderDatabase(path: directory + "/store.sqlite").metadata("k"), "v", "on disk for another connection")
+    }
+
+    func testAWriteDuringACommitWaitsForItAndGoesInArrivalOrder() throws {
+        let writer = heldWriter()
+        var events: [String] = []
+        try writer.openGroup()
+        try writer.collect { try $0.setMetadata("k", "group") }
+        writer.commit { _ in events.append("group") }
+        writer.write({ try $0.setMetadata("k", "write") }) { result in
+            if case .success = result { events.append("write") }
+        }
+        writer.whenIdle { events.append("after the write") }
+        XCTAssertEqual(events, [], "the write waits for the group's COMMIT")
+        gate.signal()
+        runLoop { events.count == 3 }
+        XCTAssertEqual(events, ["group", "write", "after the write"])
+        XCTAssertEqual(try OrderDatabase(path: directory + "/store.sqlite").metadata("k"), "write")
+    }
+
+    func testAWriteThatThrowsKeepsNothingAndIsToldAtOnce() throws {
+        let writer = heldWriter()
+        struct Refused: Error {}
+        var result: Result<Void, any Error>?
+        writer.write({ db in
+            try db.setMetadata("k", "lost")
+            throw Refused()
+        }) { result = $0 }
+        guard case .failure(let error)? = result else { return XCTFail("\(String(describing: result))") }
+        XCTAssertTrue(error is Refused)
+        XCTAssertEqual(writer.phase, .idle, "rolled back, nothing to commit")
+        XCTAssertNil(try writer.read { try $0.metadata("k") })
+        gate.signal()
+    }
 }
 
-/// A slave's batch of the master's messages, and its local writes, are committed off its
-/// loop: the call hands the COMMIT to the writer and returns at once; what touches the replica
-/// meanwhile waits for it without blocking the loop, and status is answered from what is
-/// committed.
+/// A slave's batch of the master's messages, its local writes and the answers it keeps are
+/// committed off its loop: the call hands the COMMIT to the writer and returns at once; what
+/// touches the replica meanwhile waits for it without blocking the loop, and status is
+/// answered from what is committed.
 final class SlaveBatchOffTheLoopTests: XCTestCase {
     private var directory = ""
     private var loop: EventLoop!
@@ -249,5 +301,33 @@ final class SlaveBatchOffTheLoopTests: XCTestCase {
         XCTAssertEqual(answered, 202, "stored here, pending for the master")
         XCTAssertEqual(try slave.writer.read { try $0.orderCount() }, 1)
         XCTAssertEqual(try slave.writer.read { try $0.outboxEntries().count }, 1)
+    }
+
+    func testAKeptAnswerIsOnDiskWhenSentAndARepeatGetsItsBytes() throws {
+        let slave = try slave()
+        // Not a UUID: refused here, nothing to send, the final answer at once.
+        let invalid = JSONValue.object(
+            JSONObject([
+                ("uuid", .string("not-a-uuid")), ("customerName", .string("Ada")),
+                ("created", .string("2016-01-12T21:35:16+0800")),
+            ]))
+        var message = OperationMessage(operation: .create, orders: [invalid])
+        message.opId = "op-kept"
+        var answers: [(status: Int, body: [UInt8], kept: Bool)] = []
+        let respond = LocalAPIResponder { status, body in
+            let kept = (try? slave.writer.read { try $0.keptAPIAnswer(opId: "op-kept") }) != nil
+            answers.append((status, body, kept))
+        }
+        slave.localWrite(message, single: nil, respond: respond)
+        runLoop { !answers.isEmpty && slave.writer.phase == .idle }
+        XCTAssertEqual(answers.count, 1)
+        guard answers.count == 1 else { return }
+        XCTAssertTrue(answers[0].kept, "answered only once the answer is kept on disk")
+        XCTAssertEqual(try slave.writer.read { try $0.keptAPIAnswer(opId: "op-kept") }?.body, answers[0].body)
+        slave.localWrite(message, single: nil, respond: respond)
+        XCTAssertEqual(answers.count, 2, "a repeat is answered at once, from the kept answer")
+        guard answers.count == 2 else { return }
+        XCTAssertEqual(answers[1].status, answers[0].status)
+        XCTAssertEqual(answers[1].body, answers[0].body, "byte for byte")
     }
 }

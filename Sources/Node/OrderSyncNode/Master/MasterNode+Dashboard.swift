@@ -72,38 +72,45 @@ extension MasterNode: DashboardSource {
                     LocalAPIRoute.errorBody(
                         code: "conflict", message: "already \(DashboardTokens.maxTokens) dashboard tokens; revoke some first"))
             case .success(let made):
-                guard save(tokens, respond) else { return }
-                var o = DashboardTokens.object(made.token)
-                o["token"] = .string(made.secret)
-                o["url"] = dashboardURL(secret: made.secret).map { .string($0) } ?? .null
-                o["certificateSha256"] = dashboard?.tlsFingerprint.map { .string($0) } ?? .null
-                logger.info("dashboard.token_made", metadata: ["token": "\(made.token.id)", "name": "\(made.token.name)"])
-                respond(201, .object(o))
+                save(tokens, respond) { [weak self] in
+                    guard let self else { return }
+                    var o = DashboardTokens.object(made.token)
+                    o["token"] = .string(made.secret)
+                    o["url"] = self.dashboardURL(secret: made.secret).map { .string($0) } ?? .null
+                    o["certificateSha256"] = self.dashboard?.tlsFingerprint.map { .string($0) } ?? .null
+                    self.logger.info("dashboard.token_made", metadata: ["token": "\(made.token.id)", "name": "\(made.token.name)"])
+                    respond(201, .object(o))
+                }
             }
         case .revokeDashboardToken(let idOrName):
             guard let gone = tokens.revoke(idOrName) else {
                 respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no dashboard token with id or name '\(idOrName)'"))
                 return
             }
-            guard save(tokens, respond) else { return }
-            dashboard?.revoked(tokenId: gone.id)
-            logger.info("dashboard.token_revoked", metadata: ["token": "\(gone.id)", "name": "\(gone.name)"])
-            respond(200, .object(DashboardTokens.object(gone)))
+            save(tokens, respond) { [weak self] in
+                self?.dashboard?.revoked(tokenId: gone.id)
+                self?.logger.info("dashboard.token_revoked", metadata: ["token": "\(gone.id)", "name": "\(gone.name)"])
+                respond(200, .object(DashboardTokens.object(gone)))
+            }
         default:
             respond(404, LocalAPIRoute.errorBody(code: "no_route", message: "not a dashboard route"))
         }
     }
 
-    /// Stores `tokens` and makes them the ones in use; false (answered) when the store failed.
-    private func save(_ tokens: DashboardTokens, _ respond: LocalAPIServer.Respond) -> Bool {
-        do {
-            try writer.write { try $0.setMetadata(DashboardTokens.metadataKey, tokens.stored) }
-        } catch {
-            respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
-            return false
+    /// Stores `tokens` (committed off the loop) and, once on disk, makes them the ones in use
+    /// and runs `saved`; answers 500 when the store failed. The caller runs when the store is
+    /// idle (`whenIdle`), so the next change of the tokens starts from these.
+    private func save(_ tokens: DashboardTokens, _ respond: LocalAPIServer.Respond, saved: @escaping () -> Void) {
+        let stored = tokens.stored
+        storeWrite({ try $0.setMetadata(DashboardTokens.metadataKey, stored) }) { [weak self] result in
+            switch result {
+            case .success:
+                self?.dashboardTokens = tokens
+                saved()
+            case .failure(let error):
+                respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+            }
         }
-        dashboardTokens = tokens
-        return true
     }
 
     /// The address to open: `http://HOST:PORT/` (with `#token=SECRET`), the host name when the

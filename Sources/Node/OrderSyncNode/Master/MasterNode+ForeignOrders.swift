@@ -51,7 +51,7 @@ extension MasterNode {
             o["errors"] = written.body.objectValue?["errors"] ?? .array([])
         }
         let failed = LocalAPIRoute.errorBody(code: "storage_failed", message: "the master could not store the change")
-        group.answers.append((respond, 200, .object(o), (500, failed)))
+        group.answers.append((respond, 200, JSONValue.object(o).serializedBytes(), (500, failed)))
         return actions
     }
 

@@ -38,9 +38,10 @@ struct GroupCommitState {
     var queueHead = 0
     /// A group is due at the end of this loop turn.
     var scheduled = false
-    /// The engine's answers to the group being committed, and the local API's.
+    /// The engine's answers to the group being committed, and the local API's (each body as
+    /// the bytes it is sent as, and kept as for a repeat).
     var held: [MasterEngine.Action] = []
-    var answers: [(respond: LocalAPIServer.Respond, status: Int, body: JSONValue, failed: (status: Int, body: JSONValue)?)] = []
+    var answers: [(respond: LocalAPIServer.Respond, status: Int, body: [UInt8], failed: (status: Int, body: JSONValue)?)] = []
     /// Terminals whose snapshot parts wait for the commit.
     var snapshotWaiting: Set<Int> = []
     var stats = CommitStatus()
@@ -121,10 +122,9 @@ extension MasterNode {
         case .local(var message, let origin, let single, let respond):
             // An operation id the caller chose: a repeat gets the first answer, byte for byte.
             let callerOpId = single == nil ? message.opId : nil
-            if let id = callerOpId, let first = try? writer.write({ try $0.apiAnswer(opId: id) }),
-                let body = try? JSONParser.parse(Array(first.body.utf8))
-            {
-                group.answers.append((respond, first.status, body, nil))
+            if let id = callerOpId, let first = try? writer.read({ try $0.keptAPIAnswer(opId: id) }) {
+                // Sent as kept: not parsed again.
+                group.answers.append((respond, first.status, first.body, nil))
                 return []
             }
             if message.opId == nil { message.opId = UUID().uuidString.lowercased() }
@@ -133,10 +133,12 @@ extension MasterNode {
                 single: single, operation: message.operation, applied: outcome.applied,
                 unchanged: outcome.unchanged, errors: outcome.errors + outcome.repeatedErrors,
                 seq: outcome.seq)
-            if let id = callerOpId, !outcome.errors.contains(where: { $0.code == .storageFailed }) {
-                // In the group's transaction: kept exactly when the operation is. Should it fail,
-                // a repeat is answered from the journal and the rejections, as before.
-                try? writer.write { try $0.saveAPIAnswer(opId: id, status: answer.status, body: answer.body.serialized(), atMillis: now) }
+            let body = answer.body.serializedBytes()
+            if let id = callerOpId, writer.phase == .collecting, !outcome.errors.contains(where: { $0.code == .storageFailed }) {
+                // In the group's transaction: kept exactly when the operation is. Should it fail
+                // (or the store take no group), a repeat is answered from the journal and the
+                // rejections, as before.
+                try? writer.collect { try $0.saveAPIAnswer(opId: id, status: answer.status, body: body, atMillis: now) }
             }
             // The answer if the group's commit fails: every applied order refused.
             var failed: (status: Int, body: JSONValue)?
@@ -146,7 +148,7 @@ extension MasterNode {
                     single: single, operation: message.operation, applied: [], unchanged: outcome.unchanged,
                     errors: outcome.errors + errors, seq: nil)
             }
-            group.answers.append((respond, answer.status, answer.body, failed))
+            group.answers.append((respond, answer.status, body, failed))
             return actions
         }
     }
@@ -178,7 +180,7 @@ extension MasterNode {
             } else {
                 perform(engine.groupFailed(error, now: WallClock.nowMillis()))
                 for a in answers {
-                    if let failed = a.failed { a.respond(failed.status, failed.body) } else { a.respond(a.status, a.body) }
+                    if let failed = a.failed { a.respond(failed.status, failed.body) } else { a.respond.send(a.status, a.body) }
                 }
                 // What else the group answered may rest on the rolled-back changes: every
                 // terminal starts again from what is on disk (slaves resend their outboxes).
@@ -195,10 +197,22 @@ extension MasterNode {
             feedCommitted()
             perform(held)
         }
-        for a in answers { a.respond(a.status, a.body) }
+        for a in answers { a.respond.send(a.status, a.body) }
         finishGroupRound()
     }
 
+    /// A write outside the groups (a pairing, a revocation, a dashboard token): committed off
+    /// the loop by the writer like a group (`StoreWriter.write(_:then:)`); `then` runs once it
+    /// is on disk or failed. What waited for the store meanwhile (work queued for the next
+    /// group, snapshot parts) goes on after it.
+    func storeWrite<T>(_ body: @escaping (OrderDatabase) throws -> T, then: @escaping (Result<T, any Error>) -> Void) {
+        writer.write(body) { [weak self] result in
+            then(result)
+            self?.finishGroupRound()
+        }
+    }
+
+    /// After a commit: snapshot parts held back by it leave, and work that waits gets its group.
     private func finishGroupRound() {
         let waiting = group.snapshotWaiting
         group.snapshotWaiting = []

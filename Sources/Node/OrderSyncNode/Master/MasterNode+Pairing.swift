@@ -154,19 +154,32 @@ extension MasterNode {
         }
         pairingWindowsChanged()
         let request = SecureTerminalLink.pairingRequest(payload)
-        let terminal: PairedTerminal
-        do {
-            terminal = try writer.write { db in
-                let name = try db.unusedTerminalName(window.name ?? request.name ?? "terminal", except: nodeId)
-                let terminal = PairedTerminal(nodeId: nodeId, publicKey: peerKey, name: name, pairedAtMillis: now)
-                try db.addPairedTerminal(terminal)
-                return terminal
+        // Stored off the loop; the slave is answered only once its key is on disk.
+        storeWrite({ db in
+            let name = try db.unusedTerminalName(window.name ?? request.name ?? "terminal", except: nodeId)
+            let terminal = PairedTerminal(nodeId: nodeId, publicKey: peerKey, name: name, pairedAtMillis: now)
+            try db.addPairedTerminal(terminal)
+            return terminal
+        }) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let terminal):
+                self.paired(terminal, request: request, session: s, link: link)
+            case .failure(let error):
+                self.logger.error("terminal.save_failed", metadata: ["error": "\(error)"])
+                s.close(code: .internalError, reason: "the master could not store the terminal")
             }
-        } catch {
-            logger.error("terminal.save_failed", metadata: ["error": "\(error)"])
-            s.close(code: .internalError, reason: "the master could not store the terminal")
-            return
         }
+    }
+
+    /// The paired terminal is on disk: the slave learns its name and goes on as a known
+    /// terminal (unless its link ended meanwhile).
+    private func paired(
+        _ terminal: PairedTerminal, request: (name: String?, terminal: String?), session s: TerminalSession,
+        link: SecureTerminalLink
+    ) {
+        let nodeId = terminal.nodeId
+        guard s.phase != .ended else { return }
         link.terminal = terminal
         logger.info(
             "terminal.paired",
@@ -208,11 +221,18 @@ extension MasterNode {
     /// `POST /v1/terminals/{id-or-name}/revoke`: its key is refused from now on and its open
     /// links close (1008 `revoked`).
     func revoke(_ idOrName: String, _ respond: LocalAPIServer.Respond) {
-        let match: PairedTerminalMatch
-        do { match = try writer.write { try $0.revokePairedTerminal(idOrName, atMillis: WallClock.nowMillis()) } } catch {
-            respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
-            return
+        // Committed off the loop; its links close and the caller is answered once on disk.
+        let now = WallClock.nowMillis()
+        storeWrite({ try $0.revokePairedTerminal(idOrName, atMillis: now) }) { [weak self] result in
+            switch result {
+            case .success(let match): self?.revoked(match, idOrName, respond)
+            case .failure(let error): respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+            }
         }
+    }
+
+    /// The revocation is on disk (or matched no terminal, or several): the caller is answered.
+    private func revoked(_ match: PairedTerminalMatch, _ idOrName: String, _ respond: LocalAPIServer.Respond) {
         switch match {
         case .notFound:
             respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no paired terminal has the id or name '\(idOrName)'"))

@@ -118,8 +118,13 @@ extension MasterNode {
         logger.info(
             "peer.connected", metadata: ["peer.address": "\(s.address)", "peer.protocol": "storepos", "peers": "\(sessions.count)"])
         ensureMaintenanceTimer()
-        perform(engine.peerConnected(s.id, address: s.address, terminal: nil))
-        sendSnapshotParts(to: s)
+        // Its snapshot reads the store: after the COMMIT in flight, if one is (a group's, or a
+        // write's), which has the connection.
+        writer.whenIdle { [weak self, weak s] in
+            guard let self, let s, s.phase == .open else { return }
+            self.perform(self.engine.peerConnected(s.id, address: s.address, terminal: nil))
+            self.sendSnapshotParts(to: s)
+        }
     }
 
     private func startAuthenticating(_ s: TerminalSession, _ link: SecureTerminalLink) {

@@ -116,13 +116,9 @@ extension MasterNode {
         s.authenticationTimer = nil
         s.settleTimer = nil
         terminals.remove(s)
-        if groupIsBusy {
-            // Its messages still waiting are applied first (a StorePOS terminal may send and
-            // close at once).
-            enqueue(.disconnected(session: s.id))
-        } else {
-            perform(engine.peerDisconnected(s.id, now: WallClock.nowMillis()))
-        }
+        // After its messages still waiting (a StorePOS terminal may send and close at once), in
+        // a group: what the engine saves of the terminal commits off the loop with the others.
+        enqueue(.disconnected(session: s.id))
         if wasConnected {
             var meta: Logger.Metadata = ["peer.address": "\(s.address)", "reason": "\(reason)", "peers": "\(sessions.count)"]
             if let c = code { meta["ws.close_code"] = "\(c)" }

@@ -68,8 +68,7 @@ extension SlaveNode {
             single: p.single, operation: p.message.operation, applied: applied,
             unchanged: unchanged, errors: p.localErrors + errors, seq: seq,
             decorate: { [unowned self] in self.decorated($0) })
-        keepAnswer(answer, to: p.message, single: p.single)
-        p.respond(answer.status, answer.body)
+        keepAnswer(answer, to: p.message, single: p.single, respond: p.respond)
     }
 
     /// The link is gone before the master answered: the changes are safe in the outbox and

@@ -17,8 +17,8 @@ extension SlaveNode {
     /// Handles a write from the local API.
     func localWrite(_ message: OperationMessage, single: String?, respond: LocalAPIServer.Respond) {
         // An operation id the caller chose, answered before: that answer again, byte for byte.
-        if single == nil, let id = message.opId, let first = try? writer.read({ try $0.apiAnswer(opId: id) }) {
-            respond.send(first.status, Array(first.body.utf8))
+        if single == nil, let id = message.opId, let first = try? writer.read({ try $0.keptAPIAnswer(opId: id) }) {
+            respond.send(first.status, first.body)
             return
         }
         let opId = message.opId ?? UUID().uuidString.lowercased()
@@ -78,8 +78,7 @@ extension SlaveNode {
             let answer = LocalAPIRoute.writeAnswer(
                 single: single, operation: message.operation, applied: [],
                 unchanged: write.unchanged, errors: write.errors, seq: nil)
-            keepAnswer(answer, to: message, single: single)
-            respond(answer.status, answer.body)
+            keepAnswer(answer, to: message, single: single, respond: respond)
             perform(actions)
             return
         }
@@ -102,16 +101,23 @@ extension SlaveNode {
         perform(actions)
     }
 
-    /// Keeps the final answer to an operation sent with the caller's own `opId`, for a repeat.
-    func keepAnswer(_ answer: (status: Int, body: JSONValue), to message: OperationMessage, single: String?) {
-        guard single == nil, let id = message.opId else { return }
-        // Should this fail, a repeat is answered from the master's answer kept with the outbox.
-        // A write: after the batch committing now, if one is.
+    /// Answers with the final answer to an operation; one sent with the caller's own `opId` is
+    /// kept first, for a repeat (as the bytes sent), and answered once that is on disk.
+    func keepAnswer(
+        _ answer: (status: Int, body: JSONValue), to message: OperationMessage, single: String?, respond: LocalAPIServer.Respond
+    ) {
         let status = answer.status
-        let body = answer.body.serialized()
+        let body = answer.body.serializedBytes()
+        guard single == nil, let id = message.opId else {
+            respond.send(status, body)
+            return
+        }
+        // A group of its own, committed off the loop (after the batch committing now, if one
+        // is). Should it fail, the answer still goes; a repeat is then answered from the
+        // master's answer kept with the outbox.
         let now = WallClock.nowMillis()
-        afterBatch { [weak self] in
-            _ = try? self?.writer.write { try $0.saveAPIAnswer(opId: id, status: status, body: body, atMillis: now) }
+        writer.write({ try $0.saveAPIAnswer(opId: id, status: status, body: body, atMillis: now) }) { _ in
+            respond.send(status, body)
         }
     }
 

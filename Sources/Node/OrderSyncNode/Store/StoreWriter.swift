@@ -18,10 +18,13 @@ import OrderStore
 /// block writers and a writer does not block readers"), which sees what is committed: not the
 /// group being committed, whose answers have not left yet either. Nothing waits on a lock.
 ///
-/// **Writes outside a group, and work that must see the last group** (a slave's local API, its
-/// link events) go through `whenIdle`: run at once when no group is open or committing, or
-/// else queued, in order, and run on the loop right after the commit in flight is handed
-/// back. Only at shutdown does anything wait for a commit: `waitForCommitAtShutdown()`.
+/// **Writes outside a group** (`write(_:then:)`) are groups of their own, committed off the
+/// loop too, their callers told once on disk. **Work that must see the last group** (a
+/// slave's local API, its link events) goes through `whenIdle`: run at once when no group is
+/// open or committing, or else queued, in order, and run on the loop right after the commit in
+/// flight is handed back. Only at shutdown does anything wait for a commit:
+/// `waitForCommitAtShutdown()`; only at start (`identity`) and at shutdown
+/// (`commitAtShutdown()`) does a write commit in place.
 final class StoreWriter {
     /// The read-write connection.
     private let database: OrderDatabase
@@ -145,19 +148,42 @@ final class StoreWriter {
         return try body(reader)
     }
 
-    /// Runs `body` with the read-write connection: its own transaction when idle, a savepoint
-    /// of the open group while collecting. Never during a commit (use `whenIdle`).
-    func write<T>(_ body: (OrderDatabase) throws -> T) rethrows -> T {
-        precondition(state.phase != .committing, "a write while the group's COMMIT runs off the loop")
-        return try body(database)
+    /// A write outside the roles' groups (a pairing, a revocation, a dashboard token, a slave's
+    /// kept API answer): `body` runs in a group of its own, opened at once when the store is
+    /// idle or else once it is (after the work queued before it), and its COMMIT runs off the
+    /// loop like any group's. `finished` runs on the loop once it is on disk, with `body`'s
+    /// value, or with the error (the store took no transaction, `body` threw, or the COMMIT
+    /// failed: nothing of it stays). Nothing commits on the loop.
+    func write<T>(_ body: @escaping (OrderDatabase) throws -> T, then finished: @escaping (Result<T, any Error>) -> Void) {
+        let run = { [self] in
+            do {
+                try openGroup()
+            } catch {
+                finished(.failure(error))
+                return
+            }
+            let value: T
+            do {
+                value = try collect(body)
+            } catch {
+                rollbackGroup()
+                finished(.failure(error))
+                return
+            }
+            commit { result in finished(result.map { value }.mapError { $0 }) }
+        }
+        // Idle while work that waited runs (`handBack`): the caller is that work, so it goes now.
+        if state.phase == .idle { run() } else { whenIdle(run) }
     }
 
-    /// Reads a metadata value, creating it with `make()` the first time (a node's identity, at
-    /// start, the store idle).
+    /// Reads a metadata value, creating it with `make()` the first time (a node's identity).
+    /// At start only, before the loop runs: the one write that commits in place besides
+    /// `commitAtShutdown()`.
     func identity(key: String, make: () -> String) throws -> String {
-        if let v = try read({ try $0.metadata(key) }) { return v }
+        precondition(state.phase == .idle, "the identity is made at start, the store idle")
+        if let v = try database.metadata(key) { return v }
         let v = make()
-        try write { try $0.setMetadata(key, v) }
+        try database.setMetadata(key, v)
         return v
     }
 
