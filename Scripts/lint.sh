@@ -39,7 +39,17 @@ NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs eslint --no-eslintrc -c Scripts/dash
     "$assets/dashboard.js" || failed=1
 tidy -q -e --drop-empty-elements no "$assets/dashboard.html" || failed=1
 /usr/bin/python3 Scripts/lint_css.py "$assets/dashboard.css" || failed=1
+# One store writer (Docs/ARCHITECTURE.md): outside the store module only the writer's own files
+# (Sources/Node/OrderSyncNode/Store) name the SQLite connection; the microbenchmark measures the
+# store by itself.
+owners=$(grep -rlw OrderDatabase Sources --include='*.swift' \
+    | grep -v -e '^Sources/Shell/OrderStore/' -e '^Sources/Node/OrderSyncNode/Store/' -e '^Sources/Programs/MicroBenchCases/' || true)
+if [ -n "$owners" ]; then
+    echo "lint: OrderDatabase named outside the store module and the store writer (use StoreWriter):"
+    echo "$owners"
+    failed=1
+fi
 if [ "$failed" != 0 ]; then
     exit 1
 fi
-echo "lint: file sizes, folders and the dashboard's page are in order"
+echo "lint: file sizes, folders, the store's one writer and the dashboard's page are in order"

@@ -205,7 +205,7 @@ extension MasterNode {
     /// the loop by the writer like a group (`StoreWriter.write(_:then:)`); `then` runs once it
     /// is on disk or failed. What waited for the store meanwhile (work queued for the next
     /// group, snapshot parts) goes on after it.
-    func storeWrite<T>(_ body: @escaping (OrderDatabase) throws -> T, then: @escaping (Result<T, any Error>) -> Void) {
+    func storeWrite<T>(_ body: @escaping StoreWriter.WriteBody<T>, then: @escaping (Result<T, any Error>) -> Void) {
         writer.write(body) { [weak self] result in
             then(result)
             self?.finishGroupRound()

@@ -26,6 +26,9 @@ import OrderStore
 /// `waitForCommitAtShutdown()`; only at start (`identity`) and at shutdown
 /// (`commitAtShutdown()`) does a write commit in place.
 final class StoreWriter {
+    /// What a write outside the groups does with the store, in the group the writer opens for it.
+    typealias WriteBody<T> = (OrderDatabase) throws -> T
+
     /// The read-write connection.
     private let database: OrderDatabase
     /// The read-only connection for reads during a commit (opened on first need).
@@ -154,7 +157,7 @@ final class StoreWriter {
     /// loop like any group's. `finished` runs on the loop once it is on disk, with `body`'s
     /// value, or with the error (the store took no transaction, `body` threw, or the COMMIT
     /// failed: nothing of it stays). Nothing commits on the loop.
-    func write<T>(_ body: @escaping (OrderDatabase) throws -> T, then finished: @escaping (Result<T, any Error>) -> Void) {
+    func write<T>(_ body: @escaping WriteBody<T>, then finished: @escaping (Result<T, any Error>) -> Void) {
         let run = { [self] in
             do {
                 try openGroup()
