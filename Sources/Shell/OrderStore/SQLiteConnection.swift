@@ -58,13 +58,19 @@ final class SQLiteConnection {
 
     /// True while the handle is lent to a COMMIT running on another thread
     /// (`OrderDatabase.detachGroupCommit()` until `finishGroupCommit(_:)`). Nothing waits for
-    /// it: using the connection meanwhile is the owner's bug, and traps, so SQLite is never
-    /// called on two threads at once.
+    /// it: using the connection meanwhile is the owner's bug. A debug build traps on it (the
+    /// tests find such a path); a release build refuses the use with a `.busy` error, so SQLite
+    /// is never called on two threads at once and a shop's master answers that one request
+    /// with an error instead of going down.
     var isLent = false
 
-    /// The open handle, or a `.closed` error.
+    /// The open handle, or a `.closed` error (or `.busy` while the handle is lent).
     func openHandle() throws -> OpaquePointer {
-        precondition(!isLent, "the connection was used while its COMMIT ran on another thread")
+        if isLent {
+            assertionFailure("the connection was used while its COMMIT ran on another thread")
+            throw StoreError(
+                kind: .busy, message: "the store is committing a group on another thread", path: path)
+        }
         guard let handle else { throw StoreError.closed(path: path) }
         return handle
     }
@@ -147,7 +153,12 @@ final class SQLiteConnection {
     /// True when no transaction is open ("The sqlite3_get_autocommit() interface returns non-zero
     /// or zero if the given database connection is or is not in autocommit mode").
     var isAutocommit: Bool {
-        precondition(!isLent, "the connection was used while its COMMIT ran on another thread")
+        if isLent {
+            // A transaction is open (its COMMIT runs elsewhere); the statement that follows is
+            // refused by `openHandle()`.
+            assertionFailure("the connection was used while its COMMIT ran on another thread")
+            return false
+        }
         guard let handle else { return true }
         return sqlite3_get_autocommit(handle) != 0
     }
