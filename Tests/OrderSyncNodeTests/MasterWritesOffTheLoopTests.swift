@@ -84,6 +84,24 @@ final class MasterWritesOffTheLoopTests: XCTestCase {
         XCTAssertEqual(master.writer.phase, .idle)
     }
 
+    func testAWriteIsAnsweredWhenTheStoreTakesNoGroup() throws {
+        let master = try master()
+        dataDirectory.store.close()
+        var answered: (status: Int, body: String)?
+        let order = JSONValue.object(
+            JSONObject([
+                ("uuid", .string(UUID().uuidString)), ("customerName", .string("Ada")),
+                ("created", .string("2016-01-12T21:35:16+0800")),
+            ]))
+        master.enqueue(
+            .local(
+                OperationMessage(operation: .create, orders: [order]), origin: "test", single: nil,
+                respond: LocalAPIResponder { status, body in answered = (status, String(decoding: body, as: UTF8.self)) }))
+        runUntil(loop) { answered != nil }
+        XCTAssertEqual(answered?.body.contains("storage_failed"), true, "refused as a storage failure, not left waiting")
+        XCTAssertEqual(master.group.pending, 0)
+    }
+
     func testARevocationIsAnsweredOnceOnDisk() throws {
         let master = try master()
         var added: Result<Void, any Error>?

@@ -76,9 +76,14 @@ extension MasterNode {
             try writer.openGroup()
         } catch {
             // The store takes no transaction (busy, closed): each operation goes its own way
-            // and fails or succeeds alone, answered at once.
+            // and fails or succeeds alone, answered at once (no group will finish for its
+            // answers, nor for the snapshot parts its messages hold back).
             logger.error("store.group_failed", metadata: ["error": "\(error)"])
             while let work = takeWork() { perform(apply(work)) }
+            let answers = group.answers
+            group.answers = []
+            for a in answers { a.respond.send(a.status, a.body) }
+            finishGroupRound()
             return
         }
         engine.beginGroup()
