@@ -503,6 +503,10 @@ def test_signal_closes_clients_with_1001_and_exits_0(lan2, terminals, signum):
     client = terminals(h2).connect("pos", ws_url(master))
     client.snapshot()
     master.wait_event("peer.connected")
+    # SIGHUP is logged and ignored (the node, not its role, answers the signals).
+    master.process.send_signal(signal.SIGHUP)
+    assert master.wait_event("signal.ignored")["signal"] == "SIGHUP"
+    assert master.process.poll() is None
 
     master.process.send_signal(signum)
     closed = client.closed()

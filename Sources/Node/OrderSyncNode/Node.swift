@@ -1,4 +1,5 @@
 import Discovery
+import Foundation
 import EventLoopIO
 import Logging
 
@@ -86,6 +87,14 @@ public final class Node {
     /// last role. Throws what its start threw, or why the role ended (a refused pairing).
     public func run() throws {
         loop.assertInEventLoop()
+        // The node, not a role, answers the signals: a role it leaves for another (a promotion)
+        // leaves no handler behind, and SIGTERM stops whichever role plays then.
+        try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
+            self?.leave(then: .stop, reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
+        }
+        try loop.onSignal([SIGHUP]) { [weak self] _ in
+            self?.roles.current?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"])
+        }
         try perform(roles.start(firstRole), reason: "start")
         loop.run()
         // The loop may also have been stopped from outside: the role then finishes as it is.
@@ -138,6 +147,14 @@ public final class Node {
 }
 
 extension Node.Role {
+    /// The role's logger.
+    var logger: Logger {
+        switch self {
+        case .master(let m): return m.logger
+        case .slave(let s): return s.logger
+        }
+    }
+
     /// The loop the role runs on.
     var loop: EventLoop {
         switch self {

@@ -232,10 +232,6 @@ public final class MasterNode {
         }
 
         startDiscovery()
-        try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
-            self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
-        }
-        try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
         reportReadiness()
     }
 

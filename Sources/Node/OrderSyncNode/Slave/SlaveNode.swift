@@ -181,10 +181,6 @@ public final class SlaveNode {
                 "orders": "\((try? writer.read { try $0.orderCount() }) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "outbox": "\(engine.outboxCount)", "metrics.listen": "\(frontEnds.metricsListener?.localAddress ?? "-")",
             ])
-        try loop.onSignal([SIGINT, SIGTERM]) { [weak self] signo in
-            self?.beginShutdown(reason: signo == SIGINT ? "SIGINT" : "SIGTERM")
-        }
-        try loop.onSignal([SIGHUP]) { [weak self] _ in self?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"]) }
 
         if let url = configuration.masterURL {
             connect(to: LinkTarget(url: url, serviceName: nil))
