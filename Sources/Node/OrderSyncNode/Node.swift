@@ -1,6 +1,6 @@
 import Discovery
-import Foundation
 import EventLoopIO
+import Foundation
 import Logging
 
 /// An OrderSync node: one event loop and the role it plays on it, `ordersync master` or
