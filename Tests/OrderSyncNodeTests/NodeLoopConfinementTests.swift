@@ -96,6 +96,9 @@ final class NodeLoopConfinementTests: XCTestCase {
         child.arguments = ["OrderSyncNodeTests.NodeLoopConfinementTests/testACallOffTheLoopTrapsInDebugBuilds"]
         var environment = ProcessInfo.processInfo.environment
         environment[Self.childVariable] = directory
+        // No backtracer in the child: `swift-backtrace` would inherit its stderr and, under
+        // AddressSanitizer, outlive it, and the read below would wait for it forever.
+        environment["SWIFT_BACKTRACE"] = "enable=no"
         child.environment = environment
         let output = Pipe()
         let errors = Pipe()
