@@ -72,7 +72,10 @@ final class SettingsTests: XCTestCase {
 
     func testTheDataDirectoryComesFromTheFlagTheEnvironmentThenTheFile() throws {
         let config = try ConfigFile(path: "/etc/o.conf", text: file + "\ndata-dir = /slave-dir")
-        try XCTSkipIf(ProcessInfo.processInfo.environment["ORDERSYNC_DATA_DIR"] != nil, "ORDERSYNC_DATA_DIR is set")
+        // The test sets the variable itself: one set outside is put aside, and back afterwards.
+        let outside = ProcessInfo.processInfo.environment["ORDERSYNC_DATA_DIR"]
+        unsetenv("ORDERSYNC_DATA_DIR")
+        defer { if let outside { setenv("ORDERSYNC_DATA_DIR", outside, 1) } }
         try SettingsFile.$current.withValue(config) {
             XCTAssertEqual(try StatusCommand.parse([]).data.resolved(), "/var/lib/ordersync")
             XCTAssertEqual(try SlaveCommand.parse([]).node.data.resolved(for: .slave), "/slave-dir")
