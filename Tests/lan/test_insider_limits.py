@@ -34,6 +34,8 @@ from test_hostile_lan import figure, secure_peer_importable, ws_url  # noqa: E40
 INSIDER = os.path.join(HERE, "insider_peer.py")
 SECURE_PEER = os.path.join(SUPPORT, "secure_peer.py")
 MiB = 1 << 20
+#: NodeDefaults: the bytes of operation messages one terminal may send at once and per second.
+RATE_BURST_BYTES, RATE_BYTES_PER_SECOND = 4 * MiB, 1 * MiB
 #: Lines about refusals in a master's log.
 REFUSAL_EVENTS = {"message.rejected", "peer.rate_limited", "peer.journal_budget_exceeded", "peer.snapshot_limited",
                   "refusals.summary"}
@@ -114,7 +116,14 @@ def test_a_flooding_insider_is_limited_by_bytes_and_by_its_journal_budget_and_an
     assert out["kinds"].get("operations", 0) == 0, "far below 200 messages a second: only bytes count here"
     assert out["hintMin"] is not None and out["hintMin"] > 0, out
     assert out["answers"] == out["sent"], f"every Update answered: {out}"
-    assert out["applied"] <= 5, f"4 MiB of burst: a few Updates of 0.9 MB, then nothing: {out}"
+    # The byte bucket gives 4 MiB at once, then 1 MiB a second, and an insider ignoring its hints
+    # gets nothing after its first refusal: what was applied fits the burst and what refilled until
+    # that refusal. (A fixed count, the burst alone, held only while the insider reached the burst
+    # within a second; on a loaded machine it sends slower and the refill lets one or two more in.)
+    update_bytes = out["bytesSent"] / out["sent"]
+    allowed = int((RATE_BURST_BYTES + RATE_BYTES_PER_SECOND * out["firstRefusal"]) // update_bytes)
+    assert out["applied"] <= allowed, \
+        f"4 MiB of burst and 1 MiB/s until the first refusal: at most {allowed} Updates of 0.9 MB: {out}"
     master.wait_event("peer.rate_limited", where=lambda e: e.get("limit") == "bytes")
 
     # An insider sending each refused Update again after its hint, as a slave does: 1 MiB/s
