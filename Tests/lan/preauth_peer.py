@@ -6,6 +6,7 @@ connection binds one of the source addresses given (the harness adds them to the
     preauth_peer.py heads URL SOURCES N          # N connections each holding 7 KiB of an upgrade head that never ends
     preauth_peer.py ikflood URL SOURCES SECONDS MASTER_KEY_HEX   # replay one IK first message, from each source in a loop
     preauth_peer.py abandon URL SOURCES TRIES    # XXpsk3: message 1, read message 2, leave (no message 3)
+    preauth_peer.py silent URL SOURCES N         # N upgraded links (ik and pair in turn) that never start the handshake
 
 SOURCES is a comma-separated list of IPv4 addresses. `hold` prints a JSON line `upgraded` once
 its links are open (and waits for a line on stdin before it sends the frames), then one JSON
@@ -287,6 +288,54 @@ def abandon(url: str, sources: list[str], tries: int) -> int:
     return 0
 
 
+def silent(url: str, sources: list[str], count: int) -> int:
+    """Links upgraded to the secure subprotocols (`ordersync.ik.v1` and `ordersync.pair.v1` in
+    turn) that never send a handshake message: every other one answers the master's pings with
+    pongs (a peer that answers only pings), the rest send nothing at all. Prints `upgraded` once
+    they are open, then each link's close (code, reason, seconds from its 101 to the close, pongs)."""
+    links = []
+    for i in range(count):
+        s, what = upgrade(url, sources[i % len(sources)], KNOWN if i % 2 == 0 else PAIRING)
+        links.append((s, what, time.monotonic(), i % 4 >= 2))
+    print(json.dumps({"upgraded": sum(1 for s, *_ in links if s is not None),
+                      "outcomes": sorted({w for _, w, *_ in links})}), flush=True)
+    results: list[dict] = [{} for _ in links]
+
+    def wait_close(i: int, s: Link, upgraded: float, pongs: bool) -> None:
+        out = {"subprotocol": KNOWN if i % 2 == 0 else PAIRING, "answers_pings": pongs, "pongs": 0,
+               "code": None, "reason": "EOF"}
+        try:
+            while True:
+                got = read_frame(s, timeout=30)
+                if got is None:
+                    break
+                opcode, payload = got
+                if opcode == 0x9 and pongs:
+                    s.sendall(frame(payload, opcode=0xA))
+                    out["pongs"] += 1
+                elif opcode == 0x8:
+                    out["code"] = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
+                    out["reason"] = payload[2:].decode(errors="replace")
+                    break
+                elif opcode not in (0x9, 0xA):
+                    out["reason"] = f"unexpected opcode {opcode}"
+                    break
+        except OSError as error:
+            out["reason"] = f"error {error}"
+        out["seconds"] = time.monotonic() - upgraded
+        results[i] = out
+        s.close()
+
+    threads = [threading.Thread(target=wait_close, args=(i, s, upgraded, pongs))
+               for i, (s, _, upgraded, pongs) in enumerate(links) if s is not None]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(json.dumps({"links": [r for r in results if r]}), flush=True)
+    return 0
+
+
 def main() -> int:
     mode, url, sources = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     if mode == "hold":
@@ -297,6 +346,8 @@ def main() -> int:
         return ikflood(url, sources, float(sys.argv[4]), bytes.fromhex(sys.argv[5]))
     if mode == "abandon":
         return abandon(url, sources, int(sys.argv[4]))
+    if mode == "silent":
+        return silent(url, sources, int(sys.argv[4]))
     raise SystemExit(f"unknown mode {mode}")
 
 
