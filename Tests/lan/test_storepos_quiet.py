@@ -16,6 +16,7 @@ import time
 
 from lanharness import wait_until
 from ordersync_lab import OrderSyncNode, wait_converged
+from test_hostile_lan import log_time
 from test_storepos_app import apps, check_apps, storepos_master, wait_shows  # noqa: F401 - `apps` is a fixture
 
 # Short times, so that the test sees in seconds what a shop sees in a minute: the master pings an
@@ -30,6 +31,17 @@ def reset_links_to(host, peer_address: str, on: bool) -> None:
     action = "-A" if on else "-D"
     subprocess.run(["ip", "netns", "exec", host.netns, "iptables", action, "OUTPUT", "-p", "tcp", "-d", peer_address,
                     "-j", "REJECT", "--reject-with", "tcp-reset"], check=True, timeout=10)
+
+
+def drop_links_to(host, peer_address: str, on: bool) -> None:
+    """On `host`, drops every TCP segment to and from `peer_address` (iptables DROP in INPUT and
+    OUTPUT): its links to that peer go silent both ways, with no reset, as when the host leaves
+    the Wi-Fi; mDNS (UDP) still flows, so the host sees the master's service withdrawn and
+    announced again."""
+    action = "-A" if on else "-D"
+    for chain, side in (("INPUT", "-s"), ("OUTPUT", "-d")):
+        subprocess.run(["ip", "netns", "exec", host.netns, "iptables", action, chain, "-p", "tcp", side, peer_address,
+                        "-j", "DROP"], check=True, timeout=10)
 
 
 def from_host(host):
@@ -110,3 +122,50 @@ def test_a_locked_app_is_kept_and_a_lost_link_brings_the_app_back(lan3, apps):
     slave.create("after the app came back")
     wait_converged([master, slave], timeout=20)
     check_apps(master, [app, other], "StorePOS apps after a quiet spell and a lost link")
+
+
+def test_an_app_whose_host_goes_silent_is_found_dead_by_tcp_and_brought_back(lan3, apps):
+    """A host that vanishes without a word (its packets dropped, no reset): only TCP can find
+    it, through the keepalive and user timeout `--storepos-keepalive` sets on the socket (here
+    2 s: probes after 2 s idle, unacknowledged data ends the link after 4 s). The master must
+    find the dead link within those bounds, withdraw and announce its service again, and the app,
+    its host back, reconnects and shows the order it missed."""
+    h1, h2, h3 = lan3.hosts
+    keepalive = float(LINK_TIMES[LINK_TIMES.index("--storepos-keepalive") + 1])
+    master = storepos_master(h1, extra=LINK_TIMES)
+    master.create("Ann", table="T1")
+    app = apps(h2, "A")
+    mark = app.mark()
+    app.start()
+    app.wait_connected(mark)
+    slave = OrderSyncNode.slave(h3, store="shop1")
+    slave.wait_live()
+    wait_shows(app, master.orders)
+
+    mark = app.mark()
+    drop_links_to(h2, h1.address, True)
+    try:
+        vanished = time.time()
+        missed = master.create("taken while the app's host was gone")["uuid"]
+        lost = master.wait_event("storepos.link_lost", timeout=20, where=from_host(h2))
+    finally:
+        drop_links_to(h2, h1.address, False)
+    back = time.monotonic()
+    found_s = log_time(lost) - vanished
+    reannounce = master.wait_event("storepos.reannounce", timeout=20)
+    app.wait_connected(mark, timeout=30)
+    wait_until(lambda: any(r["uuid"] == missed for r in app.screen()["rows"]), 30, 0.1,
+               "the app to show the order taken while its host was gone")
+    shown_s = time.monotonic() - back
+    print(f"FIGURE silent StorePOS host: the master found the dead link {found_s:.2f} s after the host went "
+          f"silent (--storepos-keepalive {keepalive:g} s: bound {2 * keepalive + 2:g} s; {lost['reason']}), "
+          f"the app showed the missed order {shown_s:.2f} s after its host was back "
+          f"({reannounce['links_lost']} lost link(s))")
+    # Not the quiet check (a StorePOS link is never dropped for silence): TCP found it, after
+    # the peer timeout and within twice the keepalive (the user timeout) and some slack.
+    assert not [e for e in master.events("peer.dead") if from_host(h2)(e)]
+    assert 1.5 < found_s <= 2 * keepalive + 2, f"the dead link was found after {found_s:.2f} s"
+    assert not slave.events("master.disconnected") and not slave.events("master.dead")
+    slave.create("after the app came back")
+    wait_converged([master, slave], timeout=20)
+    check_apps(master, [app], "StorePOS app after its host went silent")
