@@ -44,6 +44,25 @@ def drop_links_to(host, peer_address: str, on: bool) -> None:
                         "-j", "DROP"], check=True, timeout=10)
 
 
+def connected_app(apps, host, label: str):
+    """A StorePOS app started on `host`, once it connected to the master."""
+    app = apps(host, label)
+    mark = app.mark()
+    app.start()
+    app.wait_connected(mark)
+    return app
+
+
+def comes_back_with(master, app, mark: int, missed: str, while_: str) -> dict:
+    """Waits for the master to announce its service again, the app to connect again (after
+    `mark`) and show the order `missed`; returns the master's `storepos.reannounce`."""
+    reannounce = master.wait_event("storepos.reannounce", timeout=20)
+    app.wait_connected(mark, timeout=30)
+    wait_until(lambda: any(r["uuid"] == missed for r in app.screen()["rows"]), 30, 0.1,
+               f"the app to show the order taken while {while_}")
+    return reannounce
+
+
 def from_host(host):
     return lambda e: str(e.get("peer.address", "")).startswith(f"{host.address}:")
 
@@ -52,15 +71,9 @@ def test_a_locked_app_is_kept_and_a_lost_link_brings_the_app_back(lan3, apps):
     h1, h2, h3 = lan3.hosts
     master = storepos_master(h1, extra=LINK_TIMES)
     master.create("Ann", table="T1")
-    app = apps(h2, "A")
-    mark = app.mark()
-    app.start()
-    app.wait_connected(mark)
+    app = connected_app(apps, h2, "A")
     # Another app, whose link stays healthy throughout, and an OrderSync slave.
-    other = apps(h3, "B")
-    other_mark = other.mark()
-    other.start()
-    other.wait_connected(other_mark)
+    other = connected_app(apps, h3, "B")
     slave = OrderSyncNode.slave(h3, store="shop1")
     slave.wait_live()
     wait_shows(app, master.orders)
@@ -100,10 +113,7 @@ def test_a_locked_app_is_kept_and_a_lost_link_brings_the_app_back(lan3, apps):
         master.wait_event("storepos.link_lost", timeout=20, where=from_host(h2))
     finally:
         reset_links_to(h1, h2.address, False)
-    reannounce = master.wait_event("storepos.reannounce", timeout=20)
-    app.wait_connected(mark, timeout=30)
-    wait_until(lambda: any(r["uuid"] == missed for r in app.screen()["rows"]), 30, 0.1,
-               "the app to show the order taken while its link was broken")
+    reannounce = comes_back_with(master, app, mark, missed, "its link was broken")
     back_in = time.monotonic() - lost_at
     print(f"FIGURE lost StorePOS link: the app showed the missed order {back_in:.2f} s after its link "
           f"broke (service withdrawn and announced again, {reannounce['links_lost']} lost link(s))")
@@ -134,10 +144,7 @@ def test_an_app_whose_host_goes_silent_is_found_dead_by_tcp_and_brought_back(lan
     keepalive = float(LINK_TIMES[LINK_TIMES.index("--storepos-keepalive") + 1])
     master = storepos_master(h1, extra=LINK_TIMES)
     master.create("Ann", table="T1")
-    app = apps(h2, "A")
-    mark = app.mark()
-    app.start()
-    app.wait_connected(mark)
+    app = connected_app(apps, h2, "A")
     slave = OrderSyncNode.slave(h3, store="shop1")
     slave.wait_live()
     wait_shows(app, master.orders)
@@ -152,10 +159,7 @@ def test_an_app_whose_host_goes_silent_is_found_dead_by_tcp_and_brought_back(lan
         drop_links_to(h2, h1.address, False)
     back = time.monotonic()
     found_s = log_time(lost) - vanished
-    reannounce = master.wait_event("storepos.reannounce", timeout=20)
-    app.wait_connected(mark, timeout=30)
-    wait_until(lambda: any(r["uuid"] == missed for r in app.screen()["rows"]), 30, 0.1,
-               "the app to show the order taken while its host was gone")
+    reannounce = comes_back_with(master, app, mark, missed, "its host was gone")
     shown_s = time.monotonic() - back
     print(f"FIGURE silent StorePOS host: the master found the dead link {found_s:.2f} s after the host went "
           f"silent (--storepos-keepalive {keepalive:g} s: bound {2 * keepalive + 2:g} s; {lost['reason']}), "
