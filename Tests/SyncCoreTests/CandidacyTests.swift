@@ -224,3 +224,15 @@ final class CandidacyTests: XCTestCase {
         }
     }
 }
+
+extension CandidacyTests {
+    func testAFetchThatReplacedOwnEntriesOfAnOlderTermEndsWhereTheVoterDoes() {
+        var c = candidacy(voters: ["M": "master", "A": "till-a", "B": "till-b"])
+        _ = c.start()
+        _ = c.preVote(from: "B", lastSeq: 8, lastTerm: 2)
+        XCTAssertEqual(c.voteGranted(from: "B", lastSeq: 8, lastTerm: 2).first, .fetch(from: "B", after: 10))
+        let r = report(c.fetched(upTo: 8, entries: 3))
+        XCTAssertEqual(r?.seq, 8, "its entries 6-10 of term 1 were replaced by B's 6-8 of term 2")
+        XCTAssertEqual(r?.fetched, .init(from: "till-b", entries: 3))
+    }
+}

@@ -54,8 +54,9 @@ public struct Candidacy: Sendable {
         case persistOwnVote(TermVote)
         /// Send `{"type":"promise","term":T'}` on the pre-voter's link.
         case sendPromise(to: String)
-        /// Send `{"type":"fetch","after":S}` to this granted voter and apply what it sends,
-        /// then report `fetched(upTo:)` (or `fetchFailed()`).
+        /// Send `{"type":"fetch","after":S,"termStarts":{..}}` (its own term starts) to this
+        /// granted voter and apply what it sends (an entry at or below S replaces the
+        /// candidate's own from there on), then report `fetched(upTo:)` (or `fetchFailed()`).
         case fetch(from: String, after: Int64)
         /// Call `deadlinePassed()` after this many milliseconds (replacing a timer armed before).
         case armDeadline(afterMillis: Int64)
@@ -227,17 +228,20 @@ public struct Candidacy: Sendable {
         }
     }
 
-    /// The fetched entries up to `seq` are applied and committed.
-    public mutating func fetched(upTo seq: Int64) -> [Action] {
+    /// The fetched entries are applied and committed: the candidate's journal ends at `seq`
+    /// now, and `entries` arrived (nil: counted as `seq` minus where it ended before, for a
+    /// fetch that replaced none of its own entries).
+    public mutating func fetched(upTo seq: Int64, entries: Int? = nil) -> [Action] {
         guard case .fetching(var ballot, let source) = state else { return [] }
         let sourcePosition = ballot.granted[source] ?? ballot.position
-        if seq > ballot.position.lastSeq {
-            ballot.fetchedEntries += Int(seq - ballot.position.lastSeq)
+        // Short of what the voter said it held: the term of `seq` is not known, keep the one of
+        // the candidate's own last entry (the next voter ahead is tried from `seq`).
+        let now = seq >= sourcePosition.lastSeq ? sourcePosition : LogPosition(lastSeq: seq, lastTerm: ballot.position.lastTerm)
+        let count = entries ?? Int(max(0, seq - ballot.position.lastSeq))
+        if count > 0 || now != ballot.position {
+            ballot.fetchedEntries += count
             ballot.fetchedFrom = source
-            // Short of what the voter said it held: the term of `seq` is not known, keep the one
-            // of the candidate's own last entry (the next voter ahead is tried from `seq`).
-            ballot.position =
-                seq >= sourcePosition.lastSeq ? sourcePosition : LogPosition(lastSeq: seq, lastTerm: ballot.position.lastTerm)
+            ballot.position = now
         }
         ballot.tried.insert(source)
         return proceed(ballot)
