@@ -28,6 +28,8 @@ extension MasterEngine {
                 now: now, &out)
             return
         }
+        // Only a paired terminal's word can end this master's reign.
+        if refusesStaleHello(hello, from: id, &out) { return }
         // Who it is was proved by its key: the id and name in the hello are its own say only.
         if hello.terminalId != terminal.nodeId || hello.terminalName != terminal.name {
             out.append(
@@ -64,11 +66,15 @@ extension MasterEngine {
                         ("terminal.id", terminal.nodeId), ("peer.last_seq", "\(hello.lastSeq)"),
                         ("peer.outbox", hello.outbox.map { "\($0)" } ?? "-"),
                     ])))
+        // Entries of another term: dropped by the slave, which then takes the snapshot.
+        let diverged = divergence(of: hello)
+        if let keep = diverged { sendDiverged(keep: keep, to: id, lastSeq: hello.lastSeq, &out) }
         do {
-            if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch, peer: id, &out) {
+            if diverged == nil, let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch, peer: id, &out) {
                 // Resumable catch-up: exactly the operations it missed, then "ready".
                 for m in missed { out.append(.send(peer: id, bytes: m)) }
-                out.append(.send(peer: id, bytes: ServerMessage.ready(seq: lastSeq, epoch: epoch, store: storeId).encodedBytes()))
+                out.append(.send(peer: id, bytes: terms.readyBytes(seq: lastSeq, epoch: epoch, store: storeId)))
+                sendMembers(to: id, &out)
                 out.append(
                     .log(
                         EngineLog(

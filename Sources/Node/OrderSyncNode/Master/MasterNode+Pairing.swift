@@ -190,6 +190,7 @@ extension MasterNode {
         sendControl(
             JSONObject([("type", .string("paired")), ("terminal", .string(nodeId)), ("name", .string(terminal.name))]), to: s)
         authenticated(s, terminal)
+        publishMembers()
     }
 
     // MARK: Paired terminals
@@ -245,6 +246,7 @@ extension MasterNode {
                         + list.map(\.nodeId).joined(separator: ", ")))
         case .found(let t):
             perform(engine.revoked(terminal: t.nodeId))
+            publishMembers()
             // Links still in their handshake with its key go too.
             for s in sessions.values where s.secure?.terminal?.nodeId == t.nodeId && s.phase != .ended {
                 s.close(code: .policyViolation, reason: "revoked")

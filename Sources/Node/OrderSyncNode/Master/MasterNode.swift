@@ -187,6 +187,7 @@ public final class MasterNode {
         api.masterHandler = { [weak self] route, respond in self?.handleMasterAPI(route, respond) }
         try startChangeFeed()
         try loadDashboardTokens()
+        publishMembers()
         try frontEnds.start(
             configuration, handler: { [weak self] route, respond in self?.handleAPI(route, respond) },
             metrics: { [weak self] in self?.renderMetrics() ?? [] }, dashboard: self)
