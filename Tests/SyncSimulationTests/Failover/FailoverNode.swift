@@ -121,24 +121,6 @@ final class FailoverNode {
         return TermHistory(starts: starts, lastSeq: lastSeq)
     }
 
-    /// The first seq of each term in this node's history: the first entry of each term its
-    /// journal holds, and the term it became master in when no entry of that term exists yet.
-    func termStart(after term: Int64) -> Int64? {
-        if let e = journal.first(where: { $0.term > term }) { return e.seq }
-        return termStarts.filter { $0.key > term }.map(\.value).min()
-    }
-
-    /// design.md's rule for `diverged` (the `designKeep` mutation): lastSeq when the entry at
-    /// lastSeq has term lastTerm, else the seq before the first later term started, at most
-    /// lastSeq (and at most this journal's end). Wrong when lastTerm is a term this history
-    /// does not hold (`TermHistoryTests`).
-    func designKeep(lastSeq: Int64, lastTerm: Int64) -> Int64 {
-        if lastSeq == 0 { return 0 }
-        if let e = entry(at: lastSeq), e.term == lastTerm { return lastSeq }
-        let start = termStart(after: lastTerm) ?? (self.lastSeq + 1)
-        return min(start - 1, lastSeq, self.lastSeq)
-    }
-
     /// Takes the entries after `keep` out of the journal and puts their operation ids back in
     /// the outbox (oldest first, before what waits there, skipping one already there); the
     /// number of entries taken.

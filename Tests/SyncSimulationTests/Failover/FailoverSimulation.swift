@@ -9,8 +9,9 @@ enum FailoverMutation: String, CaseIterable {
     case dropDivergedTail
     /// A candidate that fetched nothing from a voter ahead becomes master anyway.
     case skipFetch
-    /// design.md's rule for `diverged` and the fetch: the seq before the first term after the
-    /// other's last term, rather than the last seq both histories hold in the same term.
+    /// design.md's rule for `diverged` and the fetch, as the master engine has it
+    /// (`TermStarts.keep`): the seq before the first term after the other's last term, rather
+    /// than the last seq both histories hold in the same term.
     case designKeep
 }
 
@@ -78,7 +79,8 @@ final class FailoverSimulation {
     /// The last seq `n`'s history shares with `other` (design.md's rule with `designKeep`).
     func shared(_ n: FailoverNode, _ other: TermHistory) -> Int64 {
         config.mutation == .designKeep
-            ? n.designKeep(lastSeq: other.lastSeq, lastTerm: other.lastTerm) : n.history.sharedSeq(with: other)
+            ? TermStarts(n.history.starts).keep(lastSeq: other.lastSeq, lastTerm: other.lastTerm, masterLastSeq: n.lastSeq)
+            : n.history.sharedSeq(with: other)
     }
 
     /// Node id to public key: every node of the store is a member (the rogue is not).

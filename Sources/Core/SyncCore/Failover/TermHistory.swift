@@ -8,7 +8,8 @@ import JSON
 /// An entry's term is the term whose start is the greatest at or below its seq. Within one
 /// term only one master appended, in order, so two journals holding an entry of the same seq
 /// and term hold the same entries up to it: the entries they share are a prefix, and it ends
-/// at the last seq where their terms agree.
+/// at the last seq where their terms agree. (`TermStarts.keep`, the rule of design.md, looks at
+/// one side's last term only and keeps entries of a term the other history never held.)
 public struct TermHistory: Equatable, Sendable {
     /// Term to its first seq. A term may start after `lastSeq` (a master promoted at seq S
     /// starts its term at S+1 before it appends anything).
@@ -22,10 +23,10 @@ public struct TermHistory: Equatable, Sendable {
         self.lastSeq = lastSeq
     }
 
-    /// The term of the entry at `seq` (nil past the end or before the first term's start).
+    /// The term of the entry at `seq` (nil past the end).
     public func term(at seq: Int64) -> Int64? {
         guard seq >= 1, seq <= lastSeq else { return nil }
-        return starts.filter { $0.value <= seq }.max { ($0.value, $0.key) < ($1.value, $1.key) }?.key
+        return TermStarts(starts).term(ofSeq: seq)
     }
 
     /// The term of the last entry (1 for an empty journal).
@@ -54,9 +55,7 @@ public struct TermHistory: Equatable, Sendable {
     }
 
     /// `{"1":1,"2":812}`, by term.
-    public var startsJSON: JSONValue {
-        .object(JSONObject(starts.sorted { $0.key < $1.key }.map { ("\($0.key)", .int($0.value)) }))
-    }
+    public var startsJSON: JSONValue { .object(TermStarts(starts).json) }
 
     /// Reads `{"<term>":<first seq>,...}`: terms and seqs integers of 1 or more; nil otherwise.
     public static func starts(json: JSONValue) -> [Int64: Int64]? {
