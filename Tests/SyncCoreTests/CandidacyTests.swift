@@ -195,6 +195,15 @@ final class CandidacyTests: XCTestCase {
         let r = report(c.voteGranted(from: "C", lastSeq: 9, lastTerm: 1))
         XCTAssertEqual(r?.promised, ["till-b", "till-c"])
         XCTAssertEqual(r?.voters, ["master", "till-b", "till-c"])
+
+        var refused = candidacy(voters: ["M": "master", "A": "till-a", "B": "till-b", "C": "till-c"], isVoter: false)
+        _ = refused.start()
+        _ = refused.preVote(from: "B", lastSeq: 9, lastTerm: 1)
+        _ = refused.preVote(from: "C", lastSeq: 9, lastTerm: 1)
+        _ = refused.voteRefused(from: "B", reason: "voted for C in term 3")
+        XCTAssertEqual(refused.linkLost(from: "C").count, 1)
+        XCTAssertEqual(refused.outcome?.promised, [], "a candidate that does not vote is not among the promised")
+        XCTAssertTrue(refused.hasVoted, "yet its own vote was persisted")
     }
 
     func testAPreVoteLostBeforeTheMajorityIsForgotten() {

@@ -110,8 +110,9 @@ public struct Candidacy: Sendable {
         case voting(Ballot)
         /// A majority (or force) is in; fetching the tail from `source`.
         case fetching(Ballot, source: String)
-        /// Promoted or withdrawn: every later event is ignored.
-        case finished(PromotionReport)
+        /// Promoted or withdrawn (`voted`: after persisting its own vote): every later event is
+        /// ignored.
+        case finished(PromotionReport, voted: Bool)
     }
 
     /// What it started from.
@@ -129,15 +130,15 @@ public struct Candidacy: Sendable {
 
     /// The outcome, once promoted or withdrawn.
     public var outcome: PromotionReport? {
-        if case .finished(let r) = state { return r }
+        if case .finished(let r, _) = state { return r }
         return nil
     }
 
-    /// True while promises are out or a tail is being fetched: the node's own vote is persisted.
+    /// True once the node's own vote is persisted (promises went out).
     public var hasVoted: Bool {
         switch state {
         case .voting, .fetching: return true
-        case .finished(let r): return r.promoted || !r.promised.isEmpty
+        case .finished(_, let voted): return voted
         case .created, .gathering: return false
         }
     }
@@ -282,7 +283,7 @@ public struct Candidacy: Sendable {
         if ballot.granted.count + selfVotes >= majority || ballot.forced { return proceed(ballot) }
         guard configuration.force else {
             let report = report(ballot, refusal: .init(.noMajority, noMajorityMessage(promised: ballot.granted.count + selfVotes)))
-            state = .finished(report)
+            state = .finished(report, voted: true)
             return [.withdraw(report)]
         }
         ballot.forced = true
@@ -308,11 +309,11 @@ public struct Candidacy: Sendable {
             let report = report(
                 ballot,
                 refusal: .init(.fetchFailed, "could not fetch the entries this terminal lacks from \(names); nothing was promoted"))
-            state = .finished(report)
+            state = .finished(report, voted: true)
             return [.withdraw(report)]
         }
         let report = report(ballot, refusal: nil)
-        state = .finished(report)
+        state = .finished(report, voted: true)
         return [.becomeMaster(report)]
     }
 
@@ -323,7 +324,7 @@ public struct Candidacy: Sendable {
             term: configuration.term, seq: configuration.position.lastSeq, voters: names(voterIds), promised: [],
             unreachable: names(others.subtracting(preVotes.keys)),
             refusal: .init(.noMajority, noMajorityMessage(promised: preVotes.count + selfVotes, reachable: true)))
-        state = .finished(report)
+        state = .finished(report, voted: false)
         return [.withdraw(report)]
     }
 }
