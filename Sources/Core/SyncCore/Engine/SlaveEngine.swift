@@ -139,7 +139,7 @@ public final class SlaveEngine {
     public func ackDue() -> [Action] {
         ackScheduled = false
         guard link == .live else { return [] }
-        return [.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count))]
+        return [.send(ackMessage())]
     }
 
     /// The retry delay for operations the master could not store passed.
@@ -155,6 +155,7 @@ public final class SlaveEngine {
     public func received(_ bytes: [UInt8], now: Int64) -> [Action] {
         self.now = now
         var out: [Action] = []
+        let heldBefore = lastSeq
         let message = ServerMessage.decode(bytes)
         if let c = collecting {
             // The parts of a broadcast come one after the other: anything else between them
@@ -177,6 +178,7 @@ public final class SlaveEngine {
             } else {
                 applied(op, orders, seq: seq, opId: opId, origin: origin, &out)
             }
+            ackAtOnce(ifMarked: bytes, heldBefore: heldBefore, &out)
         case .success(.ready(let seq, let masterEpoch, let masterStore)):
             guard joinAllowed else {
                 out.append(.abort(reason: "several stores on the LAN; start with --store to choose one"))
@@ -194,7 +196,7 @@ public final class SlaveEngine {
             }
             masterSeq = max(seq, lastSeq)
             link = .live
-            out.append(.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count)))
+            out.append(.send(ackMessage()))
             out.append(.synced(seq: seq, epoch: masterEpoch, store: masterStore))
             flushOutbox(&out)
             resyncIfSettled(&out)
@@ -226,7 +228,7 @@ public final class SlaveEngine {
                 out.append(.resync(reason: "resync"))
                 return out
             }
-            if link == .live { out.append(.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count))) }
+            if link == .live { out.append(.send(ackMessage())) }
         }
         return out
     }
