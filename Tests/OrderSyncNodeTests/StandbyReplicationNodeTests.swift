@@ -150,4 +150,30 @@ final class StandbyReplicationNodeTests: XCTestCase {
         XCTAssertEqual(plain.status, 200)
         XCTAssertNil(plain.body.objectValue?["replicated"], "\(plain.body)")
     }
+
+    func testAHandheldIsPairedAsNoVoterOrRefusedClearlyBeforeTheStoreKeepsTheFlag() throws {
+        let master = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "front")
+        defer { master.stop() }
+        let api = LocalAPIClient(dataDirectory: master.dataDirectory)
+        let answer = try api.send(
+            method: "POST", path: "/v1/pairing", body: .object(JSONObject([("name", .string("hh-1")), ("voter", .bool(false))])))
+        guard answer.status == 201 else {
+            // A store without migration 13 (no voter column): refused, nothing opened.
+            XCTAssertEqual(answer.status, 409, "\(answer.body)")
+            XCTAssertEqual(answer.body.objectValue?["error"]?.objectValue?["code"], .string("no_voter_flag"))
+            XCTAssertEqual(try api.send(method: "GET", path: "/v1/pairing").body.objectValue?["codes"], .array([]))
+            return
+        }
+        let code = try PairingCode(parsing: XCTUnwrap(answer.body.objectValue?["code"]?.stringValue))
+        let payload = JSONValue.object(JSONObject([("name", .string("hh-1")), ("terminal", .string("t-hh"))])).serializedBytes()
+        let t = try SecureTestTerminal(port: master.port, subprotocol: SecureLinkSubprotocol.pairing) {
+            try SecureLink.pairingInitiator(code: code, localStatic: NoiseKeyPair.generate(), payload: payload)
+        }
+        XCTAssertTrue(t.wait { !$0.controls.isEmpty }, "not paired: \(String(describing: t.ending))")
+        t.close()
+        let listed = try api.send(method: "GET", path: "/v1/terminals").body.objectValue?["terminals"]?.arrayValue ?? []
+        XCTAssertEqual(listed.map { $0.objectValue?["voter"] }, [.bool(false)])
+        guard case .master(let m) = try master.status() else { return XCTFail("not a master") }
+        XCTAssertEqual(m.voters, MasterStatus.Voters(names: ["front"]), "a handheld does not vote")
+    }
 }
