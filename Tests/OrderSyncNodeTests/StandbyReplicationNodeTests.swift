@@ -141,6 +141,14 @@ final class StandbyReplicationNodeTests: XCTestCase {
         guard case .master(let m) = try master.status() else { return XCTFail("not a master") }
         XCTAssertEqual(s.following?.id, m.nodeId)
         XCTAssertTrue(try api.metrics().contains("ordersync_unreplicated_writes_total 0"))
+        // A single order's answer is the order: it waits as well, and says nothing more.
+        let uuid = UUID().uuidString
+        let created = try api.send(
+            method: "POST", path: "/v1/orders", body: .object(JSONObject([("uuid", .string(uuid)), ("customerName", .string("Ann"))])))
+        XCTAssertEqual(created.status, 201)
+        XCTAssertNil(created.body.objectValue?["replicated"], "\(created.body)")
+        guard case .slave(let after) = try slave.status() else { return XCTFail("not a slave") }
+        XCTAssertEqual(after.held, 4, "answered once the slave held it")
 
         let off = try RunningNode(
             role: .master, dataDirectory: temporaryDirectory(), name: "back", configure: { $0.syncReplicas = 0 })

@@ -150,8 +150,8 @@ extension MasterNode {
             let keeps = writer.phase == .collecting && !outcome.errors.contains(where: { $0.code == .storageFailed })
             // With `--sync-replicas`, answered once standbys hold it (`MasterNode+Replicas.swift`).
             let waiting = pendingReplication(
-                status: answer.status, body: answer.body, seq: outcome.seq, keptOpId: keeps ? callerOpId : nil, failed: failed,
-                respond: respond)
+                status: answer.status, body: answer.body, single: single != nil, seq: outcome.seq,
+                keptOpId: keeps ? callerOpId : nil, failed: failed, respond: respond)
             let body = waiting.map { $0.keptReplicated ? $0.replicated : $0.unreplicated } ?? answer.body.serializedBytes()
             if let id = callerOpId, keeps {
                 // In the group's transaction: kept exactly when the operation is. Should it fail

@@ -33,16 +33,18 @@ extension MasterNode {
     /// Whether local API writes wait for standbys (`--sync-replicas` above 0).
     var waitsForStandbys: Bool { configuration.syncReplicas > 0 }
 
-    /// The answer to a local API write as it is first sent: with `"replicated"` when it waits
-    /// for standbys. Returns nil when it does not wait (the body is answered as is).
+    /// The answer to a local API write as it is first sent, when it waits for standbys: a batch
+    /// answer (`POST /v1/operations`) ends with `"replicated"`; a single order's answer is the
+    /// order, unchanged (it waits all the same). Returns nil when it does not wait (the body is
+    /// answered as is).
     func pendingReplication(
-        status: Int, body: JSONValue, seq: Int64?, keptOpId: String?, failed: (status: Int, body: JSONValue)?,
+        status: Int, body: JSONValue, single: Bool, seq: Int64?, keptOpId: String?, failed: (status: Int, body: JSONValue)?,
         respond: LocalAPIServer.Respond
     ) -> PendingReplication? {
         guard waitsForStandbys, let seq, (200..<300).contains(status), case .object(var o) = body else { return nil }
-        o["replicated"] = .bool(true)
+        if !single { o["replicated"] = .bool(true) }
         let yes = JSONValue.object(o).serializedBytes()
-        o["replicated"] = .bool(false)
+        if !single { o["replicated"] = .bool(false) }
         let no = JSONValue.object(o).serializedBytes()
         return PendingReplication(
             respond: respond, status: status, seq: seq, keptOpId: keptOpId, replicated: yes, unreplicated: no,
