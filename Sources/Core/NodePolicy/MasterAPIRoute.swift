@@ -4,15 +4,16 @@ import SyncCore
 /// A local API request only a master answers: pairing, paired terminals and the master's key
 /// (Docs/API.md). Pure. A slave answers these paths 404 `not_master`.
 ///
-/// `POST /v1/pairing` (`{"name": "till-3", "validForSeconds": 600}`, both optional),
+/// `POST /v1/pairing` (`{"name": "till-3", "validForSeconds": 600, "voter": false}`, all optional),
 /// `GET /v1/pairing`, `DELETE /v1/pairing`, `DELETE /v1/pairing/{code-or-name}`, `GET /v1/terminals`, `POST /v1/terminals/{id-or-name}/revoke`,
 /// `POST /v1/key/rotate`, `POST /v1/dashboard/tokens` (`{"name": "office"}`, optional),
 /// `GET /v1/dashboard/tokens`, `POST /v1/dashboard/tokens/{id-or-name}/revoke`,
 /// `GET /v1/storepos/foreign`, `POST /v1/storepos/foreign/adopt` and `POST /v1/storepos/foreign/clear`
 /// (`{"uuids": [...]}` or `{"all": true}`).
 public enum MasterAPIRoute: Equatable {
-    /// Opens one more pairing window (the open ones stay open).
-    case openPairing(name: String?, validForSeconds: Int)
+    /// Opens one more pairing window (the open ones stay open); `voter` false: the terminal
+    /// pairing with it does not vote in a promotion (a handheld).
+    case openPairing(name: String?, validForSeconds: Int, voter: Bool = true)
     /// The open pairing codes.
     case pairingCodes
     /// Closes every pairing window.
@@ -110,7 +111,11 @@ public enum MasterAPIRoute: Equatable {
                 }
                 seconds = Int(n)
             }
-            return .success(.openPairing(name: name, validForSeconds: seconds))
+            switch object["voter"] {
+            case nil, .null?, .bool?: break
+            default: return .failure(.init(status: 400, code: "invalid_field", message: "'voter' must be true or false"))
+            }
+            return .success(.openPairing(name: name, validForSeconds: seconds, voter: object["voter"] != .bool(false)))
         }
     }
 

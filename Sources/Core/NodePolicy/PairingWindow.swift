@@ -27,6 +27,9 @@ public struct PairingWindows: Equatable {
         public var openedAtMillis: Int64
         /// When it closes, wall-clock milliseconds.
         public var expiresAtMillis: Int64
+        /// Whether the terminal pairing with it votes in a promotion (false: a handheld,
+        /// `ordersync pair --handheld`).
+        public var voter = true
     }
 
     /// The wrong tries of one source address.
@@ -62,11 +65,12 @@ public struct PairingWindows: Equatable {
     /// Opens one more window for `code`, valid for `validForSeconds` (clamped to 1...600) from
     /// `now`; nil when `maxOpen` are open already.
     @discardableResult
-    public mutating func open(code: PairingCode, name: String?, validForSeconds: Int, now: Int64) -> Open? {
+    public mutating func open(code: PairingCode, name: String?, validForSeconds: Int, now: Int64, voter: Bool = true) -> Open? {
         expire(now: now)
         guard open.count < Self.maxOpen else { return nil }
         let seconds = min(max(validForSeconds, 1), Self.maxValidSeconds)
-        let window = Open(code: code, name: name, openedAtMillis: now, expiresAtMillis: now + Int64(seconds) * 1000)
+        var window = Open(code: code, name: name, openedAtMillis: now, expiresAtMillis: now + Int64(seconds) * 1000)
+        window.voter = voter
         open.append(window)
         return window
     }

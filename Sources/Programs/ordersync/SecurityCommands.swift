@@ -41,6 +41,9 @@ struct PairCommand: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("How long the code is good for (1-600).", valueName: "seconds"))
         var validFor: Int = 600
 
+        @Flag(name: .long, help: "Pair a handheld: it keeps a standby copy but does not vote when a terminal is promoted.")
+        var handheld = false
+
         @Flag(name: .long, help: "Print the answer as JSON.")
         var json = false
 
@@ -53,6 +56,7 @@ struct PairCommand: ParsableCommand {
             let dir = try data.resolved()
             var body = JSONObject([("validForSeconds", .int(Int64(validFor)))])
             if let n = name { body["name"] = .string(n) }
+            if handheld { body["voter"] = .bool(false) }
             let answer = try callMaster(dir, "POST", "/v1/pairing", body: .object(body))
             if json {
                 print(answer.serialized())
@@ -170,6 +174,7 @@ struct TerminalCommand: ParsableCommand {
                 if let a = t["address"]?.stringValue { line += "  \(a)" }
                 if let seq = t["ackedSeq"]?.intValue { line += "  acked \(seq)" }
                 if let n = t["outbox"]?.intValue { line += "  outbox \(n)" }
+                if case .bool(let v)? = t["voter"] { line += v ? "  voter yes" : "  voter no" }
                 print(line)
             }
         }

@@ -13,8 +13,15 @@ extension MasterNode {
     func handleMasterAPI(_ route: MasterAPIRoute, _ respond: LocalAPIServer.Respond) {
         loop.assertInEventLoop()
         switch route {
-        case .openPairing(let name, let seconds):
-            guard let window = openPairingWindow(name: name, validForSeconds: seconds) else {
+        case .openPairing(let name, let seconds, let voter):
+            if !voter, (try? writer.read { try $0.hasVoterFlag() }) != true {
+                respond(
+                    409,
+                    LocalAPIRoute.errorBody(
+                        code: "no_voter_flag", message: "this store keeps no voter flag yet (it needs migration 13): pair it as a voter"))
+                return
+            }
+            guard let window = openPairingWindow(name: name, validForSeconds: seconds, voter: voter) else {
                 respond(
                     409,
                     LocalAPIRoute.errorBody(
@@ -80,10 +87,10 @@ extension MasterNode {
 
     /// Opens one more window with a fresh code (the others stay open); nil when
     /// `PairingWindows.maxOpen` are open.
-    func openPairingWindow(name: String?, validForSeconds: Int) -> PairingWindows.Open? {
+    func openPairingWindow(name: String?, validForSeconds: Int, voter: Bool = true) -> PairingWindows.Open? {
         guard
             let window = pairing.open(
-                code: PairingCode.generate(), name: name, validForSeconds: validForSeconds, now: WallClock.nowMillis())
+                code: PairingCode.generate(), name: name, validForSeconds: validForSeconds, now: WallClock.nowMillis(), voter: voter)
         else { return nil }
         pairingWindowsChanged()
         logger.info(
@@ -159,6 +166,8 @@ extension MasterNode {
             let name = try db.unusedTerminalName(window.name ?? request.name ?? "terminal", except: nodeId)
             let terminal = PairedTerminal(nodeId: nodeId, publicKey: peerKey, name: name, pairedAtMillis: now)
             try db.addPairedTerminal(terminal)
+            // In the same transaction: a handheld never counts as a voter, not even for a moment.
+            if !window.voter { try db.setVoter(nodeId: nodeId, false) }
             return terminal
         }) { [weak self] result in
             guard let self else { return }
@@ -199,6 +208,7 @@ extension MasterNode {
     func pairedTerminals() throws -> [JSONObject] {
         let known = try writer.read { try $0.knownTerminals() }
         let now = WallClock.nowMillis()
+        let nonVoters = try writer.read { try $0.nonVoters() }
         return try writer.read { try $0.pairedTerminals() }.map { t in
             let saved = known.first { $0.id == t.nodeId }
             let live = engine.peers.values.filter { $0.terminalId == t.nodeId }.sorted { $0.id < $1.id }.last
@@ -208,6 +218,7 @@ extension MasterNode {
             o["address"] = (live?.address ?? saved?.address).map { .string($0) } ?? .null
             o["ackedSeq"] = (live?.ackedSeq ?? saved?.ackedSeq).map { .int($0) } ?? .null
             o["outbox"] = (live?.outbox ?? saved?.outbox).map { .int(Int64($0)) } ?? .null
+            o["voter"] = .bool(!nonVoters.contains(t.nodeId))
             return o
         }
     }

@@ -132,7 +132,10 @@
     const summary = [
       ['State', s.state], ['Orders', s.orders], ['Journal seq', s.seq],
       ['Terminals up', (s.terminals || []).filter((t) => t.connected).length + ' / ' + (s.terminals || []).length],
-      ['Uptime', Math.round((s.uptimeSeconds || 0) / 60) + ' min']
+      ['Uptime', Math.round((s.uptimeSeconds || 0) / 60) + ' min'],
+      // Failover: the master's term, and the voters a promotion needs a majority of.
+      ['Term', s.term],
+      ['Voters', s.voters ? s.voters.count + ' (majority ' + s.voters.majority + ')' : null]
     ].map(([k, v]) => {
       const d = document.createElement('div');
       const b = document.createElement('b');
@@ -163,6 +166,9 @@
       const waiting = t.outbox == null ? '\u2014' : t.outbox + (t.outbox === 1 ? ' change' : ' changes');
       cell(tr, 'Outbox', waiting + (t.connected || t.outbox == null ? '' : ' when last heard'),
         'outbox' + (t.outbox > 0 ? ' waiting' : ''));
+      // What its standby copy lacks, as its last ack said (connected terminals only).
+      const copy = p && p.standbyLag != null ? (p.standbyLag === 0 ? 'current' : p.standbyLag + ' behind') : '\u2014';
+      cell(tr, 'Standby copy', copy, 'standby' + (p && p.standbyLag > 0 ? ' waiting' : ''));
       cell(tr, 'Address', t.address, 'mono');
       return tr;
     }));
