@@ -163,13 +163,13 @@ public final class SlaveEngine {
     /// as received. `now` is wall-clock milliseconds, for the records of refusals only.
     public func received(_ bytes: [UInt8], now: Int64) -> [Action] {
         self.now = now
-        var out: [Action] = [], heldBefore = lastSeq
+        var out: [Action] = []
+        let heldBefore = lastSeq
         let reading = ServerMessage.decodeForStandby(bytes)
         if standbyHandled(reading, bytes: bytes, &out) { return out }
         let message = reading.message
         if let c = collecting {
-            // The parts of a broadcast come one after the other: anything else between them
-            // means the link lost some.
+            // Parts come one after the other: anything else between them means the link lost some.
             guard case .success(.applied(_, _, _, _, _, nil, .some(_))) = message else {
                 partsBroken("a message came between part \(c.received) and part \(c.received + 1) of \(c.parts)", &out)
                 return out
