@@ -127,4 +127,75 @@ final class PromotionNodeTests: XCTestCase {
         guard case .master = try restarted.status() else { return XCTFail("not a master after a restart") }
         restarted.stop()
     }
+
+    /// The public key in a data directory's node key file.
+    private func nodeKey(_ directory: String) throws -> [UInt8] {
+        Array(try NodeIdentity.loadOrCreate(path: directory + "/" + NodeDefaults.keyFile).publicKey.rawRepresentation)
+    }
+
+    /// Leaves in a stopped slave's store what the store's members give it: the master it came
+    /// from and the other paired terminals.
+    private func seedStandbyCopy(_ directory: String, master: [UInt8], terminals: [(String, [UInt8])]) throws {
+        let db = try OrderDatabase(path: directory + "/" + NodeDefaults.databaseFile)
+        defer { db.close() }
+        let hex = master.map { String(format: "%02x", $0) }.joined()
+        try db.setMetadata(
+            SlaveNode.standbyMasterKey, #"{"id":"\#(NodeIdentity.nodeId(publicKey: master))","key":"\#(hex)","name":"front"}"#)
+        for (name, key) in terminals {
+            try db.addPairedTerminal(
+                PairedTerminal(nodeId: NodeIdentity.nodeId(publicKey: key), publicKey: key, name: name, pairedAtMillis: 1))
+        }
+    }
+
+    private func waitLive(_ node: RunningNode, port: UInt16? = nil, _ what: String) throws {
+        _ = try waitForStatus(node, what) { status -> Bool? in
+            guard case .slave(let s) = status, s.master.state == .live else { return nil }
+            if let port, !(s.master.url ?? "").contains(":\(port)") { return nil }
+            return true
+        }
+    }
+
+    func testTheOtherSlaveFollowsThePromotedMemberAndTheOldMasterStepsDown() throws {
+        let (masterDir, aDir, bDir) = (temporaryDirectory(), temporaryDirectory(), temporaryDirectory())
+        let master = try RunningNode(role: .master, dataDirectory: masterDir, name: "front")
+        guard case .master(let old) = try master.status() else { return XCTFail("no master") }
+        let order = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString.lowercased())), ("customerName", .string("Ann"))]))
+        XCTAssertEqual(try LocalAPIClient(dataDirectory: masterDir).send(method: "POST", path: "/v1/orders", body: order).status, 201)
+        let a = try master.pairedSlave(dataDirectory: aDir, name: "bar-2")
+        let b = try master.pairedSlave(dataDirectory: bDir, name: "patio")
+        try waitLive(a, "bar-2 to sync")
+        try waitLive(b, "patio to sync")
+        for node in [master, a, b] { node.stop() }
+        let (masterKey, aKey, bKey) = (try nodeKey(masterDir), try nodeKey(aDir), try nodeKey(bDir))
+        try seedStandbyCopy(aDir, master: masterKey, terminals: [("patio", bKey)])
+        try seedStandbyCopy(bDir, master: masterKey, terminals: [("bar-2", aKey)])
+
+        // Both slaves find masters through one simulated LAN; the old master is gone.
+        let bus = DiscoveryBus()
+        let promoted = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery())
+        let follower = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
+        let answer = try promote(promoted)
+        XCTAssertEqual(answer.status, 200, "\(answer.body)")
+        XCTAssertEqual(try PromoteAnswer(json: answer.body).term, 2)
+        guard case .master(let m) = try promoted.status() else { return XCTFail("not promoted") }
+        let published = try XCTUnwrap(bus.published.first { $0.port == m.port })
+        XCTAssertEqual(published.txt["term"], "2")
+        XCTAssertEqual(published.txt["role"], "master")
+        XCTAssertEqual(published.txt["id"], NodeIdentity.nodeId(publicKey: aKey))
+        XCTAssertEqual(published.txt["epoch"], old.epoch, "the promoted node serves the store's lineage")
+        try waitLive(follower, port: m.port, "patio to follow bar-2")
+
+        // The old master comes back on its data directory: it sees term 2 and steps down.
+        let back = try RunningNode(role: .master, dataDirectory: masterDir, name: "front", discovery: bus.discovery())
+        try waitLive(back, port: m.port, "the old master to step down and follow bar-2")
+        for node in [back, follower, promoted] { node.stop() }
+
+        XCTAssertEqual(try metadata(bDir, ["sync.term"])["sync.term"], "2")
+        let trust = try XCTUnwrap(try MasterTrust.load(path: bDir + "/" + NodeDefaults.masterTrustFile))
+        XCTAssertEqual(trust.master, NodeIdentity.nodeId(publicKey: aKey))
+        XCTAssertTrue(trust.knownMasterIds.contains(NodeIdentity.nodeId(publicKey: masterKey)), "the earlier id is kept")
+        let stepped = try metadata(masterDir, ["node.role", "replica.epoch"])
+        XCTAssertEqual(stepped["node.role"], "slave")
+        XCTAssertEqual(stepped["replica.epoch"], old.epoch)
+    }
 }

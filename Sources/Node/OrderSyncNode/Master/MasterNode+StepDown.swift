@@ -51,7 +51,9 @@ extension MasterNode {
         slave.masterURL = nil
         slave.port = 0
         let (store, lineage, oldTerm) = (storeId, engine.epoch, term)
-        let trust = MasterTrust(store: store, publicKey: member.publicKey, pairedAtMillis: WallClock.nowMillis(), codeDigest: "")
+        let trust = MasterTrust(
+            store: store, publicKey: member.publicKey, pairedAtMillis: WallClock.nowMillis(),
+            codeDigest: MasterTrust.codeDigest(ofCodeBytes: []))
         let trustPath = configuration.masterTrustPath
         let (seat, loop, discovery, logger) = (self.seat, self.loop, self.discovery, self.logger)
         seat.requestHandOver?("stepped down") {

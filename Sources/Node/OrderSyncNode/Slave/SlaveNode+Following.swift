@@ -52,9 +52,30 @@ extension SlaveNode {
         }
         guard announced > followedTerm || (announced == followedTerm && candidate.isCandidate) else { return false }
         guard let id = candidate.nodeId, let member = members().first(where: { $0.nodeId == id }) else { return false }
-        if trust.current?.master == id { return false }
+        if trust.current?.master == id {
+            // Followed already (a candidate then, a master now): its term is committed.
+            if !candidate.isCandidate, announced > followedTerm { commitTerm(announced) }
+            return false
+        }
         follow(member, term: announced, candidate: candidate.isCandidate, service: service)
         return true
+    }
+
+    /// Commits `term` as the one this slave follows (`sync.term`) and the trust as it stands
+    /// (`master.trust`); `then` runs once both are on disk (or failed, logged).
+    private func commitTerm(_ term: Int64, then: @escaping () -> Void = {}) {
+        followedTerm = term
+        let trusted = trust.current
+        let path = configuration.masterTrustPath
+        writer.write({ db in
+            try db.setMetadata(MasterCandidacy.termKey, "\(term)")
+            try trusted?.write(to: path)
+        }) { [weak self] result in
+            if case .failure(let error) = result {
+                self?.logger.error("master.follow_unsaved", metadata: ["term": "\(term)", "error": "\(error)"])
+            }
+            then()
+        }
     }
 
     /// Follows `member` announcing `term`: trust, link and candidates move to it.
@@ -75,7 +96,6 @@ extension SlaveNode {
                 "master.id": "\(member.nodeId)", "master.previous_id": "\(previousId)", "term": "\(term)",
                 "role": "\(candidate ? "candidate" : "master")", "master.address": "\(service.address):\(service.port)",
             ])
-        let path = configuration.masterTrustPath
         let switchLink = { [weak self] in
             guard let self else { return }
             if let link = self.linkState.link { link.abort(reason: "a member of the store announced a higher term") }
@@ -86,16 +106,7 @@ extension SlaveNode {
             switchLink()
             return
         }
-        followedTerm = term
-        writer.write({ db in
-            try db.setMetadata(MasterCandidacy.termKey, "\(term)")
-            try updated.write(to: path)
-        }) { [weak self] result in
-            if case .failure(let error) = result {
-                self?.logger.error("master.follow_unsaved", metadata: ["term": "\(term)", "error": "\(error)"])
-            }
-            switchLink()
-        }
+        commitTerm(term, then: switchLink)
     }
 
     /// Bytes of lowercase or uppercase hex; nil for anything else.
