@@ -265,6 +265,7 @@ public final class MasterNode {
 
         startDiscovery()
         reportReadiness()
+        announceMembers()
         if let candidacy { startCandidacy(candidacy) }
     }
 
