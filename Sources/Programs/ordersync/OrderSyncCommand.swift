@@ -149,6 +149,11 @@ struct NodeOptions: ParsableArguments {
             "Also serve GET /metrics (Prometheus) over plain HTTP on this TCP address; off by default.", valueName: "addr:port"))
     var metricsListen: String?
 
+    @Flag(
+        name: .customLong("auto-failover"),
+        help: "Stores of 3 or more voters: a slave takes over when the master is silent; a master without a majority stops acknowledging.")
+    var autoFailover = false
+
     /// The options given on the command line, as settings.
     func flags() -> NodeSettings {
         var s = NodeSettings()

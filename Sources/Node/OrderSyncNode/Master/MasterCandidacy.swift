@@ -66,6 +66,9 @@ final class MasterCandidacy {
     /// The voter a tail is fetched from and the entries it sent so far.
     var fetching: (voter: String, entries: [JournalEntry])?
     private var state = State.campaigning
+    /// True when `--auto-failover` started it (TXT `auto=1`; voters pre-vote only when their
+    /// master is silent).
+    var automatic = false
 
     /// A candidacy for `term` of `store` (lineage `lineage`), asked by `request`, answered through
     /// `respond`.

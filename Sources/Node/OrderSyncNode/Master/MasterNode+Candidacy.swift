@@ -14,7 +14,7 @@ import SyncCore
 extension MasterNode {
     /// The TXT members naming the term and the role (`term=T`, `role=candidate|master`).
     var termTXT: [(String, String)] {
-        [("term", "\(term)"), ("role", candidacy == nil ? "master" : "candidate")]
+        [("term", "\(term)"), ("role", candidacy == nil ? "master" : "candidate")] + (candidacy?.automatic == true ? [("auto", "1")] : [])
     }
 
     /// The term a store's `sync.term` value names (absent or unreadable: 1).
@@ -149,6 +149,7 @@ extension MasterNode {
                 "promised": "\(answer.promised.joined(separator: ","))", "unreachable": "\(answer.unreachable.joined(separator: ","))",
             ])
         serviceManager.ready(status: readinessStatus)
+        if c.automatic { metrics.automaticPromotions.increment() }
         c.respond.encoded(200, answer)
     }
 

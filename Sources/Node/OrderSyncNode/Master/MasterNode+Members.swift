@@ -23,6 +23,7 @@ extension MasterNode {
 
     /// Hands the members to the engine (and so to every standby connected).
     func announceMembers() {
+        leaseMembersChanged()
         guard let members = storeMembers() else {
             logger.warning("members.unreadable", metadata: ["hint": "standbys keep the members they had"])
             return

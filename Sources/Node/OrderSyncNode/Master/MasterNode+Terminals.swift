@@ -132,7 +132,7 @@ extension MasterNode {
     /// A sync message (UTF-8 JSON bytes): applied with the others of this loop turn in the next
     /// group.
     func terminalMessage(_ bytes: [UInt8], from s: TerminalSession) {
-        if candidateHolds(bytes, from: s) { return }
+        if candidateHolds(bytes, from: s) || leaseHolds(bytes, from: s) { return }
         enqueue(.message(session: s.id, bytes: bytes))
     }
 

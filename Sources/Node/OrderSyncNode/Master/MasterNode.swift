@@ -33,6 +33,7 @@ public final class MasterNode {
     /// Set while this master is a candidate of a promotion (``MasterCandidacy``); nil once it
     /// serves as master proper.
     var candidacy: MasterCandidacy?
+    var lease: LeaseWatch?
     /// The term served (TXT `term`): the candidacy's, or the store's `sync.term`.
     var term: Int64
     /// The local API socket (`frontEnds.api`).

@@ -61,6 +61,7 @@ extension SlaveNode {
         }
         guard announced > followedTerm || (announced == followedTerm && candidate.isCandidate) else { return false }
         guard let member = members().first(where: { $0.nodeId == id }) else { return false }
+        if candidate.isCandidate, candidate.txt["auto"] == "1", !grantsAutomaticPreVote(id, service) { return true }
         follow(member, term: announced, candidate: candidate.isCandidate, service: service)
         return true
     }

@@ -17,7 +17,7 @@ extension SlaveNode {
         afterBatch { [weak self] in self?.startPromotion(request, respond) }
     }
 
-    private func startPromotion(_ request: PromoteRequest, _ respond: LocalAPIServer.Respond) {
+    func startPromotion(_ request: PromoteRequest, _ respond: LocalAPIServer.Respond, automatic: Bool = false) {
         func refuse(_ refusal: PromoteRefusal) { respond(refusal.httpStatus, refusal.jsonValue) }
         guard !shuttingDown, let requestHandOver = seat.requestHandOver else {
             return refuse(PromoteRefusal(.promoting, message: "the slave is stopping or switching roles"))
@@ -55,6 +55,7 @@ extension SlaveNode {
         let candidacy = MasterCandidacy(
             store: store, lineage: lineage, term: term, request: request, election: election, slaveConfiguration: configuration,
             slaveJitter: reconnectBackoff.jitter, respond: respond, startedAt: loop.now)
+        candidacy.automatic = automatic
         logger.notice("promote.requested", metadata: ["term": "\(term)", "forced": "\(request.force)", "seq": "\(engine.lastSeq)"])
         let (seat, loop, discovery, logger) = (self.seat, self.loop, self.discovery, self.logger)
         requestHandOver("promote") {

@@ -88,6 +88,8 @@ public final class SlaveNode {
     var connectFailures: FailureSummary
     /// The change feed (`GET /v1/changes`), from the replica's feed table.
     var changeFeed: ChangeFeedHub?
+    /// `--auto-failover`: when to stand for election (`SlaveNode+AutoFailover.swift`); nil: off.
+    var autoFailover: AutoFailoverWatch?
 
     /// A slave on `loop` (not running yet, on the thread that will run it), keeping its replica
     /// in `dataDirectory` and finding its master through `discovery` (nil: only
@@ -213,6 +215,7 @@ public final class SlaveNode {
         }
         // A slave serves its replica and takes orders (into its outbox) without a master.
         serviceManager.startWatchdog()
+        startAutoFailover()
         serviceManager.ready(status: "slave of store \(configuration.store ?? engine.joinedStore ?? "(any)"), terminal \(terminalName)")
     }
 
