@@ -159,7 +159,9 @@ final class PromotionNodeTests: XCTestCase {
 
     func testTheOtherSlaveFollowsThePromotedMemberAndTheOldMasterStepsDown() throws {
         let (masterDir, aDir, bDir) = (temporaryDirectory(), temporaryDirectory(), temporaryDirectory())
-        let master = try RunningNode(role: .master, dataDirectory: masterDir, name: "front")
+        // The store admits StorePOS apps: a promoted node must too.
+        let master = try RunningNode(
+            role: .master, dataDirectory: masterDir, name: "front", configure: { $0.insecureStorePOS = true })
         guard case .master(let old) = try master.status() else { return XCTFail("no master") }
         let order = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString.lowercased())), ("customerName", .string("Ann"))]))
         XCTAssertEqual(try LocalAPIClient(dataDirectory: masterDir).send(method: "POST", path: "/v1/orders", body: order).status, 201)
@@ -177,7 +179,13 @@ final class PromotionNodeTests: XCTestCase {
                 return true
             }
         }
-        for node in [master, a, b] { node.stop() }
+        a.stop()
+        b.stop()
+        // The old master's last order reaches no standby: a divergent tail of term 1.
+        let lost = UUID().uuidString.lowercased()
+        let third = JSONValue.object(JSONObject([("uuid", .string(lost)), ("customerName", .string("Cy"))]))
+        XCTAssertEqual(try LocalAPIClient(dataDirectory: masterDir).send(method: "POST", path: "/v1/orders", body: third).status, 201)
+        master.stop()
         // Their standby copies name the store's members, as the master sent them.
         let (masterKey, aKey) = (try nodeKey(masterDir), try nodeKey(aDir))
 
@@ -196,6 +204,7 @@ final class PromotionNodeTests: XCTestCase {
         guard case .master(let m) = try promoted.status() else { return XCTFail("not promoted") }
         let published = try XCTUnwrap(bus.published.first { $0.port == m.port })
         XCTAssertEqual(published.txt["term"], "2")
+        XCTAssertEqual(published.name, "POSMaster", "StorePOS apps find the promoted master")
         XCTAssertEqual(published.txt["role"], "master")
         XCTAssertEqual(published.txt["id"], NodeIdentity.nodeId(publicKey: aKey))
         XCTAssertEqual(published.txt["epoch"], old.epoch, "the promoted node serves the store's lineage")

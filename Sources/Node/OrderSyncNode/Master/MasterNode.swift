@@ -120,7 +120,9 @@ public final class MasterNode {
         }
         candidacy = promotion
         terminalName = configuration.name ?? DataDirectory.hostName()
-        serviceName = configuration.serviceInstanceName
+        // A promoted node admitting StorePOS apps is published as the name they look for.
+        serviceName =
+            promotion != nil && configuration.insecureStorePOS ? NodeDefaults.storePOSServiceName : configuration.serviceInstanceName
         keys = try MasterKeys(current: dataDirectory.nodeIdentity, previousPath: configuration.previousKeyPath)
         let lineage = try promotion?.lineage ?? writer.read { try $0.metadata(MasterCandidacy.lineageKey) ?? $0.databaseEpoch() }
         engine = try MasterEngine(store: writer.masterStore(), storeId: storeId, epoch: lineage)
