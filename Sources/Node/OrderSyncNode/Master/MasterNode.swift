@@ -30,8 +30,7 @@ public final class MasterNode {
     let acceptor: Acceptor
     /// The local API, `--metrics-listen` and the dashboard, started and stopped together.
     var frontEnds: FrontEnds { seat.frontEnds }
-    /// Set while this master is a candidate of a promotion (``MasterCandidacy``); nil once it
-    /// serves as master proper.
+    /// The promotion this master is a candidate of (``MasterCandidacy``); nil: master proper.
     var candidacy: MasterCandidacy?
     /// The term served (TXT `term`): the candidacy's, or the store's `sync.term`.
     var term: Int64
