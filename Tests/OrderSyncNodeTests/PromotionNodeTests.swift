@@ -1,3 +1,4 @@
+import Discovery
 import Foundation
 import JSON
 import NodePolicy
@@ -191,12 +192,22 @@ final class PromotionNodeTests: XCTestCase {
 
         // Both slaves find masters through one simulated LAN; the old master is gone.
         let bus = DiscoveryBus()
+        // A rogue on the LAN announces the store at term 999 under a key no member holds.
+        let rogue = bus.discovery()
+        try rogue.start { _ in }
+        rogue.publish(
+            ServiceAnnouncement(
+                name: "Rogue", type: NodeDefaults.serviceType, port: 9,
+                txt: [
+                    ("proto", "ordersync/1"), ("store", "shop1"), ("epoch", old.epoch), ("term", "999"), ("role", "master"),
+                    ("id", NodeIdentity.nodeId(publicKey: Array(repeating: 7, count: 32))),
+                ]))
         let promoted = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery())
         let follower = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
         let answer = try promote(promoted)
         XCTAssertEqual(answer.status, 200, "\(answer.body)")
         let report = try PromoteAnswer(json: answer.body)
-        XCTAssertEqual(report.term, 2)
+        XCTAssertEqual(report.term, 2, "the rogue's term 999 is not counted")
         XCTAssertEqual(report.seq, 2, "the promoted node serves the journal its standby copy kept")
         XCTAssertEqual(report.promised, ["bar-2", "patio"], "patio pre-voted by connecting, then promised")
         XCTAssertEqual(report.unreachable, ["front"])
