@@ -30,10 +30,9 @@ public final class MasterNode {
     let acceptor: Acceptor
     /// The local API, `--metrics-listen` and the dashboard, started and stopped together.
     var frontEnds: FrontEnds { seat.frontEnds }
-    /// Set while this master is a candidate of a promotion (``MasterCandidacy``); nil once it
-    /// serves as master proper.
+    /// The promotion this master is a candidate of (``MasterCandidacy``); nil: master proper.
     var candidacy: MasterCandidacy?
-    var lease: LeaseWatch?
+    var lease: LeaseWatch?  // `--auto-failover`: the lease (MasterNode+Lease.swift); nil: off.
     /// The term served (TXT `term`): the candidacy's, or the store's `sync.term`.
     var term: Int64
     /// The local API socket (`frontEnds.api`).
@@ -83,7 +82,6 @@ public final class MasterNode {
     var dashboardTokens = DashboardTokens()
     /// Withdrawing and announcing the service again after a StorePOS link was lost.
     var storePOSReannounce = StorePOSReannounce()
-
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
     /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the
     /// terminals' port; nothing is served before `run()`.
@@ -121,7 +119,9 @@ public final class MasterNode {
         }
         candidacy = promotion
         terminalName = configuration.name ?? DataDirectory.hostName()
-        serviceName = configuration.serviceInstanceName
+        // A promoted node admitting StorePOS apps is published as the name they look for.
+        serviceName =
+            promotion != nil && configuration.insecureStorePOS ? NodeDefaults.storePOSServiceName : configuration.serviceInstanceName
         keys = try MasterKeys(current: dataDirectory.nodeIdentity, previousPath: configuration.previousKeyPath)
         let lineage = try promotion?.lineage ?? writer.read { try $0.metadata(MasterCandidacy.lineageKey) ?? $0.databaseEpoch() }
         engine = try MasterEngine(store: writer.masterStore(), storeId: storeId, epoch: lineage)
