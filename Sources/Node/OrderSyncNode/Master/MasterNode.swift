@@ -32,7 +32,7 @@ public final class MasterNode {
     var frontEnds: FrontEnds { seat.frontEnds }
     /// The promotion this master is a candidate of (``MasterCandidacy``); nil: master proper.
     var candidacy: MasterCandidacy?
-    var lease: LeaseWatch?  // `--auto-failover`: the lease (MasterNode+Lease.swift); nil: off.
+    var lease: LeaseWatch? // `--auto-failover`: the lease (MasterNode+Lease.swift); nil: off.
     /// The term served (TXT `term`): the candidacy's, or the store's `sync.term`.
     var term: Int64
     /// The local API socket (`frontEnds.api`).
