@@ -168,6 +168,7 @@ struct NodeOptions: ParsableArguments {
         s.frameTimeout = frameTimeout.given
         s.maxMessageSize = maxMessageSize.given
         s.metricsListen = metricsListen.given
+        s.autoFailover = autoFailover ? Setting(true, .commandLine) : nil
         return s
     }
 
