@@ -91,6 +91,8 @@ final class AutoFailoverNodeTests: XCTestCase {
         let refused = try post(master, "Bo")
         XCTAssertEqual(refused.status, 503, "\(refused.body)")
         XCTAssertEqual(refused.body.objectValue?["error"]?.objectValue?["code"]?.stringValue, "no_quorum")
+        guard case .master(let lapsed) = try master.status() else { return XCTFail("not a master") }
+        XCTAssertEqual(lapsed.autoFailover, AutoFailoverStatus(state: .lapsed, leaseMillis: 3_000, heard: 1, majority: 2))
 
         let a = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery(), configure: auto)
         let b = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery(), configure: auto)
@@ -98,6 +100,15 @@ final class AutoFailoverNodeTests: XCTestCase {
         try waitLive(b, "patio to follow front")
         // A voter heard: with the master, a majority; the lease is held and writes are taken.
         _ = try waitForStatus(master, "the lease to be held") { _ -> Bool? in (try? post(master, "Cy").status) == 201 ? true : nil }
+        guard case .master(let held) = try master.status() else { return XCTFail("not a master") }
+        XCTAssertEqual(held.autoFailover?.state, .held)
+        XCTAssertEqual(held.autoFailover?.majority, 2)
+        for node in [a, b] {
+            guard case .slave(let s) = try node.status(), let watch = s.autoFailover else { return XCTFail("no watch in status") }
+            XCTAssertEqual(watch.state, .watching)
+            XCTAssertTrue((3_500..<4_800).contains(watch.standAfterMillis ?? 0), "\(watch)")
+            XCTAssertLessThan(watch.silentMillis ?? .max, 3_000, "a live master is heard")
+        }
 
         // With the master alive, nothing happens over 10 s (3 lease lengths and more).
         let watchUntil = Date().addingTimeInterval(10)
@@ -153,5 +164,7 @@ final class AutoFailoverNodeTests: XCTestCase {
         let master = try RunningNode(role: .master, dataDirectory: masterDir, name: "front") { $0.enableAutoFailover(true) }
         defer { master.stop() }
         XCTAssertEqual(try post(master, "Bo").status, 201)
+        guard case .master(let status) = try master.status() else { return XCTFail("not a master") }
+        XCTAssertEqual(status.autoFailover?.state, .off)
     }
 }

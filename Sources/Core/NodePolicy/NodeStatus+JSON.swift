@@ -37,6 +37,7 @@ extension MasterStatus: NodeJSONCodable {
             "avahi": avahi, "uptimeSeconds": uptimeSeconds, "peers": peers, "terminals": terminals, "tombstones": tombstones,
             "pairing": pairing, "pairedTerminals": pairedTerminals, "previousNodeId": previousNodeId, "commits": commits,
             "storeposForeign": storeposForeign, "ready": ready, "state": state, "lastError": lastError,
+            "autoFailover": autoFailover,
         ])
     }
 
@@ -68,6 +69,7 @@ extension MasterStatus: NodeJSONCodable {
         ready = try f.decodeIfPresent("ready")
         state = try f.decodeIfPresent("state")
         lastError = try f.decodeIfPresent("lastError")
+        autoFailover = try f.decodeIfPresent("autoFailover")
     }
 }
 
@@ -129,7 +131,7 @@ extension SlaveStatus: NodeJSONCodable {
             "masterId": masterId, "pairing": pairing, "seq": seq, "masterSeq": masterSeq, "lag": lag, "epoch": epoch,
             "orders": orders, "dataDir": dataDir, "avahi": avahi, "uptimeSeconds": uptimeSeconds, "master": master,
             "pendingWrites": pendingWrites, "outbox": outbox, "mastersSeen": mastersSeen, "commits": commits, "ready": ready,
-            "state": state, "lastError": lastError,
+            "state": state, "lastError": lastError, "autoFailover": autoFailover,
         ])
     }
 
@@ -160,6 +162,7 @@ extension SlaveStatus: NodeJSONCodable {
         ready = try f.decodeIfPresent("ready")
         state = try f.decodeIfPresent("state")
         lastError = try f.decodeIfPresent("lastError")
+        autoFailover = try f.decodeIfPresent("autoFailover")
     }
 }
 

@@ -76,6 +76,8 @@ public struct MasterStatus: Sendable, Equatable {
     public var state: NodeReadyState?
     /// The last event logged at warning or above, with its time.
     public var lastError: NodeError?
+    /// `--auto-failover`: the lease or the watch (nil: off, or an older daemon).
+    public var autoFailover: AutoFailoverStatus?
 
     /// Which protocol a connected terminal speaks.
     public enum PeerProtocol: String, Sendable {
@@ -253,6 +255,8 @@ public struct SlaveStatus: Sendable, Equatable {
     public var state: NodeReadyState?
     /// The last event logged at warning or above, with its time.
     public var lastError: NodeError?
+    /// `--auto-failover`: the lease or the watch (nil: off, or an older daemon).
+    public var autoFailover: AutoFailoverStatus?
 
     /// Where a terminal stands with its master's key (`DATA/master.trust`).
     public enum PairingState: String, Sendable {

@@ -68,6 +68,7 @@ extension MasterNode {
         status.ready = ready
         status.state = ready.state
         status.lastError = configuration.errorLog.lastError
+        status.autoFailover = autoFailoverStatus()
         return status
     }
 }

@@ -138,6 +138,13 @@ extension MasterNode {
         return true
     }
 
-    /// The lease as status shows it: nil when automatic failover is off.
-    var leaseHeld: Bool? { lease?.lease.isHeld }
+    /// The lease as status shows it: nil without `--auto-failover`.
+    func autoFailoverStatus() -> AutoFailoverStatus? {
+        guard configuration.autoFailover else { return nil }
+        let leaseMillis = AutoFailoverTiming.standard.leaseMillis
+        guard let watch = lease else { return AutoFailoverStatus(state: .off, leaseMillis: leaseMillis) }
+        return AutoFailoverStatus(
+            state: watch.lease.isHeld ? .held : .lapsed, leaseMillis: watch.lease.leaseMillis,
+            heard: watch.lease.heardCount(nowMillis: millis(loop.now)), majority: watch.lease.majority)
+    }
 }

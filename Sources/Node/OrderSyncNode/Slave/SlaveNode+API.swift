@@ -110,6 +110,7 @@ extension SlaveNode {
         status.ready = ready
         status.state = ready.state
         status.lastError = configuration.errorLog.lastError
+        status.autoFailover = autoFailoverStatus()
         return status
     }
 }

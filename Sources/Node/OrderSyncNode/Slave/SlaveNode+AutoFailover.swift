@@ -172,4 +172,15 @@ extension SlaveNode {
         autoFailover?.refusedCandidate = (service, millis(loop.now))
         return false
     }
+
+    /// The watch as status shows it: nil without `--auto-failover`.
+    func autoFailoverStatus() -> AutoFailoverStatus? {
+        guard configuration.autoFailover else { return nil }
+        guard let policy = autoFailover?.policy else {
+            return AutoFailoverStatus(state: .off, leaseMillis: AutoFailoverTiming.standard.leaseMillis)
+        }
+        return AutoFailoverStatus(
+            state: policy.isStanding ? .standing : .watching, leaseMillis: policy.timing.leaseMillis,
+            silentMillis: policy.lastHeardMillis.map { millis(loop.now) - $0 }, standAfterMillis: policy.standAfterMillis)
+    }
 }
