@@ -18,11 +18,12 @@ public struct AutoFailoverTiming: Equatable, Sendable {
     /// The seeded jitter's range: [0, jitterMillis).
     public var jitterMillis: Int64
 
-    /// The defaults: a 3 s lease, 3.5 s before a voter stands, 300 ms per rank (at most 4: a
-    /// candidate's announcement has time to reach the next voter before it would stand), 100 ms
-    /// of jitter: the first voter stands 3.5 to 3.6 s after its master went silent.
+    /// The defaults: a 3 s lease, 3.5 s before a voter stands, 1.5 s per rank (at most 4: a
+    /// candidate's announcement, about 1 s of mDNS probing, reaches the next voter before it
+    /// would stand), 100 ms of jitter: the first voter stands 3.5 to 3.6 s after its master went
+    /// silent.
     public static let standard = AutoFailoverTiming(
-        leaseMillis: 3_000, marginMillis: 500, staggerStepMillis: 300, maxRank: 4, jitterMillis: 100)
+        leaseMillis: 3_000, marginMillis: 500, staggerStepMillis: 1_500, maxRank: 4, jitterMillis: 100)
 
     /// Timings from their fields.
     public init(leaseMillis: Int64, marginMillis: Int64, staggerStepMillis: Int64, maxRank: Int, jitterMillis: Int64) {

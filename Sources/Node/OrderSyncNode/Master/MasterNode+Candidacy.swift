@@ -150,6 +150,7 @@ extension MasterNode {
             ])
         serviceManager.ready(status: readinessStatus)
         if c.automatic { metrics.automaticPromotions.increment() }
+        leaseMembersChanged()
         c.respond.encoded(200, answer)
     }
 

@@ -38,11 +38,12 @@ extension MasterNode {
         return Set(ids ?? []).union([nodeIdentity.nodeId])
     }
 
-    /// The store's members changed, or the master starts (`announceMembers()`): with
-    /// `--auto-failover`, the lease starts once the store has 3 voters or more (with fewer it
-    /// stays off, with an error: the two-node problem), and counts the voters as they are now.
+    /// The store's members changed, the master starts (`announceMembers()`) or a candidate
+    /// becomes master proper: with `--auto-failover`, the lease starts once the store has 3
+    /// voters or more (with fewer it stays off, with an error: the two-node problem), and counts
+    /// the voters as they are now. A candidate has none: it acknowledges nothing anyway.
     func leaseMembersChanged() {
-        guard configuration.autoFailover else { return }
+        guard configuration.autoFailover, candidacy == nil else { return }
         let voters = storeVoters()
         if var watch = lease {
             let change = watch.lease.votersChanged(voters, ownId: nodeIdentity.nodeId, nowMillis: millis(loop.now))

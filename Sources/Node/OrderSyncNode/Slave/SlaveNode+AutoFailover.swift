@@ -10,8 +10,9 @@ import SyncCore
 struct AutoFailoverWatch {
     /// The pure policy.
     var policy: AutoFailover
-    /// Its place among the store's voters sorted by node id, and its jitter's seed.
-    let place: Int
+    /// Its place among the store's voting slaves sorted by node id (nil until the standby copy
+    /// names them), and its jitter's seed.
+    var place: Int?
     let seed: UInt64
     /// The next tick.
     var timer: TimerHandle?
@@ -63,13 +64,10 @@ extension SlaveNode {
                 return
             }
         }
-        // Voters equally current stand one after the other, by their place among the slaves
-        // that vote (the master they all watch left out).
-        let master = try? writer.read { try $0.standbyMaster()?.id }
-        let place = voters.keys.filter { $0 != master }.sorted().firstIndex(of: me) ?? 0
+        let place = votingPlace()
         let seed = me.utf8.reduce(UInt64(14_695_981_039_346_656_037)) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 }
         let policy = AutoFailover(
-            rank: AutoFailover.rank(lagEntries: 0, placeAmongVoters: place), seed: seed, nowMillis: millis(loop.now))
+            rank: AutoFailover.rank(lagEntries: 0, placeAmongVoters: place ?? 0), seed: seed, nowMillis: millis(loop.now))
         autoFailover = AutoFailoverWatch(policy: policy, place: place, seed: seed)
         logger.info(
             "auto_failover.on",
@@ -78,6 +76,15 @@ extension SlaveNode {
                 "stand_after_ms": "\(policy.standAfterMillis)",
             ])
         scheduleAutoFailoverTick()
+    }
+
+    /// Voters equally current stand one after the other, by their place among the slaves that
+    /// vote (the master they all watch left out); nil while the standby copy names no voters.
+    private func votingPlace() -> Int? {
+        let voters = standbyVoters()
+        guard !voters.isEmpty else { return nil }
+        let master = try? writer.read { try $0.standbyMaster()?.id }
+        return voters.keys.filter { $0 != master }.sorted().firstIndex(of: nodeIdentity.nodeId) ?? 0
     }
 
     private func logTooFewVoters(_ count: Int) {
@@ -100,8 +107,9 @@ extension SlaveNode {
         watch.timer = nil
         if linkState.isUp, let heard = linkState.link?.lastHeard { watch.policy.heard(atMillis: millis(heard)) }
         // The most current voter stands first: its lag behind the master's last seq it knew.
+        if watch.place == nil { watch.place = votingPlace() }
         let lag = engine.masterSeq - engine.lastSeq
-        watch.policy.rerank(AutoFailover.rank(lagEntries: lag, placeAmongVoters: watch.place), seed: watch.seed)
+        watch.policy.rerank(AutoFailover.rank(lagEntries: lag, placeAmongVoters: watch.place ?? 0), seed: watch.seed)
         let action = watch.policy.tick(nowMillis: millis(loop.now))
         autoFailover = watch
         guard case .standForElection(let silent)? = action else {
