@@ -289,13 +289,26 @@ final class PromotionNodeTests: XCTestCase {
         // The old master comes back on its data directory: it sees term 2 and steps down.
         let back = try RunningNode(role: .master, dataDirectory: masterDir, name: "front", discovery: bus.discovery())
         try waitLive(back, port: m.port, "the old master to step down and follow bar-2")
+        // Its last order, which no standby held, is re-queued and applied by bar-2, once.
+        for node in [promoted, follower, back] {
+            _ = try waitForStatus(node, "the old master's divergent order everywhere") { status -> Bool? in
+                switch status {
+                case .master(let s): return s.orders == 3 ? true : nil
+                case .slave(let s): return s.orders == 3 && s.outbox == 0 && s.seq == 3 ? true : nil
+                }
+            }
+        }
+        let kept = try LocalAPIClient(dataDirectory: aDir).send(method: "GET", path: "/v1/orders/\(lost)")
+        XCTAssertEqual(kept.status, 200, "\(kept.body)")
         for node in [back, follower, promoted] { node.stop() }
+        let journal = try Self.database(aDir) { try $0.journal(since: 0, orderUUID: lost, limit: 10) }
+        XCTAssertEqual(journal.map(\.term), [2], "the divergent order is applied once, in term 2")
 
         let followed = try metadata(bDir, ["sync.term", "sync.vote", "standby.base", "replica.last_seq"])
         XCTAssertEqual(followed["sync.vote"], "2 \(NodeIdentity.nodeId(publicKey: aKey))", "patio's promise is on its disk")
         XCTAssertEqual(followed["sync.term"], "2")
         XCTAssertEqual(followed["standby.base"], "1", "the follower caught up without a snapshot")
-        XCTAssertEqual(followed["replica.last_seq"], "2")
+        XCTAssertEqual(followed["replica.last_seq"], "3", "and the old master's re-queued order after it")
         let trust = try XCTUnwrap(try MasterTrust.load(path: bDir + "/" + NodeDefaults.masterTrustFile))
         XCTAssertEqual(trust.master, NodeIdentity.nodeId(publicKey: aKey))
         XCTAssertTrue(trust.knownMasterIds.contains(NodeIdentity.nodeId(publicKey: masterKey)), "the earlier id is kept")
