@@ -70,12 +70,18 @@ final class AutoFailoverTests: XCTestCase {
         XCTAssertLessThan(timing.electionTimeoutMillis + timing.jitterMillis, 4_000)
     }
 
-    func testAnAutomaticPreVoteIsRefusedWhileTheMasterIsHeardWithinTheLease() {
+    func testAnAutomaticPreVoteIsRefusedWhileTheMasterIsHeardWithinTheElectionTimeout() {
         var auto = AutoFailover(timing: exact, rank: 0, seed: 1, nowMillis: 0)
         auto.heard(atMillis: 10_000)
         XCTAssertFalse(auto.grantsAutomaticPreVote(nowMillis: 10_000))
         XCTAssertFalse(auto.grantsAutomaticPreVote(nowMillis: 12_999), "heard 2.999 s ago: the master is healthy")
-        XCTAssertTrue(auto.grantsAutomaticPreVote(nowMillis: 13_000), "silent for the whole lease")
+        XCTAssertFalse(
+            auto.grantsAutomaticPreVote(nowMillis: 13_499), "past the lease, but the master may have heard this voter a heartbeat later")
+        XCTAssertTrue(auto.grantsAutomaticPreVote(nowMillis: 13_500), "silent for the lease and the margin")
+        XCTAssertEqual(AutoFailoverTiming.standard.heartbeatMillis, 250)
+        XCTAssertLessThanOrEqual(
+            AutoFailoverTiming.standard.heartbeatMillis * 2, AutoFailoverTiming.standard.marginMillis,
+            "the margin covers a heartbeat's gap and as much again for delays")
         XCTAssertNil(auto.tick(nowMillis: 13_500))
         XCTAssertNotNil(auto.tick(nowMillis: 13_501))
         XCTAssertTrue(auto.isStanding)

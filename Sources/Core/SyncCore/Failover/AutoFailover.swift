@@ -8,8 +8,9 @@
 public struct AutoFailoverTiming: Equatable, Sendable {
     /// How long a master keeps acknowledging writes without hearing a majority of the voters.
     public var leaseMillis: Int64
-    /// The silence a voter waits for beyond the lease before it stands (the election timeout
-    /// is `leaseMillis + marginMillis`, then the stagger and the jitter).
+    /// The silence a voter waits for beyond the lease before it stands or pre-votes (the
+    /// election timeout is `leaseMillis + marginMillis`; a voter stands after it plus its
+    /// stagger and jitter). It must exceed the heartbeat interval plus the network's delay.
     public var marginMillis: Int64
     /// The wait added per step of a voter's rank (its lag, then its place among the voters).
     public var staggerStepMillis: Int64
@@ -37,6 +38,10 @@ public struct AutoFailoverTiming: Equatable, Sendable {
 
     /// The election timeout before stagger and jitter: the lease plus the margin.
     public var electionTimeoutMillis: Int64 { leaseMillis + marginMillis }
+
+    /// How often an idle link is pinged with automatic failover: a twelfth of the lease
+    /// (250 ms by default), well within the margin.
+    public var heartbeatMillis: Int64 { leaseMillis / 12 }
 }
 
 /// A voter slave's side of automatic failover: when its master has been silent for longer than
@@ -140,10 +145,13 @@ public struct AutoFailover: Equatable, Sendable {
     }
 
     /// Whether to pre-vote for an automatic candidate (TXT `auto=1`) at `nowMillis`: only when
-    /// its master has not been heard within the lease, so a voter that still sees a healthy
-    /// master keeps it. A manual promotion is the operator's call and is not checked here.
+    /// its master has not been heard for the election timeout (the lease plus the margin), so a
+    /// voter that still sees a healthy master keeps it. The margin covers the heartbeat interval
+    /// and the delays: the master last heard this voter at most a heartbeat after the voter last
+    /// heard it, so its lease has lapsed by then (Docs/PROTOCOL.md, "Automatic failover"). A
+    /// manual promotion is the operator's call and is not checked here.
     public func grantsAutomaticPreVote(nowMillis: Int64) -> Bool {
         guard case .watching(let last) = state else { return true }
-        return nowMillis - last >= timing.leaseMillis
+        return nowMillis - last >= timing.electionTimeoutMillis
     }
 }

@@ -27,7 +27,7 @@ struct AutoFailoverWatch {
 /// has been silent (no frame, a ping's answer included) for longer than the election timeout
 /// plus its stagger and jitter, it starts the candidacy `ordersync promote` runs, marked
 /// automatic (TXT `auto=1`) and never forced. It grants an automatic candidate its pre-vote only
-/// when it has not heard its master within the lease. A store of fewer than 3 voters never
+/// when it has not heard its master for the election timeout (the lease plus a margin). A store of fewer than 3 voters never
 /// fails over by itself: the two-node problem (a lost link and a dead master look the same).
 extension SlaveNode {
     /// How often the silence is checked.
@@ -133,14 +133,14 @@ extension SlaveNode {
     }
 
     /// Pre-votes for the automatic candidate refused earlier once the master has been silent
-    /// for the whole lease; forgets it after a candidacy's deadline (it withdrew by then).
+    /// for the election timeout; forgets it after a candidacy's deadline (it withdrew by then).
     private func reconsiderRefusedCandidate() {
         guard let (service, at) = autoFailover?.refusedCandidate else { return }
         if millis(loop.now) - at > Candidacy.deadlineMillis + Candidacy.voteGraceMillis {
             autoFailover?.refusedCandidate = nil
             return
         }
-        guard !masterHeardWithinLease() else { return }
+        guard !masterHeardRecently() else { return }
         autoFailover?.refusedCandidate = nil
         logger.notice("election.prevote_reconsidered", metadata: ["service.name": "\(service.name)"])
         _ = considerTerm(service)
@@ -158,20 +158,20 @@ extension SlaveNode {
     }
 
     /// True when this slave heard its master (a frame on its link, or the last time its watch
-    /// counted) within the lease.
-    private func masterHeardWithinLease() -> Bool {
+    /// counted) within the election timeout.
+    private func masterHeardRecently() -> Bool {
         let timing = autoFailover?.policy.timing ?? .standard
         var heard = autoFailover?.policy.lastHeardMillis
         if linkState.isUp, let h = linkState.link?.lastHeard { heard = max(heard ?? 0, millis(h)) }
         guard let heard else { return false }
-        return millis(loop.now) - heard < timing.leaseMillis
+        return millis(loop.now) - heard < timing.electionTimeoutMillis
     }
 
     /// Whether to pre-vote for the automatic candidate `id` announced by `service`: only when
-    /// this slave has not heard its master within the lease. A refusal is logged, and with
+    /// this slave has not heard its master within the election timeout. A refusal is logged, and with
     /// `--auto-failover` the candidate is considered again on each tick.
     func grantsAutomaticPreVote(_ id: String, _ service: ResolvedService) -> Bool {
-        guard masterHeardWithinLease() else { return true }
+        guard masterHeardRecently() else { return true }
         if autoFailover?.refusedCandidate == nil {
             logger.notice(
                 "election.prevote_refused",
