@@ -2,47 +2,15 @@ import Dispatch
 import EventLoopIO
 import Foundation
 import JSON
-import Logging
 import NodePolicy
 import SyncCore
 import XCTest
 
-@testable import OrderStore
 @testable import OrderSyncNode
 
 /// A master that leaves its role for another (a step-down) while a group commits: the local API
 /// keeps running across the hand-over, so its callers are answered, never left to time out.
-final class StepDownAnswerTests: XCTestCase {
-    private var directory = ""
-    private var loop: EventLoop!
-    private var dataDirectory: DataDirectory!
-    private let commitQueue = DispatchQueue(label: "test.master.commit")
-    private let gate = DispatchSemaphore(value: 0)
-
-    override func tearDown() {
-        dataDirectory?.close()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    /// A master on a loop that is not running, whose COMMITs wait until the test opens the gate.
-    private func heldMaster() throws -> MasterNode {
-        directory = NSTemporaryDirectory() + "ordersync-step-down-" + UUID().uuidString
-        let configuration = NodeConfiguration(
-            role: .master, dataDirectory: directory, store: "test-store", name: "office",
-            serviceType: NodeDefaults.serviceType, port: 0, listenAddress: "127.0.0.1", masterURL: nil)
-        loop = try EventLoop()
-        dataDirectory = try DataDirectory(claimingFor: configuration)
-        commitQueue.async { [gate] in gate.wait() }
-        let writer = StoreWriter(store: dataDirectory.store, loop: loop, label: "master", commitQueue: commitQueue)
-        let logger = Logger(label: "test.master")
-        let seat = RoleSeat(
-            dataDirectory: dataDirectory, writer: writer,
-            frontEnds: try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: nil))
-        return try MasterNode(
-            configuration: configuration, loop: loop, dataDirectory: dataDirectory, discovery: nil, logger: logger,
-            seat: seat, promotion: nil)
-    }
-
+extension MasterWritesOffTheLoopTests {
     private func create(_ name: String) -> LocalAPIRoute {
         .write(
             OperationMessage(
@@ -51,7 +19,10 @@ final class StepDownAnswerTests: XCTestCase {
     }
 
     func testAStepDownAnswersTheCommittingGroupAndRefusesWhatWaits() throws {
-        let master = try heldMaster()
+        // COMMITs wait until the test opens the gate.
+        let (commitQueue, gate) = (DispatchQueue(label: "test.master.commit"), DispatchSemaphore(value: 0))
+        commitQueue.async { gate.wait() }
+        let master = try master(commitQueue: commitQueue)
         var answers: [String: (status: Int, body: JSONValue?)] = [:]
         func responder(_ key: String) -> LocalAPIResponder {
             LocalAPIResponder { status, body in answers[key] = (status, try? JSONParser.parse(body)) }
