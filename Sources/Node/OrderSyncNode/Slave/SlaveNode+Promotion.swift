@@ -68,6 +68,9 @@ extension SlaveNode {
             store: store, lineage: lineage, term: term, request: request, election: election, slaveConfiguration: configuration,
             slaveJitter: reconnectBackoff.jitter, respond: respond, startedAt: loop.now)
         logger.notice("promote.requested", metadata: ["term": "\(term)", "forced": "\(request.force)", "seq": "\(engine.lastSeq)"])
+        // The old master is presumed gone: its link is dropped, not closed politely (a frozen
+        // master would hold the candidate back for the close's whole timeout).
+        linkState.link?.abort(reason: "promoting this terminal")
         let (seat, loop, discovery, logger) = (self.seat, self.loop, self.discovery, self.logger)
         requestHandOver("promote") {
             .master(
