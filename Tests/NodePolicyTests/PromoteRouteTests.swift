@@ -1,4 +1,5 @@
 import JSON
+import SyncCore
 import XCTest
 
 @testable import NodePolicy
@@ -27,14 +28,14 @@ final class PromoteRouteTests: XCTestCase {
     }
 
     func testTheAnswerRoundTripsAndPrintsOneLinePerFact() throws {
-        let answer = PromoteAnswer(
+        let answer = PromotionReport(
             term: 2, seq: 812, voters: ["front", "bar-2", "patio"], promised: ["bar-2", "patio"], unreachable: ["front"],
             fetched: .init(from: "patio", entries: 3), forced: false, tookMs: 840)
         XCTAssertEqual(
             answer.jsonValue.serialized(),
             #"{"promoted":true,"term":2,"seq":812,"voters":["front","bar-2","patio"],"promised":["bar-2","patio"],"#
-                + #""unreachable":["front"],"fetched":{"from":"patio","entries":3},"forced":false,"tookMs":840}"#)
-        XCTAssertEqual(try PromoteAnswer(json: answer.jsonValue), answer)
+                + #""unreachable":["front"],"refused":[],"fetched":{"from":"patio","entries":3},"forced":false,"tookMs":840}"#)
+        XCTAssertEqual(try PromotionReport(json: answer.jsonValue), answer)
         XCTAssertEqual(
             answer.lines,
             [
@@ -44,8 +45,10 @@ final class PromoteRouteTests: XCTestCase {
         var alone = answer
         alone.fetched = nil
         alone.unreachable = []
-        XCTAssertEqual(try PromoteAnswer(json: alone.jsonValue).fetched, nil)
+        XCTAssertEqual(try PromotionReport(json: alone.jsonValue).fetched, nil)
         XCTAssertEqual(alone.lines[3], "unreachable: -")
+        alone.refused = [.init(name: "patio", reason: "already voted in term 2")]
+        XCTAssertEqual(alone.lines[4], "refused:     patio (already voted in term 2)")
     }
 
     func testARefusalNamesTheVotersOnlyForNoMajority() throws {

@@ -4,6 +4,7 @@ import JSON
 import NodePolicy
 import OrderStore
 import SecureLink
+import SyncCore
 import XCTest
 
 @testable import OrderSyncNode
@@ -115,7 +116,7 @@ final class PromotionNodeTests: XCTestCase {
         // The operator attests the old master is gone.
         let answer = try promote(node, force: true)
         XCTAssertEqual(answer.status, 200, "\(answer.body)")
-        let promoted = try PromoteAnswer(json: answer.body)
+        let promoted = try PromotionReport(json: answer.body)
         XCTAssertEqual(promoted.term, 2)
         XCTAssertEqual(promoted.promised, ["bar-2"])
         XCTAssertEqual(promoted.unreachable, ["front"])
@@ -271,7 +272,7 @@ final class PromotionNodeTests: XCTestCase {
         let follower = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
         let answer = try promote(promoted)
         XCTAssertEqual(answer.status, 200, "\(answer.body)")
-        let report = try PromoteAnswer(json: answer.body)
+        let report = try PromotionReport(json: answer.body)
         XCTAssertEqual(report.term, 2, "the rogue's term 999 is not counted")
         XCTAssertEqual(report.seq, 2, "the promoted node serves the journal its standby copy kept")
         XCTAssertEqual(report.promised, ["bar-2", "patio"], "patio pre-voted by connecting, then promised")

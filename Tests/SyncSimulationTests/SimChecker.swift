@@ -214,6 +214,20 @@ final class SimChecker {
         if rows != history.suffix(rows.count).map(\.seq) {
             fail(sim, "journal gapless", "the journal is not the newest part of what was appended")
         }
+        // Each standby's journal is the master's, entry for entry (`Docs/PROTOCOL.md` 7.2): the same
+        // operation, orders, op id and term at each seq (the bytes of one re-encoded from parts may differ).
+        let bySeq = Dictionary(history.map { ($0.seq, $0) }, uniquingKeysWith: { first, _ in first })
+        for (i, s) in sim.slaves.enumerated() {
+            guard let copy = s.store as? InMemorySlaveStore else { continue }
+            for e in copy.journal {
+                guard let m = bySeq[e.seq], m.term == e.term, m.opId == e.opId,
+                    ServerMessage.decode(m.message) == ServerMessage.decode(e.message)
+                else {
+                    fail(sim, "standby copy", "s\(i) journal entry \(e.seq) is not the master's")
+                    break
+                }
+            }
+        }
 
         func refused(_ opId: String, _ slave: Int?) -> Bool {
             if sim.master.store.recordedRejections(opId: opId).contains(where: { $0.code != .storageFailed }) { return true }

@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import NodePolicy
 import OrderSyncNode
+import SyncCore
 
 /// `ordersync promote`: the running slave of the data directory becomes the store's master
 /// (Docs/OPERATIONS.md, "When the master dies").
@@ -41,7 +42,7 @@ struct PromoteCommand: ParsableCommand {
         if (200..<300).contains(response.status) {
             guard !json else { return }
             do {
-                for line in try PromoteAnswer(json: response.body).lines { print(line) }
+                for line in try PromotionReport(json: response.body).lines { print(line) }
             } catch {
                 throw fail("the slave's answer makes no sense: \(error)", .protocolError)
             }

@@ -236,7 +236,9 @@ extension MasterNode {
     /// this thread (the links are closed; nothing is answered).
     func finishGroups() {
         guard groupIsBusy else { return }
-        writer.waitForCommitAtShutdown()
+        let committed = writer.waitForCommitAtShutdown()
+        // A role handed over (a step-down) keeps the local API: its callers are answered.
+        if seat.handingOver { answerAtHandOver(committed) }
         group.held = []
         group.answers = []
         guard group.pending > 0 else { return }

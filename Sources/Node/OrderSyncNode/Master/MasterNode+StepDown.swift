@@ -40,6 +40,33 @@ extension MasterNode {
         discovery?.rebrowse(type: configuration.serviceType)
     }
 
+    /// The role leaves for another with a group committed or queued (`finishGroups`): the
+    /// committed group's local API callers get its real outcome (`committed`: its COMMIT's
+    /// result), and writes still queued are refused `503 stepped_down`, not applied: this node
+    /// takes no more writes as the master, and a retry reaches the role that follows.
+    func answerAtHandOver(_ committed: Result<Void, StoreError>?) {
+        let failed: Bool
+        if case .failure = committed { failed = true } else { failed = false }
+        for a in group.answers {
+            if failed, let f = a.failed { a.respond(f.status, f.body) } else { a.respond.send(a.status, a.body) }
+        }
+        group.answers = []
+        var kept: [GroupWork] = []
+        for work in group.queue[group.queueHead...] {
+            switch work {
+            case .local(_, _, _, let respond), .foreign(_, _, _, let respond):
+                respond(503, LocalAPIRoute.errorBody(code: "stepped_down", message: Self.steppedDownMessage))
+            case .message, .disconnected, .maintenance, .ownOutbox:
+                kept.append(work)
+            }
+        }
+        (group.queue, group.queueHead) = (kept, 0)
+    }
+
+    /// Why a write reaching a master that is leaving its role is refused.
+    static let steppedDownMessage =
+        "this node stopped being the store's master before your write was applied (nothing of it was stored); send it again"
+
     /// Stops taking writes and plays slave of `member` (its term `term`) on the same seat: in
     /// one commit before the switch the store becomes a replica (`node.role=slave`, the replica
     /// state from the journal) and `master.trust` names the member's key.

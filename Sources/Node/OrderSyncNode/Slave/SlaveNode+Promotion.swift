@@ -69,6 +69,9 @@ extension SlaveNode {
             slaveJitter: reconnectBackoff.jitter, respond: respond, startedAt: loop.now)
         candidacy.automatic = automatic
         logger.notice("promote.requested", metadata: ["term": "\(term)", "forced": "\(request.force)", "seq": "\(engine.lastSeq)"])
+        // The old master is presumed gone: its link is dropped, not closed politely (a frozen
+        // master would hold the candidate back for the close's whole timeout).
+        linkState.link?.abort(reason: "promoting this terminal")
         let (seat, loop, discovery, logger) = (self.seat, self.loop, self.discovery, self.logger)
         requestHandOver("promote") {
             .master(
