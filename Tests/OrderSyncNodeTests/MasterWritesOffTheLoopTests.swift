@@ -15,7 +15,7 @@ import XCTest
 /// are answered once on disk; during a group's commit they wait for it, in order.
 final class MasterWritesOffTheLoopTests: XCTestCase {
     private var directory = ""
-    private var loop: EventLoop!
+    var loop: EventLoop!
     private var dataDirectory: DataDirectory!
 
     override func tearDown() {
@@ -23,17 +23,25 @@ final class MasterWritesOffTheLoopTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// A master on a loop that is not running.
-    private func master() throws -> MasterNode {
+    /// A master on a loop that is not running; its COMMITs run on `commitQueue` when one is
+    /// given (a queue the test may hold shut).
+    func master(commitQueue: DispatchQueue? = nil) throws -> MasterNode {
         directory = NSTemporaryDirectory() + "ordersync-master-writer-" + UUID().uuidString
         let configuration = NodeConfiguration(
             role: .master, dataDirectory: directory, store: "test-store", name: "office",
             serviceType: NodeDefaults.serviceType, port: 0, listenAddress: "127.0.0.1", masterURL: nil)
         loop = try EventLoop()
         dataDirectory = try DataDirectory(claimingFor: configuration)
+        let logger = Logger(label: "test.master")
+        let seat = try commitQueue.map { queue in
+            RoleSeat(
+                dataDirectory: dataDirectory,
+                writer: StoreWriter(store: dataDirectory.store, loop: loop, label: "master", commitQueue: queue),
+                frontEnds: try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: nil))
+        }
         return try MasterNode(
-            configuration: configuration, loop: loop, dataDirectory: dataDirectory, discovery: nil,
-            logger: Logger(label: "test.master"))
+            configuration: configuration, loop: loop, dataDirectory: dataDirectory, discovery: nil, logger: logger,
+            seat: seat, promotion: nil)
     }
 
     private func stored(_ master: MasterNode, _ key: String) throws -> String? {

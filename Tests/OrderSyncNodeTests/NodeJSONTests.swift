@@ -59,7 +59,7 @@ final class NodeJSONTests: XCTestCase {
         ssages":2,"operations":0,"largestGroup":1,"failed":0,"lastCommitMicros":436},"storeposForeign":0,"re\#
         ady":{"store":"ok","published":"failed","link":null},"state":"degraded","lastError":{"event":"avahi.\#
         down","message":"cannot connect to avahi-daemon: Daemon not running; retrying in 1.0 seconds","at":"\#
-        2026-11-27T12:08:59.297Z"},"term":null,"syncReplicas":null,"voters":null}
+        2026-11-27T12:08:59.297Z"},"term":null,"syncReplicas":null,"voters":null,"autoFailover":null}
         """#
     /// The slave's status as this build writes it.
     static let slaveStatus = #"""
@@ -71,7 +71,7 @@ final class NodeJSONTests: XCTestCase {
         ,"lastSeenMillisAgo":898,"lastError":null,"notLiveSeconds":null},"pendingWrites":0,"outbox":0,"maste\#
         rsSeen":[],"commits":{"batches":1,"messages":2,"largestBatch":2,"failed":0},"ready":{"store":"ok","p\#
         ublished":null,"link":"live"},"state":"ready","lastError":null,"term":null,"following":null,"held":n\#
-        ull}
+        ull,"autoFailover":null}
         """#
     /// The slave's `master.trust`, previous build (the file ends with a newline).
     static let previousTrustFile = #"""
@@ -101,9 +101,11 @@ final class NodeJSONTests: XCTestCase {
         }
     }
 
-    /// Members added after the previous build (failover: term, replicas, voters, standby copies):
-    /// absent from its texts, `null` when this build reads them.
-    static let addedMembers: Set<String> = ["term", "syncReplicas", "voters", "following", "held", "standbyLag"]
+    /// Members added after the previous build (failover: term, replicas, voters, standby copies,
+    /// automatic failover): absent from its texts, `null` when this build reads them.
+    static let addedMembers: Set<String> = [
+        "term", "syncReplicas", "voters", "following", "held", "standbyLag", "autoFailover",
+    ]
 
     /// `value` without the added members that are `null`, at any depth.
     private func withoutAddedMembers(_ value: JSONValue) -> JSONValue {
@@ -156,7 +158,7 @@ final class NodeJSONTests: XCTestCase {
         let text = NodeStatus.master(master).jsonValue.serialized()
         XCTAssertTrue(text.contains(#""name":"a/b \"q\" \\ \u0001\n\té😀","#), text)
         XCTAssertTrue(text.contains(#""storeposForeign":null,"#), text)
-        XCTAssertTrue(text.hasSuffix(#","lastError":null,"term":null,"syncReplicas":null,"voters":null}"#), text)
+        XCTAssertTrue(text.hasSuffix(#","lastError":null,"term":null,"syncReplicas":null,"voters":null,"autoFailover":null}"#), text)
         XCTAssertEqual(try NodeStatus(jsonBytes: Array(text.utf8)), .master(master))
     }
 

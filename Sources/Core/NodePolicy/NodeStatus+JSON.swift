@@ -37,7 +37,7 @@ extension MasterStatus: NodeJSONCodable {
             "avahi": avahi, "uptimeSeconds": uptimeSeconds, "peers": peers, "terminals": terminals, "tombstones": tombstones,
             "pairing": pairing, "pairedTerminals": pairedTerminals, "previousNodeId": previousNodeId, "commits": commits,
             "storeposForeign": storeposForeign, "ready": ready, "state": state, "lastError": lastError, "term": term,
-            "syncReplicas": syncReplicas, "voters": voters,
+            "syncReplicas": syncReplicas, "voters": voters, "autoFailover": autoFailover,
         ])
     }
 
@@ -72,6 +72,7 @@ extension MasterStatus: NodeJSONCodable {
         term = try f.decodeIfPresent("term")
         syncReplicas = try f.decodeIfPresent("syncReplicas")
         voters = try f.decodeIfPresent("voters")
+        autoFailover = try f.decodeIfPresent("autoFailover")
     }
 }
 
@@ -136,6 +137,7 @@ extension SlaveStatus: NodeJSONCodable {
             "orders": orders, "dataDir": dataDir, "avahi": avahi, "uptimeSeconds": uptimeSeconds, "master": master,
             "pendingWrites": pendingWrites, "outbox": outbox, "mastersSeen": mastersSeen, "commits": commits, "ready": ready,
             "state": state, "lastError": lastError, "term": term, "following": following, "held": held,
+            "autoFailover": autoFailover,
         ])
     }
 
@@ -169,6 +171,7 @@ extension SlaveStatus: NodeJSONCodable {
         term = try f.decodeIfPresent("term")
         following = try f.decodeIfPresent("following")
         held = try f.decodeIfPresent("held")
+        autoFailover = try f.decodeIfPresent("autoFailover")
     }
 }
 

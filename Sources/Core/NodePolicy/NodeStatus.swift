@@ -82,6 +82,8 @@ public struct MasterStatus: Sendable, Equatable {
     public var syncReplicas: Int?
     /// The store's voters and the majority a promotion needs (nil from an older daemon).
     public var voters: Voters?
+    /// `--auto-failover`: the lease or the watch (nil: off, or an older daemon).
+    public var autoFailover: AutoFailoverStatus?
 
     /// Which protocol a connected terminal speaks.
     public enum PeerProtocol: String, Sendable {
@@ -271,6 +273,8 @@ public struct SlaveStatus: Sendable, Equatable {
     public var following: FollowedMaster?
     /// The highest sequence its standby copy holds on disk (what its acks say as `held`).
     public var held: Int64?
+    /// `--auto-failover`: the lease or the watch (nil: off, or an older daemon).
+    public var autoFailover: AutoFailoverStatus?
 
     /// Where a terminal stands with its master's key (`DATA/master.trust`).
     public enum PairingState: String, Sendable {

@@ -87,3 +87,21 @@ extension PromotionReport.RefusedVote: NodeJSONCodable {
         self.init(name: try f.decode("name"), reason: try f.decode("reason"))
     }
 }
+
+extension PromotionReport {
+    /// One line per fact of a promotion, as `ordersync promote` prints them.
+    public var lines: [String] {
+        var out = [
+            "promoted:    term \(term), seq \(seq)\(forced ? " (forced)" : "")",
+            "voters:      \(promoteList(voters))",
+            "promised:    \(promoteList(promised))",
+            "unreachable: \(promoteList(unreachable))",
+        ]
+        if !refused.isEmpty {
+            out.append("refused:     \(refused.map { "\($0.name) (\($0.reason))" }.joined(separator: ", "))")
+        }
+        out.append("fetched:     \(fetched.map { "\($0.entries) entries from \($0.from)" } ?? "nothing (this node was the most current)")")
+        out.append("took:        \(tookMs) ms")
+        return out
+    }
+}

@@ -300,6 +300,7 @@ struct MasterCommand: ParsableCommand {
         let logger = LoggingOptions.bootstrap(label: "ordersync.master", errors: errors, settings: settings())
         var config = try nodeConfiguration(dataDirectory: dir)
         config.errorLog = errors
+        config.enableAutoFailover(settings().autoFailover.or(false).value)
         try runNode { try Node(configuration: config, logger: logger).run() }
     }
 }

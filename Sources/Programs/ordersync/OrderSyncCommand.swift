@@ -23,6 +23,7 @@ struct OrderSyncCommand: ParsableCommand {
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
             PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self, WatchCommand.self, ExportCommand.self,
             DashboardCommand.self, StorePOSCommand.self,
+            PromoteCommand.self,
         ]
     )
 
@@ -148,6 +149,11 @@ struct NodeOptions: ParsableArguments {
             "Also serve GET /metrics (Prometheus) over plain HTTP on this TCP address; off by default.", valueName: "addr:port"))
     var metricsListen: String?
 
+    @Flag(
+        name: .customLong("auto-failover"),
+        help: "Stores of 3 or more voters: a slave takes over when the master is silent; a master without a majority stops acknowledging.")
+    var autoFailover = false
+
     /// The options given on the command line, as settings.
     func flags() -> NodeSettings {
         var s = NodeSettings()
@@ -162,6 +168,7 @@ struct NodeOptions: ParsableArguments {
         s.frameTimeout = frameTimeout.given
         s.maxMessageSize = maxMessageSize.given
         s.metricsListen = metricsListen.given
+        s.autoFailover = autoFailover ? Setting(true, .commandLine) : nil
         return s
     }
 

@@ -113,6 +113,7 @@ struct SlaveCommand: ParsableCommand {
         var config = try nodeConfiguration(dataDirectory: dir)
         config.errorLog = errors
         config.pairingCode = try pairingCode()
+        config.enableAutoFailover(settings().autoFailover.or(false).value)
         try runNode { try Node(configuration: config, logger: logger).run() }
     }
 }

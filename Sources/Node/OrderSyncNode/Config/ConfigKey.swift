@@ -42,6 +42,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case master
     case pair
     case pairFile = "pair-file"
+    case autoFailover = "auto-failover"
 
     /// A daemon, and the section of the file that is its own (`[master]`, `[slave]`).
     public enum Role: String, CaseIterable, Sendable {
@@ -75,7 +76,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     public var roles: Set<Role> {
         switch self {
         case .dataDir, .store, .name, .serviceType, .logLevel, .logFormat, .metricsListen, .pingInterval, .peerTimeout,
-            .handshakeTimeout, .frameTimeout, .maxMessageSize:
+            .handshakeTimeout, .frameTimeout, .maxMessageSize, .autoFailover:
             return [.master, .slave]
         case .master, .pair, .pairFile:
             return [.slave]
@@ -90,7 +91,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .logLevel: return .choice(Logger.Level.allCases.map(\.rawValue))
         case .logFormat: return .choice(EventLogFormat.Syntax.allCases.map(\.rawValue))
         case .httpTLS: return .choice(DashboardTLSMode.allCases.map(\.rawValue))
-        case .insecureStorePOS: return .boolean
+        case .insecureStorePOS, .autoFailover: return .boolean
         case .storePOSAllow: return .list
         case .port, .maxMessageSize, .maxConnections, .maxHandshakesPerAddress, .maxConnectionsPerAddress, .rateLimitBytes,
             .rateBurstBytes, .snapshotBurst, .journalBudget, .syncReplicas:

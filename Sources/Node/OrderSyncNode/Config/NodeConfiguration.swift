@@ -175,6 +175,9 @@ public struct NodeConfiguration: Sendable {
     public var httpTLS = DashboardTLSMode.auto
     /// The interval of the summaries of repeated failures in the log (`master.connect_failed`).
     public var logSummaryInterval: Duration = NodeDefaults.logSummaryInterval
+    /// Automatic failover (`--auto-failover`, off by default): a voter slave stands for election
+    /// when its master is silent, a master keeps acknowledging only while a majority is heard.
+    public var autoFailover = false
 
     /// Master: the DNS-SD instance name to publish: `--name`; without it `POSMaster` when
     /// StorePOS terminals are admitted (their apps look for no other), else the host name.

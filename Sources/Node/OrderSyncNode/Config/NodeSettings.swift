@@ -59,6 +59,8 @@ public struct NodeSettings: Equatable, Sendable {
     public var metricsListen: Setting<String>?
     /// `ping-interval`, in seconds.
     public var pingInterval: Setting<Double>?
+    /// `auto-failover`.
+    public var autoFailover: Setting<Bool>?
     /// `peer-timeout`, in seconds.
     public var peerTimeout: Setting<Double>?
     /// `handshake-timeout`, in seconds.
@@ -135,6 +137,7 @@ public struct NodeSettings: Equatable, Sendable {
         s.logFormat = logFormat ?? other.logFormat
         s.metricsListen = metricsListen ?? other.metricsListen
         s.pingInterval = pingInterval ?? other.pingInterval
+        s.autoFailover = autoFailover ?? other.autoFailover
         s.peerTimeout = peerTimeout ?? other.peerTimeout
         s.handshakeTimeout = handshakeTimeout ?? other.handshakeTimeout
         s.frameTimeout = frameTimeout ?? other.frameTimeout
@@ -189,6 +192,7 @@ public struct NodeSettings: Equatable, Sendable {
         case .logFormat: logFormat = try value { EventLogFormat.Syntax(rawValue: $0) }
         case .metricsListen: metricsListen = try value(asText)
         case .pingInterval: pingInterval = try value(number)
+        case .autoFailover: autoFailover = try value(ConfigKey.boolean)
         case .peerTimeout: peerTimeout = try value(number)
         case .handshakeTimeout: handshakeTimeout = try value(number)
         case .frameTimeout: frameTimeout = try value(number)

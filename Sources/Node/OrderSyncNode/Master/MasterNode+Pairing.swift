@@ -199,7 +199,7 @@ extension MasterNode {
         sendControl(
             JSONObject([("type", .string("paired")), ("terminal", .string(nodeId)), ("name", .string(terminal.name))]), to: s)
         authenticated(s, terminal)
-        publishMembers()
+        announceMembers()
     }
 
     // MARK: Paired terminals
@@ -257,12 +257,12 @@ extension MasterNode {
                         + list.map(\.nodeId).joined(separator: ", ")))
         case .found(let t):
             perform(engine.revoked(terminal: t.nodeId))
-            publishMembers()
             // Links still in their handshake with its key go too.
             for s in sessions.values where s.secure?.terminal?.nodeId == t.nodeId && s.phase != .ended {
                 s.close(code: .policyViolation, reason: "revoked")
             }
             logger.info("terminal.revoked", metadata: ["name": "\(t.name)", "node.id": "\(t.nodeId)"])
+            announceMembers()
             respond(200, .object(Self.terminalObject(t)))
         }
     }
@@ -286,6 +286,7 @@ extension MasterNode {
             handedOver += 1
         }
         publishService()
+        announceMembers()
         logger.info(
             "key.rotated", metadata: ["node.id": "\(keys.current.nodeId)", "previous.id": "\(old)", "links": "\(handedOver)"])
         respond(

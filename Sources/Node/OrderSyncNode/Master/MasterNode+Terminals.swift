@@ -116,6 +116,7 @@ extension MasterNode {
         s.authenticationTimer = nil
         s.settleTimer = nil
         terminals.remove(s)
+        candidateLostLink(s)
         // After its messages still waiting (a StorePOS terminal may send and close at once), in
         // a group: what the engine saves of the terminal commits off the loop with the others.
         enqueue(.disconnected(session: s.id))
@@ -131,6 +132,7 @@ extension MasterNode {
     /// A sync message (UTF-8 JSON bytes): applied with the others of this loop turn in the next
     /// group.
     func terminalMessage(_ bytes: [UInt8], from s: TerminalSession) {
+        if candidateHolds(bytes, from: s) || leaseHolds(bytes, from: s) { return }
         enqueue(.message(session: s.id, bytes: bytes))
     }
 
@@ -197,10 +199,10 @@ extension MasterNode {
                 s.close(code: CloseCode(code), reason: reason)
             case .log(let record):
                 logger.log(record)
-            case .stepDown:
-                // Carried out by the node's role switch (`Docs/PROTOCOL.md` 7.6); the engine
-                // already refused the hello and closed its link.
-                break
+            case .stepDown(let newer):
+                // The engine already refused the hello and closed its link; the member of the
+                // newer term is found by browsing (`considerStepDown`).
+                staleTermSeen(newer)
             }
         }
         out.flushAll()

@@ -110,6 +110,9 @@ final class MasterLink {
     private let terminalName: String
     private let terminalId: String
     private var state = State.idle
+    /// When the master was last heard (any frame, a ping's answer included); nil before the
+    /// transport started.
+    var lastHeard: MonotonicInstant? { state.transport?.lastHeard }
 
     /// Pairing only, just before ``onSecured``: the master proved it held the code.
     var onPaired: (MasterGreeting) -> Void = { _ in }

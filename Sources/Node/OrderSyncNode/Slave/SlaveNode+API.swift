@@ -113,6 +113,7 @@ extension SlaveNode {
         status.term = FailoverStatus.term(writer)
         status.following = trust.status.masterId.map { SlaveStatus.FollowedMaster(id: $0, name: linkState.target?.serviceName) }
         status.held = engine.lastSeq
+        status.autoFailover = autoFailoverStatus()
         return status
     }
 }

@@ -19,12 +19,15 @@ public final class SlaveNode {
     let configuration: NodeConfiguration
     var logger: Logger
     let loop: EventLoop
-    let dataDirectory: DataDirectory
+    /// The data directory, the store's writer and the front-ends, kept by the node from one role
+    /// to the next (a promotion, a step-down).
+    let seat: RoleSeat
+    var dataDirectory: DataDirectory { seat.dataDirectory }
     /// The one writer of the replica: batches committed off the loop, reads, writes.
-    let writer: StoreWriter
+    var writer: StoreWriter { seat.writer }
     var engine: SlaveEngine
     /// The local API and `--metrics-listen`, started and stopped together.
-    let frontEnds: FrontEnds
+    var frontEnds: FrontEnds { seat.frontEnds }
     /// The local API socket (`frontEnds.api`).
     var api: LocalAPIServer { frontEnds.api }
     let discovery: (any ServiceDiscovery)?
@@ -51,6 +54,10 @@ public final class SlaveNode {
 
     /// Masters seen on the LAN and how attempts on them went.
     var candidates = MasterCandidates()
+    /// The highest term this slave followed or promised (`sync.term`; 1 when absent).
+    var followedTerm: Int64 = 1
+    /// True while the trusted master is a candidate followed in memory only (a pre-vote).
+    var followsUnsaved = false
     var lastStoreChoiceLog = ""
     /// A slave that knows no store waits this long after the first master it sees, so that it
     /// sees every store on the LAN before it joins one.
@@ -69,6 +76,9 @@ public final class SlaveNode {
     var reconnectBackoff: ReconnectBackoff
     var pendingWrites: [String: PendingWrite] = [:]
     var retryFlushTimer: TimerHandle?
+    /// The shutdown's deadline for a master that does not answer the close; cancelled once the
+    /// shutdown completed (a hand-over's next role must not be stopped by it).
+    var shutdownGraceTimer: TimerHandle?
     var ackTimer: TimerHandle?
     /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
     var batch: SlaveBatch?
@@ -81,21 +91,35 @@ public final class SlaveNode {
     var connectFailures: FailureSummary
     /// The change feed (`GET /v1/changes`), from the replica's feed table.
     var changeFeed: ChangeFeedHub?
+    /// `--auto-failover`: when to stand for election (`SlaveNode+AutoFailover.swift`); nil: off.
+    var autoFailover: AutoFailoverWatch?
 
     /// A slave on `loop` (not running yet, on the thread that will run it), keeping its replica
     /// in `dataDirectory` and finding its master through `discovery` (nil: only
     /// `configuration.masterURL`). Nothing starts before `run()`.
-    public init(
+    public convenience init(
         configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
         discovery: (any ServiceDiscovery)?, logger: Logger,
         reconnectJitter: ReconnectBackoff.Jitter = .downToHalf()
     ) throws {
+        try self.init(
+            configuration: configuration, loop: loop, dataDirectory: dataDirectory, discovery: discovery, logger: logger,
+            reconnectJitter: reconnectJitter, seat: nil)
+    }
+
+    /// A slave on `loop`, as above, on the `seat` of the role it takes over (nil: a seat of its
+    /// own on `dataDirectory`): a candidate withdrawing, a master stepping down.
+    init(
+        configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
+        discovery: (any ServiceDiscovery)?, logger: Logger,
+        reconnectJitter: ReconnectBackoff.Jitter, seat handedOver: RoleSeat?
+    ) throws {
         self.configuration = configuration
         self.loop = loop
-        self.dataDirectory = dataDirectory
         self.discovery = configuration.masterURL == nil ? discovery : nil
-        writer = StoreWriter(store: dataDirectory.store, loop: loop, label: "slave")
+        let writer = handedOver?.writer ?? StoreWriter(store: dataDirectory.store, loop: loop, label: "slave")
         terminalId = try writer.identity(key: "terminal.id") { UUID().uuidString.lowercased() }
+        followedTerm = try writer.read { MasterNode.storedTerm(try $0.metadata(MasterCandidacy.termKey)) }
         terminalName = configuration.name ?? DataDirectory.hostName()
         engine = try SlaveEngine(
             store: writer.slaveStore(), terminalId: terminalId, terminalName: terminalName,
@@ -138,7 +162,11 @@ public final class SlaveNode {
             jitter: reconnectJitter)
         candidates.trustedIds = trust.trustedIds
         connectFailures = FailureSummary(interval: configuration.logSummaryInterval)
-        frontEnds = try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: nil)
+        seat =
+            try handedOver
+            ?? RoleSeat(
+                dataDirectory: dataDirectory, writer: writer,
+                frontEnds: FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: nil))
     }
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
@@ -170,6 +198,7 @@ public final class SlaveNode {
         try frontEnds.start(
             configuration, handler: { [weak self] route, respond in self?.handleAPI(route, respond) },
             metrics: { [weak self] in self?.renderMetrics() ?? [] }, dashboard: nil)
+        api.promoteHandler = { [weak self] request, respond in self?.promote(request, respond) }
         logger.info(
             "node.started",
             metadata: [
@@ -189,6 +218,7 @@ public final class SlaveNode {
         }
         // A slave serves its replica and takes orders (into its outbox) without a master.
         serviceManager.startWatchdog()
+        startAutoFailover()
         serviceManager.ready(status: "slave of store \(configuration.store ?? engine.joinedStore ?? "(any)"), terminal \(terminalName)")
     }
 
@@ -218,7 +248,8 @@ public final class SlaveNode {
         loop.assertInEventLoop()
         guard !shuttingDown else { return }
         shuttingDown = true
-        serviceManager.stopping()
+        // A hand-over is no stop: the next role reports itself ready.
+        if !seat.handingOver { serviceManager.stopping() }
         // The master's messages received so far are committed (off the loop) first.
         afterBatch { [weak self] in self?.stop(reason: reason) }
     }
@@ -226,11 +257,14 @@ public final class SlaveNode {
     private func stop(reason: String) {
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         changeFeed?.stop()
-        frontEnds.stop()
+        seat.stopFrontEnds()
         answerPendingWritesAsQueued()
         if let link = linkState.link {
             link.close(code: .goingAway, reason: "terminal shutting down")
-            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.shutdownComplete() }
+            shutdownGraceTimer = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in
+                self?.shutdownGraceTimer = nil
+                self?.shutdownComplete()
+            }
         } else {
             enter(.idle)
             shutdownComplete()
@@ -241,6 +275,10 @@ public final class SlaveNode {
     /// owner (``onShutdownComplete``, set by a `Node`), or stops the loop when run alone.
     func shutdownComplete() {
         loop.assertInEventLoop()
+        if let t = shutdownGraceTimer {
+            loop.cancel(t)
+            shutdownGraceTimer = nil
+        }
         if let onShutdownComplete { onShutdownComplete() } else { loop.stop() }
     }
 
@@ -268,8 +306,7 @@ public final class SlaveNode {
     func finishShutdown() {
         finishBatchesAtShutdown()
         discovery?.stop()
-        writer.close()
-        dataDirectory.close()
+        seat.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
     }
 }

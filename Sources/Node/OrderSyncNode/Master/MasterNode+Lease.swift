@@ -1,0 +1,151 @@
+import EventLoopIO
+import Foundation
+import JSON
+import Logging
+import NodePolicy
+import OrderStore
+import SyncCore
+
+/// The master's `MasterLease` and what waits on it (`--auto-failover`).
+struct LeaseWatch {
+    /// The pure lease.
+    var lease: MasterLease
+    /// The next tick.
+    var timer: TimerHandle?
+    /// Terminals' operations held while the lease is lapsed, in arrival order: they are not
+    /// acknowledged, so they stay in the terminals' outboxes until they are taken.
+    var held: [(session: Int, bytes: [UInt8])] = []
+    /// Sessions with a message held: their later messages wait behind it.
+    var holding: Set<Int> = []
+}
+
+/// The lease of a master under automatic failover (Docs/PROTOCOL.md, "Automatic failover"): it
+/// acknowledges writes only while it has heard (any frame, a ping's answer included) within the
+/// lease from enough voters to make a majority with itself. Without one, local writes are
+/// refused `no_quorum` (503) and the terminals' operations are held unacknowledged (they stay
+/// in their outboxes) until a majority is heard again. Voters stand for election only after a
+/// longer silence than the lease, so an old master has stopped acknowledging before any voter
+/// may promise another node.
+extension MasterNode {
+    /// How often the voters heard are counted.
+    static let leaseTick: Duration = .milliseconds(100)
+
+    /// The store's voters: this master and the paired terminals not revoked with the voter flag.
+    private func storeVoters() -> Set<String> {
+        let ids = try? writer.read { db in
+            try db.memberTerminals().filter { $0.revokedMillis == nil && $0.voter }.map(\.member.id)
+        }
+        return Set(ids ?? []).union([nodeIdentity.nodeId])
+    }
+
+    /// The store's members changed, the master starts (`announceMembers()`) or a candidate
+    /// becomes master proper: with `--auto-failover`, the lease starts once the store has 3
+    /// voters or more (with fewer it stays off, with an error: the two-node problem), and counts
+    /// the voters as they are now. A candidate has none: it acknowledges nothing anyway.
+    func leaseMembersChanged() {
+        guard configuration.autoFailover, candidacy == nil else { return }
+        let voters = storeVoters()
+        if var watch = lease {
+            let change = watch.lease.votersChanged(voters, ownId: nodeIdentity.nodeId, nowMillis: millis(loop.now))
+            lease = watch
+            if let change { leaseChanged(change) }
+            return
+        }
+        guard voters.count >= AutoFailover.minimumVoters else {
+            logger.error(
+                "auto_failover.off",
+                metadata: [
+                    "voters": "\(voters.count)",
+                    "reason":
+                        "automatic failover needs 3 or more voters: with 2, a lost link and a dead master look the same to each; use ordersync promote",
+                ])
+            return
+        }
+        let timing = AutoFailoverTiming.standard
+        lease = LeaseWatch(lease: MasterLease(leaseMillis: timing.leaseMillis, voters: voters, ownId: nodeIdentity.nodeId))
+        logger.info("auto_failover.on", metadata: ["voters": "\(voters.count)", "lease_ms": "\(timing.leaseMillis)"])
+        metrics.leaseHeld.set(Int64(0))
+        _ = metrics.automaticPromotions
+        scheduleLeaseTick()
+    }
+
+    private func scheduleLeaseTick() {
+        lease?.timer = loop.schedule(after: Self.leaseTick) { [weak self] in self?.leaseTick() }
+    }
+
+    private func millis(_ instant: MonotonicInstant) -> Int64 { instant.sinceBoot.wholeMilliseconds }
+
+    /// Counts the voters heard on their open links and carries out a change of the lease.
+    private func leaseTick() {
+        guard var watch = lease, !shuttingDown else { return }
+        watch.timer = nil
+        let now = millis(loop.now)
+        var changes: [MasterLease.Change] = []
+        for s in sessions.values where s.phase == .open {
+            guard let id = s.secure?.terminal?.nodeId else { continue }
+            changes += [watch.lease.heard(from: id, atMillis: millis(s.transport.lastHeard))].compactMap { $0 }
+        }
+        changes += [watch.lease.tick(nowMillis: now)].compactMap { $0 }
+        lease = watch
+        for change in changes { leaseChanged(change) }
+        scheduleLeaseTick()
+    }
+
+    private func leaseChanged(_ change: MasterLease.Change) {
+        switch change {
+        case .lapsed(let heard, let majority):
+            metrics.leaseHeld.set(Int64(0))
+            logger.error(
+                "lease.lapsed",
+                metadata: [
+                    "heard": "\(heard)", "majority": "\(majority)",
+                    "hint": "writes are refused no_quorum until a majority of the voters is heard again",
+                ])
+        case .regained(let heard, let majority):
+            logger.notice("lease.regained", metadata: ["heard": "\(heard)", "majority": "\(majority)"])
+            metrics.leaseHeld.set(Int64(1))
+            let held = lease?.held ?? []
+            lease?.held = []
+            lease?.holding = []
+            for (session, bytes) in held where sessions[session] != nil {
+                enqueue(.message(session: session, bytes: bytes))
+            }
+        }
+    }
+
+    /// A local write while the lease is lapsed: answered `503 no_quorum`; false otherwise.
+    func leaseRefusesWrite(_ respond: LocalAPIServer.Respond) -> Bool {
+        guard let watch = lease, !watch.lease.isHeld else { return false }
+        let heard = watch.lease.heardCount(nowMillis: millis(loop.now))
+        respond(
+            503,
+            LocalAPIRoute.errorBody(
+                code: "no_quorum",
+                message:
+                    "this master hears \(heard) of the \(watch.lease.majority) voters a write needs; nothing was written, try again in a moment"
+            ))
+        return true
+    }
+
+    /// A terminal's message while the lease is lapsed: an operation (and whatever follows it on
+    /// that link) is held unacknowledged; true when held.
+    func leaseHolds(_ bytes: [UInt8], from s: TerminalSession) -> Bool {
+        guard let watch = lease, !watch.lease.isHeld else { return false }
+        if !watch.holding.contains(s.id) {
+            guard let object = try? JSONParser.parse(bytes).objectValue, object["operation"] != nil else { return false }
+        }
+        lease?.held.append((s.id, bytes))
+        lease?.holding.insert(s.id)
+        return true
+    }
+
+    /// The lease as status shows it: nil without `--auto-failover`.
+    func autoFailoverStatus() -> AutoFailoverStatus? {
+        guard configuration.autoFailover else { return nil }
+        let leaseMillis = AutoFailoverTiming.standard.leaseMillis
+        guard let watch = lease else { return AutoFailoverStatus(state: .off, leaseMillis: leaseMillis) }
+        return AutoFailoverStatus(
+            state: watch.lease.isHeld ? .held : .lapsed, leaseMillis: watch.lease.leaseMillis,
+            heard: watch.lease.heardCount(nowMillis: millis(loop.now)), majority: watch.lease.majority)
+    }
+}

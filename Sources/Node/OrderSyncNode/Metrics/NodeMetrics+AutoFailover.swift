@@ -1,0 +1,23 @@
+import Prometheus
+
+/// Automatic failover's metrics (Docs/OPERATIONS.md, "Metrics"): registered by the master that
+/// runs with `--auto-failover` (the registry hands back the same series on every call).
+extension NodeMetrics {
+    /// `ordersync_automatic_promotions_total`: promotions this node won on its own, without
+    /// `ordersync promote` (0 or 1 per process: the node is master afterwards).
+    var automaticPromotions: Prometheus.Counter {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "ordersync", metricName: "automatic_promotions", unitName: "total",
+                helpText: "Promotions this node won by automatic failover (--auto-failover)."))
+    }
+
+    /// `ordersync_lease_held`: 1 while the master hears a majority of the voters and
+    /// acknowledges writes, 0 while it refuses them `no_quorum`.
+    var leaseHeld: Prometheus.Gauge {
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "ordersync", metricName: "lease", unitName: "held",
+                helpText: "1 while the master hears a majority of the voters (--auto-failover), else 0."))
+    }
+}

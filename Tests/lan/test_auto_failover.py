@@ -1,0 +1,90 @@
+"""Automatic failover with real processes on a simulated store LAN (Docs/PROTOCOL.md, "Automatic
+failover"): a master and two paired slaves, each on its own host with its own avahi-daemon, all
+with `--auto-failover`. The master's board dies (avahi-daemon and process SIGKILLed: no goodbye);
+a slave becomes master by itself, in term 2, and takes a write within 5 s of the kill; the other
+slave follows it; what was acknowledged before is on both.
+
+Prints `FIGURE auto_promotion_s=…` (`pytest -s`). Needs the `ordersync` binary (``ORDERSYNC_BIN``);
+under CI mode a missing one fails the test.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid as uuidlib
+
+import pytest
+
+from lan_support import require
+from lanharness import LanError, wait_until
+from ordersync_lab import OrderSyncNode, ordersync_binary
+
+#: The bound on the promotion: from the kill to the first write the new master acknowledges.
+PROMOTE_BOUND = 5.0
+
+
+@pytest.fixture(autouse=True)
+def _binary():
+    """Skips (fails under CI mode) when the ordersync binary has not been built."""
+    try:
+        ordersync_binary()
+    except LanError as error:
+        require(False, str(error))
+
+
+def write(node: OrderSyncNode, name: str) -> tuple[int, dict]:
+    """One create through the node's local API: (HTTP status, answer)."""
+    try:
+        return node.operation(0, {"uuid": str(uuidlib.uuid4()).upper(), "customerName": name}, f"auto-{name}")
+    except OSError:
+        return 0, {}
+
+
+def test_the_master_dies_a_slave_takes_over_by_itself_within_5_s(make_lan):
+    lan = make_lan(3)
+    auto = ["--auto-failover"]
+    master = OrderSyncNode.master(lan.hosts[0], store="shop27", name=lan.hosts[0].name, port=17270, extra=auto)
+    slaves = [OrderSyncNode.slave(h, store="shop27", pair_name=h.name, extra=auto) for h in lan.hosts[1:]]
+    for slave in slaves:
+        slave.wait_live()
+    # Three voters: the master's lease is held once it hears a slave; writes are acknowledged.
+    wait_until(lambda: write(master, "before")[0] in (200, 201), timeout=20, what="the master's lease")
+    assert master.status()["autoFailover"]["state"] == "held"
+    for slave in slaves:
+        watch = slave.status()["autoFailover"]
+        assert watch["state"] == "watching", watch
+    wait_until(lambda: all(s.status()["seq"] >= 1 for s in slaves), timeout=20, what="the write on both slaves")
+
+    master.host.kill_avahi()
+    master.kill()
+    killed = time.monotonic()
+
+    promoted: list[OrderSyncNode] = []
+
+    def took_a_write() -> bool:
+        for slave in slaves:
+            if write(slave, f"after-{slave.host.name}")[0] in (200, 201) and slave.status()["role"] == "master":
+                promoted.append(slave)
+                return True
+        return False
+
+    try:
+        wait_until(took_a_write, timeout=20, interval=0.05, what="a slave to become master by itself")
+    except LanError:
+        for slave in slaves:
+            print(f"--- {slave.host.name}")
+            print("\n".join(line for line in slave.log_lines()
+                            if any(k in line for k in ("auto_failover", "election", "promote", "lease", "master."))))
+        raise
+    took = time.monotonic() - killed
+    print(f"\nFIGURE auto_promotion_s={took:.3f}", flush=True)
+    new_master = promoted[0]
+    other = next(s for s in slaves if s is not new_master)
+    status = new_master.status()
+    assert status["autoFailover"]["state"] == "held", status["autoFailover"]
+    assert new_master.wait_event("auto_failover.standing", timeout=5)
+    assert took < PROMOTE_BOUND, f"the automatic promotion took {took:.2f} s"
+    wait_until(lambda: other.status()["master"]["state"] == "live" and other.status()["seq"] >= 2, timeout=20,
+               what="the other slave to follow the new master")
+    names = {o["customerName"] for o in other.orders()}
+    assert "before" in names and f"after-{new_master.host.name}" in names, names
