@@ -56,7 +56,7 @@ final class StandbyEngineTests: StoreTestCase {
         let journal = try db.journalEntries(after: 0, limit: 10)
         XCTAssertEqual(journal.map(\.seq), [1, 2])
         XCTAssertEqual(journal.map(\.opId), ["op-a", nil])
-        XCTAssertEqual(journal[0].message, a.broadcast, "the broadcast as received")
+        XCTAssertEqual(journal.first?.message, a.broadcast, "the broadcast as received")
         XCTAssertEqual(journal.map(\.term), [1, 1])
         XCTAssertTrue(try db.hasTombstone(uuid: uuid(1)))
         XCTAssertEqual(try db.journalEntry(opId: "op-a")?.seq, 1, "a promoted master finds the op id")
@@ -119,6 +119,9 @@ final class StandbyEngineTests: StoreTestCase {
         XCTAssertTrue(out.contains(.stepDown(term: 3)))
         XCTAssertTrue(sends(out, to: 1).first?.contains("\"code\":\"stale_master\"") == true)
         XCTAssertTrue(out.contains { if case .close(1, MasterEngine.policyViolation, _) = $0 { return true } else { return false } })
+        // A StorePOS app (no paired key) cannot end the reign by saying a term.
+        _ = master.peerConnected(3, address: "c", terminal: nil)
+        XCTAssertFalse(master.received(hello.encodedBytes(), from: 3, now: 1).contains(.stepDown(term: 3)))
         // The same term is no news.
         _ = master.peerConnected(2, address: "b", terminal: terminal)
         hello.term = 1

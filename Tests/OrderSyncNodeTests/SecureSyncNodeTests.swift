@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import JSON
 import NodePolicy
+import OrderStore
 import OrderSyncNode
 import SecureLink
 import XCTest
@@ -77,6 +78,12 @@ final class SecureSyncNodeTests: XCTestCase {
         try waitForOrder(fromSlave, customer: "from the slave", on: master, "master")
         try waitForOrder(fromSlave, customer: "from the slave", on: slave, "slave, settled")
         slave.stop()
+        // The slave is a standby: the master's members, and both operations in its journal.
+        let copy = try OrderDatabase.openReadOnly(path: slaveDirectory + "/" + NodeDefaults.databaseFile)
+        XCTAssertEqual(try copy.standbyMaster()?.id, m.nodeId)
+        XCTAssertEqual(try copy.memberTerminals().map(\.member.name), ["bar-2"])
+        XCTAssertEqual(try copy.journalEntries(after: 0, limit: 10).map(\.term), [1, 1])
+        copy.close()
 
         // Restarted with no code: IK with the trusted key; the window is single use anyway.
         slave = try RunningNode(

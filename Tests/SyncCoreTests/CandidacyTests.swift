@@ -195,6 +195,15 @@ final class CandidacyTests: XCTestCase {
         let r = report(c.voteGranted(from: "C", lastSeq: 9, lastTerm: 1))
         XCTAssertEqual(r?.promised, ["till-b", "till-c"])
         XCTAssertEqual(r?.voters, ["master", "till-b", "till-c"])
+
+        var refused = candidacy(voters: ["M": "master", "A": "till-a", "B": "till-b", "C": "till-c"], isVoter: false)
+        _ = refused.start()
+        _ = refused.preVote(from: "B", lastSeq: 9, lastTerm: 1)
+        _ = refused.preVote(from: "C", lastSeq: 9, lastTerm: 1)
+        _ = refused.voteRefused(from: "B", reason: "voted for C in term 3")
+        XCTAssertEqual(refused.linkLost(from: "C").count, 1)
+        XCTAssertEqual(refused.outcome?.promised, [], "a candidate that does not vote is not among the promised")
+        XCTAssertTrue(refused.hasVoted, "yet its own vote was persisted")
     }
 
     func testAPreVoteLostBeforeTheMajorityIsForgotten() {
@@ -222,5 +231,17 @@ final class CandidacyTests: XCTestCase {
         for bad in ["", "3", "3 ", "x node", "0 node", "3 a b", " 3 a"] {
             XCTAssertNil(TermVote(stored: bad), bad)
         }
+    }
+}
+
+extension CandidacyTests {
+    func testAFetchThatReplacedOwnEntriesOfAnOlderTermEndsWhereTheVoterDoes() {
+        var c = candidacy(voters: ["M": "master", "A": "till-a", "B": "till-b"])
+        _ = c.start()
+        _ = c.preVote(from: "B", lastSeq: 8, lastTerm: 2)
+        XCTAssertEqual(c.voteGranted(from: "B", lastSeq: 8, lastTerm: 2).first, .fetch(from: "B", after: 10))
+        let r = report(c.fetched(upTo: 8, entries: 3))
+        XCTAssertEqual(r?.seq, 8, "its entries 6-10 of term 1 were replaced by B's 6-8 of term 2")
+        XCTAssertEqual(r?.fetched, .init(from: "till-b", entries: 3))
     }
 }

@@ -18,7 +18,7 @@ final class ElectionMessageTests: XCTestCase {
                 .vote(.init(term: 3, granted: false, position: LogPosition(lastSeq: 0, lastTerm: 1), reason: "voted for A in term 3")),
                 #"{"type":"vote","term":3,"granted":false,"lastSeq":0,"lastTerm":1,"reason":"voted for A in term 3"}"#
             ),
-            (.fetch(after: 810), #"{"type":"fetch","after":810}"#),
+            (.fetch(after: 810, termStarts: [2: 700, 1: 1]), #"{"type":"fetch","after":810,"termStarts":{"1":1,"2":700}}"#),
             (.fetched(seq: 812), #"{"type":"fetched","seq":812}"#),
         ]
         for (message, text) in cases {
@@ -61,6 +61,15 @@ final class ElectionMessageTests: XCTestCase {
                 #"vote "reason" must be a string of at most 512 bytes"#
             ),
             (#"{"type":"fetch"}"#, #"fetch needs "after""#),
+            (#"{"type":"fetch","after":3}"#, #"fetch needs "termStarts": an object of terms to first seqs, integers of 1 or more"#),
+            (
+                #"{"type":"fetch","after":3,"termStarts":{"x":1}}"#,
+                #"fetch needs "termStarts": an object of terms to first seqs, integers of 1 or more"#
+            ),
+            (
+                #"{"type":"fetch","after":3,"termStarts":{"2":0}}"#,
+                #"fetch needs "termStarts": an object of terms to first seqs, integers of 1 or more"#
+            ),
             (#"{"type":"fetched","seq":null}"#, #"fetched "seq" must be an integer of 0 or more, got null"#),
         ]
         for (text, message) in cases {

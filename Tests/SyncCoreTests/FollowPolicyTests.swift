@@ -40,11 +40,16 @@ final class FollowPolicyTests: XCTestCase {
         XCTAssertEqual(policy().decide(.init(id: "M", term: 2)), .follow(persistTerm: nil), "its master")
         XCTAssertEqual(policy().decide(.init(id: "A", term: 2)), .ignore(.termTaken(term: 2, by: "M")))
         XCTAssertEqual(policy().decide(.init(id: "A", term: 2, role: .candidate)), .ignore(.termTaken(term: 2, by: "M")))
-        let voted = policy(term: 3, vote: TermVote(term: 3, nodeId: "A"))
+        let voted = policy(term: 3, vote: TermVote(term: 3, nodeId: "A"), followed: nil)
         XCTAssertEqual(voted.decide(.init(id: "A", term: 3, role: .candidate)), .preVote, "back to the candidate it promised")
         XCTAssertEqual(voted.decide(.init(id: "A", term: 3, role: .master)), .follow(persistTerm: nil), "it won")
-        XCTAssertEqual(voted.decide(.init(id: "M", term: 3)), .ignore(.termTaken(term: 3, by: "A")))
+        XCTAssertEqual(
+            voted.decide(.init(id: "B", term: 3, role: .master)), .follow(persistTerm: nil),
+            "B won term 3 with other promises: the voters of the loser follow the winner")
         XCTAssertEqual(voted.decide(.init(id: "B", term: 3, role: .candidate)), .ignore(.termTaken(term: 3, by: "A")))
+        var following = voted
+        following.followedMaster = "A"
+        XCTAssertEqual(following.decide(.init(id: "B", term: 3, role: .master)), .ignore(.termTaken(term: 3, by: "A")))
         let fresh = policy(term: 1, followed: nil)
         XCTAssertEqual(fresh.decide(.init(id: "M", term: 1)), .follow(persistTerm: nil), "a new slave finds its master")
         XCTAssertEqual(fresh.decide(.init(id: "A", term: 1, role: .candidate)), .ignore(.termTaken(term: 1, by: nil)))

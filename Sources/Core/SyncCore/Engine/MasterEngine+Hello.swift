@@ -22,13 +22,14 @@ extension MasterEngine {
             out.append(.close(peer: id, code: MasterEngine.policyViolation, reason: "wrong store"))
             return
         }
-        if refusesStaleHello(hello, from: id, &out) { return }
         guard let terminal = peers[id]?.authenticated else {
             reject(
                 WireError(.invalidMessage, "hello is for OrderSync slaves on a secure link"), opId: nil, operation: nil, to: id,
                 now: now, &out)
             return
         }
+        // Only a paired terminal's word can end this master's reign.
+        if refusesStaleHello(hello, from: id, &out) { return }
         // Who it is was proved by its key: the id and name in the hello are its own say only.
         if hello.terminalId != terminal.nodeId || hello.terminalName != terminal.name {
             out.append(

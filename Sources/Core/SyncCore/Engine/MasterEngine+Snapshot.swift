@@ -46,7 +46,7 @@ extension MasterEngine {
             sendsReady: sendsReady, clearing: clearing,
             // Without an order to create, no Create can overtake a Remove: no fence, no wait.
             fence: clearsStorePOSApp && !read.orders.isEmpty ? storePOSFence : 0)
-        if sendsReady { stream.terms = terms }
+        if !clearsStorePOSApp { stream.terms = terms }
         return stream
     }
 

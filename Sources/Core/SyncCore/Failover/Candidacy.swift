@@ -54,8 +54,9 @@ public struct Candidacy: Sendable {
         case persistOwnVote(TermVote)
         /// Send `{"type":"promise","term":T'}` on the pre-voter's link.
         case sendPromise(to: String)
-        /// Send `{"type":"fetch","after":S}` to this granted voter and apply what it sends,
-        /// then report `fetched(upTo:)` (or `fetchFailed()`).
+        /// Send `{"type":"fetch","after":S,"termStarts":{..}}` (its own term starts) to this
+        /// granted voter and apply what it sends (an entry at or below S replaces the
+        /// candidate's own from there on), then report `fetched(upTo:)` (or `fetchFailed()`).
         case fetch(from: String, after: Int64)
         /// Call `deadlinePassed()` after this many milliseconds (replacing a timer armed before).
         case armDeadline(afterMillis: Int64)
@@ -109,8 +110,9 @@ public struct Candidacy: Sendable {
         case voting(Ballot)
         /// A majority (or force) is in; fetching the tail from `source`.
         case fetching(Ballot, source: String)
-        /// Promoted or withdrawn: every later event is ignored.
-        case finished(PromotionReport)
+        /// Promoted or withdrawn (`voted`: after persisting its own vote): every later event is
+        /// ignored.
+        case finished(PromotionReport, voted: Bool)
     }
 
     /// What it started from.
@@ -128,15 +130,15 @@ public struct Candidacy: Sendable {
 
     /// The outcome, once promoted or withdrawn.
     public var outcome: PromotionReport? {
-        if case .finished(let r) = state { return r }
+        if case .finished(let r, _) = state { return r }
         return nil
     }
 
-    /// True while promises are out or a tail is being fetched: the node's own vote is persisted.
+    /// True once the node's own vote is persisted (promises went out).
     public var hasVoted: Bool {
         switch state {
         case .voting, .fetching: return true
-        case .finished(let r): return r.promoted || !r.promised.isEmpty
+        case .finished(_, let voted): return voted
         case .created, .gathering: return false
         }
     }
@@ -227,17 +229,20 @@ public struct Candidacy: Sendable {
         }
     }
 
-    /// The fetched entries up to `seq` are applied and committed.
-    public mutating func fetched(upTo seq: Int64) -> [Action] {
+    /// The fetched entries are applied and committed: the candidate's journal ends at `seq`
+    /// now, and `entries` arrived (nil: counted as `seq` minus where it ended before, for a
+    /// fetch that replaced none of its own entries).
+    public mutating func fetched(upTo seq: Int64, entries: Int? = nil) -> [Action] {
         guard case .fetching(var ballot, let source) = state else { return [] }
         let sourcePosition = ballot.granted[source] ?? ballot.position
-        if seq > ballot.position.lastSeq {
-            ballot.fetchedEntries += Int(seq - ballot.position.lastSeq)
+        // Short of what the voter said it held: the term of `seq` is not known, keep the one of
+        // the candidate's own last entry (the next voter ahead is tried from `seq`).
+        let now = seq >= sourcePosition.lastSeq ? sourcePosition : LogPosition(lastSeq: seq, lastTerm: ballot.position.lastTerm)
+        let count = entries ?? Int(max(0, seq - ballot.position.lastSeq))
+        if count > 0 || now != ballot.position {
+            ballot.fetchedEntries += count
             ballot.fetchedFrom = source
-            // Short of what the voter said it held: the term of `seq` is not known, keep the one
-            // of the candidate's own last entry (the next voter ahead is tried from `seq`).
-            ballot.position =
-                seq >= sourcePosition.lastSeq ? sourcePosition : LogPosition(lastSeq: seq, lastTerm: ballot.position.lastTerm)
+            ballot.position = now
         }
         ballot.tried.insert(source)
         return proceed(ballot)
@@ -278,7 +283,7 @@ public struct Candidacy: Sendable {
         if ballot.granted.count + selfVotes >= majority || ballot.forced { return proceed(ballot) }
         guard configuration.force else {
             let report = report(ballot, refusal: .init(.noMajority, noMajorityMessage(promised: ballot.granted.count + selfVotes)))
-            state = .finished(report)
+            state = .finished(report, voted: true)
             return [.withdraw(report)]
         }
         ballot.forced = true
@@ -304,11 +309,11 @@ public struct Candidacy: Sendable {
             let report = report(
                 ballot,
                 refusal: .init(.fetchFailed, "could not fetch the entries this terminal lacks from \(names); nothing was promoted"))
-            state = .finished(report)
+            state = .finished(report, voted: true)
             return [.withdraw(report)]
         }
         let report = report(ballot, refusal: nil)
-        state = .finished(report)
+        state = .finished(report, voted: true)
         return [.becomeMaster(report)]
     }
 
@@ -319,7 +324,7 @@ public struct Candidacy: Sendable {
             term: configuration.term, seq: configuration.position.lastSeq, voters: names(voterIds), promised: [],
             unreachable: names(others.subtracting(preVotes.keys)),
             refusal: .init(.noMajority, noMajorityMessage(promised: preVotes.count + selfVotes, reachable: true)))
-        state = .finished(report)
+        state = .finished(report, voted: false)
         return [.withdraw(report)]
     }
 }

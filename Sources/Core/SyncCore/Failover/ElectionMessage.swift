@@ -7,15 +7,20 @@ import JSON
 /// - candidate → voter `{"type":"promise","term":T'}`
 /// - voter → candidate `{"type":"vote","term":T',"granted":bool,"lastSeq":S,"lastTerm":t,"reason":".."}`
 ///   (`reason` only with a refusal)
-/// - candidate → voter `{"type":"fetch","after":S}`; the voter sends its journal entries with
-///   seq > S as the broadcast bytes it stored, then `{"type":"fetched","seq":X}`.
+/// - candidate → voter `{"type":"fetch","after":S,"termStarts":{"1":1,"3":11}}`: its journal
+///   ends at S, and its terms began there. The voter finds K, the last seq both histories hold
+///   in the same term (`TermHistory.sharedSeq(with:)`), and sends its journal entries with
+///   seq > K as the broadcast bytes it stored, then `{"type":"fetched","seq":X}`. An entry at
+///   or below S replaces the candidate's own entries from its seq on (they go back to its
+///   outbox, as after `diverged`).
 public enum ElectionMessage: Equatable, Sendable {
     /// Asks for the voter's promise not to follow anybody else in `term`.
     case promise(term: Int64)
     /// The voter's answer to `promise`.
     case vote(Vote)
-    /// Asks for the journal entries after `after`.
-    case fetch(after: Int64)
+    /// Asks for the journal entries the candidate lacks: its journal ends at `after`, its terms
+    /// began at `termStarts` (term to first seq).
+    case fetch(after: Int64, termStarts: [Int64: Int64])
     /// Every entry up to `seq` was sent.
     case fetched(seq: Int64)
 
@@ -59,9 +64,10 @@ public enum ElectionMessage: Equatable, Sendable {
             o["lastSeq"] = .int(v.position.lastSeq)
             o["lastTerm"] = .int(v.position.lastTerm)
             if let r = v.reason { o["reason"] = .string(r) }
-        case .fetch(let after):
+        case let .fetch(after, termStarts):
             o["type"] = .string("fetch")
             o["after"] = .int(after)
+            o["termStarts"] = TermHistory(starts: termStarts, lastSeq: after).startsJSON
         case .fetched(let seq):
             o["type"] = .string("fetched")
             o["seq"] = .int(seq)
@@ -107,7 +113,12 @@ public enum ElectionMessage: Equatable, Sendable {
                 return .success(
                     .vote(Vote(term: try integer(o, "term", in: type, atLeast: 2), granted: granted, position: position, reason: reason)))
             case "fetch":
-                return .success(.fetch(after: try integer(o, "after", in: type, atLeast: 0)))
+                let after = try integer(o, "after", in: type, atLeast: 0)
+                guard let value = o["termStarts"], let starts = TermHistory.starts(json: value), !starts.isEmpty else {
+                    throw WireError(
+                        .invalidMessage, #"fetch needs "termStarts": an object of terms to first seqs, integers of 1 or more"#)
+                }
+                return .success(.fetch(after: after, termStarts: starts))
             default:
                 return .success(.fetched(seq: try integer(o, "seq", in: type, atLeast: 0)))
             }

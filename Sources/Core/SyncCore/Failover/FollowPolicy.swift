@@ -5,7 +5,9 @@
 ///
 /// Only a member (the master, or a non-revoked paired terminal, by node id) may raise the term:
 /// a stranger announcing `term=999` is ignored, whatever its term. Within one term a slave
-/// follows at most one node: the one it voted for, or the master it already follows.
+/// pre-votes only for the candidate it promised, and follows at most one master: any member
+/// announcing itself master of that term (a majority of promises makes at most one), unless it
+/// already follows another one in it.
 public struct FollowPolicy: Equatable, Sendable {
     /// The role an instance announces in its TXT `role` (absent: `master`, as every master
     /// before terms announced none).
@@ -96,7 +98,9 @@ public struct FollowPolicy: Equatable, Sendable {
     /// The members of the store it knows, node id to public key (hex): the master and the
     /// non-revoked paired terminals of its standby copy, and the masters it followed before.
     public var members: [String: String]
-    /// The node id of the master it follows now, if any.
+    /// The node id of the master it follows in its term `term`; nil when it follows none in
+    /// that term (it raised its term by a promise or on seeing a later master, and has not
+    /// reached that master yet). The node keeps it with `sync.term`.
     public var followedMaster: String?
 
     /// A policy from what the slave holds.
@@ -108,13 +112,6 @@ public struct FollowPolicy: Equatable, Sendable {
         self.followedMaster = followedMaster
     }
 
-    /// The node this slave stands by in its own term: the candidate it voted for in it, else
-    /// the master it follows.
-    private var termHolder: String? {
-        if let v = vote, v.term == term { return v.nodeId }
-        return followedMaster
-    }
-
     /// What to do about `announced`.
     public func decide(_ announced: Announcement) -> Decision {
         guard let id = announced.id else { return .ignore(.unidentified) }
@@ -124,14 +121,16 @@ public struct FollowPolicy: Equatable, Sendable {
         if announced.term > term {
             return announced.role == .candidate ? .preVote : .follow(persistTerm: announced.term)
         }
-        // The same term: only the node this slave stands by in it (or any master, when it
-        // stands by none yet: a slave that never followed anybody in term 1).
+        // The same term: the candidate it promised in it; a master, unless it follows another
+        // one in it (whoever it voted for: a losing candidate's voters follow the winner).
         switch announced.role {
         case .candidate:
-            return vote == TermVote(term: term, nodeId: id) ? .preVote : .ignore(.termTaken(term: term, by: termHolder))
+            if vote == TermVote(term: term, nodeId: id) { return .preVote }
+            let holder = vote.flatMap { $0.term == term ? $0.nodeId : nil } ?? followedMaster
+            return .ignore(.termTaken(term: term, by: holder))
         case .master:
-            guard let holder = termHolder else { return .follow(persistTerm: nil) }
-            return holder == id ? .follow(persistTerm: nil) : .ignore(.termTaken(term: term, by: holder))
+            guard let followed = followedMaster, followed != id else { return .follow(persistTerm: nil) }
+            return .ignore(.termTaken(term: term, by: followed))
         }
     }
 

@@ -74,7 +74,7 @@ extension MasterNode {
                     self.logger.error("promote.fetch_unread", metadata: ["error": "\(error)"])
                 }
                 self.logger.notice("promote.fetched", metadata: ["voter": "\(voter)", "entries": "\(applied)", "seq": "\(seq)"])
-                self.carryOut(c, c.election.fetched(upTo: seq))
+                self.carryOut(c, c.election.fetched(upTo: seq, entries: applied))
             case .failure(let error):
                 self.logger.error("promote.fetch_failed", metadata: ["voter": "\(voter)", "error": "\(error)"])
                 self.carryOut(c, c.election.fetchFailed())
