@@ -27,12 +27,10 @@ extension SlaveNode {
         return true
     }
 
-    /// Where this slave's standby journal ends.
+    /// Where this slave's history ends: its replica's last seq and that entry's term (after a
+    /// snapshot the standby journal is empty and the replica is at `standby.base`).
     func logPosition() -> LogPosition {
-        let position = try? writer.read { db -> LogPosition in
-            let seq = try db.lastJournalSeq()
-            return LogPosition(lastSeq: seq, lastTerm: try db.journalEntry(seq: seq)?.term ?? 1)
-        }
+        let position = try? writer.read { try $0.standbyPosition() }
         return position ?? LogPosition(lastSeq: engine.lastSeq, lastTerm: 1)
     }
 
@@ -90,17 +88,25 @@ extension SlaveNode {
     /// Answers a candidate's fetch: its journal ends at `after` and its terms began at
     /// `termStarts`. Sends the standby journal's entries after the last seq both journals hold
     /// in the same term (`TermStarts.sharedSeq`), as their broadcast bytes, then `fetched` with
-    /// the last seq sent (the shared seq when none).
+    /// the last seq sent (the shared seq when none). A journal that begins after the entry right
+    /// after the shared one (compacted, or emptied by a snapshot) cannot give a gapless tail: it
+    /// answers `ElectionMessage.tailUnavailable` instead.
     private func sendTail(after: Int64, termStarts: TermStarts, on link: MasterLink) {
-        let tail = try? writer.read { db -> (shared: Int64, entries: [JournalEntry]) in
-            let shared = try db.termStarts().sharedSeq(
-                lastSeq: try db.lastJournalSeq(), with: termStarts, otherLastSeq: after)
-            return (shared, try db.journalEntries(after: shared, limit: 100_000))
+        let tail = try? writer.read { db -> (shared: Int64, entries: [JournalEntry], gap: Bool) in
+            let last = try db.standbyPosition().lastSeq
+            let shared = try db.termStarts().sharedSeq(lastSeq: last, with: termStarts, otherLastSeq: after)
+            let first = try db.firstJournalSeq() ?? last + 1
+            let gap = shared < last && first > shared + 1
+            return (shared, gap ? [] : try db.journalEntries(after: shared, limit: 100_000), gap)
         }
         guard let tail else {
             // Unreadable: no `fetched`; the candidate's fetch times out and it tries the next voter.
             logger.error("election.tail_unread", metadata: ["after": "\(after)"])
             return
+        }
+        if tail.gap {
+            logger.warning("election.tail_unavailable", metadata: ["after": "\(after)", "shared": "\(tail.shared)"])
+            return link.send(ElectionMessage.tailUnavailable(shared: tail.shared))
         }
         for e in tail.entries { link.send(e.message) }
         link.send(ElectionMessage.fetched(seq: tail.entries.last?.seq ?? tail.shared).encodedBytes())
