@@ -8,21 +8,31 @@ import XCTest
 final class CandidacyTailUnavailableTests: XCTestCase {
     let voters = ["M": "master", "A": "till-a", "B": "till-b", "C": "till-c", "D": "till-d"]
 
-    func ballot() -> Candidacy {
+    /// A started candidate at 10 of five voters.
+    func candidate(force: Bool = false) -> Candidacy {
         var c = Candidacy(
             .init(
                 term: 3, nodeId: "A", name: "till-a", position: LogPosition(lastSeq: 10, lastTerm: 1), isVoter: true, voters: voters,
-                force: false))
+                force: force))
         _ = c.start()
-        _ = c.preVote(from: "B", lastSeq: 11, lastTerm: 1)
-        _ = c.preVote(from: "C", lastSeq: 12, lastTerm: 1)
-        _ = c.voteGranted(from: "B", lastSeq: 11, lastTerm: 1)
-        XCTAssertEqual(c.voteGranted(from: "C", lastSeq: 12, lastTerm: 1).first, .fetch(from: "C", after: 10))
         return c
     }
 
+    /// A candidate at 10 with the promises of B (at `b`) and C (at `c`); the action that asked
+    /// for the first fetch comes with it.
+    func ballot(b: Int64 = 11, c cSeq: Int64 = 12) -> (Candidacy, Candidacy.Action?) {
+        var c = candidate()
+        _ = c.preVote(from: "B", lastSeq: b, lastTerm: 1)
+        _ = c.preVote(from: "C", lastSeq: cSeq, lastTerm: 1)
+        _ = c.voteGranted(from: "B", lastSeq: b, lastTerm: 1)
+        let first = c.voteGranted(from: "C", lastSeq: cSeq, lastTerm: 1).first
+        return (c, first)
+    }
+
     func testUnavailableTriesTheNextVoterAheadThenRefusesTailUnavailable() {
-        var c = ballot()
+        let made = ballot()
+        var c = made.0
+        XCTAssertEqual(made.1, .fetch(from: "C", after: 10))
         XCTAssertEqual(c.tailUnavailable().first, .fetch(from: "B", after: 10), "C cannot; B is ahead too")
         let done = c.tailUnavailable()
         guard case .withdraw(let r) = done.first else { return XCTFail("\(done)") }
@@ -33,22 +43,16 @@ final class CandidacyTailUnavailableTests: XCTestCase {
     }
 
     func testOneFailedLinkAmongThemStaysFetchFailed() {
-        var c = ballot()
+        var c = ballot().0
         _ = c.tailUnavailable()
         guard case .withdraw(let r) = c.fetchFailed().first else { return XCTFail() }
         XCTAssertEqual(r.refusal?.code, .fetchFailed)
     }
 
     func testTheNextVoterCanStillGiveTheTail() {
-        var c = Candidacy(
-            .init(
-                term: 3, nodeId: "A", name: "till-a", position: LogPosition(lastSeq: 10, lastTerm: 1), isVoter: true, voters: voters,
-                force: false))
-        _ = c.start()
-        _ = c.preVote(from: "B", lastSeq: 12, lastTerm: 1)
-        _ = c.preVote(from: "C", lastSeq: 12, lastTerm: 1)
-        _ = c.voteGranted(from: "B", lastSeq: 12, lastTerm: 1)
-        XCTAssertEqual(c.voteGranted(from: "C", lastSeq: 12, lastTerm: 1).first, .fetch(from: "B", after: 10))
+        let made = ballot(b: 12, c: 12)
+        var c = made.0
+        XCTAssertEqual(made.1, .fetch(from: "B", after: 10), "of equals, the lowest id")
         XCTAssertEqual(c.tailUnavailable().first, .fetch(from: "C", after: 10))
         let done = c.fetched(upTo: 12)
         guard case .becomeMaster(let r) = done.first else { return XCTFail("\(done)") }
@@ -56,11 +60,7 @@ final class CandidacyTailUnavailableTests: XCTestCase {
     }
 
     func testForcedGoesOnWithoutTheTail() {
-        var c = Candidacy(
-            .init(
-                term: 3, nodeId: "A", name: "till-a", position: LogPosition(lastSeq: 10, lastTerm: 1), isVoter: true, voters: voters,
-                force: true))
-        _ = c.start()
+        var c = candidate(force: true)
         _ = c.preVote(from: "B", lastSeq: 13, lastTerm: 1)
         _ = c.deadlinePassed()
         XCTAssertEqual(c.voteGranted(from: "B", lastSeq: 13, lastTerm: 1).first, .fetch(from: "B", after: 10))
