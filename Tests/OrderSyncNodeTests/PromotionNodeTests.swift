@@ -96,7 +96,8 @@ final class PromotionNodeTests: XCTestCase {
         XCTAssertEqual(wrongMethod.status, 405, "\(wrongMethod.body)")
     }
 
-    func testACandidateBehindAVoterFetchesTheTailItLacks() throws {
+    /// Two orders; bar-2 (stopped before the second) holds one, patio both; all stopped.
+    private func patioAheadOfBar2() throws -> (bar2: String, patio: String) {
         let (masterDir, aDir, bDir) = (temporaryDirectory(), temporaryDirectory(), temporaryDirectory())
         let master = try RunningNode(role: .master, dataDirectory: masterDir, name: "front")
         let api = LocalAPIClient(dataDirectory: masterDir)
@@ -116,7 +117,11 @@ final class PromotionNodeTests: XCTestCase {
         }
         b.stop()
         master.stop()
+        return (aDir, bDir)
+    }
 
+    func testACandidateBehindAVoterFetchesTheTailItLacks() throws {
+        let (aDir, bDir) = try patioAheadOfBar2()
         // bar-2's fetch says where its journal ends and its term starts; patio answers with the
         // entries after the last one both hold in one term.
         let bus = DiscoveryBus()
@@ -129,6 +134,25 @@ final class PromotionNodeTests: XCTestCase {
         XCTAssertEqual(report.promised, ["bar-2", "patio"])
         XCTAssertEqual(report.fetched, PromoteAnswer.Fetched(from: "patio", entries: 1))
         XCTAssertEqual(report.seq, 2, "the promoted node serves the entry only patio held")
+    }
+
+    func testAVoterWhoseJournalNoLongerHoldsTheTailMakesTheCandidateRefuseTailUnavailable() throws {
+        let (aDir, bDir) = try patioAheadOfBar2()
+        // patio's journal is compacted away: its replica is at 2, its journal holds nothing.
+        let db = try OrderDatabase(path: bDir + "/" + NodeDefaults.databaseFile)
+        try db.deleteJournal(through: 2)
+        db.close()
+        let bus = DiscoveryBus()
+        let promoted = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery())
+        let voter = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
+        defer { for node in [voter, promoted] { node.stop() } }
+        let answer = try promote(promoted)
+        XCTAssertEqual(answer.status, 409, "\(answer.body)")
+        XCTAssertEqual(answer.body.objectValue?["error"]?.objectValue?["code"]?.stringValue, "tail_unavailable")
+        _ = try waitForStatus(promoted, "bar-2 back in the slave role") { status -> Bool? in
+            guard case .slave = status else { return nil }
+            return true
+        }
     }
 
     func testAPromotedSlaveServesAsMasterOnTheSameSeatAndPersistsItsTerm() throws {
