@@ -97,6 +97,65 @@ final class PromotionNodeTests: XCTestCase {
         XCTAssertEqual(wrongMethod.status, 405, "\(wrongMethod.body)")
     }
 
+    /// Two orders; bar-2 (stopped before the second) holds one, patio both; all stopped.
+    private func patioAheadOfBar2() throws -> (bar2: String, patio: String) {
+        let (masterDir, aDir, bDir) = (temporaryDirectory(), temporaryDirectory(), temporaryDirectory())
+        let master = try RunningNode(role: .master, dataDirectory: masterDir, name: "front")
+        let api = LocalAPIClient(dataDirectory: masterDir)
+        let first = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString.lowercased())), ("customerName", .string("Ann"))]))
+        XCTAssertEqual(try api.send(method: "POST", path: "/v1/orders", body: first).status, 201)
+        let a = try master.pairedSlave(dataDirectory: aDir, name: "bar-2")
+        let b = try master.pairedSlave(dataDirectory: bDir, name: "patio")
+        try waitLive(a, "bar-2 to sync")
+        try waitLive(b, "patio to sync")
+        // Only patio holds the second order when the master dies.
+        a.stop()
+        let second = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString.lowercased())), ("customerName", .string("Bo"))]))
+        XCTAssertEqual(try api.send(method: "POST", path: "/v1/orders", body: second).status, 201)
+        _ = try waitForStatus(b, "the second order on patio") { status -> Bool? in
+            guard case .slave(let s) = status, s.seq == 2 else { return nil }
+            return true
+        }
+        b.stop()
+        master.stop()
+        return (aDir, bDir)
+    }
+
+    func testACandidateBehindAVoterFetchesTheTailItLacks() throws {
+        let (aDir, bDir) = try patioAheadOfBar2()
+        // bar-2's fetch says where its journal ends and its term starts; patio answers with the
+        // entries after the last one both hold in one term.
+        let bus = DiscoveryBus()
+        let promoted = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery())
+        let voter = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
+        defer { for node in [voter, promoted] { node.stop() } }
+        let answer = try promote(promoted)
+        XCTAssertEqual(answer.status, 200, "\(answer.body)")
+        let report = try PromoteAnswer(json: answer.body)
+        XCTAssertEqual(report.promised, ["bar-2", "patio"])
+        XCTAssertEqual(report.fetched, PromoteAnswer.Fetched(from: "patio", entries: 1))
+        XCTAssertEqual(report.seq, 2, "the promoted node serves the entry only patio held")
+    }
+
+    func testAVoterWhoseJournalNoLongerHoldsTheTailMakesTheCandidateRefuseTailUnavailable() throws {
+        let (aDir, bDir) = try patioAheadOfBar2()
+        // patio's journal is compacted away: its replica is at 2, its journal holds nothing.
+        let db = try OrderDatabase(path: bDir + "/" + NodeDefaults.databaseFile)
+        try db.deleteJournal(through: 2)
+        db.close()
+        let bus = DiscoveryBus()
+        let promoted = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery())
+        let voter = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
+        defer { for node in [voter, promoted] { node.stop() } }
+        let answer = try promote(promoted)
+        XCTAssertEqual(answer.status, 409, "\(answer.body)")
+        XCTAssertEqual(answer.body.objectValue?["error"]?.objectValue?["code"]?.stringValue, "tail_unavailable")
+        _ = try waitForStatus(promoted, "bar-2 back in the slave role") { status -> Bool? in
+            guard case .slave = status else { return nil }
+            return true
+        }
+    }
+
     func testAPromotedSlaveServesAsMasterOnTheSameSeatAndPersistsItsTerm() throws {
         let (directory, url) = try slaveOfAStoppedMaster()
         let node = try RunningNode(role: .slave, dataDirectory: directory, name: "bar-2", masterURL: url)

@@ -59,6 +59,10 @@ public struct HelloMessage: Equatable, Sendable {
     /// nil from a build before terms (term 1).
     public var term: Int64?
     public var lastTerm: Int64?
+    /// The slave's term starts (`sync.term_starts`): the master finds the last entry both
+    /// histories share by them (`Docs/PROTOCOL.md` 7, "Divergence across terms"); nil from a
+    /// build that does not send them (the master falls back to `TermStarts.keep`).
+    public var termStarts: TermStarts?
 
     /// Most operation ids a hello lists.
     public static let maxPending = 5000
@@ -90,6 +94,7 @@ public struct HelloMessage: Equatable, Sendable {
         if let n = outbox { o["outbox"] = .int(Int64(n)) }
         if let t = term { o["term"] = .int(t) }
         if let t = lastTerm { o["lastTerm"] = .int(t) }
+        if let s = termStarts { o["termStarts"] = .object(s.json) }
         return JSONValue.object(o).serializedBytes()
     }
 }
@@ -215,6 +220,15 @@ public enum ClientMessage: Equatable, Sendable {
         }
         hello.term = o["term"]?.intValue.map { max(1, $0) }
         hello.lastTerm = o["lastTerm"]?.intValue.map { max(1, $0) }
+        if let value = o["termStarts"] {
+            guard let starts = TermHistory.starts(json: value) else {
+                return .failure(
+                    WireError(
+                        .invalidMessage,
+                        "hello \"termStarts\" must be an object of terms to their first seq (integers of 1 or more)"))
+            }
+            hello.termStarts = TermStarts(starts)
+        }
         return .success(.hello(hello))
     }
 }

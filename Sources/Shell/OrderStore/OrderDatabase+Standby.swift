@@ -143,18 +143,39 @@ extension OrderDatabase {
             ])
     }
 
+    /// Where this store's history ends: the replica's last seq or the journal's, the higher (a
+    /// standby's journal is empty after a snapshot, its replica is at `standby.base`), and the
+    /// term of the entry there.
+    public func standbyPosition() throws -> LogPosition {
+        let seq = max(Int64(try metadata("replica.last_seq") ?? "") ?? 0, try lastJournalSeq())
+        return LogPosition(lastSeq: seq, lastTerm: try standbyTerm(atSeq: seq))
+    }
+
     /// Applies journal entries fetched from a more advanced voter, in one transaction: each
     /// entry at its term, its orders (decoded from its broadcast bytes) and a tombstone for each
-    /// removed order. Entries at or below the journal's last seq are skipped; a gap or a message
-    /// that does not decode throws and stores nothing. Returns how many were applied.
+    /// removed order. Leading entries this journal holds at the same term are skipped. From the
+    /// first that differs, this store's own entries are replaced as a slave's are on `diverged`:
+    /// back into the outbox (each once, by its op id or `requeue-<term>-<seq>`), out of the
+    /// journal and tombstones, and an order only they touched goes back to what the journal kept
+    /// says of it. The first new entry must follow the store's last seq (`standbyPosition`): a
+    /// gap, own entries to replace that the journal no longer holds, an order that cannot be
+    /// put back, or a message that does not decode throws and stores nothing. Returns how many
+    /// were applied.
     @discardableResult
-    public func applyFetchedEntries(_ entries: [JournalEntry]) throws -> Int {
+    public func applyFetchedEntries(_ entries: [JournalEntry], atMillis now: Int64 = 0) throws -> Int {
         try requireWritable()
         return try transaction {
-            var last = try lastJournalSeq()
-            var applied = 0
-            for entry in entries.sorted(by: { $0.seq < $1.seq }) where entry.seq > last {
-                guard entry.seq == last + 1 || last == 0 else {
+            var last = try standbyPosition().lastSeq
+            var fresh = entries.sorted(by: { $0.seq < $1.seq })[...]
+            while let e = fresh.first, e.seq <= last, try journalEntry(seq: e.seq)?.term == e.term { fresh.removeFirst() }
+            guard let first = fresh.first else { return 0 }
+            var replaced = (touched: Set<String>(), created: Set<String>())
+            if first.seq <= last {
+                replaced = try requeueOwnEntries(after: first.seq - 1, through: last, atMillis: now)
+                last = first.seq - 1
+            }
+            for entry in fresh {
+                guard entry.seq == last + 1 else {
                     throw StoreError(
                         kind: .invalidArgument, message: "fetched entry \(entry.seq) does not follow entry \(last)", path: path)
                 }
@@ -163,6 +184,7 @@ extension OrderDatabase {
                         kind: .invalidArgument, message: "fetched entry \(entry.seq) is not a broadcast", path: path)
                 }
                 for o in orders {
+                    replaced.touched.remove(o.uuid.lowercased())
                     if op == .remove {
                         if try order(uuid: o.uuid) != nil { try deleteOrder(uuid: o.uuid) }
                         try addTombstone(uuid: o.uuid, seq: entry.seq)
@@ -172,10 +194,65 @@ extension OrderDatabase {
                 }
                 try appendJournal(entry)
                 last = entry.seq
-                applied += 1
             }
-            if applied > 0 { try setMetadata("replica.last_seq", String(last)) }
-            return applied
+            try restoreOrders(replaced.touched, created: replaced.created)
+            try setMetadata("replica.last_seq", String(last))
+            return fresh.count
+        }
+    }
+
+    /// Moves this store's journal entries after `keep` (up to `last`) back into its outbox, as
+    /// `SlaveEngine.diverged` does, and deletes them with their tombstones. Returns the orders
+    /// they touched and those whose first touch among them was a create (lower case).
+    private func requeueOwnEntries(after keep: Int64, through last: Int64, atMillis now: Int64) throws
+        -> (touched: Set<String>, created: Set<String>)
+    {
+        guard (try firstJournalSeq() ?? last + 1) <= keep + 1 else {
+            throw StoreError(
+                kind: .invalidArgument,
+                message: "the entries after \(keep) to replace are no longer in the journal (it ends at \(last))", path: path)
+        }
+        var ids = Set(try outboxEntries().map(\.opId))
+        var touched = Set<String>()
+        var created = Set<String>()
+        for e in try journal(since: keep, orderUUID: nil, limit: Int.max) {
+            for uuid in e.orderUUIDs.map({ $0.lowercased() }) where touched.insert(uuid).inserted && e.operation == .create {
+                created.insert(uuid)
+            }
+            let id = e.opId ?? "requeue-\(e.term)-\(e.seq)"
+            guard !ids.contains(id), let orders = (try? JSONParser.parse(e.message))?.objectValue?["orders"]?.arrayValue
+            else { continue }
+            ids.insert(id)
+            try appendOutbox(
+                OutboxEntry(
+                    opId: id, message: OperationMessage(operation: e.operation, orders: orders, opId: id).encodedBytes(),
+                    orderKeys: e.orderUUIDs.map { $0.lowercased() }, createdMillis: now, baseSeq: keep))
+        }
+        try connection.execute("DELETE FROM journal_orders WHERE seq > ?", [.integer(keep)])
+        try connection.execute("DELETE FROM journal WHERE seq > ?", [.integer(keep)])
+        try connection.execute("DELETE FROM tombstones WHERE seq > ?", [.integer(keep)])
+        return (touched, created)
+    }
+
+    /// Puts each order of `uuids` (touched only by replaced entries) back as the journal's last
+    /// entry naming it says; an order with no such entry that the replaced entries created is
+    /// deleted. Throws for any other: its earlier state is not known.
+    private func restoreOrders(_ uuids: Set<String>, created: Set<String>) throws {
+        for uuid in uuids.sorted() {
+            if let e = try journal(since: 0, orderUUID: uuid, limit: Int.max).last {
+                guard case .success(.applied(let op, let orders, _, _, _, nil, _)) = ServerMessage.decode(e.message) else {
+                    throw StoreError(kind: .invalidArgument, message: "journal entry \(e.seq) is not a broadcast", path: path)
+                }
+                if op != .remove, let o = orders.first(where: { $0.uuid.lowercased() == uuid }) {
+                    try upsertOrder(o)
+                    continue
+                }
+            } else if !created.contains(uuid) {
+                throw StoreError(
+                    kind: .invalidArgument,
+                    message: "order \(uuid) was changed only by replaced entries and its earlier state is not in the journal", path: path)
+            }
+            if try order(uuid: uuid) != nil { try deleteOrder(uuid: uuid) }
         }
     }
 

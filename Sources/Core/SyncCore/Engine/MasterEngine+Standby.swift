@@ -56,13 +56,19 @@ extension MasterEngine {
         return true
     }
 
-    /// How much of a terminal's journal is this master's history too (`TermStarts.keep`), when
-    /// it is less than all of it (the terminal holds entries of another term: it must drop them
-    /// and take a snapshot); nil when its history is this master's (or of another lineage, or
-    /// holds nothing).
+    /// How much of a terminal's journal is this master's history too, when it is less than all
+    /// of it (the terminal holds entries of another term: it must drop them and take a
+    /// snapshot); nil when its history is this master's (or of another lineage, or holds
+    /// nothing). With the hello's `termStarts`, the last seq both histories hold in the same
+    /// term (`TermStarts.sharedSeq`); from a build that does not send them, `TermStarts.keep`.
     func divergence(of hello: HelloMessage) -> Int64? {
         guard let e = hello.epoch, e == epoch, hello.lastSeq > 0 else { return nil }
-        let keep = terms.starts.keep(lastSeq: hello.lastSeq, lastTerm: hello.lastTerm ?? 1, masterLastSeq: lastSeq)
+        let keep: Int64
+        if let theirs = hello.termStarts {
+            keep = terms.starts.sharedSeq(lastSeq: lastSeq, with: theirs, otherLastSeq: hello.lastSeq)
+        } else {
+            keep = terms.starts.keep(lastSeq: hello.lastSeq, lastTerm: hello.lastTerm ?? 1, masterLastSeq: lastSeq)
+        }
         return keep < hello.lastSeq ? keep : nil
     }
 

@@ -117,7 +117,7 @@ public final class SlaveEngine {
             lastSeq: lastSeq, epoch: needsSnapshot ? nil : epoch)
         hello.pending = outbox.prefix(HelloMessage.maxPending).map(\.opId)
         hello.outbox = outbox.count
-        (hello.term, hello.lastTerm) = (term, lastTerm)
+        (hello.term, hello.lastTerm, hello.termStarts) = (term, lastTerm, termStarts)
         return [.send(hello.encodedBytes())]
     }
 

@@ -95,6 +95,8 @@ public struct Candidacy: Sendable {
         var tried: Set<String> = []
         /// Voters whose fetch failed (its link closed, an entry was refused, it took too long).
         var failed: Set<String> = []
+        /// Voters that answered they cannot send a gapless tail (`tailUnavailable()`).
+        var unavailable: Set<String> = []
         /// Entries fetched so far.
         var fetchedEntries = 0
         /// The last voter entries came from.
@@ -257,6 +259,15 @@ public struct Candidacy: Sendable {
         return proceed(ballot)
     }
 
+    /// The voter answered that its journal cannot give a tail without a gap (it begins after
+    /// the seq both share): the next granted voter ahead is tried.
+    public mutating func tailUnavailable() -> [Action] {
+        guard case .fetching(var ballot, let source) = state else { return [] }
+        ballot.unavailable.insert(source)
+        state = .fetching(ballot, source: source)
+        return fetchFailed()
+    }
+
     // MARK: - Steps
 
     /// Persists its own vote and asks every pre-voter for its promise.
@@ -306,9 +317,13 @@ public struct Candidacy: Sendable {
         let unfetched = ahead.keys.filter { ballot.failed.contains($0) }
         if !unfetched.isEmpty && !ballot.forced {
             let names = names(Set(unfetched)).joined(separator: ", ")
-            let report = report(
-                ballot,
-                refusal: .init(.fetchFailed, "could not fetch the entries this terminal lacks from \(names); nothing was promoted"))
+            let refusal: PromotionReport.Refusal =
+                unfetched.allSatisfy(ballot.unavailable.contains)
+                ? .init(
+                    .tailUnavailable,
+                    "\(names) no longer hold the entries right after the ones this terminal shares; nothing was promoted")
+                : .init(.fetchFailed, "could not fetch the entries this terminal lacks from \(names); nothing was promoted")
+            let report = report(ballot, refusal: refusal)
             state = .finished(report, voted: true)
             return [.withdraw(report)]
         }

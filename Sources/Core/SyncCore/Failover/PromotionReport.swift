@@ -23,6 +23,10 @@ public struct PromotionReport: Equatable, Sendable {
             /// No voter that is ahead of the candidate could send its tail (their links
             /// failed), and the operator did not force it: promoting now would lose entries.
             case fetchFailed = "fetch_failed"
+            /// Every voter ahead of the candidate answered that its journal no longer holds the
+            /// entries right after the ones both share (compacted, or a snapshot since), and
+            /// the operator did not force it: a tail with a gap would be taken.
+            case tailUnavailable = "tail_unavailable"
             /// The node is not a slave (a master, or a node already promoting: see `promoting`).
             case notASlave = "not_a_slave"
             /// The slave never received `members`: it has no standby copy to be a master with.

@@ -35,23 +35,7 @@ public struct TermHistory: Equatable, Sendable {
     /// The last seq both histories hold in the same term (0: none): `K` of `diverged`, and
     /// what a voter sends a candidate's fetch after.
     public func sharedSeq(with other: TermHistory) -> Int64 {
-        let end = min(lastSeq, other.lastSeq)
-        var shared: Int64 = 0
-        for (t, start) in starts {
-            guard let otherStart = other.starts[t] else { continue }
-            // The term's entries in each journal: from its start to the next term's start.
-            let from = max(start, otherStart)
-            let to = min(end, segmentEnd(of: t), other.segmentEnd(of: t))
-            if from <= to { shared = max(shared, to) }
-        }
-        return shared
-    }
-
-    /// The last seq of term `t`'s entries (before the next term's start, at most `lastSeq`).
-    private func segmentEnd(of t: Int64) -> Int64 {
-        guard let start = starts[t] else { return 0 }
-        let next = starts.filter { $0.key != t && $0.value > start }.map(\.value).min()
-        return min(lastSeq, (next ?? Int64.max) - 1)
+        TermStarts(starts).sharedSeq(lastSeq: lastSeq, with: TermStarts(other.starts), otherLastSeq: other.lastSeq)
     }
 
     /// `{"1":1,"2":812}`, by term.

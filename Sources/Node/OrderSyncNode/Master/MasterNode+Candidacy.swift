@@ -68,12 +68,13 @@ extension MasterNode {
             case .sendPromise(let voter):
                 if let s = voterSession(voter) { send(ElectionMessage.promise(term: c.term).encodedBytes(), to: s) }
             case .fetch(let voter, let after):
-                guard let s = voterSession(voter) else {
+                // The voter finds the last entry both journals share by this node's term starts.
+                guard let s = voterSession(voter), let starts = try? writer.read({ try $0.termStarts() }) else {
                     carryOut(c, c.election.fetchFailed() + Array(rest))
                     return
                 }
                 c.fetching = (voter, [])
-                send(ElectionMessage.fetch(after: after).encodedBytes(), to: s)
+                send(ElectionMessage.fetch(after: after, termStarts: starts.starts).encodedBytes(), to: s)
             case .armDeadline(let millis):
                 if let t = c.deadline { loop.cancel(t) }
                 c.deadline = loop.schedule(after: .milliseconds(millis)) { [weak self, weak c] in

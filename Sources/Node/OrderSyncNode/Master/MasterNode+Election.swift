@@ -24,6 +24,11 @@ extension MasterNode {
                     v.granted
                         ? c.election.voteGranted(from: voter, lastSeq: p.lastSeq, lastTerm: p.lastTerm)
                         : c.election.voteRefused(from: voter, reason: v.reason ?? "refused"))
+            case .success(.fetched) where ElectionMessage.isTailUnavailable(bytes):
+                guard c.fetching?.voter == voter else { return true }
+                c.fetching = nil
+                logger.warning("promote.tail_unavailable", metadata: ["voter": "\(voter)"])
+                carryOut(c, c.election.tailUnavailable())
             case .success(.fetched(let seq)):
                 fetchedTail(c, from: voter, upTo: seq)
             case .failure(let error):
@@ -66,7 +71,7 @@ extension MasterNode {
     private func fetchedTail(_ c: MasterCandidacy, from voter: String, upTo seq: Int64) {
         guard let fetch = c.fetching, fetch.voter == voter else { return }
         c.fetching = nil
-        storeWrite({ db in try db.applyFetchedEntries(fetch.entries) }) { [weak self] result in
+        storeWrite({ db in try db.applyFetchedEntries(fetch.entries, atMillis: WallClock.nowMillis()) }) { [weak self] result in
             guard let self, self.candidacy === c else { return }
             switch result {
             case .success(let applied):
@@ -74,7 +79,7 @@ extension MasterNode {
                     self.logger.error("promote.fetch_unread", metadata: ["error": "\(error)"])
                 }
                 self.logger.notice("promote.fetched", metadata: ["voter": "\(voter)", "entries": "\(applied)", "seq": "\(seq)"])
-                self.carryOut(c, c.election.fetched(upTo: seq))
+                self.carryOut(c, c.election.fetched(upTo: seq, entries: applied))
             case .failure(let error):
                 self.logger.error("promote.fetch_failed", metadata: ["voter": "\(voter)", "error": "\(error)"])
                 self.carryOut(c, c.election.fetchFailed())

@@ -18,8 +18,8 @@ extension SlaveNode {
             logger.warning("election.invalid_message", metadata: ["error": "\(error.message)"])
         case .success(.promise(let term)):
             answerPromise(term, from: candidateId, on: link)
-        case .success(.fetch(let after)):
-            sendTail(after: after, on: link)
+        case .success(.fetch(let after, let termStarts)):
+            sendTail(after: after, termStarts: TermStarts(termStarts), on: link)
         case .success(.vote), .success(.fetched):
             // A voter's and a fetched voter's messages: a candidate's to receive, not a slave's.
             break
@@ -27,12 +27,10 @@ extension SlaveNode {
         return true
     }
 
-    /// Where this slave's standby journal ends.
+    /// Where this slave's history ends: its replica's last seq and that entry's term (after a
+    /// snapshot the standby journal is empty and the replica is at `standby.base`).
     func logPosition() -> LogPosition {
-        let position = try? writer.read { db -> LogPosition in
-            let seq = try db.lastJournalSeq()
-            return LogPosition(lastSeq: seq, lastTerm: try db.journalEntry(seq: seq)?.term ?? 1)
-        }
+        let position = try? writer.read { try $0.standbyPosition() }
         return position ?? LogPosition(lastSeq: engine.lastSeq, lastTerm: 1)
     }
 
@@ -45,8 +43,17 @@ extension SlaveNode {
             return FollowPolicy(
                 nodeId: nodeIdentity.nodeId, term: try db.term(),
                 vote: try db.vote().map { TermVote(term: $0.term, nodeId: $0.nodeId) }, members: members,
-                followedMaster: nil)
+                followedMaster: followedMaster)
         }
+    }
+
+    /// The master this slave follows in its current term (`FollowPolicy.followedMaster`): the
+    /// trusted master once its link is live. Nil whenever the slave raised its term and has not
+    /// reached that term's master yet: after a promise or a pre-vote (`followsUnsaved`), and
+    /// while the link to a higher-term master it turned to is not live.
+    var followedMaster: String? {
+        guard !followsUnsaved, case .live = linkState else { return nil }
+        return trust.current?.master
     }
 
     /// Grants or refuses `term` to `candidate`; a grant is committed before it is answered.
@@ -78,12 +85,33 @@ extension SlaveNode {
         }
     }
 
-    /// Sends the standby journal's entries after `after` (as their broadcast bytes), then
-    /// `fetched` with the last seq sent.
-    private func sendTail(after: Int64, on link: MasterLink) {
-        let entries = (try? writer.read { try $0.journalEntries(after: after, limit: 100_000) }) ?? []
-        for e in entries { link.send(e.message) }
-        link.send(ElectionMessage.fetched(seq: entries.last?.seq ?? after).encodedBytes())
-        logger.notice("election.tail_sent", metadata: ["after": "\(after)", "entries": "\(entries.count)"])
+    /// Answers a candidate's fetch: its journal ends at `after` and its terms began at
+    /// `termStarts`. Sends the standby journal's entries after the last seq both journals hold
+    /// in the same term (`TermStarts.sharedSeq`), as their broadcast bytes, then `fetched` with
+    /// the last seq sent (the shared seq when none). A journal that begins after the entry right
+    /// after the shared one (compacted, or emptied by a snapshot) cannot give a gapless tail: it
+    /// answers `ElectionMessage.tailUnavailable` instead.
+    private func sendTail(after: Int64, termStarts: TermStarts, on link: MasterLink) {
+        let tail = try? writer.read { db -> (shared: Int64, entries: [JournalEntry], gap: Bool) in
+            let last = try db.standbyPosition().lastSeq
+            let shared = try db.termStarts().sharedSeq(lastSeq: last, with: termStarts, otherLastSeq: after)
+            let first = try db.firstJournalSeq() ?? last + 1
+            let gap = shared < last && first > shared + 1
+            return (shared, gap ? [] : try db.journalEntries(after: shared, limit: 100_000), gap)
+        }
+        guard let tail else {
+            // Unreadable: no `fetched`; the candidate's fetch times out and it tries the next voter.
+            logger.error("election.tail_unread", metadata: ["after": "\(after)"])
+            return
+        }
+        if tail.gap {
+            logger.warning("election.tail_unavailable", metadata: ["after": "\(after)", "shared": "\(tail.shared)"])
+            return link.send(ElectionMessage.tailUnavailable(shared: tail.shared))
+        }
+        for e in tail.entries { link.send(e.message) }
+        link.send(ElectionMessage.fetched(seq: tail.entries.last?.seq ?? tail.shared).encodedBytes())
+        logger.notice(
+            "election.tail_sent",
+            metadata: ["after": "\(after)", "shared": "\(tail.shared)", "entries": "\(tail.entries.count)"])
     }
 }

@@ -1,0 +1,56 @@
+import JSON
+import SyncCore
+import XCTest
+
+/// `TermStarts.sharedSeq` and the hello's `termStarts` (`Docs/PROTOCOL.md` 7, "Divergence
+/// across terms").
+final class TermStartsSharedSeqTests: XCTestCase {
+    private func shared(_ a: [Int64: Int64], _ aLast: Int64, _ b: [Int64: Int64], _ bLast: Int64) -> Int64 {
+        TermStarts(a).sharedSeq(lastSeq: aLast, with: TermStarts(b), otherLastSeq: bLast)
+    }
+
+    func testThreeTermsShareOnlyTheTermBothHistoriesHold() {
+        // The master (term 4 from 14) holds 11-13 of term 2; the slave of deposed term 3 holds
+        // 11-15 of term 3: only 1-10 (term 1) is shared, on either side.
+        XCTAssertEqual(shared([1: 1, 2: 11, 4: 14], 20, [1: 1, 3: 11], 15), 10)
+        XCTAssertEqual(shared([1: 1, 3: 11], 15, [1: 1, 2: 11, 4: 14], 20), 10)
+        // TermHistory answers the same through TermStarts.
+        XCTAssertEqual(
+            TermHistory(starts: [1: 1, 2: 11, 4: 14], lastSeq: 20).sharedSeq(with: TermHistory(starts: [1: 1, 3: 11], lastSeq: 15)), 10)
+    }
+
+    func testOneHistoryIsAPrefixOfTheOther() {
+        XCTAssertEqual(shared([1: 1, 2: 11], 20, [1: 1, 2: 11], 12), 12, "a slave behind keeps all it holds")
+        XCTAssertEqual(shared([1: 1, 2: 11], 12, [1: 1, 2: 11], 20), 12, "at most the shorter journal")
+        XCTAssertEqual(shared([1: 1, 2: 11], 20, [1: 1, 2: 11, 3: 21], 20), 20, "a term started after both ends")
+        XCTAssertEqual(shared([1: 1, 2: 11], 20, [:], 0), 0, "an empty journal shares nothing")
+    }
+
+    func testTermOneIsImpliedFromSeqOne() {
+        // Starts that do not name term 1 (a store from before terms) still hold term 1 from seq 1.
+        XCTAssertEqual(shared([:], 8, [1: 1, 2: 11], 20), 8)
+        XCTAssertEqual(shared([:], 15, [1: 1, 2: 11], 20), 10, "11-15 are term 1 here and term 2 there")
+        XCTAssertEqual(shared([2: 11], 15, [1: 1, 2: 11], 20), 15)
+    }
+
+    func testTheHelloCarriesTermStarts() throws {
+        var hello = HelloMessage(terminalId: "t", terminalName: "till", store: "s", lastSeq: 15, epoch: "e")
+        hello.termStarts = TermStarts([3: 11, 1: 1])
+        let text = String(decoding: hello.encodedBytes(), as: UTF8.self)
+        XCTAssertTrue(text.contains(#""termStarts":{"1":1,"3":11}"#), text)
+        guard case .success(.hello(let read)) = ClientMessage.decode(hello.encodedBytes()) else { return XCTFail(text) }
+        XCTAssertEqual(read.termStarts, TermStarts([1: 1, 3: 11]))
+        hello.termStarts = nil
+        guard case .success(.hello(let older)) = ClientMessage.decode(hello.encodedBytes()) else { return XCTFail() }
+        XCTAssertNil(older.termStarts, "an older build's hello has none: the master falls back to TermStarts.keep")
+    }
+
+    func testABadTermStartsIsRefusedByName() {
+        for bad in [#"{"0":1}"#, #"{"1":0}"#, #"{"a":1}"#, #"{"1":"1"}"#, "[1]", "null"] {
+            let text = #"{"type":"hello","terminal":"t","lastSeq":3,"termStarts":"# + bad + "}"
+            guard case .failure(let error) = ClientMessage.decode(text) else { return XCTFail(bad) }
+            XCTAssertEqual(error.code, .invalidMessage, bad)
+            XCTAssertTrue(error.message.contains("termStarts"), error.message)
+        }
+    }
+}
