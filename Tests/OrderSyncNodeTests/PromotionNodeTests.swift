@@ -131,9 +131,9 @@ final class PromotionNodeTests: XCTestCase {
         defer { for node in [voter, promoted] { node.stop() } }
         let answer = try promote(promoted)
         XCTAssertEqual(answer.status, 200, "\(answer.body)")
-        let report = try PromoteAnswer(json: answer.body)
+        let report = try PromotionReport(json: answer.body)
         XCTAssertEqual(report.promised, ["bar-2", "patio"])
-        XCTAssertEqual(report.fetched, PromoteAnswer.Fetched(from: "patio", entries: 1))
+        XCTAssertEqual(report.fetched, PromotionReport.Fetched(from: "patio", entries: 1))
         XCTAssertEqual(report.seq, 2, "the promoted node serves the entry only patio held")
     }
 
