@@ -20,6 +20,7 @@ final class PairedTerminalTests: StoreTestCase {
         try db.connection.executeOnce("DROP TABLE storepos_foreign_orders")
         try db.connection.executeOnce("DROP TABLE paired_terminals")
         try db.connection.executeOnce("ALTER TABLE terminals DROP COLUMN outbox")
+        try db.connection.executeOnce("ALTER TABLE journal DROP COLUMN term")
         try db.connection.executeOnce("PRAGMA user_version = 7")
         db.close()
         let upgraded = try openDatabase()
@@ -43,6 +44,8 @@ final class PairedTerminalTests: StoreTestCase {
         // A file of the version before: the column arrives, the terminals stay, their outbox unknown.
         try db.connection.executeOnce("DROP TABLE storepos_foreign_orders")
         try db.connection.executeOnce("ALTER TABLE terminals DROP COLUMN outbox")
+        try db.connection.executeOnce("ALTER TABLE journal DROP COLUMN term")
+        try db.connection.executeOnce("ALTER TABLE paired_terminals DROP COLUMN voter")
         try db.connection.executeOnce("PRAGMA user_version = 10")
         db.close()
         let upgraded = try openDatabase()

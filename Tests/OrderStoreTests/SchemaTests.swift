@@ -134,6 +134,7 @@ final class SchemaUpgradeTests: StoreTestCase {
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN note")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN items_json")
         try db.connection.executeOnce("ALTER TABLE orders DROP COLUMN status")
+        try db.connection.executeOnce("ALTER TABLE journal DROP COLUMN term")
         try db.connection.executeOnce(
             """
             INSERT INTO orders (uuid_key, uuid, customer_name, created_text, created_ms, created_offset_min, extra_json, version)

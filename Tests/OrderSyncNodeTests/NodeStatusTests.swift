@@ -18,7 +18,7 @@ final class RunningNode: Sendable {
     /// Starts a master (`masterURL` nil) or a slave of `masterURL`; returns once it serves.
     init(
         role: NodeRole, dataDirectory: String, name: String, masterURL: MasterURL? = nil,
-        configure: (inout NodeConfiguration) -> Void = { _ in }
+        discovery: (any ServiceDiscovery & Sendable)? = nil, configure: (inout NodeConfiguration) -> Void = { _ in }
     ) throws {
         self.dataDirectory = dataDirectory
         var configuration = NodeConfiguration(
@@ -39,7 +39,7 @@ final class RunningNode: Sendable {
                 let directory = try DataDirectory(claimingFor: config)
                 let node = try Node(
                     configuration: config, loop: loop, dataDirectory: directory,
-                    discovery: nil, logger: logger, reconnectJitter: .none)
+                    discovery: discovery, logger: logger, reconnectJitter: .none)
                 let handle = node.shutdownHandle
                 outcome.withLock { $0 = .success((node.masterPort ?? 0, { handle.requestShutdown() })) }
                 loop.execute { started.signal() }

@@ -19,6 +19,13 @@ class InMemorySlaveStore: SlaveStore {
     private(set) var needsSnapshot = false
     /// Kept answers, oldest first (the newest `SlaveCommit.answeredKept`).
     private(set) var answered: [AnsweredOperation] = []
+    /// The standby copy: the master's entries applied since the last snapshot, their
+    /// tombstones, and the terms (`Docs/PROTOCOL.md` 7).
+    private(set) var journal: [JournalEntry] = []
+    private(set) var tombstones: [String: Int64] = [:]
+    private(set) var term: Int64 = 1
+    private(set) var termStarts = TermStarts()
+    private var baseTerm: Int64 = 1
     private var nextPosition: Int64 = 1
 
     /// The position set by each commit that set one, in commit order, across crashes.
@@ -35,10 +42,15 @@ class InMemorySlaveStore: SlaveStore {
     func outboxEntries() throws -> [OutboxEntry] { outbox }
 
     func loadReplicaState() throws -> ReplicaState {
-        ReplicaState(
+        var state = ReplicaState(
             lastSeq: lastSeq, epoch: epoch, store: storeName, outbox: outbox, syncErrors: syncErrors,
             needsSnapshot: needsSnapshot)
+        (state.term, state.termStarts) = (term, termStarts)
+        state.lastTerm = journal.last { $0.seq == lastSeq }?.term ?? baseTerm
+        return state
     }
+
+    func standbyJournal(after seq: Int64) throws -> [JournalEntry] { journal.filter { $0.seq > seq } }
 
     func answeredOperation(opId: String) throws -> AnsweredOperation? { answered.last { $0.opId == opId } }
 
@@ -81,6 +93,7 @@ class InMemorySlaveStore: SlaveStore {
         orders = o
         outbox = box
         nextPosition = position
+        applyStandby(c)
         if let s = c.lastSeq {
             lastSeq = s
             appliedLog.append((s, c.replaceAll != nil))
@@ -98,6 +111,21 @@ class InMemorySlaveStore: SlaveStore {
             answered.append(a)
         }
         if answered.count > SlaveCommit.answeredKept { answered.removeFirst(answered.count - SlaveCommit.answeredKept) }
+    }
+
+    /// The standby copy of `c`, as `SQLiteSlaveStore` writes it.
+    private func applyStandby(_ c: SlaveCommit) {
+        if c.standbyBase != nil {
+            journal = []
+            baseTerm = c.baseTerm ?? 1
+        }
+        if let keep = c.truncateJournal { journal.removeAll { $0.seq > keep } }
+        for e in c.journal {
+            journal.append(e)
+            if e.operation == .remove { for u in e.orderUUIDs { tombstones[u.lowercased()] = e.seq } }
+        }
+        if let t = c.term { term = t }
+        if let s = c.termStarts { termStarts = s }
     }
 
     /// The node's process died: what was committed stays (a subclass may lose more on purpose).

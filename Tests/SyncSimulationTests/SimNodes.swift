@@ -187,6 +187,8 @@ extension Simulation {
                 }
             case .log(let l):
                 trace.log(clock.now, "m", l)
+            case .stepDown(let term):
+                trace.add(clock.now, "m", "step-down", "term \(term)")
             }
         }
     }

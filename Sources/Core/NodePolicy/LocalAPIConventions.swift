@@ -40,6 +40,7 @@ public struct LocalAPIExchange {
         case ["orders"]: return ["GET", "HEAD", "POST"]
         case let o where o.count == 2 && o[0] == "orders": return ["GET", "HEAD", "PATCH", "DELETE"]
         case ["operations"], ["key", "rotate"], ["storepos", "foreign", "adopt"], ["storepos", "foreign", "clear"]: return ["POST"]
+        case ["promote"]: return ["POST"]
         case ["pairing"]: return ["GET", "HEAD", "POST", "DELETE"]
         case let t where t.count == 2 && t[0] == "pairing": return ["DELETE"]
         case let t where t.count == 3 && t[0] == "terminals" && t[2] == "revoke": return ["POST"]

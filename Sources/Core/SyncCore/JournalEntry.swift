@@ -14,11 +14,14 @@ public enum OperationKind: Int, Sendable, CaseIterable, CustomStringConvertible 
     }
 }
 
-/// One applied operation in the master's journal, numbered by `seq` in the same transaction as
-/// the change it records.
+/// One applied operation in the master's journal (or a standby's copy of it), numbered by `seq`
+/// in the same transaction as the change it records.
 public struct JournalEntry: Equatable, Sendable {
     /// Sequence number: 1, 2, 3, ... without gaps, assigned by the master.
     public var seq: Int64
+    /// The term of the master that applied it (`Docs/PROTOCOL.md` 7): 1 for every entry made
+    /// before terms existed.
+    public var term: Int64
     /// The operation id chosen by its origin, if it sent one; a repeat with the same id is
     /// answered from the journal instead of being applied again.
     public var opId: String?
@@ -37,10 +40,11 @@ public struct JournalEntry: Equatable, Sendable {
 
     /// A journal entry from its fields.
     public init(
-        seq: Int64, opId: String?, origin: String, operation: OperationKind, orderUUIDs: [String],
+        seq: Int64, term: Int64 = 1, opId: String?, origin: String, operation: OperationKind, orderUUIDs: [String],
         message: [UInt8], recordedAtMillis: Int64
     ) {
         self.seq = seq
+        self.term = term
         self.opId = opId
         self.origin = origin
         self.operation = operation

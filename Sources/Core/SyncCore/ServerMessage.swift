@@ -43,6 +43,8 @@ public enum ServerMessage: Equatable, Sendable {
                 if !snap.applied.isEmpty {
                     s["applied"] = .object(JSONObject(snap.applied.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) }))
                 }
+                if let t = snap.term { s["term"] = .int(t) }
+                if let t = snap.termStarts { s["termStarts"] = .object(t.json) }
                 o["snapshot"] = .object(s)
             }
             if let p = part {
@@ -93,6 +95,12 @@ public enum ServerMessage: Equatable, Sendable {
         } catch {
             return .failure(WireError(.malformedJSON, "message from master is not valid JSON: \(error)"))
         }
+        return decode(value)
+    }
+
+    /// Decodes a message from the master already parsed (a standby looks at its `type` and
+    /// `term` first).
+    public static func decode(_ value: JSONValue) -> Result<ServerMessage, WireError> {
         guard let o = value.objectValue else {
             return .failure(WireError(.invalidMessage, "message from master must be an object"))
         }
@@ -152,6 +160,8 @@ public enum ServerMessage: Equatable, Sendable {
             snapshot = SnapshotPart(
                 seq: s["seq"]?.intValue ?? 0, part: Int(s["part"]?.intValue ?? 1),
                 parts: Int(s["parts"]?.intValue ?? 1), epoch: s["epoch"]?.stringValue, applied: applied)
+            snapshot?.term = s["term"]?.intValue
+            snapshot?.termStarts = s["termStarts"]?.objectValue.map(TermStarts.init(json:))
         }
         var part: BroadcastPart?
         if o["part"] != nil || o["parts"] != nil {

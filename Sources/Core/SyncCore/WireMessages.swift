@@ -55,6 +55,10 @@ public struct HelloMessage: Equatable, Sendable {
     /// How many changes its outbox holds (all of them, where `pending` lists at most
     /// `maxPending`); nil from a slave that does not say (an older build).
     public var outbox: Int?
+    /// The slave's `sync.term` and the term of its entry at `lastSeq` (`Docs/PROTOCOL.md` 7.1);
+    /// nil from a build before terms (term 1).
+    public var term: Int64?
+    public var lastTerm: Int64?
 
     /// Most operation ids a hello lists.
     public static let maxPending = 5000
@@ -84,6 +88,8 @@ public struct HelloMessage: Equatable, Sendable {
         if let e = epoch { o["epoch"] = .string(e) }
         if !pending.isEmpty { o["pending"] = .array(pending.prefix(HelloMessage.maxPending).map { .string($0) }) }
         if let n = outbox { o["outbox"] = .int(Int64(n)) }
+        if let t = term { o["term"] = .int(t) }
+        if let t = lastTerm { o["lastTerm"] = .int(t) }
         return JSONValue.object(o).serializedBytes()
     }
 }
@@ -204,6 +210,8 @@ public enum ClientMessage: Equatable, Sendable {
         case .failure(let e): return .failure(e)
         case .success(let n): hello.outbox = n
         }
+        hello.term = o["term"]?.intValue.map { max(1, $0) }
+        hello.lastTerm = o["lastTerm"]?.intValue.map { max(1, $0) }
         return .success(.hello(hello))
     }
 }
@@ -221,6 +229,10 @@ public struct SnapshotPart: Equatable, Sendable {
     /// In the last part: the operation ids of the terminal's hello `pending` that the snapshot
     /// already holds, with their sequence numbers.
     public var applied: [String: Int64]
+    /// In the last part: the term of the entry at `seq` and the lineage's term starts
+    /// (`Docs/PROTOCOL.md` 7.1); nil from a build before terms.
+    public var term: Int64?
+    public var termStarts: TermStarts?
 
     /// A snapshot part from its fields.
     public init(seq: Int64, part: Int, parts: Int, epoch: String?, applied: [String: Int64] = [:]) {

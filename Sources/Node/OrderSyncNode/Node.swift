@@ -28,6 +28,9 @@ public final class Node {
     private var leftRole: Role?
     /// A role that failed to start in a transition, thrown by `run()`.
     private var startFailure: (any Error)?
+    /// The role a hand-over builds once the role left (``handOver(reason:to:)``); nil when the
+    /// node stops after it.
+    private var successor: (() throws -> Role)?
 
     /// A node that will play `role` on the role's loop.
     public init(_ role: Role) {
@@ -107,7 +110,27 @@ public final class Node {
     /// Leaves the role, then stops or plays `next` (the transition a promotion will use).
     func leave(then next: NodeRoles<Role>.Next, reason: String) {
         loop.assertInEventLoop()
+        // A stop wins over a hand-over under way: the role closes its seat as it leaves.
+        if case .stop = next, successor != nil, let seat = roles.current?.seat {
+            successor = nil
+            seat.handingOver = false
+            seat.frontEnds.stop()
+        }
         try? perform(roles.leave(then: next), reason: reason)
+    }
+
+    /// Leaves the role for the one `make` builds on the same loop, the same store writer and the
+    /// same running front-ends (a slave promoted, a master stepping down): `make` runs once the
+    /// role left and finished, the writer idle. A stop asked meanwhile wins; a hand-over asked
+    /// while the role is already leaving is ignored.
+    func handOver(reason: String, to make: @escaping () throws -> Role) {
+        loop.assertInEventLoop()
+        guard successor == nil, let current = roles.current, !current.isLeaving else { return }
+        // The role leaves as for a stop; once it left, `perform(.stopLoop)` plays the
+        // successor instead of stopping the loop.
+        successor = make
+        current.handsOver()
+        try? perform(roles.leave(then: .stop), reason: reason)
     }
 
     /// The role reports its shutdown complete.
@@ -123,6 +146,26 @@ public final class Node {
             try begin(role)
         case .leave(let role):
             role.beginShutdown(reason: reason)
+        case .stopLoop(let role) where successor != nil:
+            let make = successor!
+            successor = nil
+            role.finishForHandOver()
+            do {
+                let next = try make()
+                next.seat.handingOver = false
+                // The successor is the node's first role again, on the same loop.
+                roles = NodeRoles<Role>()
+                try perform(roles.start(next), reason: "hand-over")
+            } catch {
+                // The next role could not start: the node stops, its seat closed.
+                role.logger.error("node.hand_over_failed", metadata: ["error": "\(error)"])
+                let seat = role.seat
+                seat.handingOver = false
+                seat.frontEnds.stop()
+                seat.close()
+                startFailure = error
+                loop.stop()
+            }
         case .stopLoop(let role):
             leftRole = role
             loop.stop()
@@ -142,6 +185,7 @@ public final class Node {
     /// Starts `role`, which reports the end of its shutdown to this node.
     private func begin(_ role: Role) throws {
         role.onShutdownComplete { [weak self] in self?.roleLeft() }
+        role.onHandOver { [weak self] reason, make in self?.handOver(reason: reason, to: make) }
         try role.start()
     }
 }
@@ -168,6 +212,41 @@ extension Node.Role {
         switch self {
         case .master(let m): m.onShutdownComplete = report
         case .slave(let s): s.onShutdownComplete = report
+        }
+    }
+
+    /// Lets the role ask the node to hand over to another role (`Node.handOver`).
+    func onHandOver(_ handOver: @escaping (_ reason: String, _ make: @escaping () throws -> Node.Role) -> Void) {
+        switch self {
+        case .master(let m): m.seat.requestHandOver = handOver
+        case .slave(let s): s.seat.requestHandOver = handOver
+        }
+    }
+
+    /// The role's seat (its store writer, its front-ends).
+    var seat: RoleSeat {
+        switch self {
+        case .master(let m): return m.seat
+        case .slave(let s): return s.seat
+        }
+    }
+
+    /// Whether the role is already leaving (shutting down).
+    var isLeaving: Bool {
+        switch self {
+        case .master(let m): return m.shuttingDown
+        case .slave(let s): return s.shuttingDown
+        }
+    }
+
+    /// The role leaves for another: it keeps its seat (writer, data directory, front-ends).
+    func handsOver() { seat.handingOver = true }
+
+    /// Finishes the role left for another: what it still writes is committed; the seat stays.
+    func finishForHandOver() {
+        switch self {
+        case .master(let m): m.finishShutdown()
+        case .slave(let s): s.finishShutdown()
         }
     }
 

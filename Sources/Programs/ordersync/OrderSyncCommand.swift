@@ -23,6 +23,7 @@ struct OrderSyncCommand: ParsableCommand {
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
             PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self, WatchCommand.self, ExportCommand.self,
             DashboardCommand.self, StorePOSCommand.self,
+            PromoteCommand.self,
         ]
     )
 

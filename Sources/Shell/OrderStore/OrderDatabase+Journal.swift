@@ -9,7 +9,7 @@ import SyncCore
 /// do not collide: "For the purposes of UNIQUE constraints, NULL values are considered distinct
 /// from all other values, including other NULLs." `journal_orders` indexes entries by order.
 extension OrderDatabase {
-    private static let journalColumns = "seq, op_id, origin, operation, order_uuids, message, recorded_at_ms"
+    private static let journalColumns = "seq, op_id, origin, operation, order_uuids, message, recorded_at_ms, term"
 
     /// Records `entry`. Throws `.duplicate` when its `seq` or its `opId` is already recorded;
     /// nothing is stored then.
@@ -20,13 +20,13 @@ extension OrderDatabase {
             try transaction {
                 try connection.execute(
                     """
-                    INSERT INTO journal (seq, op_id, origin, operation, order_uuids, message, recorded_at_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO journal (seq, op_id, origin, operation, order_uuids, message, recorded_at_ms, term)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     [
                         .integer(entry.seq), .text(entry.opId), .text(entry.origin),
                         .integer(Int64(entry.operation.rawValue)), .text(uuids), .utf8(entry.message),
-                        .integer(entry.recordedAtMillis),
+                        .integer(entry.recordedAtMillis), .integer(entry.term),
                     ])
                 for uuid in entry.orderUUIDs {
                     // An order named twice in one message is indexed once.
@@ -73,7 +73,7 @@ extension OrderDatabase {
         if let orderUUID {
             return try connection.withStatement(
                 """
-                SELECT j.seq, j.op_id, j.origin, j.operation, j.order_uuids, j.message, j.recorded_at_ms
+                SELECT j.seq, j.op_id, j.origin, j.operation, j.order_uuids, j.message, j.recorded_at_ms, j.term
                 FROM journal_orders AS o JOIN journal AS j ON j.seq = o.seq
                 WHERE o.uuid_key = ? AND o.seq > ?
                 ORDER BY o.seq LIMIT ?
@@ -172,7 +172,7 @@ extension OrderDatabase {
             uuids.append(uuid)
         }
         return JournalEntry(
-            seq: seq, opId: statement.optionalText(1), origin: statement.text(2),
+            seq: seq, term: statement.int64(7), opId: statement.optionalText(1), origin: statement.text(2),
             operation: operation, orderUUIDs: uuids, message: statement.utf8(5),
             recordedAtMillis: statement.int64(6))
     }
@@ -194,7 +194,7 @@ extension OrderDatabase {
         let before = beforeSeq.map(SQLiteValue.integer) ?? .null
         return try connection.withStatement(
             """
-            SELECT seq, op_id, origin, operation, order_uuids, message, recorded_at_ms FROM journal
+            SELECT seq, op_id, origin, operation, order_uuids, message, recorded_at_ms, term FROM journal
             WHERE (? IS NULL OR seq IN (SELECT seq FROM journal_orders WHERE uuid_key = ?))
               AND (? IS NULL OR instr(lower(origin), lower(?)) > 0)
               AND (? IS NULL OR recorded_at_ms >= ?) AND (? IS NULL OR recorded_at_ms < ?)

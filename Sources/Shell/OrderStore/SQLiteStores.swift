@@ -53,6 +53,7 @@ public final class SQLiteMasterStore: MasterStore {
     public func compactJournal(through seq: Int64, recordedBefore millis: Int64) throws -> Int {
         try db.compactJournal(through: seq, recordedBefore: millis)
     }
+    public func masterTerms() throws -> MasterTerms { MasterTerms(term: try db.term(), starts: try db.termStarts()) }
 }
 
 /// The slave engine's store on SQLite: the replica, its position, the outbox and the sync
@@ -70,16 +71,20 @@ public final class SQLiteSlaveStore: SlaveStore {
     public func outboxEntries() throws -> [OutboxEntry] { try db.outboxEntries() }
 
     public func loadReplicaState() throws -> ReplicaState {
-        ReplicaState(
+        try ReplicaState(
             lastSeq: Int64(try db.metadata("replica.last_seq") ?? "0") ?? 0, epoch: try db.metadata("replica.epoch"),
             store: try db.metadata("replica.store"), outbox: try db.outboxEntries(), syncErrors: try db.syncErrors(),
-            needsSnapshot: try db.metadata("replica.needs_snapshot") == "1")
+            needsSnapshot: try db.metadata("replica.needs_snapshot") == "1"
+        ).withTerms(of: db)
     }
+
+    public func standbyJournal(after seq: Int64) throws -> [JournalEntry] { try db.journal(since: seq, orderUUID: nil, limit: Int.max) }
 
     public func answeredOperation(opId: String) throws -> AnsweredOperation? { try db.answeredOperation(opId: opId) }
 
     public func commit(_ c: SlaveCommit) throws {
         try db.transaction {
+            try db.applyStandbyBefore(c)
             if let all = c.replaceAll { try db.replaceAllOrders(with: all) }
             for change in c.changes {
                 switch change {
@@ -99,6 +104,7 @@ public final class SQLiteSlaveStore: SlaveStore {
             if let n = c.needsSnapshot { try db.setMetadata("replica.needs_snapshot", n ? "1" : "0") }
             for a in c.answered { try db.recordAnswered(a, keep: SlaveCommit.answeredKept) }
             if !c.feed.isEmpty { try db.appendFeed(c.feed, atMillis: Int64(Date().timeIntervalSince1970 * 1000)) }
+            try db.applyStandbyAfter(c)
         }
     }
 }

@@ -250,6 +250,15 @@ enum Schema {
                 ) WITHOUT ROWID
                 """
             ]),
+        Migration(
+            version: 13, name: "terms and standby copy",
+            statements: [
+                // The term of the master that applied each entry (Docs/PROTOCOL.md 7): every entry
+                // made before is term 1, as every store was.
+                "ALTER TABLE journal ADD COLUMN term INTEGER NOT NULL DEFAULT 1",
+                // Whether a paired terminal votes in a promotion (a handheld does not).
+                "ALTER TABLE paired_terminals ADD COLUMN voter INTEGER NOT NULL DEFAULT 1",
+            ]),
     ]
 
     /// The schema version this build writes and reads.

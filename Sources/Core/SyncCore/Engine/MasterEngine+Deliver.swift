@@ -22,6 +22,7 @@ extension MasterEngine {
                 record(e, origin: origin, opId: message.opId, operation: message.operation, now: now, &out)
             }
         }
+        sendRefused(outcome, opId: message.opId, origin: origin, sender: sender, &out)
         if let text = outcome.broadcast, !outcome.isRepeat {
             if recordsGroup {
                 groupApplied.append(
@@ -42,9 +43,8 @@ extension MasterEngine {
             let seq = outcome.seq ?? 0
             var texts = [text]
             if text.count > broadcastPartBytes {
-                texts = BroadcastParts.messages(
-                    operation: message.operation, orders: outcome.applied, seq: seq, opId: message.opId, origin: origin,
-                    partBytes: broadcastPartBytes)
+                // Cut from the journalled bytes: every part carries the broadcast's members (its term too).
+                texts = BroadcastParts.messages(of: text, partBytes: broadcastPartBytes)
                 logParts(seq: seq, bytes: text.count, parts: texts.count, &out)
             }
             let to = recipients(of: message.operation, from: sender)

@@ -22,6 +22,7 @@ extension MasterEngine {
             out.append(.close(peer: id, code: MasterEngine.policyViolation, reason: "wrong store"))
             return
         }
+        if refusesStaleHello(hello, from: id, &out) { return }
         guard let terminal = peers[id]?.authenticated else {
             reject(
                 WireError(.invalidMessage, "hello is for OrderSync slaves on a secure link"), opId: nil, operation: nil, to: id,
@@ -64,11 +65,15 @@ extension MasterEngine {
                         ("terminal.id", terminal.nodeId), ("peer.last_seq", "\(hello.lastSeq)"),
                         ("peer.outbox", hello.outbox.map { "\($0)" } ?? "-"),
                     ])))
+        // Entries of another term: dropped by the slave, which then takes the snapshot.
+        let diverged = divergence(of: hello)
+        if let keep = diverged { sendDiverged(keep: keep, to: id, lastSeq: hello.lastSeq, &out) }
         do {
-            if let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch, peer: id, &out) {
+            if diverged == nil, let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch, peer: id, &out) {
                 // Resumable catch-up: exactly the operations it missed, then "ready".
                 for m in missed { out.append(.send(peer: id, bytes: m)) }
-                out.append(.send(peer: id, bytes: ServerMessage.ready(seq: lastSeq, epoch: epoch, store: storeId).encodedBytes()))
+                out.append(.send(peer: id, bytes: terms.readyBytes(seq: lastSeq, epoch: epoch, store: storeId)))
+                sendMembers(to: id, &out)
                 out.append(
                     .log(
                         EngineLog(

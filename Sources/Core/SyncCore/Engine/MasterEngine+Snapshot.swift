@@ -41,11 +41,13 @@ extension MasterEngine {
             clearing = read.orders.map(\.uuid) + removed
         }
         snapshotRead = read
-        return SnapshotStream(
+        var stream = SnapshotStream(
             orders: read.orders, seq: lastSeq, chunk: snapshotChunk, epoch: epoch, storeId: storeId, applied: applied,
             sendsReady: sendsReady, clearing: clearing,
             // Without an order to create, no Create can overtake a Remove: no fence, no wait.
             fence: clearsStorePOSApp && !read.orders.isEmpty ? storePOSFence : 0)
+        if sendsReady { stream.terms = terms }
+        return stream
     }
 
     /// Whether the terminal's snapshot is still going out.
@@ -117,6 +119,7 @@ extension MasterEngine {
         var stream = stream
         let held = stream.held.count
         for text in stream.finish() { out.append(.send(peer: id, bytes: text)) }
+        sendMembers(to: id, &out)
         endSnapshot(of: id)
         peers[id]?.phase = .live
         out.append(

@@ -1,3 +1,5 @@
+import JSON
+
 /// What applying one operation message produced.
 public struct ApplyOutcome: Sendable {
     /// The journal sequence number of the applied change, if anything was applied.
@@ -89,6 +91,9 @@ public final class MasterEngine {
         /// Close the terminal's link with this code.
         case close(peer: Int, code: UInt16, reason: String)
         case log(EngineLog)
+        /// A terminal follows a newer term: this master's reign is over; the node stops taking
+        /// writes and plays slave (`Docs/PROTOCOL.md` 7.6).
+        case stepDown(term: Int64)
     }
 
     public let store: any MasterStore
@@ -160,12 +165,17 @@ public final class MasterEngine {
     var withholdsFromStorePOS = false
     /// The operations applied since the group began (`recordsGroup`).
     public internal(set) var groupApplied: [GroupedOperation] = []
+    /// The master's term and its lineage's term starts, read from the store (`Docs/PROTOCOL.md` 7.1).
+    public var terms: MasterTerms
+    /// The store's members and settings as the node last gave them (`membersChanged(_:)`).
+    public internal(set) var members: StoreMembers?
 
     public init(store: any MasterStore, storeId: String, epoch: String) throws {
         self.store = store
         self.storeId = storeId
         self.epoch = epoch
         self.lastSeq = try store.lastJournalSeq()
+        self.terms = try store.masterTerms()
     }
 
     /// The live terminals, in connection order.
@@ -348,10 +358,11 @@ public final class MasterEngine {
         guard !plan.changes.isEmpty else { return outcome }
         let seq = lastSeq + 1
         let orders = plan.changes.map(\.order)
-        let text = ServerMessage.applied(
-            operation: message.operation, orders: orders, seq: seq, opId: message.opId,
-            origin: origin, snapshot: nil
-        ).encodedBytes()
+        var object = ServerMessage.applied(
+            operation: message.operation, orders: orders, seq: seq, opId: message.opId, origin: origin, snapshot: nil
+        ).jsonObject()
+        object["term"] = .int(terms.term)
+        let text = JSONValue.object(object).serializedBytes()
         let bytes = text.count
         guard bytes <= maxBroadcastBytes else {
             // Refused as a whole, before anything is stored: no terminal could be sent it.
@@ -364,7 +375,7 @@ public final class MasterEngine {
             return outcome
         }
         let entry = JournalEntry(
-            seq: seq, opId: message.opId, origin: origin, operation: message.operation,
+            seq: seq, term: terms.term, opId: message.opId, origin: origin, operation: message.operation,
             orderUUIDs: orders.map(\.uuid), message: text, recordedAtMillis: now)
         do {
             try store.commit(plan.changes, entry: entry)

@@ -36,6 +36,8 @@ extension SlaveEngine {
             return
         }
         collecting = nil
+        // The standby journal keeps the whole broadcast, encoded again from its parts.
+        receivedWhole = nil
         applied(c.operation, c.orders, seq: c.seq, opId: c.opId, origin: c.origin, &out)
     }
 

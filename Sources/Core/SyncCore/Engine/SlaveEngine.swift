@@ -22,7 +22,7 @@ public final class SlaveEngine {
     /// The store given on the command line, if any.
     public let configuredStore: String?
 
-    public private(set) var lastSeq: Int64
+    public internal(set) var lastSeq: Int64
     public private(set) var epoch: String?
     public private(set) var joinedStore: String?
     /// The master's latest sequence as last heard (broadcasts, ready, heartbeats).
@@ -60,6 +60,13 @@ public final class SlaveEngine {
     /// refused `rate_limited`: its snapshots are limited); nil when it did not. Read by the
     /// shell when the link ends; cleared by the next `linkOpened`.
     public private(set) var reconnectAfterMillis: Int64?
+    /// `sync.term`, the term of the entry at `lastSeq`, the term starts learnt, and the term
+    /// and bytes (one message) of the broadcast being applied (`SlaveEngine+Standby.swift`).
+    public internal(set) var term: Int64
+    public internal(set) var lastTerm: Int64
+    public internal(set) var termStarts: TermStarts
+    var receivedTerm: Int64 = 1
+    var receivedWhole: [UInt8]?
 
     public init(store: any SlaveStore, terminalId: String, terminalName: String, configuredStore: String?) throws {
         self.store = store
@@ -73,6 +80,7 @@ public final class SlaveEngine {
         outbox = state.outbox
         syncErrors = state.syncErrors
         needsSnapshot = state.needsSnapshot
+        (term, lastTerm, termStarts) = (state.term, state.lastTerm, state.termStarts)
         for e in outbox { track(e) }
     }
 
@@ -109,6 +117,7 @@ public final class SlaveEngine {
             lastSeq: lastSeq, epoch: needsSnapshot ? nil : epoch)
         hello.pending = outbox.prefix(HelloMessage.maxPending).map(\.opId)
         hello.outbox = outbox.count
+        (hello.term, hello.lastTerm) = (term, lastTerm)
         return [.send(hello.encodedBytes())]
     }
 
@@ -155,7 +164,9 @@ public final class SlaveEngine {
     public func received(_ bytes: [UInt8], now: Int64) -> [Action] {
         self.now = now
         var out: [Action] = []
-        let message = ServerMessage.decode(bytes)
+        let reading = ServerMessage.decodeForStandby(bytes)
+        if standbyHandled(reading, bytes: bytes, &out) { return out }
+        let message = reading.message
         if let c = collecting {
             // The parts of a broadcast come one after the other: anything else between them
             // means the link lost some.
@@ -192,6 +203,7 @@ public final class SlaveEngine {
                     out.append(.log(EngineLog(.error, "replica.write_failed", [("error", "\(error)")])))
                 }
             }
+            readyTerms(reading.term, starts: reading.termStarts, &out)
             masterSeq = max(seq, lastSeq)
             link = .live
             out.append(.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count)))
@@ -272,7 +284,9 @@ public final class SlaveEngine {
             c.epoch = snap.epoch
             c.needsSnapshot = false
             if let s = configuredStore { c.store = s }
+            snapshotTerms(snap, into: &c)
             try store.commit(c)
+            adoptTerms(of: c)
             lastSeq = snap.seq
             epoch = snap.epoch
             if let s = configuredStore { joinedStore = s }
@@ -325,7 +339,9 @@ public final class SlaveEngine {
                     orders.first { $0.key == key } ?? Order(uuid: key, customerName: "", created: OrderTimestamp(epochMillis: 0)))
             }
             if let s = seq { c.lastSeq = s }
+            standbyCopy(op, orders, seq: seq, opId: opId, origin: origin, into: &c)
             try store.commit(c)
+            adoptTerms(of: c)
         } catch {
             out.append(.log(EngineLog(.error, "replica.write_failed", [("error", "\(error)")])))
             out.append(.abort(reason: "replica write failed"))

@@ -47,6 +47,8 @@ public struct SnapshotStream: Sendable {
     private let pauses: [Int]
     /// How many of `pauses` were passed.
     private var settled = 0
+    /// The master's terms: its last part and `ready` carry them (`Docs/PROTOCOL.md` 7.1).
+    public var terms: MasterTerms?
 
     /// A stream of `orders` (as they stood at `seq`) in parts of `chunk`. `applied` (the
     /// terminal's waiting operations the snapshot already holds) goes with the last part;
@@ -108,10 +110,13 @@ public struct SnapshotStream: Sendable {
         let start = min(orders.count, created * chunk)
         let end = min(orders.count, start + chunk)
         sentParts += 1
+        var part = SnapshotPart(seq: seq, part: sentParts, parts: parts, epoch: epoch, applied: sentParts == parts ? applied : [:])
+        if sentParts == parts, let t = terms {
+            part.term = t.term(ofSeq: seq)
+            part.termStarts = t.starts
+        }
         return ServerMessage.applied(
-            operation: .create, orders: Array(orders[start..<end]), seq: nil, opId: nil, origin: nil,
-            snapshot: SnapshotPart(
-                seq: seq, part: sentParts, parts: parts, epoch: epoch, applied: sentParts == parts ? applied : [:])
+            operation: .create, orders: Array(orders[start..<end]), seq: nil, opId: nil, origin: nil, snapshot: part
         ).encodedBytes()
     }
 
@@ -151,7 +156,11 @@ public struct SnapshotStream: Sendable {
     /// Empties the held messages.
     public mutating func finish() -> [[UInt8]] {
         var tail: [[UInt8]] = []
-        if sendsReady { tail.append(ServerMessage.ready(seq: seq, epoch: epoch, store: storeId).encodedBytes()) }
+        if sendsReady {
+            tail.append(
+                terms?.readyBytes(seq: seq, epoch: epoch, store: storeId)
+                    ?? ServerMessage.ready(seq: seq, epoch: epoch, store: storeId).encodedBytes())
+        }
         tail += held
         held = []
         heldBytes = 0

@@ -37,6 +37,8 @@ public protocol MasterStore: AnyObject {
     func foreignOrders() throws -> [ForeignOrder]
     /// Sets the state of these foreign orders (by uuid, any case).
     func setForeignOrders(_ uuids: [String], state: ForeignOrder.State) throws
+    /// The master's term and its lineage's term starts (`sync.term`, `sync.term_starts`).
+    func masterTerms() throws -> MasterTerms
 }
 
 extension MasterStore {
@@ -48,6 +50,8 @@ extension MasterStore {
     public func foreignOrders() throws -> [ForeignOrder] { [] }
     /// A store that keeps no foreign orders has nothing to mark.
     public func setForeignOrders(_ uuids: [String], state: ForeignOrder.State) throws {}
+    /// A store that keeps no terms is in term 1.
+    public func masterTerms() throws -> MasterTerms { MasterTerms() }
 
     /// Reads the whole journal; a store that can do better (SQLite: one query of one column)
     /// implements it itself.
@@ -73,6 +77,11 @@ public struct ReplicaState: Equatable, Sendable {
     /// The replica may differ from the master's truth (a local change was refused or answered
     /// from before): the next hello asks for a snapshot.
     public var needsSnapshot: Bool
+    /// `sync.term`, the term of the entry at `lastSeq`, and the term starts it learnt
+    /// (`Docs/PROTOCOL.md` 7.1).
+    public var term: Int64 = 1
+    public var lastTerm: Int64 = 1
+    public var termStarts = TermStarts()
 
     public init(
         lastSeq: Int64 = 0, epoch: String? = nil, store: String? = nil, outbox: [OutboxEntry] = [],
@@ -110,6 +119,17 @@ public struct SlaveCommit: Equatable, Sendable {
     public var answered: [AnsweredOperation] = []
     /// What the slave's change feed records of this commit (Docs/API.md, "Change feed").
     public var feed: [SlaveFeedEvent] = []
+    /// Standby copy (`Docs/PROTOCOL.md` 7), applied before the changes: a snapshot at this seq
+    /// (of `baseTerm`) empties the standby journal; a divergence drops its entries after this seq.
+    public var standbyBase: Int64?
+    public var baseTerm: Int64?
+    public var truncateJournal: Int64?
+    /// The master's entries applied (a tombstone for each order a Remove names), after the changes.
+    public var journal: [JournalEntry] = []
+    /// `sync.term`, `sync.term_starts`, and the store's members and settings.
+    public var term: Int64?
+    public var termStarts: TermStarts?
+    public var members: StoreMembers?
 
     /// How many answered operation ids a slave remembers.
     public static let answeredKept = 10_000
@@ -120,7 +140,8 @@ public struct SlaveCommit: Equatable, Sendable {
     public var isEmpty: Bool {
         replaceAll == nil && changes.isEmpty && lastSeq == nil && epoch == nil && store == nil && appendOutbox.isEmpty
             && deleteOutbox.isEmpty && syncErrors.isEmpty && rejections.isEmpty && needsSnapshot == nil && answered.isEmpty
-            && feed.isEmpty
+            && feed.isEmpty && standbyBase == nil && truncateJournal == nil && journal.isEmpty && term == nil && termStarts == nil
+            && members == nil
     }
 }
 
@@ -133,6 +154,13 @@ public protocol SlaveStore: AnyObject {
     /// The kept answer to this slave's operation `opId`, if any.
     func answeredOperation(opId: String) throws -> AnsweredOperation?
     func commit(_ commit: SlaveCommit) throws
+    /// The standby journal's entries with `seq > after`, oldest first (a divergence re-queues them).
+    func standbyJournal(after seq: Int64) throws -> [JournalEntry]
+}
+
+extension SlaveStore {
+    /// A store that keeps no standby journal has none to give back.
+    public func standbyJournal(after seq: Int64) throws -> [JournalEntry] { [] }
 }
 
 /// A log record an engine asks its shell to write (the engines have no logger of their own).

@@ -1,5 +1,6 @@
 import EventLoopIO
 import Logging
+import NodePolicy
 
 /// A node's HTTP front-ends, owned together: the local API socket (every node), `--metrics-listen`
 /// (`GET /metrics` over TCP) and, on a master with `--http-listen`, the store dashboard.
@@ -16,6 +17,9 @@ final class FrontEnds {
     /// The store dashboard (`--http-listen`, masters only), or nil.
     let dashboard: DashboardServer?
     private var state = FrontEndsPhase()
+    /// What `GET /metrics` renders: the role playing now (`--metrics-listen` keeps its listener
+    /// across a hand-over and asks this each time).
+    private var renderMetrics: () -> [UInt8] = { [] }
 
     /// The front-ends `configuration` asks for on `loop`, with `dashboard` (built by a master)
     /// or nil. Binds `--metrics-listen`; nothing is answered before ``start(_:handler:metrics:dashboard:)``.
@@ -37,16 +41,40 @@ final class FrontEnds {
         metrics: @escaping () -> [UInt8], dashboard source: DashboardSource?
     ) throws {
         loop.assertInEventLoop()
+        if state.phase == .running {
+            // A role took the seat of another (`RoleSeat`): the listeners run, it answers now.
+            api.handler = handler
+            renderMetrics = metrics
+            if let source { dashboard?.start(source: source) }
+            return
+        }
         state.start()
+        renderMetrics = metrics
         do {
             try NodeStartup.startAPI(api, configuration, handler: handler)
         } catch {
             state.failedToStart()
             throw error
         }
-        NodeMetrics.serve(api: api, listener: metricsListener, render: metrics)
+        NodeMetrics.serve(api: api, listener: metricsListener) { [unowned self] in self.renderMetrics() }
         if let source { dashboard?.start(source: source) }
         state.started()
+    }
+
+    /// A role leaves its seat to another: the local API and `--metrics-listen` keep listening
+    /// (their connections too: an answer the next role gives still reaches its caller), the
+    /// leaving role's own routes are withdrawn and requests wait a moment with `503 switching`;
+    /// the dashboard (a master's) stops. Does nothing when they are not running.
+    func handOver() {
+        loop.assertInEventLoop()
+        guard state.phase == .running else { return }
+        api.handler = { _, respond in
+            respond(503, LocalAPIRoute.errorBody(code: "starting", message: "the node is switching roles; try again in a moment"))
+        }
+        api.masterHandler = nil
+        api.promoteHandler = nil
+        api.changesHandler = nil
+        dashboard?.stop()
     }
 
     /// Closes every listener and connection (the API socket file is removed); does nothing when

@@ -22,6 +22,8 @@ final class LocalAPIServer {
     var handler: Handler = { _, respond in respond(503, LocalAPIRoute.errorBody(code: "starting", message: "node is starting")) }
     /// Answers the master's own routes (pairing, terminals, key); nil on a slave.
     var masterHandler: MasterHandler?
+    /// Answers `POST /v1/promote` (a slave's); nil on a master, which answers `not_a_slave`.
+    var promoteHandler: ((PromoteRequest, Respond) -> Void)?
     /// Renders `GET /metrics` (the Prometheus text exposition); nil until the node starts.
     var metrics: (() -> [UInt8])?
     /// Answers `GET /v1/changes` (the change feed, LocalAPIServer+Changes.swift).
@@ -183,6 +185,10 @@ final class LocalAPIServer {
 
     /// Hands a request to the master's routes or the node's (`HEAD` as `GET`).
     private func route(_ req: HTTPRequest, _ exchange: LocalAPIExchange, _ respond: Respond) {
+        if let promote = PromoteRequest.decode(method: exchange.method, path: req.path, body: req.body) {
+            routePromote(promote, respond)
+            return
+        }
         if let masterRoute = MasterAPIRoute.decode(method: exchange.method, path: req.path, segments: req.pathSegments, body: req.body) {
             switch masterRoute {
             case .failure(let f):
@@ -205,6 +211,23 @@ final class LocalAPIServer {
             respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message, uuid: f.uuid))
         case .success(let r):
             handler(r, respond)
+        }
+    }
+}
+
+extension LocalAPIServer {
+    /// Hands `POST /v1/promote` to the slave, or refuses it: a master is not a slave.
+    fileprivate func routePromote(_ promote: Result<PromoteRequest, LocalAPIRoute.Failure>, _ respond: Respond) {
+        switch promote {
+        case .failure(let f):
+            respond(f.status, LocalAPIRoute.errorBody(code: f.code, message: f.message))
+        case .success(let request):
+            guard let promoteHandler else {
+                let refusal = PromoteRefusal(.notASlave, message: "this node is not a slave: only a running slave can be promoted")
+                respond(refusal.httpStatus, refusal.jsonValue)
+                return
+            }
+            promoteHandler(request, respond)
         }
     }
 }

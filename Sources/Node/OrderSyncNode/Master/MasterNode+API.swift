@@ -16,6 +16,7 @@ extension MasterNode {
         case .list, .show, .journal, .rejections:
             _ = NodeStartup.answerRead(route, store: writer, respond: respond)
         case .write(let message, let single):
+            if candidateRefusesWrite(respond) { return }
             // Answered once the group it joins is on disk.
             enqueue(.local(message, origin: respond.caller.origin(node: terminalName), single: single, respond: respond))
         }

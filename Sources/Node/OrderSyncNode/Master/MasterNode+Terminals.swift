@@ -131,6 +131,7 @@ extension MasterNode {
     /// A sync message (UTF-8 JSON bytes): applied with the others of this loop turn in the next
     /// group.
     func terminalMessage(_ bytes: [UInt8], from s: TerminalSession) {
+        if candidateHolds(bytes, from: s.id) { return }
         enqueue(.message(session: s.id, bytes: bytes))
     }
 
@@ -197,6 +198,10 @@ extension MasterNode {
                 s.close(code: CloseCode(code), reason: reason)
             case .log(let record):
                 logger.log(record)
+            case .stepDown:
+                // Carried out by the node's role switch (`Docs/PROTOCOL.md` 7.6); the engine
+                // already refused the hello and closed its link.
+                break
             }
         }
         out.flushAll()

@@ -20,13 +20,21 @@ public final class MasterNode {
     let configuration: NodeConfiguration
     var logger: Logger
     let loop: EventLoop
-    let dataDirectory: DataDirectory
+    /// The data directory, the store's writer and the front-ends, kept by the node from one role
+    /// to the next (a promotion, a step-down).
+    let seat: RoleSeat
+    var dataDirectory: DataDirectory { seat.dataDirectory }
     /// The one writer of the store: group commit, reads, writes.
-    let writer: StoreWriter
+    var writer: StoreWriter { seat.writer }
     var engine: MasterEngine
     let acceptor: Acceptor
     /// The local API, `--metrics-listen` and the dashboard, started and stopped together.
-    let frontEnds: FrontEnds
+    var frontEnds: FrontEnds { seat.frontEnds }
+    /// Set while this master is a candidate of a promotion (``MasterCandidacy``); nil once it
+    /// serves as master proper.
+    var candidacy: MasterCandidacy?
+    /// The term served (TXT `term`): the candidacy's, or the store's `sync.term`.
+    var term: Int64
     /// The local API socket (`frontEnds.api`).
     var api: LocalAPIServer { frontEnds.api }
     let discovery: (any ServiceDiscovery)?
@@ -78,27 +86,45 @@ public final class MasterNode {
     /// A master on `loop` (not running yet, on the thread that will run it), serving the store
     /// of `dataDirectory` and publishing it through `discovery` (nil: not published). Binds the
     /// terminals' port; nothing is served before `run()`.
-    public init(
+    public convenience init(
         configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
         discovery: (any ServiceDiscovery)?, logger: Logger
     ) throws {
+        try self.init(
+            configuration: configuration, loop: loop, dataDirectory: dataDirectory, discovery: discovery, logger: logger,
+            seat: nil, promotion: nil)
+    }
+
+    /// A master on `loop`, as above; on the `seat` of the role it takes over (nil: a seat of its
+    /// own on `dataDirectory`), and a candidate of `promotion` (nil: a master proper).
+    init(
+        configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
+        discovery: (any ServiceDiscovery)?, logger: Logger, seat handedOver: RoleSeat?, promotion: MasterCandidacy?
+    ) throws {
         self.configuration = configuration
         self.loop = loop
-        self.dataDirectory = dataDirectory
         self.discovery = discovery
-        writer = StoreWriter(store: dataDirectory.store, loop: loop, label: "master")
-        let savedStore = try writer.read { try $0.metadata("store.id") }
-        if let wanted = configuration.store, let saved = savedStore, wanted != saved {
-            throw NodeStartupError(
-                "\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store")
+        let writer = handedOver?.writer ?? StoreWriter(store: dataDirectory.store, loop: loop, label: "master")
+        if let promotion {
+            // A candidate persists nothing: the store id and the lineage are the replica's.
+            storeId = promotion.store
+        } else {
+            let savedStore = try writer.read { try $0.metadata("store.id") }
+            if let wanted = configuration.store, let saved = savedStore, wanted != saved {
+                throw NodeStartupError(
+                    "\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store")
+            }
+            storeId = try writer.identity(key: "store.id") {
+                configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
+            }
         }
-        storeId = try writer.identity(key: "store.id") {
-            configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
-        }
+        candidacy = promotion
         terminalName = configuration.name ?? DataDirectory.hostName()
         serviceName = configuration.serviceInstanceName
         keys = try MasterKeys(current: dataDirectory.nodeIdentity, previousPath: configuration.previousKeyPath)
-        engine = try MasterEngine(store: writer.masterStore(), storeId: storeId, epoch: try writer.read { try $0.databaseEpoch() })
+        let lineage = try promotion?.lineage ?? writer.read { try $0.metadata(MasterCandidacy.lineageKey) ?? $0.databaseEpoch() }
+        engine = try MasterEngine(store: writer.masterStore(), storeId: storeId, epoch: lineage)
+        term = try promotion?.term ?? writer.read { Self.storedTerm(try $0.metadata(MasterCandidacy.termKey)) }
         engine.snapshotChunk = NodeDefaults.snapshotChunk
         engine.pacesSnapshots = true
         engine.maxHeldSnapshotBytes = configuration.maxHeldSnapshotBytes
@@ -139,11 +165,17 @@ public final class MasterNode {
         port = listener.localPort
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
-        let dashboard = try configuration.httpListen.map { address in
-            try DashboardServer(
-                address: address, certificate: try Self.dashboardCertificate(configuration, logger), loop: loop, logger: logger)
+        if let handedOver {
+            seat = handedOver
+        } else {
+            let dashboard = try configuration.httpListen.map { address in
+                try DashboardServer(
+                    address: address, certificate: try Self.dashboardCertificate(configuration, logger), loop: loop, logger: logger)
+            }
+            seat = RoleSeat(
+                dataDirectory: dataDirectory, writer: writer,
+                frontEnds: try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: dashboard))
         }
-        frontEnds = try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: dashboard)
     }
 
     /// A master for the `ordersync master` command: prepares the process (signals), claims the
@@ -233,6 +265,7 @@ public final class MasterNode {
 
         startDiscovery()
         reportReadiness()
+        if let candidacy { startCandidacy(candidacy) }
     }
 
     private func startDiscovery() {
@@ -245,6 +278,8 @@ public final class MasterNode {
                 loop.execute { node.value.handleDiscovery(event) }
             }
             publishService()
+            // Its own service type: a member of the store announcing a higher term makes it step down.
+            discovery.browse(type: configuration.serviceType)
         } catch {
             avahiState = .unavailable
             logger.warning(
@@ -265,6 +300,7 @@ public final class MasterNode {
             ("path", NodeDefaults.webSocketPath), ("id", keys.current.nodeId),
         ]
         if let previous = keys.previous { txt.append(("previd", previous.nodeId)) }
+        txt.append(contentsOf: termTXT)
         discovery.publish(ServiceAnnouncement(name: serviceName, type: configuration.serviceType, port: port, txt: txt))
     }
 
@@ -307,7 +343,9 @@ public final class MasterNode {
         case .publishFailed(let reason):
             logger.error("service.publish_failed", metadata: ["reason": "\(reason)"])
             serviceManager.ready(status: readinessStatus + " (publishing failed: \(reason))")
-        case .serviceFound, .serviceLost, .browseFailed:
+        case .serviceFound(let service):
+            considerStepDown(service)
+        case .serviceLost, .browseFailed:
             break
         }
     }
@@ -316,13 +354,14 @@ public final class MasterNode {
         loop.assertInEventLoop()
         guard !shuttingDown else { return }
         shuttingDown = true
-        serviceManager.stopping()
+        // A hand-over is no stop: the next role reports itself ready.
+        if !seat.handingOver { serviceManager.stopping() }
         logger.info("node.stopping", metadata: ["signal": "\(reason)", "peers": "\(sessions.count)"])
         acceptor.close()
         // Withdraw the service first, so no slave picks a master that no longer accepts.
         discovery?.unpublish()
         changeFeed?.stop()
-        frontEnds.stop()
+        seat.stopFrontEnds()
         for s in terminals.close() { s.close(code: .goingAway, reason: "master shutting down") }
         if sessions.isEmpty {
             shutdownComplete()
@@ -353,8 +392,7 @@ public final class MasterNode {
         finishGroups()
         logHandshakeSummaries()
         discovery?.stop()
-        writer.close()
-        dataDirectory.close()
+        seat.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
     }
 }

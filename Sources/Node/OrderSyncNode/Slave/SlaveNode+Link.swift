@@ -26,6 +26,7 @@ extension SlaveNode {
                 ])
         case .serviceFound(let service):
             guard service.txt["proto"] == orderSyncProtocolName else { return }
+            if considerTerm(service) { return }
             let changed = candidates.found(service)
             if candidates.isUntrusted(service) {
                 // Announces another key's id: never connected to; logged once per change.

@@ -19,12 +19,15 @@ public final class SlaveNode {
     let configuration: NodeConfiguration
     var logger: Logger
     let loop: EventLoop
-    let dataDirectory: DataDirectory
+    /// The data directory, the store's writer and the front-ends, kept by the node from one role
+    /// to the next (a promotion, a step-down).
+    let seat: RoleSeat
+    var dataDirectory: DataDirectory { seat.dataDirectory }
     /// The one writer of the replica: batches committed off the loop, reads, writes.
-    let writer: StoreWriter
+    var writer: StoreWriter { seat.writer }
     var engine: SlaveEngine
     /// The local API and `--metrics-listen`, started and stopped together.
-    let frontEnds: FrontEnds
+    var frontEnds: FrontEnds { seat.frontEnds }
     /// The local API socket (`frontEnds.api`).
     var api: LocalAPIServer { frontEnds.api }
     let discovery: (any ServiceDiscovery)?
@@ -51,6 +54,8 @@ public final class SlaveNode {
 
     /// Masters seen on the LAN and how attempts on them went.
     var candidates = MasterCandidates()
+    /// The highest term this slave followed or promised (`sync.term`; 1 when absent).
+    var followedTerm: Int64 = 1
     var lastStoreChoiceLog = ""
     /// A slave that knows no store waits this long after the first master it sees, so that it
     /// sees every store on the LAN before it joins one.
@@ -85,17 +90,29 @@ public final class SlaveNode {
     /// A slave on `loop` (not running yet, on the thread that will run it), keeping its replica
     /// in `dataDirectory` and finding its master through `discovery` (nil: only
     /// `configuration.masterURL`). Nothing starts before `run()`.
-    public init(
+    public convenience init(
         configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
         discovery: (any ServiceDiscovery)?, logger: Logger,
         reconnectJitter: ReconnectBackoff.Jitter = .downToHalf()
     ) throws {
+        try self.init(
+            configuration: configuration, loop: loop, dataDirectory: dataDirectory, discovery: discovery, logger: logger,
+            reconnectJitter: reconnectJitter, seat: nil)
+    }
+
+    /// A slave on `loop`, as above, on the `seat` of the role it takes over (nil: a seat of its
+    /// own on `dataDirectory`): a candidate withdrawing, a master stepping down.
+    init(
+        configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
+        discovery: (any ServiceDiscovery)?, logger: Logger,
+        reconnectJitter: ReconnectBackoff.Jitter, seat handedOver: RoleSeat?
+    ) throws {
         self.configuration = configuration
         self.loop = loop
-        self.dataDirectory = dataDirectory
         self.discovery = configuration.masterURL == nil ? discovery : nil
-        writer = StoreWriter(store: dataDirectory.store, loop: loop, label: "slave")
+        let writer = handedOver?.writer ?? StoreWriter(store: dataDirectory.store, loop: loop, label: "slave")
         terminalId = try writer.identity(key: "terminal.id") { UUID().uuidString.lowercased() }
+        followedTerm = try writer.read { MasterNode.storedTerm(try $0.metadata(MasterCandidacy.termKey)) }
         terminalName = configuration.name ?? DataDirectory.hostName()
         engine = try SlaveEngine(
             store: writer.slaveStore(), terminalId: terminalId, terminalName: terminalName,
@@ -138,7 +155,11 @@ public final class SlaveNode {
             jitter: reconnectJitter)
         candidates.trustedIds = trust.trustedIds
         connectFailures = FailureSummary(interval: configuration.logSummaryInterval)
-        frontEnds = try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: nil)
+        seat =
+            try handedOver
+            ?? RoleSeat(
+                dataDirectory: dataDirectory, writer: writer,
+                frontEnds: FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: nil))
     }
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
@@ -170,6 +191,7 @@ public final class SlaveNode {
         try frontEnds.start(
             configuration, handler: { [weak self] route, respond in self?.handleAPI(route, respond) },
             metrics: { [weak self] in self?.renderMetrics() ?? [] }, dashboard: nil)
+        api.promoteHandler = { [weak self] request, respond in self?.promote(request, respond) }
         logger.info(
             "node.started",
             metadata: [
@@ -218,7 +240,8 @@ public final class SlaveNode {
         loop.assertInEventLoop()
         guard !shuttingDown else { return }
         shuttingDown = true
-        serviceManager.stopping()
+        // A hand-over is no stop: the next role reports itself ready.
+        if !seat.handingOver { serviceManager.stopping() }
         // The master's messages received so far are committed (off the loop) first.
         afterBatch { [weak self] in self?.stop(reason: reason) }
     }
@@ -226,7 +249,7 @@ public final class SlaveNode {
     private func stop(reason: String) {
         logger.info("node.stopping", metadata: ["signal": "\(reason)"])
         changeFeed?.stop()
-        frontEnds.stop()
+        seat.stopFrontEnds()
         answerPendingWritesAsQueued()
         if let link = linkState.link {
             link.close(code: .goingAway, reason: "terminal shutting down")
@@ -268,8 +291,7 @@ public final class SlaveNode {
     func finishShutdown() {
         finishBatchesAtShutdown()
         discovery?.stop()
-        writer.close()
-        dataDirectory.close()
+        seat.close()
         logger.info("node.stopped", metadata: ["seq": "\(engine.lastSeq)"])
     }
 }

@@ -210,6 +210,21 @@ final class StoreWriter {
         return database.finishGroupCommit(commit)
     }
 
+    /// Between two roles of a node (a hand-over: the old role finished, the next not built
+    /// yet, the store idle): runs `body` in a group committed on this thread, as at start.
+    func writeBetweenRoles<T>(_ body: WriteBody<T>) throws -> T {
+        precondition(state.phase == .idle, "a write between roles while \(state.phase)")
+        try openGroup()
+        do {
+            let value = try collect(body)
+            try commitAtShutdown()
+            return value
+        } catch {
+            if state.phase == .collecting { rollbackGroup() }
+            throw error
+        }
+    }
+
     /// At shutdown: commits the open group on this thread (the loop has stopped).
     func commitAtShutdown() throws(StoreError) {
         precondition(state.phase == .collecting, "no group to commit (\(state.phase))")

@@ -1,0 +1,74 @@
+import Discovery
+import Foundation
+import Logging
+import NodePolicy
+import OrderStore
+import SyncCore
+
+/// Step-down (Docs/PROTOCOL.md, "Promotion"): a master that sees a member of its store announce
+/// a higher term in its own browse (a slave promoted while this master was away) stops taking
+/// writes, logs `master.stepped_down` and plays slave of that member on the same loop, store
+/// writer and front-ends. Its replica state comes from its journal (last seq, the lineage, its
+/// term); the new master then tells it where its history diverged.
+extension MasterNode {
+    /// A service found by the master's own browse: true when it made the master step down.
+    @discardableResult
+    func considerStepDown(_ service: ResolvedService) -> Bool {
+        guard candidacy == nil, !shuttingDown, service.txt["proto"] == orderSyncProtocolName,
+            service.txt["store"] == storeId, let id = service.txt["id"], id != keys.current.nodeId,
+            let raw = service.txt["term"], let announced = Int64(raw), announced > term
+        else { return false }
+        guard let member = try? writer.read({ try $0.pairedTerminals().first { $0.nodeId == id } }) else {
+            // Not a member: its term is not counted.
+            logger.warning(
+                "master.untrusted",
+                metadata: [
+                    "master.address": "\(service.address):\(service.port)", "master.announced_id": "\(id)", "term": "\(announced)",
+                    "hint": "a service of this store announcing a higher term whose key is no paired terminal of it is ignored",
+                ])
+            return false
+        }
+        stepDown(to: member, term: announced, reason: "a member announced term \(announced)")
+        return true
+    }
+
+    /// Stops taking writes and plays slave of `member` (its term `term`) on the same seat: in
+    /// one commit before the switch the store becomes a replica (`node.role=slave`, the replica
+    /// state from the journal) and `master.trust` names the member's key.
+    func stepDown(to member: PairedTerminal, term newTerm: Int64, reason: String) {
+        guard candidacy == nil, !shuttingDown else { return }
+        let lastSeq = engine.lastSeq
+        logger.warning(
+            "master.stepped_down",
+            metadata: [
+                "term": "\(term)", "term.new": "\(newTerm)", "master.id": "\(member.nodeId)", "master.name": "\(member.name)",
+                "seq": "\(lastSeq)", "reason": "\(reason)",
+            ])
+        // No more writes: the role leaves at once (its links close, its front-ends are handed
+        // over); the store becomes a replica between the two roles.
+        var slave = configuration
+        slave.role = .slave
+        slave.masterURL = nil
+        slave.port = 0
+        let (store, lineage, oldTerm) = (storeId, engine.epoch, term)
+        let trust = MasterTrust(
+            store: store, publicKey: member.publicKey, pairedAtMillis: WallClock.nowMillis(),
+            codeDigest: MasterTrust.codeDigest(ofCodeBytes: []))
+        let trustPath = configuration.masterTrustPath
+        let (seat, loop, discovery, logger) = (self.seat, self.loop, self.discovery, self.logger)
+        seat.requestHandOver?("stepped down") {
+            try seat.writer.writeBetweenRoles { db in
+                try db.setMetadata("node.role", NodeRole.slave.rawValue)
+                try db.setMetadata("replica.last_seq", String(try db.lastJournalSeq()))
+                try db.setMetadata("replica.epoch", lineage)
+                try db.setMetadata("replica.store", store)
+                try db.setMetadata(MasterCandidacy.termKey, "\(oldTerm)")
+                try trust.write(to: trustPath)
+            }
+            return .slave(
+                try SlaveNode(
+                    configuration: slave, loop: loop, dataDirectory: seat.dataDirectory, discovery: discovery, logger: logger,
+                    reconnectJitter: .downToHalf(), seat: seat))
+        }
+    }
+}

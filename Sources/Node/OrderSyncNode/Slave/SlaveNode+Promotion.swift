@@ -1,0 +1,55 @@
+import Foundation
+import Logging
+import NodePolicy
+import OrderStore
+
+/// `POST /v1/promote` on a slave (`ordersync promote`): the node leaves the slave role and plays
+/// master, a candidate first, on the same loop, store writer and front-ends (`RoleSeat`).
+extension SlaveNode {
+    /// Metadata key of the standby copy's master (written with the store's members).
+    static let standbyMasterKey = "standby.master"
+
+    /// Starts a promotion once the master's messages received so far are applied; answered by
+    /// the candidate when it is over.
+    func promote(_ request: PromoteRequest, _ respond: LocalAPIServer.Respond) {
+        loop.assertInEventLoop()
+        afterBatch { [weak self] in self?.startPromotion(request, respond) }
+    }
+
+    private func startPromotion(_ request: PromoteRequest, _ respond: LocalAPIServer.Respond) {
+        func refuse(_ refusal: PromoteRefusal) { respond(refusal.httpStatus, refusal.jsonValue) }
+        guard !shuttingDown, let requestHandOver = seat.requestHandOver else {
+            return refuse(PromoteRefusal(.promoting, message: "the slave is stopping or switching roles"))
+        }
+        let standby: String?
+        let storedTerm: Int64
+        do {
+            (standby, storedTerm) = try writer.read { db in
+                (try db.metadata(Self.standbyMasterKey), MasterNode.storedTerm(try db.metadata(MasterCandidacy.termKey)))
+            }
+        } catch {
+            return respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
+        }
+        guard let store = engine.joinedStore, let lineage = engine.epoch, standby != nil else {
+            return refuse(
+                PromoteRefusal(
+                    .noStandbyCopy,
+                    message: "this slave holds no standby copy of the store (it never received the store's members from a master)"))
+        }
+        let term = max(storedTerm, candidates.highestTerm(members: Set(members().map(\.nodeId)))) + 1
+        var master = configuration
+        master.role = .master
+        master.store = store
+        let candidacy = MasterCandidacy(
+            store: store, lineage: lineage, term: term, request: request, slaveConfiguration: configuration,
+            slaveJitter: reconnectBackoff.jitter, respond: respond, startedAt: loop.now)
+        logger.notice("promote.requested", metadata: ["term": "\(term)", "forced": "\(request.force)", "seq": "\(engine.lastSeq)"])
+        let (seat, loop, discovery, logger) = (self.seat, self.loop, self.discovery, self.logger)
+        requestHandOver("promote") {
+            .master(
+                try MasterNode(
+                    configuration: master, loop: loop, dataDirectory: seat.dataDirectory, discovery: discovery, logger: logger,
+                    seat: seat, promotion: candidacy))
+        }
+    }
+}

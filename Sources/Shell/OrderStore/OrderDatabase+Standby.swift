@@ -1,0 +1,194 @@
+import JSON
+import SyncCore
+
+/// Terms, votes, lineage and the standby copy (`Docs/PROTOCOL.md` 7): the metadata a master
+/// keeps of its reign and a standby keeps of the master it would replace.
+extension OrderDatabase {
+    /// `sync.term`: the current term on a master, the highest followed or promised on a slave;
+    /// 1 when absent.
+    public func term() throws -> Int64 {
+        Int64(try metadata("sync.term") ?? "") ?? 1
+    }
+
+    /// Sets `sync.term`.
+    public func setTerm(_ term: Int64) throws {
+        try setMetadata("sync.term", String(term))
+    }
+
+    /// `sync.vote`: the candidate this node promised in a term, or nil.
+    public func vote() throws -> (term: Int64, nodeId: String)? {
+        guard let text = try metadata("sync.vote"), let space = text.firstIndex(of: " "),
+            let term = Int64(text[..<space])
+        else { return nil }
+        return (term, String(text[text.index(after: space)...]))
+    }
+
+    /// Records the promise to `nodeId` in `term` (before the promise is answered).
+    public func setVote(term: Int64, nodeId: String) throws {
+        try setMetadata("sync.vote", "\(term) \(nodeId)")
+    }
+
+    /// `sync.term_starts`: the first seq of each term of this lineage (empty when never written).
+    public func termStarts() throws -> TermStarts {
+        guard let text = try metadata("sync.term_starts") else { return TermStarts() }
+        guard let o = (try? JSONParser.parse(text))?.objectValue else {
+            throw StoreError(kind: .corruptRow, message: "sync.term_starts is not a JSON object", path: path)
+        }
+        return TermStarts(json: o)
+    }
+
+    /// Replaces `sync.term_starts`.
+    public func setTermStarts(_ starts: TermStarts) throws {
+        try setMetadata("sync.term_starts", JSONValue.object(starts.json).serialized())
+    }
+
+    /// Records that `term` began at `seq` (term 1 at seq 1 is implied and written too).
+    public func addTermStart(term: Int64, seq: Int64) throws {
+        try transaction {
+            var starts = try termStarts()
+            if starts.starts[1] == nil { starts.starts[1] = 1 }
+            starts.starts[term] = seq
+            try setTermStarts(starts)
+        }
+    }
+
+    /// `sync.lineage`: the epoch this store's history publishes; the database's own epoch when
+    /// absent.
+    public func lineage() throws -> String {
+        try metadata("sync.lineage") ?? databaseEpoch()
+    }
+
+    /// Sets `sync.lineage`.
+    public func setLineage(_ lineage: String) throws {
+        try setMetadata("sync.lineage", lineage)
+    }
+
+    /// Up to `limit` journal entries with `seq > after`, oldest first (a voter's answer to `fetch`).
+    public func journalEntries(after seq: Int64, limit: Int) throws -> [JournalEntry] {
+        try journal(since: seq, orderUUID: nil, limit: limit)
+    }
+
+    /// `standby.master`: the master the standby copy came from, or nil before any `members`.
+    public func standbyMaster() throws -> StoreMember? {
+        guard let text = try metadata("standby.master") else { return nil }
+        guard let member = (try? JSONParser.parse(text))?.objectValue.flatMap(StoreMember.init(json:)) else {
+            throw StoreError(kind: .corruptRow, message: "standby.master is not a member object", path: path)
+        }
+        return member
+    }
+
+    /// `standby.settings`: the store's settings as the master last sent them, or nil.
+    public func standbySettings() throws -> JSONObject? {
+        guard let text = try metadata("standby.settings") else { return nil }
+        guard let o = (try? JSONParser.parse(text))?.objectValue else {
+            throw StoreError(kind: .corruptRow, message: "standby.settings is not a JSON object", path: path)
+        }
+        return o
+    }
+
+    /// `standby.base`: the seq of the last snapshot applied (the standby journal holds the
+    /// entries after it); 0 when none.
+    public func standbyBase() throws -> Int64 {
+        Int64(try metadata("standby.base") ?? "") ?? 0
+    }
+
+    /// Whether a paired terminal votes (`voter`); nil when it is not paired.
+    public func isVoter(nodeId: String) throws -> Bool? {
+        try connection.scalarInt("SELECT voter FROM paired_terminals WHERE node_id = ?", [.text(nodeId)]).map { $0 != 0 }
+    }
+
+    /// The paired terminals with their voter flags, as a master lists them to its standbys.
+    public func memberTerminals() throws -> [MemberTerminal] {
+        try connection.withStatement(
+            "SELECT node_id, public_key, name, paired_ms, revoked_ms, voter FROM paired_terminals ORDER BY name, node_id"
+        ) { s in
+            var out: [MemberTerminal] = []
+            while try s.step() {
+                out.append(
+                    MemberTerminal(
+                        member: StoreMember(id: s.text(0), key: s.text(1), name: s.text(2)), pairedMillis: s.int64(3),
+                        revokedMillis: s.optionalInt64(4), voter: s.int64(5) != 0))
+            }
+            return out
+        }
+    }
+
+    /// Stores the members a master sent, in the caller's transaction: its paired terminals
+    /// replace this file's, and `standby.master`, `standby.settings` are set.
+    func saveMembers(_ members: StoreMembers) throws {
+        try connection.execute("DELETE FROM paired_terminals")
+        for t in members.terminals {
+            try insertMember(t)
+        }
+        try setMetadata("standby.master", JSONValue.object(members.master.json).serialized())
+        try setMetadata("standby.settings", JSONValue.object(members.settings).serialized())
+    }
+
+    private func insertMember(_ t: MemberTerminal) throws {
+        try connection.execute(
+            """
+            INSERT INTO paired_terminals (node_id, public_key, name, paired_ms, revoked_ms, voter) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (node_id) DO UPDATE SET public_key = excluded.public_key, name = excluded.name,
+                paired_ms = excluded.paired_ms, revoked_ms = excluded.revoked_ms, voter = excluded.voter
+            """,
+            [
+                .text(t.member.id), .text(t.member.key.lowercased()), .text(t.member.name), .integer(t.pairedMillis),
+                .integer(t.revokedMillis), .integer(t.voter ? 1 : 0),
+            ])
+    }
+
+    /// Applies journal entries fetched from a more advanced voter, in one transaction: each
+    /// entry at its term, its orders (decoded from its broadcast bytes) and a tombstone for each
+    /// removed order. Entries at or below the journal's last seq are skipped; a gap or a message
+    /// that does not decode throws and stores nothing. Returns how many were applied.
+    @discardableResult
+    public func applyFetchedEntries(_ entries: [JournalEntry]) throws -> Int {
+        try requireWritable()
+        return try transaction {
+            var last = try lastJournalSeq()
+            var applied = 0
+            for entry in entries.sorted(by: { $0.seq < $1.seq }) where entry.seq > last {
+                guard entry.seq == last + 1 || last == 0 else {
+                    throw StoreError(
+                        kind: .invalidArgument, message: "fetched entry \(entry.seq) does not follow entry \(last)", path: path)
+                }
+                guard case .success(.applied(let op, let orders, _, _, _, nil, _)) = ServerMessage.decode(entry.message) else {
+                    throw StoreError(
+                        kind: .invalidArgument, message: "fetched entry \(entry.seq) is not a broadcast", path: path)
+                }
+                for o in orders {
+                    if op == .remove {
+                        if try order(uuid: o.uuid) != nil { try deleteOrder(uuid: o.uuid) }
+                        try addTombstone(uuid: o.uuid, seq: entry.seq)
+                    } else {
+                        try upsertOrder(o)
+                    }
+                }
+                try appendJournal(entry)
+                last = entry.seq
+                applied += 1
+            }
+            if applied > 0 { try setMetadata("replica.last_seq", String(last)) }
+            return applied
+        }
+    }
+
+    /// A standby becomes the master of term `term`, in one transaction: `sync.term`, the term's
+    /// start (the seq after its journal's last), `sync.lineage`, and the old master among its
+    /// paired terminals (so it can connect again, as a slave).
+    public func becomeMasterFromStandby(term: Int64, lineage: String, oldMaster: StoreMember?, atMillis now: Int64 = 0)
+        throws
+    {
+        try requireWritable()
+        try transaction {
+            try setTerm(term)
+            try addTermStart(term: term, seq: try lastJournalSeq() + 1)
+            try setLineage(lineage)
+            if let m = oldMaster {
+                try connection.execute(
+                    "DELETE FROM paired_terminals WHERE public_key = ? AND node_id <> ?", [.text(m.key.lowercased()), .text(m.id)])
+                try insertMember(MemberTerminal(member: m, pairedMillis: now))
+            }
+        }
+    }
+}

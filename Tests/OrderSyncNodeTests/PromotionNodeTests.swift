@@ -1,0 +1,201 @@
+import Foundation
+import JSON
+import NodePolicy
+import OrderStore
+import XCTest
+
+@testable import OrderSyncNode
+
+/// `POST /v1/promote` on real nodes in one process: a paired slave whose master is gone becomes
+/// the store's master on the same loop, store writer, data directory lock and local API socket;
+/// a slave without a standby copy, or a master, refuses.
+final class PromotionNodeTests: XCTestCase {
+    private var directories: [String] = []
+
+    override func tearDown() {
+        for d in directories { try? FileManager.default.removeItem(atPath: d) }
+    }
+
+    private func temporaryDirectory() -> String {
+        let d = NSTemporaryDirectory() + "ordersync-promote-" + UUID().uuidString
+        directories.append(d)
+        return d
+    }
+
+    /// Polls the node's status until `condition` holds (the nodes change on their own threads).
+    private func waitForStatus<T>(_ node: RunningNode, _ what: String, _ condition: (NodeStatus) -> T?) throws -> T {
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            if let status = try? node.status(), let value = condition(status) { return value }
+            if Date() > deadline {
+                XCTFail("timed out waiting for \(what): \(String(describing: try? node.status()))")
+                throw CancellationError()
+            }
+            usleep(20_000)
+        }
+    }
+
+    private func promote(_ node: RunningNode, force: Bool = false) throws -> LocalAPIResponse {
+        try LocalAPIClient(dataDirectory: node.dataDirectory).send(
+            method: "POST", path: "/v1/promote", body: PromoteRequest(force: force).jsonValue)
+    }
+
+    /// A master with one order and a paired slave that holds it, the master then stopped.
+    private func slaveOfAStoppedMaster() throws -> (slaveDirectory: String, masterURL: MasterURL) {
+        let master = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "front")
+        let url = MasterURL(host: "127.0.0.1", port: master.port)
+        let order = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString.lowercased())), ("customerName", .string("Ann"))]))
+        let created = try LocalAPIClient(dataDirectory: master.dataDirectory).send(method: "POST", path: "/v1/orders", body: order)
+        XCTAssertEqual(created.status, 201)
+        let slaveDirectory = temporaryDirectory()
+        let slave = try master.pairedSlave(dataDirectory: slaveDirectory, name: "bar-2")
+        _ = try waitForStatus(slave, "the slave to hold the order") { status -> Bool? in
+            guard case .slave(let s) = status, s.master.state == .live, s.orders == 1 else { return nil }
+            return true
+        }
+        master.stop()
+        slave.stop()
+        return (slaveDirectory, url)
+    }
+
+    private func metadata(_ directory: String, _ keys: [String]) throws -> [String: String] {
+        let db = try OrderDatabase(path: directory + "/" + NodeDefaults.databaseFile)
+        defer { db.close() }
+        var out: [String: String] = [:]
+        for k in keys { out[k] = try db.metadata(k) }
+        return out
+    }
+
+    func testASlaveWithoutAStandbyCopyRefusesAndStaysASlave() throws {
+        let (directory, url) = try slaveOfAStoppedMaster()
+        let slave = try RunningNode(role: .slave, dataDirectory: directory, name: "bar-2", masterURL: url)
+        defer { slave.stop() }
+        let answer = try promote(slave)
+        XCTAssertEqual(answer.status, 409, "\(answer.body)")
+        XCTAssertEqual(answer.body.objectValue?["error"]?.objectValue?["code"]?.stringValue, "no_standby_copy")
+        guard case .slave = try slave.status() else { return XCTFail("the slave changed roles") }
+    }
+
+    func testAMasterAnswersNotASlave() throws {
+        let master = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "front")
+        defer { master.stop() }
+        let answer = try promote(master, force: true)
+        XCTAssertEqual(answer.status, 409, "\(answer.body)")
+        XCTAssertEqual(answer.body.objectValue?["error"]?.objectValue?["code"]?.stringValue, "not_a_slave")
+        let malformed = try LocalAPIClient(dataDirectory: master.dataDirectory).send(
+            method: "POST", path: "/v1/promote", body: .object(JSONObject([("force", .string("yes"))])))
+        XCTAssertEqual(malformed.status, 400, "\(malformed.body)")
+        let wrongMethod = try LocalAPIClient(dataDirectory: master.dataDirectory).send(method: "GET", path: "/v1/promote")
+        XCTAssertEqual(wrongMethod.status, 405, "\(wrongMethod.body)")
+    }
+
+    func testAPromotedSlaveServesAsMasterOnTheSameSeatAndPersistsItsTerm() throws {
+        let (directory, url) = try slaveOfAStoppedMaster()
+        // The standby copy's master, as the store's members leave it on the slave.
+        let db = try OrderDatabase(path: directory + "/" + NodeDefaults.databaseFile)
+        try db.setMetadata(SlaveNode.standbyMasterKey, #"{"id":"old","key":"00","name":"front"}"#)
+        db.close()
+
+        let node = try RunningNode(role: .slave, dataDirectory: directory, name: "bar-2", masterURL: url)
+        let answer = try promote(node)
+        XCTAssertEqual(answer.status, 200, "\(answer.body)")
+        let promoted = try PromoteAnswer(json: answer.body)
+        XCTAssertEqual(promoted.term, 2)
+        XCTAssertEqual(promoted.promised, ["bar-2"])
+        XCTAssertFalse(promoted.forced)
+
+        // The same process now answers as the master, on the same API socket, with the lock
+        // still held and the orders it replicated.
+        guard case .master(let m) = try node.status() else { return XCTFail("the promoted node is not a master") }
+        XCTAssertEqual(m.store, "shop1")
+        XCTAssertEqual(m.orders, 1)
+        let config = NodeConfiguration(
+            role: .master, dataDirectory: directory, store: nil, name: "x", serviceType: NodeDefaults.serviceType, port: 0,
+            listenAddress: "127.0.0.1", masterURL: nil)
+        XCTAssertThrowsError(try DataDirectory(claimingFor: config), "the data directory lock was let go")
+        let again = try promote(node)
+        XCTAssertEqual(again.body.objectValue?["error"]?.objectValue?["code"]?.stringValue, "not_a_slave")
+        node.stop()
+
+        let stored = try metadata(directory, ["node.role", "sync.term", "sync.vote", "store.id"])
+        XCTAssertEqual(stored["node.role"], "master")
+        XCTAssertEqual(stored["sync.term"], "2")
+        XCTAssertEqual(stored["store.id"], "shop1")
+        XCTAssertEqual(stored["sync.vote"]?.hasPrefix("2 "), true, "\(stored)")
+        // Started again, the data directory is a master's.
+        let restarted = try RunningNode(role: .master, dataDirectory: directory, name: "bar-2")
+        guard case .master = try restarted.status() else { return XCTFail("not a master after a restart") }
+        restarted.stop()
+    }
+
+    /// The public key in a data directory's node key file.
+    private func nodeKey(_ directory: String) throws -> [UInt8] {
+        Array(try NodeIdentity.loadOrCreate(path: directory + "/" + NodeDefaults.keyFile).publicKey.rawRepresentation)
+    }
+
+    /// Leaves in a stopped slave's store what the store's members give it: the master it came
+    /// from and the other paired terminals.
+    private func seedStandbyCopy(_ directory: String, master: [UInt8], terminals: [(String, [UInt8])]) throws {
+        let db = try OrderDatabase(path: directory + "/" + NodeDefaults.databaseFile)
+        defer { db.close() }
+        let hex = master.map { String(format: "%02x", $0) }.joined()
+        try db.setMetadata(
+            SlaveNode.standbyMasterKey, #"{"id":"\#(NodeIdentity.nodeId(publicKey: master))","key":"\#(hex)","name":"front"}"#)
+        for (name, key) in terminals {
+            try db.addPairedTerminal(
+                PairedTerminal(nodeId: NodeIdentity.nodeId(publicKey: key), publicKey: key, name: name, pairedAtMillis: 1))
+        }
+    }
+
+    private func waitLive(_ node: RunningNode, port: UInt16? = nil, _ what: String) throws {
+        _ = try waitForStatus(node, what) { status -> Bool? in
+            guard case .slave(let s) = status, s.master.state == .live else { return nil }
+            if let port, !(s.master.url ?? "").contains(":\(port)") { return nil }
+            return true
+        }
+    }
+
+    func testTheOtherSlaveFollowsThePromotedMemberAndTheOldMasterStepsDown() throws {
+        let (masterDir, aDir, bDir) = (temporaryDirectory(), temporaryDirectory(), temporaryDirectory())
+        let master = try RunningNode(role: .master, dataDirectory: masterDir, name: "front")
+        guard case .master(let old) = try master.status() else { return XCTFail("no master") }
+        let order = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString.lowercased())), ("customerName", .string("Ann"))]))
+        XCTAssertEqual(try LocalAPIClient(dataDirectory: masterDir).send(method: "POST", path: "/v1/orders", body: order).status, 201)
+        let a = try master.pairedSlave(dataDirectory: aDir, name: "bar-2")
+        let b = try master.pairedSlave(dataDirectory: bDir, name: "patio")
+        try waitLive(a, "bar-2 to sync")
+        try waitLive(b, "patio to sync")
+        for node in [master, a, b] { node.stop() }
+        let (masterKey, aKey, bKey) = (try nodeKey(masterDir), try nodeKey(aDir), try nodeKey(bDir))
+        try seedStandbyCopy(aDir, master: masterKey, terminals: [("patio", bKey)])
+        try seedStandbyCopy(bDir, master: masterKey, terminals: [("bar-2", aKey)])
+
+        // Both slaves find masters through one simulated LAN; the old master is gone.
+        let bus = DiscoveryBus()
+        let promoted = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery())
+        let follower = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
+        let answer = try promote(promoted)
+        XCTAssertEqual(answer.status, 200, "\(answer.body)")
+        XCTAssertEqual(try PromoteAnswer(json: answer.body).term, 2)
+        guard case .master(let m) = try promoted.status() else { return XCTFail("not promoted") }
+        let published = try XCTUnwrap(bus.published.first { $0.port == m.port })
+        XCTAssertEqual(published.txt["term"], "2")
+        XCTAssertEqual(published.txt["role"], "master")
+        XCTAssertEqual(published.txt["id"], NodeIdentity.nodeId(publicKey: aKey))
+        XCTAssertEqual(published.txt["epoch"], old.epoch, "the promoted node serves the store's lineage")
+        try waitLive(follower, port: m.port, "patio to follow bar-2")
+
+        // The old master comes back on its data directory: it sees term 2 and steps down.
+        let back = try RunningNode(role: .master, dataDirectory: masterDir, name: "front", discovery: bus.discovery())
+        try waitLive(back, port: m.port, "the old master to step down and follow bar-2")
+        for node in [back, follower, promoted] { node.stop() }
+
+        XCTAssertEqual(try metadata(bDir, ["sync.term"])["sync.term"], "2")
+        let trust = try XCTUnwrap(try MasterTrust.load(path: bDir + "/" + NodeDefaults.masterTrustFile))
+        XCTAssertEqual(trust.master, NodeIdentity.nodeId(publicKey: aKey))
+        XCTAssertTrue(trust.knownMasterIds.contains(NodeIdentity.nodeId(publicKey: masterKey)), "the earlier id is kept")
+        let stepped = try metadata(masterDir, ["node.role", "replica.epoch"])
+        XCTAssertEqual(stepped["node.role"], "slave")
+        XCTAssertEqual(stepped["replica.epoch"], old.epoch)
+    }
+}
