@@ -174,7 +174,7 @@ final class EnginesOnSQLiteTests: XCTestCase {
         // The outbox emptied: the next ack says so, and the master keeps it for the terminal.
         XCTAssertGreaterThan(acksAsked, 0)
         XCTAssertEqual(master.peers[1]?.outbox, 2, "not known before the ack")
-        XCTAssertEqual(slave.ackDue(), [.send(ClientMessage.encodeAck(seq: slave.ackSeq, outbox: 0))])
+        XCTAssertEqual(slave.ackDue(), [.send(ClientMessage.encodeAck(seq: slave.ackSeq, outbox: 0, held: slave.lastSeq))])
         run(master.received(ClientMessage.encodeAck(seq: slave.ackSeq, outbox: 0), from: 1, now: 6_500))
         XCTAssertEqual(master.peers[1]?.outbox, 0)
         _ = master.peerDisconnected(1, now: 7_000)

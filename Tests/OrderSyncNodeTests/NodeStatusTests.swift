@@ -108,6 +108,8 @@ final class NodeStatusTests: XCTestCase {
         XCTAssertTrue(aloneText.contains("avahi:     not used"), aloneText)
         XCTAssertTrue(aloneText.contains("port:      \(master.port)"), aloneText)
         XCTAssertTrue(aloneText.contains("terminals: 0 connected, 0 known slaves, 0 away"), aloneText)
+        XCTAssertTrue(aloneText.contains("replicas:  local API writes wait for 1 standby(s)"), aloneText)
+        XCTAssertTrue(aloneText.contains("voters:    1 (majority 1): front"), aloneText)
         XCTAssertTrue(aloneText.hasSuffix("tombstones: 0"), aloneText)
 
         let slave = try master.pairedSlave(dataDirectory: temporaryDirectory(), name: "bar-2")
@@ -123,6 +125,7 @@ final class NodeStatusTests: XCTestCase {
         XCTAssertTrue(slaveText.contains("master:    live \(url) - (for "), slaveText)
         XCTAssertTrue(slaveText.contains("lag:       0 (master at 0)"), slaveText)
         XCTAssertTrue(slaveText.contains("outbox:    0 local changes waiting for the master"), slaveText)
+        XCTAssertTrue(slaveText.contains("held:      0 (its standby copy, on disk)"), slaveText)
         XCTAssertFalse(slaveText.contains("last error"), slaveText)
 
         let connected = try waitForStatus(master, "the master to know the slave") { status -> String? in
@@ -133,7 +136,10 @@ final class NodeStatusTests: XCTestCase {
         XCTAssertTrue(lines.contains("terminals: 1 connected, 1 known slave, 0 away"), connected)
         let bar = try XCTUnwrap(lines.first { $0.hasPrefix("  connected  bar-2  127.0.0.1:") }, connected)
         XCTAssertTrue(bar.contains("  ordersync  up ") && bar.contains("acked 0  lag 0"), bar)
-        XCTAssertEqual(lines.filter { $0.contains("bar-2") }.count, 1, "a connected slave is listed once: \(connected)")
+        XCTAssertEqual(
+            lines.filter { $0.hasPrefix("  ") && $0.contains("bar-2") }.count, 1, "a connected slave is listed once: \(connected)")
+        XCTAssertTrue(lines.contains("voters:    2 (majority 2): front, bar-2"), connected)
+        XCTAssertTrue(lines.contains("term:      1"), connected)
 
         slave.stop()
         let away = try waitForStatus(master, "the master to see the slave leave") { status -> String? in

@@ -36,7 +36,8 @@ extension MasterStatus: NodeJSONCodable {
             "orders": orders, "port": port, "dataDir": dataDir, "serviceType": serviceType, "serviceName": serviceName,
             "avahi": avahi, "uptimeSeconds": uptimeSeconds, "peers": peers, "terminals": terminals, "tombstones": tombstones,
             "pairing": pairing, "pairedTerminals": pairedTerminals, "previousNodeId": previousNodeId, "commits": commits,
-            "storeposForeign": storeposForeign, "ready": ready, "state": state, "lastError": lastError,
+            "storeposForeign": storeposForeign, "ready": ready, "state": state, "lastError": lastError, "term": term,
+            "syncReplicas": syncReplicas, "voters": voters,
         ])
     }
 
@@ -68,6 +69,9 @@ extension MasterStatus: NodeJSONCodable {
         ready = try f.decodeIfPresent("ready")
         state = try f.decodeIfPresent("state")
         lastError = try f.decodeIfPresent("lastError")
+        term = try f.decodeIfPresent("term")
+        syncReplicas = try f.decodeIfPresent("syncReplicas")
+        voters = try f.decodeIfPresent("voters")
     }
 }
 
@@ -77,7 +81,7 @@ extension MasterStatus.Peer: NodeJSONCodable {
         nodeJSONObject([
             "address": address, "protocol": `protocol`, "terminal": terminal, "terminalId": terminalId,
             "connectedSeconds": connectedSeconds, "lastSeenMillisAgo": lastSeenMillisAgo, "ackedSeq": ackedSeq, "lag": lag,
-            "outbox": outbox, "messages": messages, "rejected": rejected,
+            "outbox": outbox, "messages": messages, "rejected": rejected, "held": held, "standbyLag": standbyLag,
         ])
     }
 
@@ -95,6 +99,8 @@ extension MasterStatus.Peer: NodeJSONCodable {
         outbox = try f.decodeIfPresent("outbox")
         messages = try f.decode("messages")
         rejected = try f.decode("rejected")
+        held = try f.decodeIfPresent("held")
+        standbyLag = try f.decodeIfPresent("standbyLag")
     }
 }
 
@@ -129,7 +135,7 @@ extension SlaveStatus: NodeJSONCodable {
             "masterId": masterId, "pairing": pairing, "seq": seq, "masterSeq": masterSeq, "lag": lag, "epoch": epoch,
             "orders": orders, "dataDir": dataDir, "avahi": avahi, "uptimeSeconds": uptimeSeconds, "master": master,
             "pendingWrites": pendingWrites, "outbox": outbox, "mastersSeen": mastersSeen, "commits": commits, "ready": ready,
-            "state": state, "lastError": lastError,
+            "state": state, "lastError": lastError, "term": term, "following": following, "held": held,
         ])
     }
 
@@ -160,6 +166,9 @@ extension SlaveStatus: NodeJSONCodable {
         ready = try f.decodeIfPresent("ready")
         state = try f.decodeIfPresent("state")
         lastError = try f.decodeIfPresent("lastError")
+        term = try f.decodeIfPresent("term")
+        following = try f.decodeIfPresent("following")
+        held = try f.decodeIfPresent("held")
     }
 }
 

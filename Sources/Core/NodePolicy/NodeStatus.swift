@@ -76,6 +76,12 @@ public struct MasterStatus: Sendable, Equatable {
     public var state: NodeReadyState?
     /// The last event logged at warning or above, with its time.
     public var lastError: NodeError?
+    /// The master's term (1 until a promotion; nil from an older daemon).
+    public var term: Int64?
+    /// Standbys a local API write waits for (`--sync-replicas`; 0: off; nil from an older daemon).
+    public var syncReplicas: Int?
+    /// The store's voters and the majority a promotion needs (nil from an older daemon).
+    public var voters: Voters?
 
     /// Which protocol a connected terminal speaks.
     public enum PeerProtocol: String, Sendable {
@@ -110,6 +116,11 @@ public struct MasterStatus: Sendable, Equatable {
         public var messages: Int
         /// Its operations the master refused.
         public var rejected: Int
+        /// A standby's copy: the highest sequence it holds on disk, as its last ack said (nil:
+        /// not said, e.g. a StorePOS terminal, which holds no standby copy).
+        public var held: Int64? = nil
+        /// Operations its standby copy lacks: the master's seq minus `held`.
+        public var standbyLag: Int64? = nil
 
         /// A status from its members.
         public init(
@@ -253,6 +264,13 @@ public struct SlaveStatus: Sendable, Equatable {
     public var state: NodeReadyState?
     /// The last event logged at warning or above, with its time.
     public var lastError: NodeError?
+    /// The highest term this terminal followed or promised (1 until a promotion; nil from an
+    /// older daemon).
+    public var term: Int64?
+    /// The master it follows (the last one its link proved), once known.
+    public var following: FollowedMaster?
+    /// The highest sequence its standby copy holds on disk (what its acks say as `held`).
+    public var held: Int64?
 
     /// Where a terminal stands with its master's key (`DATA/master.trust`).
     public enum PairingState: String, Sendable {

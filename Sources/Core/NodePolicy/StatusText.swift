@@ -20,6 +20,7 @@ public enum StatusText {
         if let previous = m.previousNodeId { lines.append("previous node id: \(previous) (still answers)") }
         lines.append("pairing:   \(pairingText(m.pairing, nowMillis: nowMillis))")
         lines.append("paired:    \(m.pairedTerminals) terminal\(m.pairedTerminals == 1 ? "" : "s")")
+        lines += failoverLines(m)
         lines += terminalLines(m)
         lines.append("tombstones: \(m.tombstones)")
         if let n = m.storeposForeign, n > 0 {
@@ -51,6 +52,7 @@ public enum StatusText {
         lines.append("master:    \(link.state.rawValue) \(link.url ?? "-") \(link.serviceName ?? "-") (for \(link.sinceSeconds) s)")
         if let e = link.lastError { lines.append("last error: \(e)") }
         lines.append("lag:       \(s.lag) (master at \(s.masterSeq))")
+        lines += failoverLines(s)
         lines.append("outbox:    \(s.outbox) local changes waiting for the master")
         return lines.joined(separator: "\n")
     }
@@ -93,6 +95,7 @@ public enum StatusText {
                 line += "  acked \(t.ackedSeq)  lag \(t.lag)"
             }
             if let n = p.outbox { line += "  outbox \(n)" }
+            if let held = p.held, let lag = p.standbyLag { line += "  standby holds \(held) (lag \(lag))" }
             lines.append(line)
         }
         for t in away {

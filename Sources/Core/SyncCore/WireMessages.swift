@@ -100,13 +100,16 @@ public enum ClientMessage: Equatable, Sendable {
     case hello(HelloMessage)
     /// A slave has applied everything up to `seq` (sent after catching up, on heartbeats, and
     /// shortly after applying broadcasts or a change of its outbox), and holds `outbox` changes
-    /// not yet answered by the master (nil from a slave that does not say).
-    case ack(seq: Int64, outbox: Int?)
+    /// not yet answered by the master (nil from a slave that does not say). `held` is the
+    /// highest sequence its standby copy holds on disk (its replica's last sequence, not capped
+    /// by the outbox as `seq` is); nil from a slave that does not say.
+    case ack(seq: Int64, outbox: Int?, held: Int64? = nil)
 
     /// The JSON text of an ack, as its UTF-8 bytes.
-    public static func encodeAck(seq: Int64, outbox: Int? = nil) -> [UInt8] {
+    public static func encodeAck(seq: Int64, outbox: Int? = nil, held: Int64? = nil) -> [UInt8] {
         var o = JSONObject([("type", .string("ack")), ("seq", .int(seq))])
         if let n = outbox { o["outbox"] = .int(Int64(n)) }
+        if let h = held { o["held"] = .int(h) }
         return JSONValue.object(o).serializedBytes()
     }
 
@@ -149,7 +152,7 @@ public enum ClientMessage: Equatable, Sendable {
                 guard let seq = o["seq"]?.intValue, seq >= 0 else {
                     return .failure(WireError(.invalidMessage, "ack needs a \"seq\" of 0 or more"))
                 }
-                return outboxCount(o, in: "ack").map { .ack(seq: seq, outbox: $0) }
+                return outboxCount(o, in: "ack").flatMap { n in heldSeq(o).map { .ack(seq: seq, outbox: n, held: $0) } }
             default:
                 return .failure(WireError(.invalidMessage, "unknown message type \(t.serialized())"))
             }

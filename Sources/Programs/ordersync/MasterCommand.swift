@@ -106,6 +106,20 @@ struct MasterCommand: ParsableCommand {
             valueName: "bytes"))
     var journalBudget: Int?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Standbys (paired slaves) that must hold a write through this master's local API before it is answered; 0: off. (default: \(NodeDefaults.syncReplicas))",
+            valueName: "n"))
+    var syncReplicas: Int?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How long such a write waits for them; then it is answered with \"replicated\": false. (default: \(NodeDefaults.syncTimeout.seconds))",
+            valueName: "seconds"))
+    var syncTimeout: Double?
+
     @Flag(
         name: .customLong("insecure-storepos"),
         help: "Admit StorePOS terminals (plain WebSocket, no subprotocol): neither authenticated nor encrypted.")
@@ -161,6 +175,8 @@ struct MasterCommand: ParsableCommand {
         s.snapshotBurst = snapshotBurst.given
         s.snapshotInterval = snapshotInterval.given
         s.journalBudget = journalBudget.given
+        s.syncReplicas = syncReplicas.given
+        s.syncTimeout = syncTimeout.given
         // A flag that is not given cannot say false: the file decides then.
         s.insecureStorePOS = insecureStorePOS ? Setting(true, .commandLine) : nil
         s.storePOSAllow = storePOSAllow.map { Setting($0, .commandLine) }
@@ -236,6 +252,11 @@ struct MasterCommand: ParsableCommand {
                 "--journal-budget must be at least --max-message-size (\(maxMessage.value)) bytes.", journalBudget.origin, maxMessage.origin
             )
         }
+        let syncReplicas = s.syncReplicas.or(NodeDefaults.syncReplicas)
+        let syncTimeout = s.syncTimeout.or(NodeDefaults.syncTimeout.seconds)
+        guard (0...100).contains(syncReplicas.value), (0.01...60).contains(syncTimeout.value) else {
+            throw problem("--sync-replicas must be 0-100 and --sync-timeout 0.01-60 seconds.", syncReplicas.origin, syncTimeout.origin)
+        }
         let ranges = try s.storePOSAllow.map { range in
             guard let parsed = AddressRange(parsing: range.value) else {
                 throw problem(
@@ -265,6 +286,8 @@ struct MasterCommand: ParsableCommand {
         config.snapshotBurst = snapshotBurst.value
         config.snapshotInterval = .milliseconds(Int64((snapshotInterval.value * 1000).rounded()))
         config.journalBudgetBytesPerHour = journalBudget.value
+        config.syncReplicas = syncReplicas.value
+        config.syncTimeout = .milliseconds(Int64((syncTimeout.value * 1000).rounded()))
         config.insecureStorePOS = insecureStorePOS.value
         config.storePOSAllow = ranges
         config.storePOSKeepAlive = .seconds(keepAlive.value)

@@ -70,6 +70,9 @@ public final class MasterEngine {
         public var ackedSeq: Int64?
         /// The changes its outbox holds, as it last said (hello, then acks); nil until it says.
         public var outbox: Int?
+        /// The highest sequence its standby copy holds on disk, as its last ack said (`held`);
+        /// nil until it says (a plain StorePOS app never does).
+        public var held: Int64?
         public var messagesIn = 0
         public var rejected = 0
         /// Whether its operations are let through (the rate limit).
@@ -234,9 +237,10 @@ public final class MasterEngine {
             reject(e, opId: nil, operation: nil, to: id, now: now, &out)
         case .success(.hello(let hello)):
             self.hello(hello, from: id, now: now, &out)
-        case .success(.ack(let seq, let outbox)):
+        case .success(.ack(let seq, let outbox, let held)):
             peers[id]?.ackedSeq = min(max(0, seq), lastSeq)
             if let n = outbox { peers[id]?.outbox = n }
+            if let h = held { peers[id]?.held = min(h, lastSeq) }
         case .success(.operation(let message)):
             if p.phase == .awaitingHello {
                 reject(
@@ -252,11 +256,13 @@ public final class MasterEngine {
         return route(out)
     }
 
-    /// A write through the master's own local API.
-    public func localWrite(_ message: OperationMessage, origin: String, now: Int64) -> (ApplyOutcome, [Action]) {
+    /// A write through the master's own local API. With `ackNow`, its broadcast asks the
+    /// OrderSync slaves to ack at once (`MasterEngine+Standbys.swift`).
+    public func localWrite(_ message: OperationMessage, origin: String, now: Int64, ackNow: Bool = false) -> (ApplyOutcome, [Action]) {
         var out: [Action] = []
         let outcome = apply(message, origin: origin, now: now)
         deliver(outcome, message: message, origin: origin, sender: nil, now: now, &out)
+        if ackNow { markAckNow(&out) }
         return (outcome, route(out))
     }
 

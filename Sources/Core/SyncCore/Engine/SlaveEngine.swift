@@ -148,7 +148,7 @@ public final class SlaveEngine {
     public func ackDue() -> [Action] {
         ackScheduled = false
         guard link == .live else { return [] }
-        return [.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count))]
+        return [.send(ackMessage())]
     }
 
     /// The retry delay for operations the master could not store passed.
@@ -164,6 +164,7 @@ public final class SlaveEngine {
     public func received(_ bytes: [UInt8], now: Int64) -> [Action] {
         self.now = now
         var out: [Action] = []
+        let heldBefore = lastSeq
         let reading = ServerMessage.decodeForStandby(bytes)
         if standbyHandled(reading, bytes: bytes, &out) { return out }
         let message = reading.message
@@ -188,6 +189,7 @@ public final class SlaveEngine {
             } else {
                 applied(op, orders, seq: seq, opId: opId, origin: origin, &out)
             }
+            ackAtOnce(ifMarked: bytes, heldBefore: heldBefore, &out)
         case .success(.ready(let seq, let masterEpoch, let masterStore)):
             guard joinAllowed else {
                 out.append(.abort(reason: "several stores on the LAN; start with --store to choose one"))
@@ -206,7 +208,7 @@ public final class SlaveEngine {
             readyTerms(reading.term, starts: reading.termStarts, &out)
             masterSeq = max(seq, lastSeq)
             link = .live
-            out.append(.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count)))
+            out.append(.send(ackMessage()))
             out.append(.synced(seq: seq, epoch: masterEpoch, store: masterStore))
             flushOutbox(&out)
             resyncIfSettled(&out)
@@ -238,7 +240,7 @@ public final class SlaveEngine {
                 out.append(.resync(reason: "resync"))
                 return out
             }
-            if link == .live { out.append(.send(ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count))) }
+            if link == .live { out.append(.send(ackMessage())) }
         }
         return out
     }

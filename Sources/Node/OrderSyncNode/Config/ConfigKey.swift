@@ -32,6 +32,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case snapshotBurst = "snapshot-burst"
     case snapshotInterval = "snapshot-interval"
     case journalBudget = "journal-budget"
+    case syncReplicas = "sync-replicas"
+    case syncTimeout = "sync-timeout"
     case insecureStorePOS = "insecure-storepos"
     case storePOSAllow = "storepos-allow"
     case storePOSKeepAlive = "storepos-keepalive"
@@ -91,10 +93,10 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .insecureStorePOS: return .boolean
         case .storePOSAllow: return .list
         case .port, .maxMessageSize, .maxConnections, .maxHandshakesPerAddress, .maxConnectionsPerAddress, .rateLimitBytes,
-            .rateBurstBytes, .snapshotBurst, .journalBudget:
+            .rateBurstBytes, .snapshotBurst, .journalBudget, .syncReplicas:
             return .integer
         case .pingInterval, .peerTimeout, .handshakeTimeout, .frameTimeout, .handshakeRate, .handshakeBurst, .handshakeRateTotal,
-            .handshakeBurstTotal, .rateLimit, .rateBurst, .snapshotInterval, .storePOSKeepAlive:
+            .handshakeBurstTotal, .rateLimit, .rateBurst, .snapshotInterval, .storePOSKeepAlive, .syncTimeout:
             return .number
         default: return .text
         }

@@ -139,6 +139,11 @@ public struct NodeConfiguration: Sendable {
     public var snapshotInterval = NodeDefaults.snapshotInterval
     /// Master: bytes one terminal's operations may add to the journal per hour.
     public var journalBudgetBytesPerHour = NodeDefaults.journalBudgetBytesPerHour
+    /// Master: standbys (connected paired OrderSync slaves) that must hold a local API write
+    /// before it is answered; 0: answered at once, without `"replicated"`.
+    public var syncReplicas = NodeDefaults.syncReplicas
+    /// Master: how long a local API write waits for `syncReplicas` standbys.
+    public var syncTimeout = NodeDefaults.syncTimeout
     /// Per-connection limit of bytes queued for a slow reader before it is disconnected.
     public var maxPendingSendBytes = NodeDefaults.maxPendingSendBytes
     /// Master: the unsent bytes below which a terminal gets its next snapshot part.

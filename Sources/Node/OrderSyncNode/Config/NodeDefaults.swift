@@ -94,6 +94,10 @@ public enum NodeDefaults {
     public static let snapshotInterval: Duration = .seconds(15)
     /// Bytes one terminal's operations may add to the journal per hour (128 MiB).
     public static let journalBudgetBytesPerHour = 128 << 20
+    /// Standbys a write through the master's local API waits for before it is answered.
+    public static let syncReplicas = 1
+    /// How long such a write waits for them before it is answered `"replicated": false`.
+    public static let syncTimeout: Duration = .seconds(2)
     /// How long a slave that knows no store watches the LAN before joining the only store.
     public static let storeChoiceSettle: Duration = .milliseconds(1500)
     /// How long a slave's local API waits for the master's answer.

@@ -99,6 +99,10 @@ public struct NodeSettings: Equatable, Sendable {
     public var snapshotInterval: Setting<Double>?
     /// `journal-budget`, bytes per hour.
     public var journalBudget: Setting<Int>?
+    /// `sync-replicas`, standbys a local API write waits for.
+    public var syncReplicas: Setting<Int>?
+    /// `sync-timeout`, in seconds.
+    public var syncTimeout: Setting<Double>?
     /// `insecure-storepos`.
     public var insecureStorePOS: Setting<Bool>?
     /// `storepos-allow`, one setting per range (checked by the CLI).
@@ -151,6 +155,8 @@ public struct NodeSettings: Equatable, Sendable {
         s.snapshotBurst = snapshotBurst ?? other.snapshotBurst
         s.snapshotInterval = snapshotInterval ?? other.snapshotInterval
         s.journalBudget = journalBudget ?? other.journalBudget
+        s.syncReplicas = syncReplicas ?? other.syncReplicas
+        s.syncTimeout = syncTimeout ?? other.syncTimeout
         s.insecureStorePOS = insecureStorePOS ?? other.insecureStorePOS
         s.storePOSAllow = storePOSAllow.isEmpty ? other.storePOSAllow : storePOSAllow
         s.storePOSKeepAlive = storePOSKeepAlive ?? other.storePOSKeepAlive
@@ -203,6 +209,8 @@ public struct NodeSettings: Equatable, Sendable {
         case .snapshotBurst: snapshotBurst = try value(integer)
         case .snapshotInterval: snapshotInterval = try value(number)
         case .journalBudget: journalBudget = try value(integer)
+        case .syncReplicas: syncReplicas = try value(integer)
+        case .syncTimeout: syncTimeout = try value(number)
         case .insecureStorePOS: insecureStorePOS = try value(ConfigKey.boolean)
         case .storePOSAllow: storePOSAllow.append(try value(asText))
         case .storePOSKeepAlive: storePOSKeepAlive = try value(number)

@@ -37,11 +37,14 @@ extension MasterNode {
         let peers = sessions.values.sorted { $0.id < $1.id }.compactMap { s -> MasterStatus.Peer? in
             guard let link = s.link else { return nil }
             let e = known[s.id]
-            return MasterStatus.Peer(
+            var peer = MasterStatus.Peer(
                 address: s.address, protocol: s.speaksOrderSync ? .ordersync : .storepos,
                 terminal: e?.terminalName, terminalId: e?.terminalId, connectedSeconds: (now - s.connectedAt).components.seconds,
                 lastSeenMillisAgo: (now - link.lastHeard).wholeMilliseconds, ackedSeq: e?.ackedSeq, lag: e?.ackedSeq.map { lastSeq - $0 },
                 outbox: e?.outbox, messages: e?.messagesIn ?? 0, rejected: e?.rejected ?? 0)
+            peer.held = e?.held
+            peer.standbyLag = e?.held.map { max(0, lastSeq - $0) }
+            return peer
         }
         let connectedIds = Set(known.values.compactMap(\.terminalId))
         let terminals = ((try? writer.read { try $0.knownTerminals() }) ?? []).map { t in
@@ -68,6 +71,9 @@ extension MasterNode {
         status.ready = ready
         status.state = ready.state
         status.lastError = configuration.errorLog.lastError
+        status.term = FailoverStatus.term(writer)
+        status.syncReplicas = configuration.syncReplicas
+        status.voters = FailoverStatus.voters(writer, masterName: terminalName)
         return status
     }
 }

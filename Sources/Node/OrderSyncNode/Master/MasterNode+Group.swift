@@ -83,6 +83,7 @@ extension MasterNode {
             let answers = group.answers
             group.answers = []
             for a in answers { a.respond.send(a.status, a.body) }
+            awaitStandbys(takeCommittingReplications())
             finishGroupRound()
             return
         }
@@ -133,18 +134,11 @@ extension MasterNode {
                 return []
             }
             if message.opId == nil { message.opId = UUID().uuidString.lowercased() }
-            let (outcome, actions) = engine.localWrite(message, origin: origin, now: now)
+            let (outcome, actions) = engine.localWrite(message, origin: origin, now: now, ackNow: waitsForStandbys)
             let answer = LocalAPIRoute.writeAnswer(
                 single: single, operation: message.operation, applied: outcome.applied,
                 unchanged: outcome.unchanged, errors: outcome.errors + outcome.repeatedErrors,
                 seq: outcome.seq)
-            let body = answer.body.serializedBytes()
-            if let id = callerOpId, writer.phase == .collecting, !outcome.errors.contains(where: { $0.code == .storageFailed }) {
-                // In the group's transaction: kept exactly when the operation is. Should it fail
-                // (or the store take no group), a repeat is answered from the journal and the
-                // rejections, as before.
-                try? writer.collect { try $0.saveAPIAnswer(opId: id, status: answer.status, body: body, atMillis: now) }
-            }
             // The answer if the group's commit fails: every applied order refused.
             var failed: (status: Int, body: JSONValue)?
             if !outcome.applied.isEmpty, !outcome.isRepeat {
@@ -153,7 +147,23 @@ extension MasterNode {
                     single: single, operation: message.operation, applied: [], unchanged: outcome.unchanged,
                     errors: outcome.errors + errors, seq: nil)
             }
-            group.answers.append((respond, answer.status, body, failed))
+            let keeps = writer.phase == .collecting && !outcome.errors.contains(where: { $0.code == .storageFailed })
+            // With `--sync-replicas`, answered once standbys hold it (`MasterNode+Replicas.swift`).
+            let waiting = pendingReplication(
+                status: answer.status, body: answer.body, seq: outcome.seq, keptOpId: keeps ? callerOpId : nil, failed: failed,
+                respond: respond)
+            let body = waiting.map { $0.keptReplicated ? $0.replicated : $0.unreplicated } ?? answer.body.serializedBytes()
+            if let id = callerOpId, keeps {
+                // In the group's transaction: kept exactly when the operation is. Should it fail
+                // (or the store take no group), a repeat is answered from the journal and the
+                // rejections, as before.
+                try? writer.collect { try $0.saveAPIAnswer(opId: id, status: answer.status, body: body, atMillis: now) }
+            }
+            if let w = waiting {
+                replicas.committing.append(w)
+            } else {
+                group.answers.append((respond, answer.status, body, failed))
+            }
             return actions
         }
     }
@@ -187,6 +197,9 @@ extension MasterNode {
                 for a in answers {
                     if let failed = a.failed { a.respond(failed.status, failed.body) } else { a.respond.send(a.status, a.body) }
                 }
+                for w in takeCommittingReplications() {
+                    if let failed = w.failed { w.respond(failed.status, failed.body) } else { w.respond.send(w.status, w.unreplicated) }
+                }
                 // What else the group answered may rest on the rolled-back changes: every
                 // terminal starts again from what is on disk (slaves resend their outboxes).
                 for s in sessions.values where s.phase == .open {
@@ -203,6 +216,7 @@ extension MasterNode {
             perform(held)
         }
         for a in answers { a.respond.send(a.status, a.body) }
+        awaitStandbys(takeCommittingReplications())
         finishGroupRound()
     }
 
@@ -235,6 +249,7 @@ extension MasterNode {
         writer.waitForCommitAtShutdown()
         group.held = []
         group.answers = []
+        replicas.committing = []
         guard group.pending > 0 else { return }
         do {
             try writer.openGroup()

@@ -13,6 +13,11 @@ extension MasterNode {
         for p in status.peers { snapshot.connected[p.protocol, default: 0] += 1 }
         snapshot.terminals = status.terminals.map { .init(id: $0.terminalId, name: $0.name, lag: $0.lag, outbox: $0.outbox) }
         for s in sessions.values { snapshot.liveTraffic.add(s.transport.traffic) }
+        snapshot.term = status.term ?? 1
+        snapshot.standbyLag = status.peers.compactMap { p in
+            guard let id = p.terminalId, let lag = p.standbyLag else { return nil }
+            return (id, p.terminal ?? id, lag)
+        }
         return metrics.render(snapshot)
     }
 

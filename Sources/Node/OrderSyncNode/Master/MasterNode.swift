@@ -68,6 +68,8 @@ public final class MasterNode {
     var handshakeSummaryTimer: TimerHandle?
     /// Group commit: the work waiting for the next group and the one being committed.
     var group = GroupCommitState()
+    /// Local API writes waiting for standbys (`--sync-replicas`).
+    var replicas = ReplicaWaitState()
     /// The change feed (`GET /v1/changes`), from the journal.
     var changeFeed: ChangeFeedHub?
     var feedSource: MasterFeedSource?
@@ -390,6 +392,7 @@ public final class MasterNode {
     /// written is committed, discovery stops and the data directory is closed.
     func finishShutdown() {
         finishGroups()
+        dropReplicaWaits()
         logHandshakeSummaries()
         discovery?.stop()
         seat.close()

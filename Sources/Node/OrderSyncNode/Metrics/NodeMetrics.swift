@@ -22,6 +22,8 @@ final class NodeMetrics {
         var linkUps = 0
         /// Commits that failed (group or batch).
         var commitFailures = 0
+        /// Local API writes answered `"replicated": false` (master).
+        var unreplicatedWrites = 0
         /// What the links that ended carried.
         var endedTraffic = TrafficCounts()
     }
@@ -43,6 +45,10 @@ final class NodeMetrics {
         var linkLive = false
         /// What the open links carried so far.
         var liveTraffic = TrafficCounts()
+        /// The node's term (`sync.term`; 1 until a promotion).
+        var term: Int64 = 1
+        /// Operations each connected standby's copy lacks (master seq − its `held`), by terminal.
+        var standbyLag: [(id: String, name: String, value: Int64)] = []
     }
 
     let role: NodeRole
@@ -71,6 +77,11 @@ final class NodeMetrics {
     private let linkAttempts: CoreMetrics.Counter?
     private let linkUps: CoreMetrics.Counter?
     private let commitFailures: CoreMetrics.Counter
+    private let unreplicatedWrites: CoreMetrics.Counter?
+    private let term: Meter
+    private lazy var standbyLag = PerTerminalGauge(
+        registry: registry, factory: factory, name: "standby_lag",
+        help: "Operations a connected standby's copy lacks (master seq minus its held), by terminal id and name.")
     private let commitDuration: CoreMetrics.Timer
     private let bytesIn, bytesOut, messagesIn, messagesOut: CoreMetrics.Counter
 
@@ -101,6 +112,7 @@ final class NodeMetrics {
         seq = meter(
             "journal", "seq",
             role == .master ? "The last sequence number of the master's journal." : "The last journal sequence applied to the replica.")
+        term = meter("term", "", "The node's term: 1 until a promotion, raised by each.")
         bytesIn = counter("received", "bytes_total", "WebSocket frame bytes received on sync links (handshakes not counted).")
         bytesOut = counter("sent", "bytes_total", "WebSocket frame bytes sent on sync links (handshakes not counted).")
         messagesIn = counter("received_messages", "total", "WebSocket messages received on sync links.")
@@ -130,6 +142,9 @@ final class NodeMetrics {
                 connected[p] = meter("terminals_connected", "", "Terminals connected now, by protocol.", [("protocol", p.rawValue)])
             }
             self.connected = connected
+            unreplicatedWrites = counter(
+                "unreplicated_writes", "total",
+                "Local API writes answered \"replicated\": false: no standby held them within --sync-timeout, or none was connected.")
             outbox = nil
             slaveLag = nil
             linkLive = nil
@@ -139,6 +154,7 @@ final class NodeMetrics {
             applied = []
             refused = [:]
             connected = [:]
+            unreplicatedWrites = nil
             outbox = meter("outbox", "operations", "Local changes in the outbox, waiting for the master.")
             slaveLag = meter("lag", "operations", "Operations the replica is behind the master, as far as it knows.")
             linkLive = meter("master_link", "live", "1 while the link to the master is live (synced), else 0.")
@@ -190,6 +206,7 @@ final class NodeMetrics {
         add(linkAttempts, counts.linkAttempts, flushed.linkAttempts)
         add(linkUps, counts.linkUps, flushed.linkUps)
         add(commitFailures, counts.commitFailures, flushed.commitFailures)
+        add(unreplicatedWrites, counts.unreplicatedWrites, flushed.unreplicatedWrites)
         var traffic = counts.endedTraffic
         traffic.add(s.liveTraffic)
         add(bytesIn, traffic.bytesIn, flushedTraffic.bytesIn)
@@ -201,6 +218,7 @@ final class NodeMetrics {
         flushedTraffic = TrafficCounts.max(flushedTraffic, traffic)
 
         seq.set(s.seq)
+        term.set(s.term)
         for (p, m) in connected { m.set(s.connected[p] ?? 0) }
         outbox?.set(s.outbox)
         slaveLag?.set(s.lag)
@@ -208,6 +226,7 @@ final class NodeMetrics {
         guard role == .master else { return }
         terminalLag.set(s.terminals.map { ($0.id, $0.name, $0.lag) })
         terminalOutbox.set(s.terminals.compactMap { t in t.outbox.map { (t.id, t.name, Int64($0)) } })
+        standbyLag.set(s.standbyLag)
     }
 
     /// What the master knows of one slave, for its per-terminal gauges.

@@ -110,6 +110,9 @@ extension SlaveNode {
         status.ready = ready
         status.state = ready.state
         status.lastError = configuration.errorLog.lastError
+        status.term = FailoverStatus.term(writer)
+        status.following = trust.status.masterId.map { SlaveStatus.FollowedMaster(id: $0, name: linkState.target?.serviceName) }
+        status.held = engine.lastSeq
         return status
     }
 }

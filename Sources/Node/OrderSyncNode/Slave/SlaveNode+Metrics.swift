@@ -11,6 +11,7 @@ extension SlaveNode {
         snapshot.outbox = status.outbox
         snapshot.lag = status.lag
         snapshot.linkLive = status.master.state == .live
+        snapshot.term = status.term ?? 1
         if let link = linkState.link { snapshot.liveTraffic = link.traffic }
         return metrics.render(snapshot)
     }

@@ -1,0 +1,40 @@
+/// The master's standbys (Docs/PROTOCOL.md 7, "Standby acknowledgements"): every connected
+/// paired OrderSync slave keeps a copy a master can be promoted from, and says in its acks how
+/// far that copy goes (`held`). A write through the master's local API can wait for them.
+extension MasterEngine {
+    /// One connected standby as the engine knows it.
+    public struct Standby: Equatable, Sendable {
+        /// The engine's id of its link.
+        public var peer: Int
+        /// Its node id.
+        public var terminalId: String
+        /// Its paired name.
+        public var name: String
+        /// The highest sequence its copy holds on disk, as its last ack said; nil until it says.
+        public var held: Int64?
+    }
+
+    /// The connected standbys, by link: paired OrderSync slaves past their hello (live, or
+    /// receiving their snapshot), in connection order. A plain StorePOS app holds no standby copy.
+    public var standbys: [Standby] {
+        peers.values.filter { $0.speaksOrderSync && ($0.phase == .live || $0.phase == .receivingSnapshot) }
+            .sorted { $0.id < $1.id }
+            .compactMap { p in
+                p.terminalId.map { Standby(peer: p.id, terminalId: $0, name: p.terminalName ?? $0, held: p.held) }
+            }
+    }
+
+    /// Marks the broadcasts among `out` `ackNow` for the OrderSync slaves they go to; a
+    /// StorePOS app gets the bytes as journalled (its messages keep their shape).
+    func markAckNow(_ out: inout [Action]) {
+        out = out.flatMap { action -> [Action] in
+            guard case .broadcast(let bytes, let to) = action else { return [action] }
+            let slaves = to.filter { peers[$0]?.speaksOrderSync == true }
+            guard !slaves.isEmpty else { return [action] }
+            let apps = to.filter { peers[$0]?.speaksOrderSync != true }
+            var split: [Action] = [.broadcast(bytes: AckNow.marking(bytes), peers: slaves)]
+            if !apps.isEmpty { split.append(.broadcast(bytes: bytes, peers: apps)) }
+            return split
+        }
+    }
+}
