@@ -5,7 +5,7 @@ operation over to whichever node the test names next, and the checks on what the
 journalled (Docs/PROTOCOL.md section 7, Docs/OPERATIONS.md "When the master terminal dies").
 
 A slave follows a master when its status shows the master's `term`, names that master
-(`masterId`, its node id) and its link is live.
+(`following`, by node id, and `masterId`, the master it trusts) and its link is live.
 """
 
 from __future__ import annotations
@@ -87,13 +87,15 @@ def link_view(status: dict | None) -> dict | None:
     """What a status says about whom a node follows, for a failure message."""
     if status is None:
         return None
-    return {k: status.get(k) for k in ("role", "term", "masterId")} | {"link": (status.get("master") or {}).get("state")}
+    return {k: status.get(k) for k in ("role", "term", "masterId", "following")} | \
+        {"link": (status.get("master") or {}).get("state")}
 
 
 def follows(status: dict | None, master_id: str, term: int) -> bool:
     """Whether a status is a slave's live on the master `master_id` in `term`."""
     return (status is not None and status.get("role") == "slave" and status.get("term") == term
-            and status.get("masterId") == master_id and (status.get("master") or {}).get("state") == "live")
+            and (status.get("following") or {}).get("id") == master_id and status.get("masterId") == master_id
+            and (status.get("master") or {}).get("state") == "live")
 
 
 # Promotion ---------------------------------------------------------------------------------------

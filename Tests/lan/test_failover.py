@@ -233,6 +233,7 @@ def test_a_rogue_announcing_term_999_is_ignored(lan3):
         s.wait_live()
     master_id, epoch = master.node_id(), master.status()["epoch"]
     ids = {"master": rogue_id(), "candidate": rogue_id()}
+    started = time.monotonic()
     rogues = [h3.popen([PYTHON, os.path.join(HERE, "zc_announce.py"), "--interface", h3.address,
                         "--name", f"Rogue {role}", "--host", f"rogue-{role}", "--port", str(17298 + n),
                         f"proto={PROTO}", "store=shop29", f"epoch={epoch}", "path=/", f"id={ids[role]}",
@@ -241,8 +242,7 @@ def test_a_rogue_announcing_term_999_is_ignored(lan3):
     try:
         for r in rogues:
             assert r.stdout.readline().startswith("announced")
-        started = time.monotonic()
-        for s in slaves:
+        for s in (*slaves, master):
             for role, rid in ids.items():
                 s.wait_event("master.untrusted", timeout=20, where=lambda e, rid=rid: e.get("master.announced_id") == rid)
         ignored_s = time.monotonic() - started
