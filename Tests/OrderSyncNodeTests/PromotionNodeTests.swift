@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import NodePolicy
 import OrderStore
+import SecureLink
 import XCTest
 
 @testable import OrderSyncNode
@@ -67,8 +68,13 @@ final class PromotionNodeTests: XCTestCase {
     }
 
     func testASlaveWithoutAStandbyCopyRefusesAndStaysASlave() throws {
-        let (directory, url) = try slaveOfAStoppedMaster()
-        let slave = try RunningNode(role: .slave, dataDirectory: directory, name: "bar-2", masterURL: url)
+        // Paired with no master yet: it never received the store's members.
+        let probe = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "gone")
+        let url = MasterURL(host: "127.0.0.1", port: probe.port)
+        probe.stop()
+        let slave = try RunningNode(
+            role: .slave, dataDirectory: temporaryDirectory(), name: "bar-2", masterURL: url,
+            configure: { $0.pairingCode = PairingCode.generate() })
         defer { slave.stop() }
         let answer = try promote(slave)
         XCTAssertEqual(answer.status, 409, "\(answer.body)")
@@ -91,11 +97,6 @@ final class PromotionNodeTests: XCTestCase {
 
     func testAPromotedSlaveServesAsMasterOnTheSameSeatAndPersistsItsTerm() throws {
         let (directory, url) = try slaveOfAStoppedMaster()
-        // The standby copy's master, as the store's members leave it on the slave.
-        let db = try OrderDatabase(path: directory + "/" + NodeDefaults.databaseFile)
-        try db.setMetadata(SlaveNode.standbyMasterKey, #"{"id":"old","key":"00","name":"front"}"#)
-        db.close()
-
         let node = try RunningNode(role: .slave, dataDirectory: directory, name: "bar-2", masterURL: url)
         let answer = try promote(node)
         XCTAssertEqual(answer.status, 200, "\(answer.body)")
@@ -133,20 +134,6 @@ final class PromotionNodeTests: XCTestCase {
         Array(try NodeIdentity.loadOrCreate(path: directory + "/" + NodeDefaults.keyFile).publicKey.rawRepresentation)
     }
 
-    /// Leaves in a stopped slave's store what the store's members give it: the master it came
-    /// from and the other paired terminals.
-    private func seedStandbyCopy(_ directory: String, master: [UInt8], terminals: [(String, [UInt8])]) throws {
-        let db = try OrderDatabase(path: directory + "/" + NodeDefaults.databaseFile)
-        defer { db.close() }
-        let hex = master.map { String(format: "%02x", $0) }.joined()
-        try db.setMetadata(
-            SlaveNode.standbyMasterKey, #"{"id":"\#(NodeIdentity.nodeId(publicKey: master))","key":"\#(hex)","name":"front"}"#)
-        for (name, key) in terminals {
-            try db.addPairedTerminal(
-                PairedTerminal(nodeId: NodeIdentity.nodeId(publicKey: key), publicKey: key, name: name, pairedAtMillis: 1))
-        }
-    }
-
     private func waitLive(_ node: RunningNode, port: UInt16? = nil, _ what: String) throws {
         _ = try waitForStatus(node, what) { status -> Bool? in
             guard case .slave(let s) = status, s.master.state == .live else { return nil }
@@ -165,10 +152,19 @@ final class PromotionNodeTests: XCTestCase {
         let b = try master.pairedSlave(dataDirectory: bDir, name: "patio")
         try waitLive(a, "bar-2 to sync")
         try waitLive(b, "patio to sync")
+        // A second order reaches both as a broadcast: their standby journals hold seq 2 after
+        // the snapshot of seq 1.
+        let second = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString.lowercased())), ("customerName", .string("Bo"))]))
+        XCTAssertEqual(try LocalAPIClient(dataDirectory: masterDir).send(method: "POST", path: "/v1/orders", body: second).status, 201)
+        for node in [a, b] {
+            _ = try waitForStatus(node, "the second order") { status -> Bool? in
+                guard case .slave(let s) = status, s.seq == 2 else { return nil }
+                return true
+            }
+        }
         for node in [master, a, b] { node.stop() }
-        let (masterKey, aKey, bKey) = (try nodeKey(masterDir), try nodeKey(aDir), try nodeKey(bDir))
-        try seedStandbyCopy(aDir, master: masterKey, terminals: [("patio", bKey)])
-        try seedStandbyCopy(bDir, master: masterKey, terminals: [("bar-2", aKey)])
+        // Their standby copies name the store's members, as the master sent them.
+        let (masterKey, aKey) = (try nodeKey(masterDir), try nodeKey(aDir))
 
         // Both slaves find masters through one simulated LAN; the old master is gone.
         let bus = DiscoveryBus()
@@ -176,7 +172,9 @@ final class PromotionNodeTests: XCTestCase {
         let follower = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
         let answer = try promote(promoted)
         XCTAssertEqual(answer.status, 200, "\(answer.body)")
-        XCTAssertEqual(try PromoteAnswer(json: answer.body).term, 2)
+        let report = try PromoteAnswer(json: answer.body)
+        XCTAssertEqual(report.term, 2)
+        XCTAssertEqual(report.seq, 2, "the promoted node serves the journal its standby copy kept")
         guard case .master(let m) = try promoted.status() else { return XCTFail("not promoted") }
         let published = try XCTUnwrap(bus.published.first { $0.port == m.port })
         XCTAssertEqual(published.txt["term"], "2")
@@ -190,7 +188,10 @@ final class PromotionNodeTests: XCTestCase {
         try waitLive(back, port: m.port, "the old master to step down and follow bar-2")
         for node in [back, follower, promoted] { node.stop() }
 
-        XCTAssertEqual(try metadata(bDir, ["sync.term"])["sync.term"], "2")
+        let followed = try metadata(bDir, ["sync.term", "standby.base", "replica.last_seq"])
+        XCTAssertEqual(followed["sync.term"], "2")
+        XCTAssertEqual(followed["standby.base"], "1", "the follower caught up without a snapshot")
+        XCTAssertEqual(followed["replica.last_seq"], "2")
         let trust = try XCTUnwrap(try MasterTrust.load(path: bDir + "/" + NodeDefaults.masterTrustFile))
         XCTAssertEqual(trust.master, NodeIdentity.nodeId(publicKey: aKey))
         XCTAssertTrue(trust.knownMasterIds.contains(NodeIdentity.nodeId(publicKey: masterKey)), "the earlier id is kept")

@@ -1,8 +1,8 @@
 import Foundation
-import JSON
 import Logging
 import NodePolicy
 import OrderStore
+import SyncCore
 
 /// The candidate phase of a promotion (Docs/PROTOCOL.md, "Promotion"): the slave that became
 /// this master publishes `role=candidate` with its new term, refuses writes with `promoting`,
@@ -68,32 +68,19 @@ extension MasterNode {
         storeWrite({ db in
             try db.setMetadata("node.role", NodeRole.master.rawValue)
             try db.setMetadata("store.id", c.store)
-            try db.setMetadata(MasterCandidacy.lineageKey, c.lineage)
-            try db.setMetadata(MasterCandidacy.termKey, "\(c.term)")
-            try db.setMetadata(MasterCandidacy.voteKey, "\(c.term) \(nodeId)")
-            try Self.pairOldMaster(db)
+            try db.setVote(term: c.term, nodeId: nodeId)
+            try db.becomeMasterFromStandby(
+                term: c.term, lineage: c.lineage, oldMaster: try db.standbyMaster(), atMillis: WallClock.nowMillis())
+            return MasterTerms(term: try db.term(), starts: try db.termStarts())
         }) { [weak self] result in
             guard let self, self.candidacy === c else { return }
             switch result {
-            case .success: self.becameMaster(c, forced: !majority)
+            case .success(let terms):
+                self.engine.terms = terms
+                self.becameMaster(c, forced: !majority)
             case .failure(let error):
                 self.withdraw(c, PromoteRefusal(.noMajority, message: "the new term could not be committed: \(error)"))
             }
-        }
-    }
-
-    /// The standby copy's master (`standby.master`) becomes a paired terminal of the store, so
-    /// that it can come back as a slave; nothing when it already is one or the copy names none.
-    static var pairOldMaster: StoreWriter.WriteBody<Void> {
-        { db in
-            guard let raw = try db.metadata(SlaveNode.standbyMasterKey),
-                let master = try? JSONParser.parse(Array(raw.utf8)).objectValue,
-                let key = master["key"]?.stringValue.flatMap(SlaveNode.bytes(hex:)), key.count == 32,
-                try db.pairedTerminal(publicKey: key) == nil
-            else { return }
-            let name = try db.unusedTerminalName(master["name"]?.stringValue ?? "old-master")
-            try db.addPairedTerminal(
-                PairedTerminal(nodeId: NodeId.of(publicKey: key), publicKey: key, name: name, pairedAtMillis: WallClock.nowMillis()))
         }
     }
 

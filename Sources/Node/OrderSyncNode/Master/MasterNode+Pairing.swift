@@ -190,6 +190,7 @@ extension MasterNode {
         sendControl(
             JSONObject([("type", .string("paired")), ("terminal", .string(nodeId)), ("name", .string(terminal.name))]), to: s)
         authenticated(s, terminal)
+        announceMembers()
     }
 
     // MARK: Paired terminals
@@ -250,6 +251,7 @@ extension MasterNode {
                 s.close(code: .policyViolation, reason: "revoked")
             }
             logger.info("terminal.revoked", metadata: ["name": "\(t.name)", "node.id": "\(t.nodeId)"])
+            announceMembers()
             respond(200, .object(Self.terminalObject(t)))
         }
     }
@@ -273,6 +275,7 @@ extension MasterNode {
             handedOver += 1
         }
         publishService()
+        announceMembers()
         logger.info(
             "key.rotated", metadata: ["node.id": "\(keys.current.nodeId)", "previous.id": "\(old)", "links": "\(handedOver)"])
         respond(

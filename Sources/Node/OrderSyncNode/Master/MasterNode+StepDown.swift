@@ -32,6 +32,14 @@ extension MasterNode {
         return true
     }
 
+    /// A terminal follows `newer`, a term above this master's (`stale_master`): the member
+    /// announcing it is looked for afresh, and found, makes this master step down.
+    func staleTermSeen(_ newer: Int64) {
+        guard newer > term else { return }
+        logger.warning("master.stale_term", metadata: ["term": "\(term)", "term.seen": "\(newer)"])
+        discovery?.rebrowse(type: configuration.serviceType)
+    }
+
     /// Stops taking writes and plays slave of `member` (its term `term`) on the same seat: in
     /// one commit before the switch the store becomes a replica (`node.role=slave`, the replica
     /// state from the journal) and `master.trust` names the member's key.

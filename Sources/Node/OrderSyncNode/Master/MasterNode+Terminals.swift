@@ -198,10 +198,10 @@ extension MasterNode {
                 s.close(code: CloseCode(code), reason: reason)
             case .log(let record):
                 logger.log(record)
-            case .stepDown:
-                // Carried out by the node's role switch (`Docs/PROTOCOL.md` 7.6); the engine
-                // already refused the hello and closed its link.
-                break
+            case .stepDown(let newer):
+                // The engine already refused the hello and closed its link; the member of the
+                // newer term is found by browsing (`considerStepDown`).
+                staleTermSeen(newer)
             }
         }
         out.flushAll()

@@ -267,6 +267,7 @@ public final class MasterNode {
 
         startDiscovery()
         reportReadiness()
+        announceMembers()
         if let candidacy { startCandidacy(candidacy) }
     }
 
