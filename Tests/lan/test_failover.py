@@ -108,7 +108,8 @@ def test_master_dies_for_good_a_slave_is_promoted_and_nothing_acknowledged_is_lo
     for s in others:
         s.wait_drained(timeout=30)
     assert report["term"] == 2 and report["forced"] is False, report
-    assert sorted(report["promised"]) == sorted(s.host.name for s in others), report
+    assert sorted(report["voters"]) == sorted(n.host.name for n in [master, *slaves]), report
+    assert sorted(report["promised"]) == sorted(s.host.name for s in slaves), report
     assert report["unreachable"] == [master.host.name], report
     if behind:
         assert report["fetched"] and report["fetched"]["entries"] >= behind, (behind, report)
