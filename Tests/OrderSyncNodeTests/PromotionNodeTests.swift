@@ -98,12 +98,27 @@ final class PromotionNodeTests: XCTestCase {
     func testAPromotedSlaveServesAsMasterOnTheSameSeatAndPersistsItsTerm() throws {
         let (directory, url) = try slaveOfAStoppedMaster()
         let node = try RunningNode(role: .slave, dataDirectory: directory, name: "bar-2", masterURL: url)
-        let answer = try promote(node)
+        // The old master (a voter) is gone: 1 vote of 2 is no majority. Nothing changes.
+        let refused = try promote(node)
+        XCTAssertEqual(refused.status, 409, "\(refused.body)")
+        let error = try XCTUnwrap(refused.body.objectValue?["error"]?.objectValue, "\(refused.body)")
+        XCTAssertEqual(error["code"]?.stringValue, "no_majority")
+        XCTAssertEqual(error["unreachable"], .array([.string("front")]))
+        XCTAssertEqual(error["voters"], .array([.string("bar-2"), .string("front")]))
+        _ = try waitForStatus(node, "the slave role again") { status -> Bool? in
+            guard case .slave = status else { return nil }
+            return true
+        }
+        XCTAssertEqual(try metadata(directory, ["sync.term"])["sync.term"], nil, "a withdrawn candidate persisted its term")
+
+        // The operator attests the old master is gone.
+        let answer = try promote(node, force: true)
         XCTAssertEqual(answer.status, 200, "\(answer.body)")
         let promoted = try PromoteAnswer(json: answer.body)
         XCTAssertEqual(promoted.term, 2)
         XCTAssertEqual(promoted.promised, ["bar-2"])
-        XCTAssertFalse(promoted.forced)
+        XCTAssertEqual(promoted.unreachable, ["front"])
+        XCTAssertTrue(promoted.forced)
 
         // The same process now answers as the master, on the same API socket, with the lock
         // still held and the orders it replicated.
@@ -175,6 +190,9 @@ final class PromotionNodeTests: XCTestCase {
         let report = try PromoteAnswer(json: answer.body)
         XCTAssertEqual(report.term, 2)
         XCTAssertEqual(report.seq, 2, "the promoted node serves the journal its standby copy kept")
+        XCTAssertEqual(report.promised, ["bar-2", "patio"], "patio pre-voted by connecting, then promised")
+        XCTAssertEqual(report.unreachable, ["front"])
+        XCTAssertFalse(report.forced)
         guard case .master(let m) = try promoted.status() else { return XCTFail("not promoted") }
         let published = try XCTUnwrap(bus.published.first { $0.port == m.port })
         XCTAssertEqual(published.txt["term"], "2")
@@ -188,7 +206,8 @@ final class PromotionNodeTests: XCTestCase {
         try waitLive(back, port: m.port, "the old master to step down and follow bar-2")
         for node in [back, follower, promoted] { node.stop() }
 
-        let followed = try metadata(bDir, ["sync.term", "standby.base", "replica.last_seq"])
+        let followed = try metadata(bDir, ["sync.term", "sync.vote", "standby.base", "replica.last_seq"])
+        XCTAssertEqual(followed["sync.vote"], "2 \(NodeIdentity.nodeId(publicKey: aKey))", "patio's promise is on its disk")
         XCTAssertEqual(followed["sync.term"], "2")
         XCTAssertEqual(followed["standby.base"], "1", "the follower caught up without a snapshot")
         XCTAssertEqual(followed["replica.last_seq"], "2")

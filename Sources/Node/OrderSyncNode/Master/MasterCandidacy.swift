@@ -2,6 +2,7 @@ import Discovery
 import EventLoopIO
 import Foundation
 import NodePolicy
+import SyncCore
 
 /// A slave becoming master (`ordersync promote`, Docs/PROTOCOL.md "Promotion"), as the master
 /// role it now plays sees it: the term it stands for, the store and lineage it keeps serving,
@@ -23,8 +24,6 @@ final class MasterCandidacy {
     static let termKey = "sync.term"
     /// Metadata key of the vote given in a term: `"<term> <nodeId>"`.
     static let voteKey = "sync.vote"
-    /// How long the candidate waits for a majority before it withdraws (or, forced, goes on).
-    static let majorityDeadline: Duration = .seconds(10)
 
     /// Where the candidacy is.
     enum Phase: Equatable {
@@ -60,16 +59,22 @@ final class MasterCandidacy {
     let startedAt: MonotonicInstant
     /// The terminals' messages held until the node is master proper, in arrival order.
     private(set) var held: [(session: Int, bytes: [UInt8])] = []
-    /// The deadline timer.
+    /// The deadline timer (`Candidacy.Action.armDeadline`).
     var deadline: TimerHandle?
+    /// The election's rules: pre-votes, promises, votes, the fetch.
+    var election: Candidacy
+    /// The voter a tail is fetched from and the entries it sent so far.
+    var fetching: (voter: String, entries: [JournalEntry])?
     private var state = State.campaigning
 
     /// A candidacy for `term` of `store` (lineage `lineage`), asked by `request`, answered through
     /// `respond`.
     init(
-        store: String, lineage: String, term: Int64, request: PromoteRequest, slaveConfiguration: NodeConfiguration,
-        slaveJitter: ReconnectBackoff.Jitter, respond: LocalAPIServer.Respond, startedAt: MonotonicInstant
+        store: String, lineage: String, term: Int64, request: PromoteRequest, election: Candidacy.Configuration,
+        slaveConfiguration: NodeConfiguration, slaveJitter: ReconnectBackoff.Jitter, respond: LocalAPIServer.Respond,
+        startedAt: MonotonicInstant
     ) {
+        self.election = Candidacy(election)
         self.slaveJitter = slaveJitter
         self.store = store
         self.lineage = lineage

@@ -6,9 +6,11 @@ import SyncCore
 
 /// The candidate phase of a promotion (Docs/PROTOCOL.md, "Promotion"): the slave that became
 /// this master publishes `role=candidate` with its new term, refuses writes with `promoting`,
-/// holds the terminals' messages, and once it wins commits its term and becomes master proper:
-/// `role=master`, the held messages served in order, `ordersync promote` answered. When it
-/// loses it withdraws: nothing was persisted, the node plays slave again on the same seat.
+/// holds the terminals' messages (a voter's hello is its pre-vote), and carries out what the
+/// election's `Candidacy` asks: its own vote committed before any promise, promises, the
+/// deadline, the fetch of a tail it lacks. Once it wins it commits the term and becomes master
+/// proper: `role=master`, the held messages served in order, `ordersync promote` answered.
+/// When it loses it withdraws and plays slave again on the same seat.
 extension MasterNode {
     /// The TXT members naming the term and the role (`term=T`, `role=candidate|master`).
     var termTXT: [(String, String)] {
@@ -29,40 +31,84 @@ extension MasterNode {
         }
         logger.notice(
             "promote.started",
-            metadata: ["term": "\(c.term)", "epoch": "\(c.lineage)", "forced": "\(c.forced)", "seq": "\(engine.lastSeq)"])
-        c.deadline = loop.schedule(after: MasterCandidacy.majorityDeadline) { [weak self, weak c] in
-            guard let self, let c, self.candidacy === c, c.phase == .campaigning else { return }
-            self.decide(c, majority: false)
-        }
-        // The votes come from the election; alone, the node's own vote decides at once.
-        decide(c, majority: true)
+            metadata: [
+                "term": "\(c.term)", "epoch": "\(c.lineage)", "forced": "\(c.forced)", "seq": "\(engine.lastSeq)",
+                "voters": "\(c.election.configuration.voters.values.sorted().joined(separator: ","))",
+            ])
+        carryOut(c, c.election.start())
     }
 
-    /// A write or a terminal's message while the candidacy runs: true when the candidate took
-    /// it (held, or refused), false when the node is master proper.
+    /// A write while the candidacy runs: answered `503 promoting`; false when master proper.
     func candidateRefusesWrite(_ respond: LocalAPIServer.Respond) -> Bool {
         guard candidacy != nil else { return false }
         respond(503, LocalAPIRoute.errorBody(code: "promoting", message: "this node is becoming the master; try again in a moment"))
         return true
     }
 
-    /// A terminal's message while the candidacy runs: held until the node is master proper.
-    func candidateHolds(_ bytes: [UInt8], from session: Int) -> Bool {
-        guard let c = candidacy else { return false }
-        c.hold(bytes, session: session)
-        return true
+    /// Carries out the election's actions in order; a commit of its own vote holds back the
+    /// ones after it until it is on disk.
+    func carryOut(_ c: MasterCandidacy, _ actions: [Candidacy.Action]) {
+        var rest = actions[...]
+        while let action = rest.popFirst() {
+            guard candidacy === c else { return }
+            switch action {
+            case .persistOwnVote(let vote):
+                let after = Array(rest)
+                storeWrite({ db in
+                    try db.setTerm(vote.term)
+                    try db.setVote(term: vote.term, nodeId: vote.nodeId)
+                }) { [weak self] result in
+                    guard let self, self.candidacy === c else { return }
+                    if case .failure(let error) = result {
+                        return self.withdraw(c, storageRefusal(c, error))
+                    }
+                    self.carryOut(c, after)
+                }
+                return
+            case .sendPromise(let voter):
+                if let s = voterSession(voter) { send(ElectionMessage.promise(term: c.term).encodedBytes(), to: s) }
+            case .fetch(let voter, let after):
+                guard let s = voterSession(voter) else {
+                    carryOut(c, c.election.fetchFailed() + Array(rest))
+                    return
+                }
+                c.fetching = (voter, [])
+                send(ElectionMessage.fetch(after: after).encodedBytes(), to: s)
+            case .armDeadline(let millis):
+                if let t = c.deadline { loop.cancel(t) }
+                c.deadline = loop.schedule(after: .milliseconds(millis)) { [weak self, weak c] in
+                    guard let self, let c, self.candidacy === c else { return }
+                    c.deadline = nil
+                    self.carryOut(c, c.election.deadlinePassed())
+                }
+            case .forced(let unreachable):
+                logger.error("promote.forced", metadata: ["term": "\(c.term)", "unreachable": "\(unreachable.joined(separator: ","))"])
+            case .becomeMaster(let report):
+                commitPromotion(c, report)
+            case .withdraw(let report):
+                withdraw(c, report)
+            }
+        }
     }
 
-    /// The campaign is decided: a majority (or `--force`) commits the term; otherwise the
-    /// candidate withdraws.
-    private func decide(_ c: MasterCandidacy, majority: Bool) {
+    /// The open link of the voter `id`, if any.
+    func voterSession(_ id: String) -> TerminalSession? {
+        sessions.values.first { $0.secure?.terminal?.nodeId == id && $0.phase != .ended }
+    }
+
+    /// A refusal for a store that failed during the promotion.
+    private func storageRefusal(_ c: MasterCandidacy, _ error: any Error) -> PromotionReport {
+        var report =
+            c.election.outcome ?? PromotionReport(term: c.term, seq: engine.lastSeq, voters: [], promised: [], unreachable: [])
+        report.refusal = .init(.noMajority, "the promotion could not be committed: \(error)")
+        return report
+    }
+
+    /// Won: commits the term (with the vote, the term start, the lineage, the old master among
+    /// the paired terminals, the master role) and becomes master proper.
+    private func commitPromotion(_ c: MasterCandidacy, _ report: PromotionReport) {
         if let t = c.deadline { loop.cancel(t) }
         c.deadline = nil
-        guard majority || c.forced else {
-            withdraw(c, PromoteRefusal(.noMajority, message: "no majority of the voters promised within the deadline"))
-            return
-        }
-        if !majority { logger.error("promote.forced", metadata: ["term": "\(c.term)"]) }
         c.won()
         let nodeId = nodeIdentity.nodeId
         storeWrite({ db in
@@ -77,39 +123,50 @@ extension MasterNode {
             switch result {
             case .success(let terms):
                 self.engine.terms = terms
-                self.becameMaster(c, forced: !majority)
+                self.becameMaster(c, report)
             case .failure(let error):
-                self.withdraw(c, PromoteRefusal(.noMajority, message: "the new term could not be committed: \(error)"))
+                self.withdraw(c, self.storageRefusal(c, error))
             }
         }
     }
 
     /// The term is on disk: master proper. Publishes `role=master`, serves the held messages
     /// in order and answers `ordersync promote`.
-    private func becameMaster(_ c: MasterCandidacy, forced: Bool) {
+    private func becameMaster(_ c: MasterCandidacy, _ report: PromotionReport) {
         candidacy = nil
         api.promoteHandler = nil
         publishService()
         for (session, bytes) in c.takeHeld() where sessions[session] != nil {
             enqueue(.message(session: session, bytes: bytes))
         }
-        let me = terminalName
-        let answer = PromoteAnswer(
-            term: c.term, seq: engine.lastSeq, voters: [me], promised: [me], unreachable: [], fetched: nil, forced: forced,
-            tookMs: c.tookMs(now: loop.now))
+        var answer = report
+        answer.seq = engine.lastSeq
+        answer.tookMs = c.tookMs(now: loop.now)
         logger.notice(
             "promote.done",
-            metadata: ["term": "\(c.term)", "seq": "\(answer.seq)", "forced": "\(forced)", "took_ms": "\(answer.tookMs)"])
+            metadata: [
+                "term": "\(c.term)", "seq": "\(answer.seq)", "forced": "\(answer.forced)", "took_ms": "\(answer.tookMs)",
+                "promised": "\(answer.promised.joined(separator: ","))", "unreachable": "\(answer.unreachable.joined(separator: ","))",
+            ])
         serviceManager.ready(status: readinessStatus)
         c.respond.encoded(200, answer)
     }
 
-    /// Gives up: answers the refusal, and plays slave again on the same seat (nothing was
-    /// persisted).
-    private func withdraw(_ c: MasterCandidacy, _ refusal: PromoteRefusal) {
+    /// Gives up: answers the refusal, and plays slave again on the same seat (nothing but its
+    /// own vote, if it got that far, was persisted).
+    func withdraw(_ c: MasterCandidacy, _ report: PromotionReport) {
+        if let t = c.deadline { loop.cancel(t) }
+        c.deadline = nil
         c.withdrew()
-        logger.warning("promote.withdrawn", metadata: ["term": "\(c.term)", "reason": "\(refusal.code.rawValue)"])
-        c.respond(refusal.httpStatus, refusal.jsonValue)
+        var answer = report
+        answer.tookMs = c.tookMs(now: loop.now)
+        logger.warning(
+            "promote.withdrawn",
+            metadata: [
+                "term": "\(c.term)", "reason": "\(answer.refusal?.code.rawValue ?? "-")",
+                "unreachable": "\(answer.unreachable.joined(separator: ","))",
+            ])
+        c.respond.encoded(409, answer)
         let (seat, loop, discovery, logger) = (self.seat, self.loop, self.discovery, self.logger)
         seat.requestHandOver?("promotion withdrawn") {
             .slave(

@@ -116,6 +116,7 @@ extension MasterNode {
         s.authenticationTimer = nil
         s.settleTimer = nil
         terminals.remove(s)
+        candidateLostLink(s)
         // After its messages still waiting (a StorePOS terminal may send and close at once), in
         // a group: what the engine saves of the terminal commits off the loop with the others.
         enqueue(.disconnected(session: s.id))
@@ -131,7 +132,7 @@ extension MasterNode {
     /// A sync message (UTF-8 JSON bytes): applied with the others of this loop turn in the next
     /// group.
     func terminalMessage(_ bytes: [UInt8], from s: TerminalSession) {
-        if candidateHolds(bytes, from: s.id) { return }
+        if candidateHolds(bytes, from: s) { return }
         enqueue(.message(session: s.id, bytes: bytes))
     }
 

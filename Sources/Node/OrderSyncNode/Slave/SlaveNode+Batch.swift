@@ -20,6 +20,7 @@ extension SlaveNode {
     /// COMMIT runs off the loop it waits, with the others that arrive meanwhile, for the next
     /// batch; whatever else waited for the store before it goes first (`StoreWriter.whenIdle`).
     func masterMessage(_ text: [UInt8]) {
+        if electionMessage(text) { return }
         guard writer.phase != .committing, waitingMessages.isEmpty else {
             if waitingMessages.isEmpty {
                 writer.whenIdle { [weak self] in self?.applyWaitingMessages() }

@@ -50,13 +50,17 @@ extension SlaveNode {
             logger.debug("master.stale_term", metadata: ["service.name": "\(service.name)", "term": "\(announced)"])
             return true
         }
-        guard announced > followedTerm || (announced == followedTerm && candidate.isCandidate) else { return false }
-        guard let id = candidate.nodeId, let member = members().first(where: { $0.nodeId == id }) else { return false }
+        guard let id = candidate.nodeId, id != nodeIdentity.nodeId else { return false }
         if trust.current?.master == id {
-            // Followed already (a candidate then, a master now): its term is committed.
-            if !candidate.isCandidate, announced > followedTerm { commitTerm(announced) }
+            // Followed already (a candidate then, a master now): its term and key are committed.
+            if !candidate.isCandidate, announced > followedTerm || followsUnsaved {
+                followsUnsaved = false
+                commitTerm(max(announced, followedTerm))
+            }
             return false
         }
+        guard announced > followedTerm || (announced == followedTerm && candidate.isCandidate) else { return false }
+        guard let member = members().first(where: { $0.nodeId == id }) else { return false }
         follow(member, term: announced, candidate: candidate.isCandidate, service: service)
         return true
     }
@@ -103,6 +107,7 @@ extension SlaveNode {
         }
         guard !candidate else {
             // A pre-vote: nothing is persisted until the candidate's promise.
+            followsUnsaved = true
             switchLink()
             return
         }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NodePolicy
 import OrderStore
+import SyncCore
 
 /// `POST /v1/promote` on a slave (`ordersync promote`): the node leaves the slave role and plays
 /// master, a candidate first, on the same loop, store writer and front-ends (`RoleSeat`).
@@ -21,11 +22,19 @@ extension SlaveNode {
         guard !shuttingDown, let requestHandOver = seat.requestHandOver else {
             return refuse(PromoteRefusal(.promoting, message: "the slave is stopping or switching roles"))
         }
+        let me = nodeIdentity.nodeId
         let standby: String?
         let storedTerm: Int64
+        let isVoter: Bool
+        var voters: [String: String] = [:]
         do {
-            (standby, storedTerm) = try writer.read { db in
-                (try db.metadata(Self.standbyMasterKey), MasterNode.storedTerm(try db.metadata(MasterCandidacy.termKey)))
+            (standby, storedTerm, isVoter) = try writer.read { db in
+                for t in try db.memberTerminals() where t.revokedMillis == nil && t.voter { voters[t.member.id] = t.member.name }
+                if let m = try db.standbyMaster() { voters[m.id] = m.name }
+                return (
+                    try db.metadata(Self.standbyMasterKey), MasterNode.storedTerm(try db.metadata(MasterCandidacy.termKey)),
+                    try db.isVoter(nodeId: me) ?? true
+                )
             }
         } catch {
             return respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
@@ -40,8 +49,11 @@ extension SlaveNode {
         var master = configuration
         master.role = .master
         master.store = store
+        let election = Candidacy.Configuration(
+            term: term, nodeId: me, name: terminalName, position: logPosition(), isVoter: isVoter, voters: voters,
+            force: request.force)
         let candidacy = MasterCandidacy(
-            store: store, lineage: lineage, term: term, request: request, slaveConfiguration: configuration,
+            store: store, lineage: lineage, term: term, request: request, election: election, slaveConfiguration: configuration,
             slaveJitter: reconnectBackoff.jitter, respond: respond, startedAt: loop.now)
         logger.notice("promote.requested", metadata: ["term": "\(term)", "forced": "\(request.force)", "seq": "\(engine.lastSeq)"])
         let (seat, loop, discovery, logger) = (self.seat, self.loop, self.discovery, self.logger)

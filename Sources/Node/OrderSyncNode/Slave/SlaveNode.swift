@@ -56,6 +56,8 @@ public final class SlaveNode {
     var candidates = MasterCandidates()
     /// The highest term this slave followed or promised (`sync.term`; 1 when absent).
     var followedTerm: Int64 = 1
+    /// True while the trusted master is a candidate followed in memory only (a pre-vote).
+    var followsUnsaved = false
     var lastStoreChoiceLog = ""
     /// A slave that knows no store waits this long after the first master it sees, so that it
     /// sees every store on the LAN before it joins one.
