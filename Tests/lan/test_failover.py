@@ -290,19 +290,21 @@ def test_promote_without_a_majority_is_refused_and_force_succeeds(make_lan):
 
     forced = Promotion(a, force=True)
     report = forced.promoted()
-    assert report["forced"] is True and report["term"] == 2, report
+    # Term 2, or 3 when the withdrawn candidate's own announcement of term 2 was still seen.
+    term = report["term"]
+    assert report["forced"] is True and term >= 2, report
     assert sorted(report["unreachable"]) == sorted([master.host.name, down.host.name]), report
     a_id = a.node_id()
-    followed = wait_following([b], a_id, term=2, since=forced.started)
+    followed = wait_following([b], a_id, term=term, since=forced.started)
     down.start()
     back = time.monotonic()
-    wait_following([down], a_id, term=2, since=back, timeout=FOLLOW_BOUND)
+    wait_following([down], a_id, term=term, since=back, timeout=FOLLOW_BOUND)
     rejoined_s = time.monotonic() - back
     late = down.create(customer="after the forced promotion")
     orders = wait_converged(slaves, timeout=30, expect=len(made) + 2)
     assert {o["uuid"] for o in orders} == {o["uuid"] for o in [*made, queued, late]}
     assert any(e.get("event") == "promote.forced" for e in a.events()), "the forced promotion is logged"
-    figure(scenario="no-majority-then-force", refused_after_ms=round(refusal.took * 1000),
+    figure(scenario="no-majority-then-force", term=term, refused_after_ms=round(refusal.took * 1000),
            unreachable=len(error["unreachable"]), forced_ms=round(forced.took * 1000),
            follow_ms=round(followed[b.host.name] * 1000), rejoin_ms=round(rejoined_s * 1000))
     for node in slaves:
