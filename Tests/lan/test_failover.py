@@ -167,15 +167,16 @@ def test_old_master_frozen_through_the_promotion_steps_down_and_its_tail_is_appl
     acked = check_nothing_lost(chosen, results, orders)
     for s in [*others, master]:
         s.wait_drained(timeout=30)
-    by_old_master = [op for op in results if op["node"] == master.host.name and op["status"] in (200, 201)]
+    # Sent while it was frozen and answered by it as master (in its old term) once resumed.
+    by_old_master = [op for op in results if op["opId"].startswith("frozen") and op["status"] in (200, 201)]
     diverged = master.events("sync.diverged")
     assert report["term"] == 2 and master.host.name in report["unreachable"], report
     assert status_of(master)["masterId"] == chosen_id and old_id != chosen_id
     figure(scenario="frozen-old-master", promoted=chosen.host.name, frozen_s=frozen_for,
            promote_ms=round(promote_s * 1000), follow_ms=round(max(followed.values()) * 1000),
            step_down_ms=round(step_down_s * 1000), answered_by_old_master=len(by_old_master),
-           requeued=sum(int(e.get("count", 0)) for e in diverged), acknowledged=len(acked), lost=0, duplicated=0,
-           stepped_down_term=stepped.get("term", "?"))
+           requeued=sum(int(e.get("requeued", 0)) for e in diverged), acknowledged=len(acked), lost=0, duplicated=0,
+           stepped_down_to_term=stepped.get("term.new", "?"))
     assert promote_s < PROMOTE_BOUND and max(followed.values()) < FOLLOW_BOUND
     for node in nodes:
         assert node.stop() == 0
