@@ -307,8 +307,21 @@ def test_promote_without_a_majority_is_refused_and_force_succeeds(make_lan):
     orders = wait_converged(slaves, timeout=30, expect=len(made) + 2)
     assert {o["uuid"] for o in orders} == {o["uuid"] for o in [*made, queued, late]}
     assert any(e.get("event") == "promote.forced" for e in a.events()), "the forced promotion is logged"
+
+    # From now on the promoted till is a master: `ordersync slave` refuses its data directory,
+    # `ordersync master` serves it in the same term, and the others follow it again.
+    assert a.stop() == 0
+    a.start()
+    a.process.wait(timeout=30)
+    assert a.stop() != 0 and any("holds a master's order store" in line for line in a.log_lines())
+    restarted = OrderSyncNode(a.host, "master", ["--port", "0", "--store", "shop30"], data_dir=a.data_dir, store="shop30")
+    again = time.monotonic()
+    wait_following([b, down], a_id, term=term, since=again, timeout=FOLLOW_BOUND)
+    refollow_s = time.monotonic() - again
+    assert restarted.status()["term"] == term and len(restarted.orders()) == len(orders)
     figure(scenario="no-majority-then-force", term=term, refused_after_ms=round(refusal.took * 1000),
            unreachable=len(error["unreachable"]), forced_ms=round(forced.took * 1000),
-           follow_ms=round(followed[b.host.name] * 1000), rejoin_ms=round(rejoined_s * 1000))
-    for node in slaves:
+           follow_ms=round(followed[b.host.name] * 1000), rejoin_ms=round(rejoined_s * 1000),
+           refollow_after_restart_as_master_ms=round(refollow_s * 1000))
+    for node in (b, down, restarted):
         assert node.stop() == 0
