@@ -1,3 +1,4 @@
+import Discovery
 import Foundation
 import JSON
 import NodePolicy
@@ -159,7 +160,9 @@ final class PromotionNodeTests: XCTestCase {
 
     func testTheOtherSlaveFollowsThePromotedMemberAndTheOldMasterStepsDown() throws {
         let (masterDir, aDir, bDir) = (temporaryDirectory(), temporaryDirectory(), temporaryDirectory())
-        let master = try RunningNode(role: .master, dataDirectory: masterDir, name: "front")
+        // The store admits StorePOS apps: a promoted node must too.
+        let master = try RunningNode(
+            role: .master, dataDirectory: masterDir, name: "front", configure: { $0.insecureStorePOS = true })
         guard case .master(let old) = try master.status() else { return XCTFail("no master") }
         let order = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString.lowercased())), ("customerName", .string("Ann"))]))
         XCTAssertEqual(try LocalAPIClient(dataDirectory: masterDir).send(method: "POST", path: "/v1/orders", body: order).status, 201)
@@ -177,18 +180,34 @@ final class PromotionNodeTests: XCTestCase {
                 return true
             }
         }
-        for node in [master, a, b] { node.stop() }
+        a.stop()
+        b.stop()
+        // The old master's last order reaches no standby: a divergent tail of term 1.
+        let lost = UUID().uuidString.lowercased()
+        let third = JSONValue.object(JSONObject([("uuid", .string(lost)), ("customerName", .string("Cy"))]))
+        XCTAssertEqual(try LocalAPIClient(dataDirectory: masterDir).send(method: "POST", path: "/v1/orders", body: third).status, 201)
+        master.stop()
         // Their standby copies name the store's members, as the master sent them.
         let (masterKey, aKey) = (try nodeKey(masterDir), try nodeKey(aDir))
 
         // Both slaves find masters through one simulated LAN; the old master is gone.
         let bus = DiscoveryBus()
+        // A rogue on the LAN announces the store at term 999 under a key no member holds.
+        let rogue = bus.discovery()
+        try rogue.start { _ in }
+        rogue.publish(
+            ServiceAnnouncement(
+                name: "Rogue", type: NodeDefaults.serviceType, port: 9,
+                txt: [
+                    ("proto", "ordersync/1"), ("store", "shop1"), ("epoch", old.epoch), ("term", "999"), ("role", "master"),
+                    ("id", NodeIdentity.nodeId(publicKey: Array(repeating: 7, count: 32))),
+                ]))
         let promoted = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery())
         let follower = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
         let answer = try promote(promoted)
         XCTAssertEqual(answer.status, 200, "\(answer.body)")
         let report = try PromoteAnswer(json: answer.body)
-        XCTAssertEqual(report.term, 2)
+        XCTAssertEqual(report.term, 2, "the rogue's term 999 is not counted")
         XCTAssertEqual(report.seq, 2, "the promoted node serves the journal its standby copy kept")
         XCTAssertEqual(report.promised, ["bar-2", "patio"], "patio pre-voted by connecting, then promised")
         XCTAssertEqual(report.unreachable, ["front"])
@@ -196,6 +215,7 @@ final class PromotionNodeTests: XCTestCase {
         guard case .master(let m) = try promoted.status() else { return XCTFail("not promoted") }
         let published = try XCTUnwrap(bus.published.first { $0.port == m.port })
         XCTAssertEqual(published.txt["term"], "2")
+        XCTAssertEqual(published.name, "POSMaster", "StorePOS apps find the promoted master")
         XCTAssertEqual(published.txt["role"], "master")
         XCTAssertEqual(published.txt["id"], NodeIdentity.nodeId(publicKey: aKey))
         XCTAssertEqual(published.txt["epoch"], old.epoch, "the promoted node serves the store's lineage")

@@ -30,8 +30,7 @@ public final class MasterNode {
     let acceptor: Acceptor
     /// The local API, `--metrics-listen` and the dashboard, started and stopped together.
     var frontEnds: FrontEnds { seat.frontEnds }
-    /// Set while this master is a candidate of a promotion (``MasterCandidacy``); nil once it
-    /// serves as master proper.
+    /// The promotion this master is a candidate of (``MasterCandidacy``); nil: master proper.
     var candidacy: MasterCandidacy?
     /// The term served (TXT `term`): the candidacy's, or the store's `sync.term`.
     var term: Int64
@@ -122,7 +121,9 @@ public final class MasterNode {
         }
         candidacy = promotion
         terminalName = configuration.name ?? DataDirectory.hostName()
-        serviceName = configuration.serviceInstanceName
+        // A promoted node admitting StorePOS apps is published as the name they look for.
+        serviceName =
+            promotion != nil && configuration.insecureStorePOS ? NodeDefaults.storePOSServiceName : configuration.serviceInstanceName
         keys = try MasterKeys(current: dataDirectory.nodeIdentity, previousPath: configuration.previousKeyPath)
         let lineage = try promotion?.lineage ?? writer.read { try $0.metadata(MasterCandidacy.lineageKey) ?? $0.databaseEpoch() }
         engine = try MasterEngine(store: writer.masterStore(), storeId: storeId, epoch: lineage)

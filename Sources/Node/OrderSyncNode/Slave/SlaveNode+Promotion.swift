@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Logging
 import NodePolicy
 import OrderStore
@@ -17,6 +18,14 @@ extension SlaveNode {
         afterBatch { [weak self] in self?.startPromotion(request, respond) }
     }
 
+    /// The store's StorePOS settings as the standby copy keeps them (`standby.settings`): a
+    /// promoted node admits StorePOS apps, from the same ranges, when the old master did.
+    static func keepStorePOSSettings(_ settings: JSONObject?, in c: inout NodeConfiguration) {
+        guard let settings, settings["storePOS"] == .bool(true) else { return }
+        c.insecureStorePOS = true
+        c.storePOSAllow = (settings["storePOSRanges"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(AddressRange.init(parsing:)) }
+    }
+
     private func startPromotion(_ request: PromoteRequest, _ respond: LocalAPIServer.Respond) {
         func refuse(_ refusal: PromoteRefusal) { respond(refusal.httpStatus, refusal.jsonValue) }
         guard !shuttingDown, let requestHandOver = seat.requestHandOver else {
@@ -27,10 +36,12 @@ extension SlaveNode {
         let storedTerm: Int64
         let isVoter: Bool
         var voters: [String: String] = [:]
+        var settings: JSONObject?
         do {
             (standby, storedTerm, isVoter) = try writer.read { db in
                 for t in try db.memberTerminals() where t.revokedMillis == nil && t.voter { voters[t.member.id] = t.member.name }
                 if let m = try db.standbyMaster() { voters[m.id] = m.name }
+                settings = try db.standbySettings()
                 return (
                     try db.metadata(Self.standbyMasterKey), MasterNode.storedTerm(try db.metadata(MasterCandidacy.termKey)),
                     try db.isVoter(nodeId: me) ?? true
@@ -49,6 +60,7 @@ extension SlaveNode {
         var master = configuration
         master.role = .master
         master.store = store
+        Self.keepStorePOSSettings(settings, in: &master)
         let election = Candidacy.Configuration(
             term: term, nodeId: me, name: terminalName, position: logPosition(), isVoter: isVoter, voters: voters,
             force: request.force)
