@@ -21,7 +21,7 @@ import uuid as uuidlib
 
 from lanharness import LanError, wait_until
 from order_workload import UnixHTTPConnection, Workload
-from ordersync_lab import CommandError, OrderSyncNode, journal_entries, ordersync_binary, read_sqlite
+from ordersync_lab import OrderSyncNode, journal_entries, ordersync_binary, read_sqlite
 from sync_checks import check_applied_once, check_final_orders, expected_orders
 
 #: Longest time from `ordersync promote` to the first write the new master accepts (issue 26).
@@ -251,11 +251,6 @@ class Writer(threading.Thread):
 # What the new master holds ---------------------------------------------------------------------
 
 
-def journal_terms(data_dir: str) -> list[tuple[int, int]]:
-    """(seq, term) of every journal entry of a node's SQLite file, by seq."""
-    return [(r["seq"], r["term"]) for r in read_sqlite(data_dir, "SELECT seq, term FROM journal ORDER BY seq")]
-
-
 def check_nothing_lost(master: OrderSyncNode, results: list[dict], orders: list[dict]) -> list[dict]:
     """Every acknowledged operation of `results` is in the master's journal exactly once (by
     operation id, as the operation and order sent, each order's entries in the order sent) and
@@ -271,7 +266,7 @@ def check_nothing_lost(master: OrderSyncNode, results: list[dict], orders: list[
 
 def check_terms(master: OrderSyncNode, term: int, last_seq_before: int) -> None:
     """The master's journal: term 1 up to `last_seq_before`, `term` after it, seqs without a gap."""
-    rows = journal_terms(master.data_dir)
+    rows = [(r["seq"], r["term"]) for r in read_sqlite(master.data_dir, "SELECT seq, term FROM journal ORDER BY seq")]
     seqs = [seq for seq, _ in rows]
     assert seqs and seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"the journal has a gap: {seqs[:3]}…{seqs[-3:]}"
     wrong = [(seq, t) for seq, t in rows if t != (1 if seq <= last_seq_before else term)]
@@ -281,19 +276,3 @@ def check_terms(master: OrderSyncNode, term: int, last_seq_before: int) -> None:
 def snapshots_received(slaves: list[OrderSyncNode]) -> dict[str, int]:
     """How many snapshots each slave has applied so far (`snapshot.received` in its log)."""
     return {s.host.name: len(s.events("snapshot.received")) for s in slaves}
-
-
-def mdns_blocked(host, blocked: bool) -> None:
-    """Drops (or lets through again) every mDNS packet to and from the host."""
-    action = "-A" if blocked else "-D"
-    for chain, port in (("OUTPUT", "--dport"), ("INPUT", "--dport")):
-        subprocess.run(["ip", "netns", "exec", host.netns, "iptables", action, chain, "-p", "udp", port, "5353",
-                        "-j", "DROP"], check=True, timeout=10)
-
-
-def quiet_stop(node: OrderSyncNode) -> None:
-    """Stops a node if it still runs (SIGTERM), for the end of a scenario."""
-    try:
-        node.stop()
-    except (CommandError, subprocess.TimeoutExpired):
-        node.kill()
