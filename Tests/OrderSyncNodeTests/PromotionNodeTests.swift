@@ -145,6 +145,24 @@ final class PromotionNodeTests: XCTestCase {
         restarted.stop()
     }
 
+    /// A slave promoted while its link to the master is open: the slave role's shutdown
+    /// deadline (set when it closed that link) must not stop the role that follows it.
+    func testAPromotionWithTheMasterLinkOpenIsNotStoppedByTheSlaveRolesShutdownTimer() throws {
+        let master = try RunningNode(role: .master, dataDirectory: temporaryDirectory(), name: "front")
+        defer { master.stop() }
+        let slave = try master.pairedSlave(dataDirectory: temporaryDirectory(), name: "bar-2")
+        defer { slave.stop() }
+        _ = try waitForStatus(slave, "the slave to be live") { status -> Bool? in
+            guard case .slave(let s) = status, s.master.state == .live else { return nil }
+            return true
+        }
+        // The master answers no promise: forced, the candidacy lasts the election's deadline,
+        // well past the slave role's shutdown grace.
+        let answer = try promote(slave, force: true)
+        XCTAssertEqual(answer.status, 200, "\(answer.body)")
+        guard case .master = try slave.status() else { return XCTFail("the promoted role was stopped") }
+    }
+
     /// The public key in a data directory's node key file.
     private func nodeKey(_ directory: String) throws -> [UInt8] {
         Array(try NodeIdentity.loadOrCreate(path: directory + "/" + NodeDefaults.keyFile).publicKey.rawRepresentation)

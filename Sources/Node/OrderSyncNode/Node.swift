@@ -133,9 +133,14 @@ public final class Node {
         try? perform(roles.leave(then: .stop), reason: reason)
     }
 
-    /// The role reports its shutdown complete.
-    private func roleLeft() {
+    /// The role reports its shutdown complete. A report from a role the node no longer plays
+    /// (a late timer of the role a hand-over left) is ignored: it must not stop the next role.
+    private func roleLeft(_ role: ObjectIdentifier) {
         loop.assertInEventLoop()
+        guard let current = roles.current, current.identity == role else {
+            roles.current?.logger.debug("node.stale_role_report")
+            return
+        }
         try? perform(roles.roleLeft(), reason: "role left")
     }
 
@@ -184,7 +189,8 @@ public final class Node {
 
     /// Starts `role`, which reports the end of its shutdown to this node.
     private func begin(_ role: Role) throws {
-        role.onShutdownComplete { [weak self] in self?.roleLeft() }
+        let identity = role.identity
+        role.onShutdownComplete { [weak self] in self?.roleLeft(identity) }
         role.onHandOver { [weak self] reason, make in self?.handOver(reason: reason, to: make) }
         try role.start()
     }
@@ -196,6 +202,15 @@ extension Node.Role {
         switch self {
         case .master(let m): return m.logger
         case .slave(let s): return s.logger
+        }
+    }
+
+    /// The role's object (a role played twice is two objects): tells a report of the role
+    /// played now from a late one of a role left before.
+    var identity: ObjectIdentifier {
+        switch self {
+        case .master(let m): return ObjectIdentifier(m)
+        case .slave(let s): return ObjectIdentifier(s)
         }
     }
 

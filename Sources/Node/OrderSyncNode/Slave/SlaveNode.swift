@@ -76,6 +76,9 @@ public final class SlaveNode {
     var reconnectBackoff: ReconnectBackoff
     var pendingWrites: [String: PendingWrite] = [:]
     var retryFlushTimer: TimerHandle?
+    /// The shutdown's deadline for a master that does not answer the close; cancelled once the
+    /// shutdown completed (a hand-over's next role must not be stopped by it).
+    var shutdownGraceTimer: TimerHandle?
     var ackTimer: TimerHandle?
     /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
     var batch: SlaveBatch?
@@ -255,7 +258,10 @@ public final class SlaveNode {
         answerPendingWritesAsQueued()
         if let link = linkState.link {
             link.close(code: .goingAway, reason: "terminal shutting down")
-            _ = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in self?.shutdownComplete() }
+            shutdownGraceTimer = loop.schedule(after: NodeDefaults.shutdownGrace) { [weak self] in
+                self?.shutdownGraceTimer = nil
+                self?.shutdownComplete()
+            }
         } else {
             enter(.idle)
             shutdownComplete()
@@ -266,6 +272,10 @@ public final class SlaveNode {
     /// owner (``onShutdownComplete``, set by a `Node`), or stops the loop when run alone.
     func shutdownComplete() {
         loop.assertInEventLoop()
+        if let t = shutdownGraceTimer {
+            loop.cancel(t)
+            shutdownGraceTimer = nil
+        }
         if let onShutdownComplete { onShutdownComplete() } else { loop.stop() }
     }
 
