@@ -163,6 +163,53 @@ final class PromotionNodeTests: XCTestCase {
         guard case .master = try slave.status() else { return XCTFail("the promoted role was stopped") }
     }
 
+    /// What a promoted node's local API acknowledged as a slave (202, kept in its outbox) becomes
+    /// the master's own writes: journalled in outbox order with their operation ids, and the
+    /// outbox emptied. An order that came with the snapshot is journalled as it stands here.
+    func testAPromotedNodeJournalsItsOwnOutboxInOrder() throws {
+        let (directory, url) = try slaveOfAStoppedMaster()
+        let snapshotted = try XCTUnwrap(try Self.database(directory) { try $0.allOrders().first?.uuid })
+        let node = try RunningNode(role: .slave, dataDirectory: directory, name: "bar-2", masterURL: url)
+        defer { node.stop() }
+        let api = LocalAPIClient(dataDirectory: directory)
+        let (b, c) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
+        func body(_ fields: [(String, JSONValue)]) -> JSONValue { .object(JSONObject(fields)) }
+        let writes = [
+            try api.send(method: "POST", path: "/v1/orders", body: body([("uuid", .string(b)), ("customerName", .string("Bo"))])),
+            try api.send(method: "PATCH", path: "/v1/orders/\(snapshotted)", body: body([("customerName", .string("Ann B."))])),
+            try api.send(method: "POST", path: "/v1/orders", body: body([("uuid", .string(c)), ("customerName", .string("Cy"))])),
+            try api.send(method: "DELETE", path: "/v1/orders/\(c)"),
+        ]
+        XCTAssertEqual(writes.map(\.status), [202, 202, 202, 202], "\(writes.map(\.body))")
+        let queued = try Self.database(directory) { try $0.outboxEntries().map(\.opId) }
+        XCTAssertEqual(queued.count, 4)
+
+        let answer = try promote(node, force: true)
+        XCTAssertEqual(answer.status, 200, "\(answer.body)")
+        _ = try waitForStatus(node, "the outbox journalled") { status -> Bool? in
+            guard case .master(let m) = status, m.seq == 5 else { return nil }
+            return true
+        }
+        let (outbox, journal, orders) = try Self.database(directory) { db in
+            (try db.outboxCount(), try db.journal(since: 1, orderUUID: nil, limit: 10), try db.allOrders())
+        }
+        XCTAssertEqual(outbox, 0, "the outbox is emptied")
+        XCTAssertEqual(journal.map(\.opId), queued, "journalled in outbox order, with their operation ids")
+        XCTAssertEqual(journal.map(\.operation), [.create, .update, .create, .remove])
+        XCTAssertEqual(journal.map(\.term), [2, 2, 2, 2])
+        XCTAssertEqual(Set(orders.map(\.uuid)), [snapshotted, b])
+        XCTAssertEqual(orders.first { $0.uuid == snapshotted }?.customerName, "Ann B.")
+        let updated = try XCTUnwrap(journal.dropFirst().first.map { String(decoding: $0.message, as: UTF8.self) })
+        XCTAssertTrue(updated.contains("Ann B."), "the update carries the order as it stands: \(updated)")
+    }
+
+    /// Reads the store of `directory` (a second connection; the node may be running).
+    private static func database<T>(_ directory: String, _ body: (OrderDatabase) throws -> T) throws -> T {
+        let db = try OrderDatabase(path: directory + "/" + NodeDefaults.databaseFile)
+        defer { db.close() }
+        return try body(db)
+    }
+
     /// The public key in a data directory's node key file.
     private func nodeKey(_ directory: String) throws -> [UInt8] {
         Array(try NodeIdentity.loadOrCreate(path: directory + "/" + NodeDefaults.keyFile).publicKey.rawRepresentation)
@@ -242,13 +289,26 @@ final class PromotionNodeTests: XCTestCase {
         // The old master comes back on its data directory: it sees term 2 and steps down.
         let back = try RunningNode(role: .master, dataDirectory: masterDir, name: "front", discovery: bus.discovery())
         try waitLive(back, port: m.port, "the old master to step down and follow bar-2")
+        // Its last order, which no standby held, is re-queued and applied by bar-2, once.
+        for node in [promoted, follower, back] {
+            _ = try waitForStatus(node, "the old master's divergent order everywhere") { status -> Bool? in
+                switch status {
+                case .master(let s): return s.orders == 3 ? true : nil
+                case .slave(let s): return s.orders == 3 && s.outbox == 0 && s.seq == 3 ? true : nil
+                }
+            }
+        }
+        let kept = try LocalAPIClient(dataDirectory: aDir).send(method: "GET", path: "/v1/orders/\(lost)")
+        XCTAssertEqual(kept.status, 200, "\(kept.body)")
         for node in [back, follower, promoted] { node.stop() }
+        let journal = try Self.database(aDir) { try $0.journal(since: 0, orderUUID: lost, limit: 10) }
+        XCTAssertEqual(journal.map(\.term), [2], "the divergent order is applied once, in term 2")
 
         let followed = try metadata(bDir, ["sync.term", "sync.vote", "standby.base", "replica.last_seq"])
         XCTAssertEqual(followed["sync.vote"], "2 \(NodeIdentity.nodeId(publicKey: aKey))", "patio's promise is on its disk")
         XCTAssertEqual(followed["sync.term"], "2")
         XCTAssertEqual(followed["standby.base"], "1", "the follower caught up without a snapshot")
-        XCTAssertEqual(followed["replica.last_seq"], "2")
+        XCTAssertEqual(followed["replica.last_seq"], "3", "and the old master's re-queued order after it")
         let trust = try XCTUnwrap(try MasterTrust.load(path: bDir + "/" + NodeDefaults.masterTrustFile))
         XCTAssertEqual(trust.master, NodeIdentity.nodeId(publicKey: aKey))
         XCTAssertTrue(trust.knownMasterIds.contains(NodeIdentity.nodeId(publicKey: masterKey)), "the earlier id is kept")

@@ -109,9 +109,13 @@ extension OrderDatabase {
         }
     }
 
-    /// The highest recorded sequence number, or 0 when the journal is empty.
+    /// The highest recorded sequence number, or 0 when the journal is empty; never below the
+    /// `journal.floor` a promoted standby records (the seq of the snapshot its replica came
+    /// from, when its journal holds nothing after it).
     public func lastJournalSeq() throws -> Int64 {
-        try connection.scalarInt("SELECT coalesce(max(seq), 0) FROM journal") ?? 0
+        try connection.scalarInt(
+            "SELECT max(coalesce((SELECT max(seq) FROM journal), 0), coalesce((SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'journal.floor'), 0))"
+        ) ?? 0
     }
 
     /// The lowest recorded sequence number, or nil when the journal is empty. After compaction

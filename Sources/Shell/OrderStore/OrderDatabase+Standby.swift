@@ -182,6 +182,10 @@ extension OrderDatabase {
         try requireWritable()
         try transaction {
             try setTerm(term)
+            // The replica may stand past its journal (a snapshot and nothing after it): the
+            // master's sequence goes on from the replica's, never again from an earlier one.
+            let replica = Int64(try metadata("replica.last_seq") ?? "") ?? 0
+            if replica > (try lastJournalSeq()) { try setMetadata("journal.floor", String(replica)) }
             try addTermStart(term: term, seq: try lastJournalSeq() + 1)
             try setLineage(lineage)
             if let m = oldMaster {

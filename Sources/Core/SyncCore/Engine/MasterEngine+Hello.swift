@@ -67,7 +67,6 @@ extension MasterEngine {
                     ])))
         // Entries of another term: dropped by the slave, which then takes the snapshot.
         let diverged = divergence(of: hello)
-        if let keep = diverged { sendDiverged(keep: keep, to: id, lastSeq: hello.lastSeq, &out) }
         do {
             if diverged == nil, let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch, peer: id, &out) {
                 // Resumable catch-up: exactly the operations it missed, then "ready".
@@ -97,7 +96,10 @@ extension MasterEngine {
         for opId in hello.pending {
             if let entry = try? store.journalEntry(opId: opId), entry.seq <= lastSeq { applied[opId] = entry.seq }
         }
-        sendSnapshot(to: id, applied: applied, &out)
+        // `diverged` goes first, before the first part: a paced snapshot would otherwise hold it
+        // (`route`) until its end, and the slave would drop its entries after applying it.
+        let lead = diverged.map { [divergedMessage(keep: $0, to: id, lastSeq: hello.lastSeq, &out)] } ?? []
+        sendSnapshot(to: id, applied: applied, lead: lead, &out)
     }
 
     /// The broadcasts a terminal that applied everything up to `from` of `peerEpoch` has

@@ -77,7 +77,8 @@ extension MasterEngine {
     /// no snapshot is going out to it.
     public func snapshotDue(for id: Int) -> [Action] {
         guard var stream = snapshots[id], let part = stream.nextPart() else { return [] }
-        var out: [Action] = [.send(peer: id, bytes: part)]
+        var out: [Action] = stream.lead.map { .send(peer: id, bytes: $0) } + [.send(peer: id, bytes: part)]
+        stream.lead = []
         if stream.isComplete {
             completeSnapshot(stream, to: id, &out)
         } else {
@@ -86,12 +87,14 @@ extension MasterEngine {
         return out
     }
 
-    /// Starts the terminal's snapshot: every part at once, or (`pacesSnapshots`) none yet.
-    func sendSnapshot(to id: Int, applied: [String: Int64] = [:], _ out: inout [Action]) {
+    /// Starts the terminal's snapshot: every part at once, or (`pacesSnapshots`) none yet;
+    /// `lead` goes before the first part.
+    func sendSnapshot(to id: Int, applied: [String: Int64] = [:], lead: [[UInt8]] = [], _ out: inout [Action]) {
         guard let p = peers[id] else { return }
         do {
             var stream = try snapshotStream(
                 applied: applied, sendsReady: p.speaksOrderSync, clearsStorePOSApp: !p.speaksOrderSync)
+            stream.lead = lead
             if pacesSnapshots {
                 snapshots[id] = stream
                 peers[id]?.phase = .receivingSnapshot
@@ -106,7 +109,7 @@ extension MasterEngine {
                             ])))
                 return
             }
-            for part in stream.allParts() { out.append(.send(peer: id, bytes: part)) }
+            for part in stream.lead + stream.allParts() { out.append(.send(peer: id, bytes: part)) }
             completeSnapshot(stream, to: id, &out)
         } catch {
             out.append(.log(EngineLog(.error, "snapshot.failed", [("peer.address", p.address), ("error", "\(error)")])))

@@ -66,14 +66,14 @@ extension MasterEngine {
         return keep < hello.lastSeq ? keep : nil
     }
 
-    /// Tells the slave `id` that its entries after `keep` are not in this history; the snapshot
-    /// follows.
-    func sendDiverged(keep: Int64, to id: Int, lastSeq peerSeq: Int64, _ out: inout [Action]) {
+    /// The message telling the slave `id` that its entries after `keep` are not in this
+    /// history, sent just before its snapshot (logged here).
+    func divergedMessage(keep: Int64, to id: Int, lastSeq peerSeq: Int64, _ out: inout [Action]) -> [UInt8] {
         out.append(
             .log(
                 EngineLog(
                     .warning, "peer.diverged",
                     [("peer.address", peers[id]?.address ?? "?"), ("peer.last_seq", "\(peerSeq)"), ("keep", "\(keep)")])))
-        out.append(.send(peer: id, bytes: StandbyMessage.diverged(keep: keep, term: terms.term).encodedBytes()))
+        return StandbyMessage.diverged(keep: keep, term: terms.term).encodedBytes()
     }
 }

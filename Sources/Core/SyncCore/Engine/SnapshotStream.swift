@@ -49,6 +49,9 @@ public struct SnapshotStream: Sendable {
     private var settled = 0
     /// The master's terms: its last part and `ready` carry them (`Docs/PROTOCOL.md` 7.1).
     public var terms: MasterTerms?
+    /// Messages that go to the terminal before the first part (`diverged`): unlike what is
+    /// held while the snapshot goes out, they must reach it before the snapshot does.
+    public var lead: [[UInt8]] = []
 
     /// A stream of `orders` (as they stood at `seq`) in parts of `chunk`. `applied` (the
     /// terminal's waiting operations the snapshot already holds) goes with the last part;

@@ -123,6 +123,8 @@ extension MasterNode {
             switch result {
             case .success(let terms):
                 self.engine.terms = terms
+                // The term's first seq follows the replica's, which may stand past its journal.
+                try? self.engine.journalExtended()
                 self.becameMaster(c, report)
             case .failure(let error):
                 self.withdraw(c, self.storageRefusal(c, error))
@@ -136,6 +138,8 @@ extension MasterNode {
         candidacy = nil
         api.promoteHandler = nil
         publishService()
+        // What this node acknowledged as a slave goes first, before the terminals' messages.
+        enqueueOwnOutbox()
         for (session, bytes) in c.takeHeld() where sessions[session] != nil {
             enqueue(.message(session: session, bytes: bytes))
         }

@@ -21,6 +21,8 @@ enum GroupWork {
     /// The engine's housekeeping (it saves what is known of the terminals: a write like the
     /// others, committed with them off the loop).
     case maintenance
+    /// A promoted node's own outbox, applied as the master's own writes (`MasterNode+OwnOutbox`).
+    case ownOutbox([OutboxEntry])
 }
 
 /// The master's side of group commit (Docs/ARCHITECTURE.md, "The master's hot path"): every
@@ -123,6 +125,8 @@ extension MasterNode {
             return engine.peerDisconnected(id, now: now)
         case .maintenance:
             return engine.maintenance(now: now)
+        case .ownOutbox(let entries):
+            return applyOwnOutbox(entries, now: now)
         case .foreign(let adopt, let uuids, let origin, let respond):
             return applyForeign(adopt: adopt, uuids: uuids, origin: origin, now: now, respond: respond)
         case .local(var message, let origin, let single, let respond):
