@@ -70,8 +70,7 @@ public final class MasterEngine {
         public var ackedSeq: Int64?
         /// The changes its outbox holds, as it last said (hello, then acks); nil until it says.
         public var outbox: Int?
-        /// The highest sequence its standby copy holds on disk, as its last ack said (`held`);
-        /// nil until it says (a plain StorePOS app never does).
+        /// The highest seq its standby copy holds on disk, as its last ack said (`held`); nil until then.
         public var held: Int64?
         public var messagesIn = 0
         public var rejected = 0
@@ -94,8 +93,7 @@ public final class MasterEngine {
         /// Close the terminal's link with this code.
         case close(peer: Int, code: UInt16, reason: String)
         case log(EngineLog)
-        /// A terminal follows a newer term: this master's reign is over; the node stops taking
-        /// writes and plays slave (`Docs/PROTOCOL.md` 7.6).
+        /// A terminal follows a newer term: the node stops taking writes and plays slave (PROTOCOL 7.1).
         case stepDown(term: Int64)
     }
 

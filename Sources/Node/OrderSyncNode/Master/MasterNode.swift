@@ -168,17 +168,7 @@ public final class MasterNode {
         port = listener.localPort
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
-        if let handedOver {
-            seat = handedOver
-        } else {
-            let dashboard = try configuration.httpListen.map { address in
-                try DashboardServer(
-                    address: address, certificate: try Self.dashboardCertificate(configuration, logger), loop: loop, logger: logger)
-            }
-            seat = RoleSeat(
-                dataDirectory: dataDirectory, writer: writer,
-                frontEnds: try FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: dashboard))
-        }
+        seat = try handedOver ?? Self.ownSeat(configuration, loop, logger, dataDirectory: dataDirectory, writer: writer)
     }
 
     /// A master for the `ordersync master` command: prepares the process (signals), claims the
