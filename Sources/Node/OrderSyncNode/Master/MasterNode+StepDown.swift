@@ -51,6 +51,12 @@ extension MasterNode {
             if failed, let f = a.failed { a.respond(f.status, f.body) } else { a.respond.send(a.status, a.body) }
         }
         group.answers = []
+        // Writes that waited for standbys: on this disk, not known to be on another (a write of
+        // the failed group gets its refusal); the kept answer of a retried opId stands.
+        for w in takeCommittingReplications() {
+            if failed, let f = w.failed { w.respond(f.status, f.body) } else { w.respond.send(w.status, w.unreplicated) }
+        }
+        for w in replicas.waits.drain().map(\.answer) { w.respond.send(w.status, w.unreplicated) }
         var kept: [GroupWork] = []
         for work in group.queue[group.queueHead...] {
             switch work {
