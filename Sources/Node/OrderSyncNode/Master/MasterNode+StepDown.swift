@@ -28,6 +28,26 @@ extension MasterNode {
                 ])
             return false
         }
+        // An announcement proves nothing (ids are public): while this master still has enough
+        // of its voters connected to make a majority, no promotion can have won without them,
+        // so a higher term announced now is a device posing as a member.
+        if let voters = FailoverStatus.voters(writer, masterName: terminalName),
+            engine.standbys.count + 1 >= voters.majority, voters.count > 1
+        {
+            logger.warning(
+                "master.term_unproven",
+                metadata: [
+                    "master.address": "\(service.address):\(service.port)", "master.announced_id": "\(id)",
+                    "term": "\(announced)", "standbys": "\(engine.standbys.count)", "majority": "\(voters.majority)",
+                    "hint": "a higher term announced while a majority of the voters is still connected here is not followed",
+                ])
+            // Looked at again once links that are gone have closed (a master resumed after a pause).
+            _ = loop.schedule(after: .seconds(2)) { [weak self] in
+                guard let self, !self.shuttingDown else { return }
+                self.discovery?.rebrowse(type: self.configuration.serviceType)
+            }
+            return false
+        }
         stepDown(to: member, term: announced, reason: "a member announced term \(announced)")
         return true
     }

@@ -9,9 +9,9 @@ import OrderStore
 /// whose TXT `id` is a member of the store (the standby copy's master or one of its paired
 /// terminals) and whose TXT `term` is above the term the slave follows is taken at once: the
 /// trusted master becomes that member's key (the earlier ids kept), the current link is
-/// dropped, and services of lower terms are forgotten. A `role=candidate` is a pre-vote: nothing
-/// is persisted (the trust changes in memory only); a master's higher term is committed
-/// (`sync.term`, `master.trust`) before the slave connects. A non-member's term is never
+/// dropped, and services of lower terms are set aside. Nothing is persisted (the trust changes
+/// in memory only) until the member proves the term over the IK handshake with its key: a
+/// candidate's `promise`, a master's `ready` (`SlaveNode+TermTry`). A non-member's term is never
 /// counted: its service goes the usual way (`master.untrusted` when it names another key).
 extension SlaveNode {
     /// A member of the store, as the standby copy names it.
@@ -51,24 +51,22 @@ extension SlaveNode {
             return true
         }
         guard let id = candidate.nodeId, id != nodeIdentity.nodeId else { return false }
-        if trust.current?.master == id {
-            // Followed already (a candidate then, a master now): its term and key are committed.
-            if !candidate.isCandidate, announced > followedTerm || followsUnsaved {
-                followsUnsaved = false
-                commitTerm(max(announced, followedTerm))
-            }
-            return false
-        }
+        let key = Self.announcementKey(id: id, address: service.address, port: service.port, term: announced)
+        // An announcement that did not prove its term: ignored for a while (`SlaveNode+TermTry`).
+        if unprovenTerms.holds(key, now: loop.now.sinceBoot) { return true }
+        // Followed already (a candidate then, a master now): its term and key are committed
+        // once its `ready` proves them (`termTrySynced`).
+        if trust.current?.master == id { return false }
         guard announced > followedTerm || (announced == followedTerm && candidate.isCandidate) else { return false }
         guard let member = members().first(where: { $0.nodeId == id }) else { return false }
         if candidate.isCandidate, candidate.txt["auto"] == "1", !grantsAutomaticPreVote(id, service) { return true }
-        follow(member, term: announced, candidate: candidate.isCandidate, service: service)
+        follow(member, term: announced, candidate: candidate.isCandidate, service: service, key: key)
         return true
     }
 
     /// Commits `term` as the one this slave follows (`sync.term`) and the trust as it stands
     /// (`master.trust`); `then` runs once both are on disk (or failed, logged).
-    private func commitTerm(_ term: Int64, then: @escaping () -> Void = {}) {
+    func commitTerm(_ term: Int64, then: @escaping () -> Void = {}) {
         followedTerm = term
         let trusted = trust.current
         let path = configuration.masterTrustPath
@@ -83,36 +81,34 @@ extension SlaveNode {
         }
     }
 
-    /// Follows `member` announcing `term`: trust, link and candidates move to it.
-    private func follow(_ member: Member, term: Int64, candidate: Bool, service: ResolvedService) {
+    /// Follows `member` announcing `term`: trust, link and candidates move to it, in memory
+    /// only until the member proves the term (`TermTry`).
+    private func follow(_ member: Member, term: Int64, candidate: Bool, service: ResolvedService, key: String) {
         guard case .paired(var updated, let refused) = trust else { return }
+        let previous = termTry?.previous ?? updated
         let previousId = updated.master
         guard updated.handOver(to: member.publicKey) else { return }
         trust = .paired(updated, refused: refused)
         candidates.trustedIds = trust.trustedIds
         // Services of earlier terms are left behind; the member's is the one to connect to.
+        var leftBehind = termTry?.leftBehind ?? []
         for old in candidates.seen where (old.term ?? 1) < term {
-            _ = candidates.lost(name: old.name, domain: old.domain)
+            if candidates.lost(name: old.name, domain: old.domain) { leftBehind.append(old) }
         }
         _ = candidates.found(service)
+        termTry = TermTry(
+            previous: previous, announcement: key, term: term, service: MasterCandidate(service), leftBehind: leftBehind)
         logger.notice(
             "master.following",
             metadata: [
                 "master.id": "\(member.nodeId)", "master.previous_id": "\(previousId)", "term": "\(term)",
                 "role": "\(candidate ? "candidate" : "master")", "master.address": "\(service.address):\(service.port)",
             ])
-        let switchLink = { [weak self] in
-            guard let self else { return }
-            if let link = self.linkState.link { link.abort(reason: "a member of the store announced a higher term") }
-            self.considerTargets()
-        }
-        guard !candidate else {
-            // A pre-vote: nothing is persisted until the candidate's promise.
-            followsUnsaved = true
-            switchLink()
-            return
-        }
-        commitTerm(term, then: switchLink)
+        // Nothing is persisted until the member proves the term: a candidate's `promise`, a
+        // master's `ready`; a failed attempt restores what was (`termTryFailed`).
+        followsUnsaved = true
+        if let link = linkState.link { link.abort(reason: "a member of the store announced a higher term") }
+        considerTargets()
     }
 
     /// Bytes of lowercase or uppercase hex; nil for anything else.

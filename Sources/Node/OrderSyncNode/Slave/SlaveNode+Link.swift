@@ -217,6 +217,8 @@ extension SlaveNode {
         }
         let verdict = trust.verdict(secured: wasUp, ending: ending)
         noteTrustVerdict(verdict, target: target, reason: ending.reason)
+        // A member's unproven term: back to the masters this slave had, at once.
+        let unproven = termTryFailed(target: target, reason: ending.reason)
         guard !shuttingDown else {
             shutdownComplete()
             return
@@ -244,6 +246,7 @@ extension SlaveNode {
         if let wait = masterAskedToWait, wasUp { delay = max(delay, .milliseconds(wait)) }
         let retry = loop.schedule(after: delay) { [weak self] in self?.retryDue() }
         enter(.waiting(target, retry: retry))
+        if unproven { considerTargets() }
     }
 
     /// Books a failed attempt on a discovered master; falls back to another candidate of the
@@ -337,6 +340,7 @@ extension SlaveNode {
                 reconnectBackoff.reset()
                 candidates.succeeded(address: target.url.host, port: target.url.port)
                 enter(.live(l, target))
+                termTrySynced()
                 logger.info(
                     "master.synced",
                     metadata: [

@@ -58,6 +58,10 @@ public final class SlaveNode {
     var followedTerm: Int64 = 1
     /// True while the trusted master is a candidate followed in memory only (a pre-vote).
     var followsUnsaved = false
+    /// A member's higher term being tried, not yet proven (restored from when it fails).
+    var termTry: TermTry?
+    /// Announcements whose term was not proven, held back for a while.
+    var unprovenTerms = UnprovenTerms()
     var lastStoreChoiceLog = ""
     /// A slave that knows no store waits this long after the first master it sees, so that it
     /// sees every store on the LAN before it joins one.
