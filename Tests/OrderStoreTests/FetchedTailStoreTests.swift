@@ -58,14 +58,18 @@ final class FetchedTailStoreTests: StoreTestCase {
         XCTAssertEqual(try db.order(uuid: u4)?.customerName, "voter")
         XCTAssertEqual(try db.metadata("replica.last_seq"), "4")
         let outbox = try db.outboxEntries()
-        XCTAssertEqual(outbox.map(\.opId), ["op-2", "requeue-2-3"], "op-2 was already queued; entry 3 had no op id")
+        XCTAssertEqual(
+            outbox.map(\.opId), ["requeue-2-3", "op-2"],
+            "entry 3 had no op id; re-queued, it goes before op-2, which was queued after it was applied")
         guard outbox.count == 2 else { return }
-        let requeued = try XCTUnwrap(try JSONParser.parse(outbox[1].message).objectValue)
+        let requeued = try XCTUnwrap(try JSONParser.parse(outbox[0].message).objectValue)
         XCTAssertEqual(requeued["operation"]?.intValue, 1)
         XCTAssertEqual(requeued["opId"]?.stringValue, "requeue-2-3")
-        XCTAssertEqual(requeued["orders"]?.arrayValue?.first?.objectValue?["uuid"]?.stringValue, u1)
-        XCTAssertEqual(outbox[1].createdMillis, 77)
-        XCTAssertEqual(outbox[1].baseSeq, 1)
+        let order = requeued["orders"]?.arrayValue?.first?.objectValue
+        XCTAssertEqual(order?["uuid"]?.stringValue, u1)
+        XCTAssertNil(order?["version"], "the other history's version would refuse the retry as a conflict")
+        XCTAssertEqual(outbox[0].createdMillis, 77)
+        XCTAssertEqual(outbox[0].baseSeq, 1)
     }
 
     func testAnOrderWhoseEarlierStateIsUnknownStoresNothing() throws {

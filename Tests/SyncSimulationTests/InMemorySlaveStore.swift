@@ -75,6 +75,13 @@ class InMemorySlaveStore: SlaveStore {
         }
         var box = outbox
         var position = nextPosition
+        var front = (box.map(\.position).min() ?? position) - Int64(c.prependOutbox.count)
+        for e in c.prependOutbox where !box.contains(where: { $0.opId == e.opId }) {
+            var stored = e
+            stored.position = front
+            front += 1
+            box.insert(stored, at: box.firstIndex { $0.position > stored.position } ?? box.endIndex)
+        }
         for e in c.appendOutbox {
             guard !box.contains(where: { $0.opId == e.opId }) else {
                 throw SimStoreError("outbox already holds op id \(e.opId)")

@@ -17,6 +17,25 @@ extension OrderDatabase {
         return stored
     }
 
+    /// Puts `entries` in front of every entry the outbox holds, in their order (positions below
+    /// the lowest; an empty outbox takes them as appended).
+    public func prependOutbox(_ entries: [OutboxEntry]) throws {
+        guard !entries.isEmpty else { return }
+        guard let lowest = try connection.scalarInt("SELECT min(position) FROM outbox") else {
+            for e in entries { try appendOutbox(e) }
+            return
+        }
+        let keys = entries.map { JSONValue.array($0.orderKeys.map { .string($0) }).serialized() }
+        for (i, e) in entries.enumerated() {
+            try connection.execute(
+                "INSERT INTO outbox (position, op_id, message, order_keys, created_ms, base_seq) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    .integer(lowest - Int64(entries.count - i)), .text(e.opId), .utf8(e.message), .text(keys[i]),
+                    .integer(e.createdMillis), .integer(e.baseSeq),
+                ])
+        }
+    }
+
     /// Every entry, oldest first.
     public func outboxEntries() throws -> [OutboxEntry] {
         try connection.withStatement("SELECT position, op_id, message, order_keys, created_ms, base_seq FROM outbox ORDER BY position") {

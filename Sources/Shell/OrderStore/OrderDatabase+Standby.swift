@@ -215,19 +215,17 @@ extension OrderDatabase {
         var ids = Set(try outboxEntries().map(\.opId))
         var touched = Set<String>()
         var created = Set<String>()
+        var requeued: [OutboxEntry] = []
         for e in try journal(since: keep, orderUUID: nil, limit: Int.max) {
             for uuid in e.orderUUIDs.map({ $0.lowercased() }) where touched.insert(uuid).inserted && e.operation == .create {
                 created.insert(uuid)
             }
-            let id = e.opId ?? "requeue-\(e.term)-\(e.seq)"
-            guard !ids.contains(id), let orders = (try? JSONParser.parse(e.message))?.objectValue?["orders"]?.arrayValue
-            else { continue }
+            let id = OutboxEntry.requeuedId(e)
+            guard !ids.contains(id), let entry = OutboxEntry.requeued(e, baseSeq: keep, now: now) else { continue }
             ids.insert(id)
-            try appendOutbox(
-                OutboxEntry(
-                    opId: id, message: OperationMessage(operation: e.operation, orders: orders, opId: id).encodedBytes(),
-                    orderKeys: e.orderUUIDs.map { $0.lowercased() }, createdMillis: now, baseSeq: keep))
+            requeued.append(entry)
         }
+        try prependOutbox(requeued)
         try connection.execute("DELETE FROM journal_orders WHERE seq > ?", [.integer(keep)])
         try connection.execute("DELETE FROM journal WHERE seq > ?", [.integer(keep)])
         try connection.execute("DELETE FROM tombstones WHERE seq > ?", [.integer(keep)])

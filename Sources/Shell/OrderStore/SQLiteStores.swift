@@ -97,6 +97,7 @@ public final class SQLiteSlaveStore: SlaveStore {
             if let s = c.lastSeq { try db.setMetadata("replica.last_seq", String(s)) }
             if let e = c.epoch { try db.setMetadata("replica.epoch", e) }
             if let s = c.store { try db.setMetadata("replica.store", s) }
+            try db.prependOutbox(c.prependOutbox)
             for e in c.appendOutbox { try db.appendOutbox(e) }
             for id in c.deleteOutbox { try db.deleteOutbox(opId: id) }
             for (key, error) in c.syncErrors.sorted(by: { $0.key < $1.key }) { try db.setSyncError(orderKey: key, error) }

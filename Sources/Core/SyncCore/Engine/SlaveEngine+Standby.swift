@@ -128,18 +128,14 @@ extension SlaveEngine {
             var c = SlaveCommit()
             var queued: [OutboxEntry] = []
             for e in tail {
-                let id = e.opId ?? "requeue-\(e.term)-\(e.seq)"
+                let id = OutboxEntry.requeuedId(e)
                 guard outboxKeys[id] == nil, !queued.contains(where: { $0.opId == id }),
-                    let orders = (try? JSONParser.parse(e.message))?.objectValue?["orders"]?.arrayValue
+                    let entry = OutboxEntry.requeued(e, baseSeq: keep, now: now)
                 else { continue }
-                let message = OperationMessage(operation: e.operation, orders: orders, opId: id)
-                queued.append(
-                    OutboxEntry(
-                        opId: id, message: message.encodedBytes(), orderKeys: e.orderUUIDs.map { $0.lowercased() },
-                        createdMillis: now, baseSeq: keep))
+                queued.append(entry)
             }
             c.truncateJournal = keep
-            c.appendOutbox = queued
+            c.prependOutbox = queued
             c.lastSeq = min(lastSeq, keep)
             c.needsSnapshot = true
             noteTerm(t, seq: nil, starts: nil, into: &c)
@@ -147,10 +143,8 @@ extension SlaveEngine {
             adoptTerms(of: c)
             lastSeq = min(lastSeq, keep)
             needsSnapshot = true
-            for e in queued {
-                outbox.append(e)
-                track(e)
-            }
+            outbox.insert(contentsOf: queued, at: 0)
+            for e in queued { track(e) }
             out.append(
                 .log(
                     EngineLog(

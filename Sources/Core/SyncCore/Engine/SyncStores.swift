@@ -108,6 +108,9 @@ public struct SlaveCommit: Equatable, Sendable {
     public var epoch: String?
     public var store: String?
     public var appendOutbox: [OutboxEntry] = []
+    /// Entries put back in front of the outbox, in this order (a divergent tail re-queued: what
+    /// the terminal queued since may depend on it).
+    public var prependOutbox: [OutboxEntry] = []
     public var deleteOutbox: [String] = []
     /// Per order key: a refusal to keep, or nil to clear it.
     public var syncErrors: [String: WireError?] = [:]
@@ -139,9 +142,9 @@ public struct SlaveCommit: Equatable, Sendable {
     /// True when there is nothing to write.
     public var isEmpty: Bool {
         replaceAll == nil && changes.isEmpty && lastSeq == nil && epoch == nil && store == nil && appendOutbox.isEmpty
-            && deleteOutbox.isEmpty && syncErrors.isEmpty && rejections.isEmpty && needsSnapshot == nil && answered.isEmpty
-            && feed.isEmpty && standbyBase == nil && truncateJournal == nil && journal.isEmpty && term == nil && termStarts == nil
-            && members == nil
+            && prependOutbox.isEmpty && deleteOutbox.isEmpty && syncErrors.isEmpty && rejections.isEmpty
+            && needsSnapshot == nil && answered.isEmpty && feed.isEmpty && standbyBase == nil && truncateJournal == nil
+            && journal.isEmpty && term == nil && termStarts == nil && members == nil
     }
 }
 

@@ -11,46 +11,51 @@ import SyncCore
 /// writer and front-ends. Its replica state comes from its journal (last seq, the lineage, its
 /// term); the new master then tells it where its history diverged.
 extension MasterNode {
-    /// A service found by the master's own browse: true when it made the master step down.
+    /// A service found by the master's own browse. An announcement proves nothing (node ids
+    /// are public), and the slaves that see it try it at once (and leave this master for a
+    /// moment): the master decides `settle` later, once a device posing as a member has failed
+    /// their handshakes and they are back. Then, while enough of its voters are connected to
+    /// make a majority with itself, no promotion can have won without them: it stays. True
+    /// when it made the master step down.
     @discardableResult
-    func considerStepDown(_ service: ResolvedService) -> Bool {
+    func considerStepDown(_ service: ResolvedService, settled: Bool = false) -> Bool {
         guard candidacy == nil, !shuttingDown, service.txt["proto"] == orderSyncProtocolName,
             service.txt["store"] == storeId, let id = service.txt["id"], id != keys.current.nodeId,
             let raw = service.txt["term"], let announced = Int64(raw), announced > term
         else { return false }
+        let at = "\(service.address):\(service.port)"
         guard let member = try? writer.read({ try $0.pairedTerminals().first { $0.nodeId == id } }) else {
             // Not a member: its term is not counted.
             logger.warning(
                 "master.untrusted",
                 metadata: [
-                    "master.address": "\(service.address):\(service.port)", "master.announced_id": "\(id)", "term": "\(announced)",
+                    "master.address": "\(at)", "master.announced_id": "\(id)", "term": "\(announced)",
                     "hint": "a service of this store announcing a higher term whose key is no paired terminal of it is ignored",
                 ])
             return false
         }
-        // An announcement proves nothing (ids are public): while this master still has enough
-        // of its voters connected to make a majority, no promotion can have won without them,
-        // so a higher term announced now is a device posing as a member.
-        if let voters = FailoverStatus.voters(writer, masterName: terminalName),
-            engine.standbys.count + 1 >= voters.majority, voters.count > 1
+        guard settled else {
+            _ = loop.schedule(after: Self.stepDownSettle) { [weak self] in self?.considerStepDown(service, settled: true) }
+            return false
+        }
+        if let voters = FailoverStatus.voters(writer, masterName: terminalName), voters.count > 1,
+            engine.standbys.count + 1 >= voters.majority
         {
             logger.warning(
                 "master.term_unproven",
                 metadata: [
-                    "master.address": "\(service.address):\(service.port)", "master.announced_id": "\(id)",
-                    "term": "\(announced)", "standbys": "\(engine.standbys.count)", "majority": "\(voters.majority)",
+                    "master.address": "\(at)", "master.announced_id": "\(id)", "term": "\(announced)",
+                    "standbys": "\(engine.standbys.count)", "majority": "\(voters.majority)",
                     "hint": "a higher term announced while a majority of the voters is still connected here is not followed",
                 ])
-            // Looked at again once links that are gone have closed (a master resumed after a pause).
-            _ = loop.schedule(after: .seconds(2)) { [weak self] in
-                guard let self, !self.shuttingDown else { return }
-                self.discovery?.rebrowse(type: self.configuration.serviceType)
-            }
             return false
         }
         stepDown(to: member, term: announced, reason: "a member announced term \(announced)")
         return true
     }
+
+    /// How long after a member's announced higher term the master counts its voters.
+    static let stepDownSettle = Duration.seconds(3)
 
     /// A terminal follows `newer`, a term above this master's (`stale_master`): the member
     /// announcing it is looked for afresh, and found, makes this master step down.
