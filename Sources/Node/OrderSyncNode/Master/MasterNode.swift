@@ -47,6 +47,7 @@ public final class MasterNode {
     /// The DNS-SD instance name asked for (Avahi may publish another after a collision).
     let serviceName: String
     var publishedName: String?
+    var browsesOwnType = false // Its own service type browsed (once, after its first publication).
     var avahiState: AvahiState
     /// The TCP port terminals connect to (the one bound when the configuration asked for 0).
     public let port: UInt16
@@ -272,8 +273,6 @@ public final class MasterNode {
                 loop.execute { node.value.handleDiscovery(event) }
             }
             publishService()
-            // Its own service type: a member of the store announcing a higher term makes it step down.
-            discovery.browse(type: configuration.serviceType)
         } catch {
             avahiState = .unavailable
             logger.warning(
@@ -315,6 +314,11 @@ public final class MasterNode {
                     "hint": "still serving on port \(port); publishing again when avahi-daemon is back",
                 ])
         case .published(let name):
+            // Its own service type, browsed once its name is settled (a browse started while
+            // Avahi probes the name can let a colliding name through): a member of the store
+            // announcing a higher term makes it step down.
+            if !browsesOwnType { discovery?.browse(type: configuration.serviceType) }
+            browsesOwnType = true
             publishedName = name
             serviceManager.ready(status: readinessStatus)
             logger.info(
