@@ -23,21 +23,6 @@ final class AutoFailoverNodeTests: XCTestCase {
         return d
     }
 
-    /// Polls the node's status until `condition` holds (the nodes change on their own threads).
-    private func waitForStatus<T>(_ node: RunningNode, _ what: String, timeout: TimeInterval = 10, _ condition: (NodeStatus) -> T?) throws
-        -> T
-    {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if let status = try? node.status(), let value = condition(status) { return value }
-            if Date() > deadline {
-                XCTFail("timed out waiting for \(what): \(String(describing: try? node.status()))")
-                throw CancellationError()
-            }
-            usleep(20_000)
-        }
-    }
-
     /// Polls `condition` until it gives a value.
     private func waitFor<T>(_ what: String, timeout: TimeInterval, _ condition: () -> T?) throws -> T {
         let deadline = Date().addingTimeInterval(timeout)

@@ -26,19 +26,6 @@ final class PromotionNodeTests: XCTestCase {
         return d
     }
 
-    /// Polls the node's status until `condition` holds (the nodes change on their own threads).
-    func waitForStatus<T>(_ node: RunningNode, _ what: String, _ condition: (NodeStatus) -> T?) throws -> T {
-        let deadline = Date().addingTimeInterval(10)
-        while true {
-            if let status = try? node.status(), let value = condition(status) { return value }
-            if Date() > deadline {
-                XCTFail("timed out waiting for \(what): \(String(describing: try? node.status()))")
-                throw CancellationError()
-            }
-            usleep(20_000)
-        }
-    }
-
     func promote(_ node: RunningNode, force: Bool = false) throws -> LocalAPIResponse {
         try LocalAPIClient(dataDirectory: node.dataDirectory).send(
             method: "POST", path: "/v1/promote", body: PromoteRequest(force: force).jsonValue)

@@ -12,8 +12,19 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 
-from lan_support import require_lan  # noqa: E402
-from lanharness import Lan  # noqa: E402
+from lan_support import require, require_lan  # noqa: E402
+from lanharness import Lan, LanError  # noqa: E402
+from ordersync_lab import ordersync_binary  # noqa: E402
+
+
+@pytest.fixture
+def ordersync_built():
+    """Skips (fails under CI mode) when the ordersync binary has not been built. A module whose
+    every test runs the binary says `pytestmark = pytest.mark.usefixtures("ordersync_built")`."""
+    try:
+        ordersync_binary()
+    except LanError as error:
+        require(False, str(error))
 
 
 @pytest.fixture

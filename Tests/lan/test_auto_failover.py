@@ -15,21 +15,14 @@ import uuid as uuidlib
 
 import pytest
 
-from lan_support import require
 from lanharness import LanError, wait_until
-from ordersync_lab import OrderSyncNode, ordersync_binary
+from ordersync_lab import OrderSyncNode
 
 #: The bound on the promotion: from the kill to the first write the new master acknowledges.
 PROMOTE_BOUND = 5.0
 
 
-@pytest.fixture(autouse=True)
-def _binary():
-    """Skips (fails under CI mode) when the ordersync binary has not been built."""
-    try:
-        ordersync_binary()
-    except LanError as error:
-        require(False, str(error))
+pytestmark = pytest.mark.usefixtures("ordersync_built")
 
 
 def write(node: OrderSyncNode, name: str) -> tuple[int, dict]:

@@ -24,9 +24,8 @@ import uuid as uuidlib
 import pytest
 
 import avahi_cli
-from lan_support import require
 from lanharness import LanError, wait_until
-from ordersync_lab import CommandError, OrderSyncNode, canonical, ordersync_binary, wait_converged
+from ordersync_lab import CommandError, OrderSyncNode, canonical, wait_converged
 
 #: What the master publishes in its TXT record (Docs/PROTOCOL.md, section 1).
 PROTO = "ordersync/1"
@@ -35,13 +34,7 @@ PROTO = "ordersync/1"
 # Helpers ----------------------------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def _binary():
-    """Skips (fails under CI mode) when the ordersync binary has not been built."""
-    try:
-        ordersync_binary()
-    except LanError as error:
-        require(False, str(error))
+pytestmark = pytest.mark.usefixtures("ordersync_built")
 
 
 def new_uuid() -> str:

@@ -38,8 +38,8 @@ from failover_lab import (FOLLOW_BOUND, PROMOTE_BOUND, Promotion, Writer, check_
                           figure, first_accepted_write, follows, link_view, seeded, snapshots_received, status_of,
                           store, wait_following)
 from lan_support import require
-from lanharness import HERE, PYTHON, LanError, wait_until
-from ordersync_lab import OrderSyncNode, ordersync_binary, wait_converged
+from lanharness import HERE, PYTHON, wait_until
+from ordersync_lab import OrderSyncNode, wait_converged
 
 #: What the master publishes in its TXT record (Docs/PROTOCOL.md, section 1).
 PROTO = "ordersync/1"
@@ -47,13 +47,7 @@ PROTO = "ordersync/1"
 FROZEN_SECONDS = 60.0
 
 
-@pytest.fixture(autouse=True)
-def _binary():
-    """Skips (fails under CI mode) when the ordersync binary has not been built."""
-    try:
-        ordersync_binary()
-    except LanError as error:
-        require(False, str(error))
+pytestmark = pytest.mark.usefixtures("ordersync_built")
 
 
 def master_dies(master) -> None:

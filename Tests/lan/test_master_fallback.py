@@ -19,7 +19,7 @@ import pytest
 
 from lan_support import require
 from lanharness import PYTHON, HERE, LanError, wait_until
-from ordersync_lab import CommandError, OrderSyncNode, ordersync_binary, wait_converged
+from ordersync_lab import CommandError, OrderSyncNode, wait_converged
 
 #: What the master publishes in its TXT record (Docs/PROTOCOL.md, section 1).
 PROTO = "ordersync/1"
@@ -27,13 +27,7 @@ PROTO = "ordersync/1"
 BOUND = 10.0
 
 
-@pytest.fixture(autouse=True)
-def _binary():
-    """Skips (fails under CI mode) when the ordersync binary has not been built."""
-    try:
-        ordersync_binary()
-    except LanError as error:
-        require(False, str(error))
+pytestmark = pytest.mark.usefixtures("ordersync_built")
 
 
 def wait_live_on(slave: OrderSyncNode, url: str, timeout: float) -> dict:

@@ -113,12 +113,6 @@ extension OrderDatabase {
         }
     }
 
-    /// The members a master sends its standbys: itself, this file's paired terminals (revoked
-    /// ones and voter flags included) and the settings its node gives.
-    public func storeMembers(master: StoreMember, settings: JSONObject) throws -> StoreMembers {
-        StoreMembers(term: try term(), master: master, terminals: try memberTerminals(), settings: settings)
-    }
-
     /// Stores the members a master sent, in the caller's transaction: its paired terminals
     /// replace this file's, and `standby.master`, `standby.settings` are set.
     func saveMembers(_ members: StoreMembers) throws {
