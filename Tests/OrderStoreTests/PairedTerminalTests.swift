@@ -46,6 +46,8 @@ final class PairedTerminalTests: StoreTestCase {
         try db.connection.executeOnce("ALTER TABLE terminals DROP COLUMN outbox")
         try db.connection.executeOnce("ALTER TABLE journal DROP COLUMN term")
         try db.connection.executeOnce("ALTER TABLE paired_terminals DROP COLUMN voter")
+        try db.connection.executeOnce("DROP INDEX paired_terminals_by_number")
+        try db.connection.executeOnce("ALTER TABLE paired_terminals DROP COLUMN number")
         try db.connection.executeOnce("PRAGMA user_version = 10")
         db.close()
         let upgraded = try openDatabase()

@@ -22,6 +22,8 @@ final class StandbyStoreTests: StoreTestCase {
         let db = try openDatabase()
         try db.connection.executeOnce("ALTER TABLE journal DROP COLUMN term")
         try db.connection.executeOnce("ALTER TABLE paired_terminals DROP COLUMN voter")
+        try db.connection.executeOnce("DROP INDEX paired_terminals_by_number")
+        try db.connection.executeOnce("ALTER TABLE paired_terminals DROP COLUMN number")
         try db.connection.executeOnce(
             "INSERT INTO journal (seq, op_id, origin, operation, order_uuids, message, recorded_at_ms) VALUES (1, NULL, 'x', 0, '[]', '{}', 1)"
         )
@@ -30,7 +32,7 @@ final class StandbyStoreTests: StoreTestCase {
         try db.connection.executeOnce("PRAGMA user_version = 12")
         db.close()
         let upgraded = try openDatabase()
-        XCTAssertEqual(upgraded.migrationsApplied, [13])
+        XCTAssertEqual(upgraded.migrationsApplied, [13, 14])
         XCTAssertEqual(try upgraded.journalEntry(seq: 1)?.term, 1)
         XCTAssertEqual(try upgraded.isVoter(nodeId: "AAAA"), true)
         XCTAssertEqual(try upgraded.term(), 1)

@@ -37,17 +37,23 @@ public enum PairedTerminalMatch: Equatable, Sendable {
 
 /// The master's paired terminals: only these may connect (`ordersync.ik.v1`).
 extension OrderDatabase {
-    /// Records a paired terminal. Pairing again with a key paired before (revoked or not) makes it
-    /// active again under the new name.
+    /// Records a paired terminal with its member number (`TermBallot`: the next one, or the one
+    /// it had). Pairing again with a key paired before (revoked or not) makes it active again
+    /// under the new name and its number. Throws when no number is left.
     public func addPairedTerminal(_ t: PairedTerminal) throws {
         try requireWritable()
-        try connection.execute(
-            """
-            INSERT INTO paired_terminals (node_id, public_key, name, paired_ms, revoked_ms) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (node_id) DO UPDATE SET name = excluded.name, paired_ms = excluded.paired_ms,
-                revoked_ms = excluded.revoked_ms
-            """,
-            [.text(t.nodeId), .text(Self.hex(t.publicKey)), .text(t.name), .integer(t.pairedAtMillis), .integer(t.revokedAtMillis)])
+        try transaction {
+            try connection.execute(
+                """
+                INSERT INTO paired_terminals (node_id, public_key, name, paired_ms, revoked_ms, number) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (node_id) DO UPDATE SET name = excluded.name, paired_ms = excluded.paired_ms,
+                    revoked_ms = excluded.revoked_ms, number = excluded.number
+                """,
+                [
+                    .text(t.nodeId), .text(Self.hex(t.publicKey)), .text(t.name), .integer(t.pairedAtMillis),
+                    .integer(t.revokedAtMillis), .integer(try pairingNumber(nodeId: t.nodeId)),
+                ])
+        }
     }
 
     /// Every paired terminal (the revoked ones too when `includingRevoked`), by name.

@@ -100,13 +100,14 @@ extension OrderDatabase {
     /// The paired terminals with their voter flags, as a master lists them to its standbys.
     public func memberTerminals() throws -> [MemberTerminal] {
         try connection.withStatement(
-            "SELECT node_id, public_key, name, paired_ms, revoked_ms, voter FROM paired_terminals ORDER BY name, node_id"
+            "SELECT node_id, public_key, name, paired_ms, revoked_ms, voter, number FROM paired_terminals ORDER BY name, node_id"
         ) { s in
             var out: [MemberTerminal] = []
             while try s.step() {
                 out.append(
                     MemberTerminal(
-                        member: StoreMember(id: s.text(0), key: s.text(1), name: s.text(2)), pairedMillis: s.int64(3),
+                        member: StoreMember(id: s.text(0), key: s.text(1), name: s.text(2), number: s.optionalInt64(6)),
+                        pairedMillis: s.int64(3),
                         revokedMillis: s.optionalInt64(4), voter: s.int64(5) != 0))
             }
             return out
@@ -127,13 +128,15 @@ extension OrderDatabase {
     private func insertMember(_ t: MemberTerminal) throws {
         try connection.execute(
             """
-            INSERT INTO paired_terminals (node_id, public_key, name, paired_ms, revoked_ms, voter) VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO paired_terminals (node_id, public_key, name, paired_ms, revoked_ms, voter, number)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (node_id) DO UPDATE SET public_key = excluded.public_key, name = excluded.name,
-                paired_ms = excluded.paired_ms, revoked_ms = excluded.revoked_ms, voter = excluded.voter
+                paired_ms = excluded.paired_ms, revoked_ms = excluded.revoked_ms, voter = excluded.voter,
+                number = COALESCE(excluded.number, paired_terminals.number)
             """,
             [
                 .text(t.member.id), .text(t.member.key.lowercased()), .text(t.member.name), .integer(t.pairedMillis),
-                .integer(t.revokedMillis), .integer(t.voter ? 1 : 0),
+                .integer(t.revokedMillis), .integer(t.voter ? 1 : 0), .integer(t.member.number),
             ])
     }
 

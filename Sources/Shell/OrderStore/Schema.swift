@@ -259,6 +259,25 @@ enum Schema {
                 // Whether a paired terminal votes in a promotion (a handheld does not).
                 "ALTER TABLE paired_terminals ADD COLUMN voter INTEGER NOT NULL DEFAULT 1",
             ]),
+        Migration(
+            version: 14, name: "member numbers",
+            statements: [
+                // Each member's number (`TermBallot`, Docs/PROTOCOL.md 7.16): the terms it may
+                // bid. Unique within the store; NULL while a standby has not been told it.
+                "ALTER TABLE paired_terminals ADD COLUMN number INTEGER",
+                "CREATE UNIQUE INDEX paired_terminals_by_number ON paired_terminals (number)",
+                // A master's store numbers its paired terminals 1, 2, ... by pairing time, then
+                // node id (revoked ones too: a number is never given twice); the master takes the
+                // next one when it starts (`member.number`). A standby's numbers come from its
+                // master's `members`, never from here: two standbys must not guess.
+                """
+                UPDATE paired_terminals SET number = (
+                    SELECT COUNT(*) FROM paired_terminals AS p
+                    WHERE p.paired_ms < paired_terminals.paired_ms
+                        OR (p.paired_ms = paired_terminals.paired_ms AND p.node_id <= paired_terminals.node_id))
+                WHERE (SELECT value FROM metadata WHERE key = 'node.role') = 'master'
+                """,
+            ]),
     ]
 
     /// The schema version this build writes and reads.

@@ -45,4 +45,13 @@ extension Candidacy {
         return "\(promised) of \(voterIds.count) voters \(verb), \(majority) needed: start the missing voters, or promote "
             + "with --force if the master is gone for good"
     }
+
+    /// The refusal of a forced candidate told by `voter` of `rival`.
+    func rivalRefusal(_ rival: TermVote, votersName voter: String) -> PromotionReport.Refusal {
+        .init(
+            .rivalCandidate,
+            "\(voter) answered that \(names([rival.nodeId])[0]) holds term \(rival.term) (this terminal bid for term "
+                + "\(configuration.term)): another promotion or master is running; --force does not override it, nothing was "
+                + "promoted")
+    }
 }

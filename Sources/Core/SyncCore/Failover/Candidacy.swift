@@ -13,11 +13,16 @@
 ///    ahead of it, it fetches the tail from the most advanced one (ties to the lowest id), then
 ///    becomes master (`becomeMaster`).
 /// 4. Without a majority at the deadline it withdraws (`withdraw`, `no_majority`), unless the
-///    operator forced it (`forced`, then on with whoever promised, even nobody).
+///    operator forced it (`forced`, then on with whoever promised, even nobody). Even forced,
+///    it withdraws (`rival_candidate`) when a voter answers that it promised or follows another
+///    node in a term at least as high.
+///
+/// Its term is a ballot it owns (`TermBallot`): no other candidate ever bids the same one.
 public struct Candidacy: Sendable {
     /// What the candidate starts from.
     public struct Configuration: Equatable, Sendable {
-        /// The term it bids for: T' = max(its `sync.term`, the highest term seen in TXT) + 1.
+        /// The term it bids for: T' = `TermBallot.bid(number:above:)`, the smallest term above
+        /// its `sync.term` and the highest term seen in TXT that its member number owns.
         public var term: Int64
         /// Its node id.
         public var nodeId: String
@@ -201,11 +206,18 @@ public struct Candidacy: Sendable {
         return settle(ballot)
     }
 
-    /// `id` refused its vote, saying why. Ignored unless a promise was asked of it and not
-    /// answered yet.
-    public mutating func voteRefused(from id: String, reason: String) -> [Action] {
+    /// `id` refused its vote, saying why, and naming the `rival` it promised or follows in a
+    /// term at or above this one, if any. Ignored unless a promise was asked of it and not
+    /// answered yet. A forced candidate told of a rival withdraws at once (`rival_candidate`):
+    /// `--force` skips the majority, never another node's claim to a term as high.
+    public mutating func voteRefused(from id: String, reason: String, rival: TermVote? = nil) -> [Action] {
         guard case .voting(var ballot) = state, ballot.pending.remove(id) != nil else { return [] }
         ballot.refused[id] = reason
+        if configuration.force, let rival, rival.term >= configuration.term, rival.nodeId != configuration.nodeId {
+            let report = report(ballot, refusal: rivalRefusal(rival, votersName: names([id])[0]))
+            state = .finished(report, voted: true)
+            return [.withdraw(report)]
+        }
         return settle(ballot)
     }
 

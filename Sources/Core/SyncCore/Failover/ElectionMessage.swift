@@ -6,7 +6,8 @@ import JSON
 ///
 /// - candidate → voter `{"type":"promise","term":T'}`
 /// - voter → candidate `{"type":"vote","term":T',"granted":bool,"lastSeq":S,"lastTerm":t,"reason":".."}`
-///   (`reason` only with a refusal)
+///   (`reason` only with a refusal; `"rival":"<node id>","rivalTerm":R` too when the voter
+///   refused because it promised or follows another node in a term R >= T')
 /// - candidate → voter `{"type":"fetch","after":S,"termStarts":{"1":1,"3":11}}`: its journal
 ///   ends at S, and its terms began there. The voter finds K, the last seq both histories hold
 ///   in the same term (`TermHistory.sharedSeq(with:)`), and sends its journal entries with
@@ -34,13 +35,17 @@ public enum ElectionMessage: Equatable, Sendable {
         public var position: LogPosition
         /// Why it refused; nil when granted.
         public var reason: String?
+        /// With a refusal: the other node the voter promised or follows, in a term at or above
+        /// the one asked (`FollowPolicy.rival(against:from:)`); a forced candidate withdraws.
+        public var rival: TermVote?
 
         /// A vote from its fields.
-        public init(term: Int64, granted: Bool, position: LogPosition, reason: String? = nil) {
+        public init(term: Int64, granted: Bool, position: LogPosition, reason: String? = nil, rival: TermVote? = nil) {
             self.term = term
             self.granted = granted
             self.position = position
             self.reason = reason
+            self.rival = rival
         }
     }
 
@@ -64,6 +69,10 @@ public enum ElectionMessage: Equatable, Sendable {
             o["lastSeq"] = .int(v.position.lastSeq)
             o["lastTerm"] = .int(v.position.lastTerm)
             if let r = v.reason { o["reason"] = .string(r) }
+            if let r = v.rival {
+                o["rival"] = .string(r.nodeId)
+                o["rivalTerm"] = .int(r.term)
+            }
         case let .fetch(after, termStarts):
             o["type"] = .string("fetch")
             o["after"] = .int(after)
@@ -110,8 +119,10 @@ public enum ElectionMessage: Equatable, Sendable {
                 }
                 let position = LogPosition(
                     lastSeq: try integer(o, "lastSeq", in: type, atLeast: 0), lastTerm: try integer(o, "lastTerm", in: type, atLeast: 1))
-                return .success(
-                    .vote(Vote(term: try integer(o, "term", in: type, atLeast: 2), granted: granted, position: position, reason: reason)))
+                let vote = Vote(
+                    term: try integer(o, "term", in: type, atLeast: 2), granted: granted, position: position, reason: reason,
+                    rival: try rival(o))
+                return .success(.vote(vote))
             case "fetch":
                 let after = try integer(o, "after", in: type, atLeast: 0)
                 guard let value = o["termStarts"], let starts = TermHistory.starts(json: value), !starts.isEmpty else {
@@ -127,6 +138,15 @@ public enum ElectionMessage: Equatable, Sendable {
         } catch {
             return .failure(WireError(.invalidMessage, "\(type): \(error)"))
         }
+    }
+
+    /// The `rival` and `rivalTerm` of a vote: both or neither.
+    private static func rival(_ o: JSONObject) throws -> TermVote? {
+        guard let value = o["rival"], value != .null else { return nil }
+        guard let id = value.stringValue, !id.isEmpty, id.utf8.count <= maxReasonBytes else {
+            throw WireError(.invalidMessage, "vote \"rival\" must be a node id")
+        }
+        return TermVote(term: try integer(o, "rivalTerm", in: "vote", atLeast: 1), nodeId: id)
     }
 
     /// Member `key` of a `type` message: an integer of `atLeast` or more.

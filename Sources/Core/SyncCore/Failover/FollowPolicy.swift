@@ -146,4 +146,16 @@ public struct FollowPolicy: Equatable, Sendable {
         if let v = vote, v.term == term { return .refused(reason: "voted for \(v.nodeId) in term \(term)") }
         return .refused(reason: "term \(term) belongs to \(followedMaster ?? "another master")")
     }
+
+    /// The node that holds this slave's term when it refuses candidate `id` a promise for
+    /// `promisedTerm`: the one it promised (`sync.vote`) or the master it follows in its term,
+    /// when that term is at or above `promisedTerm` and the holder is not `id`. Nil when it would
+    /// grant, or knows no holder. A forced candidate told of a rival withdraws (`rival_candidate`):
+    /// another node bids for or reigns in a term at least as high.
+    public func rival(against promisedTerm: Int64, from id: String) -> TermVote? {
+        guard term >= promisedTerm, case .refused = grant(promise: promisedTerm, from: id) else { return nil }
+        let holder = vote.flatMap { $0.term == term ? $0.nodeId : nil } ?? followedMaster
+        guard let holder, holder != id, holder != nodeId else { return nil }
+        return TermVote(term: term, nodeId: holder)
+    }
 }

@@ -33,6 +33,11 @@ public struct PromotionReport: Equatable, Sendable {
             case noStandbyCopy = "no_standby_copy"
             /// A promotion is already running on this node.
             case promoting = "promoting"
+            /// A voter answered that it promised or follows another node in a term at least as
+            /// high as the one bid: another promotion (or master) is running. A forced candidate
+            /// withdraws (one not forced needs a majority anyway); the message names the rival
+            /// and its term.
+            case rivalCandidate = "rival_candidate"
         }
     }
 

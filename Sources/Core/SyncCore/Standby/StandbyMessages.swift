@@ -9,21 +9,30 @@ public struct StoreMember: Equatable, Sendable {
     public var key: String
     /// The name it is shown under.
     public var name: String
+    /// Its member number (`TermBallot`): the terms it may bid. Nil from a master of an earlier
+    /// version, or for a terminal paired before numbers and not numbered yet.
+    public var number: Int64?
 
     /// A member from its fields.
-    public init(id: String, key: String, name: String) {
+    public init(id: String, key: String, name: String, number: Int64? = nil) {
         self.id = id
         self.key = key
         self.name = name
+        self.number = number
     }
 
-    /// `{"id":..,"key":..,"name":..}`.
-    public var json: JSONObject { JSONObject([("id", .string(id)), ("key", .string(key)), ("name", .string(name))]) }
+    /// `{"id":..,"key":..,"name":..,"number":n}` (`number` only when known).
+    public var json: JSONObject {
+        var o = JSONObject([("id", .string(id)), ("key", .string(key)), ("name", .string(name))])
+        if let number { o["number"] = .int(number) }
+        return o
+    }
 
-    /// The member in `o`, or nil when a member is missing.
+    /// The member in `o`, or nil when a member is missing (a `number` outside
+    /// `TermBallot.numbers` counts as none).
     public init?(json o: JSONObject) {
         guard let id = o["id"]?.stringValue, let key = o["key"]?.stringValue, let name = o["name"]?.stringValue else { return nil }
-        self.init(id: id, key: key, name: name)
+        self.init(id: id, key: key, name: name, number: o["number"]?.intValue.flatMap { TermBallot.numbers.contains($0) ? $0 : nil })
     }
 }
 

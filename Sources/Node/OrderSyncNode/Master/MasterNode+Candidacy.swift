@@ -118,6 +118,7 @@ extension MasterNode {
             try db.setVote(term: c.term, nodeId: nodeId)
             try db.becomeMasterFromStandby(
                 term: c.term, lineage: c.lineage, oldMaster: try db.standbyMaster(), atMillis: WallClock.nowMillis())
+            try db.claimOwnMemberNumber(nodeId: nodeId)
             return MasterTerms(term: try db.term(), starts: try db.termStarts())
         }) { [weak self] result in
             guard let self, self.candidacy === c else { return }

@@ -23,7 +23,7 @@ extension MasterNode {
                     c,
                     v.granted
                         ? c.election.voteGranted(from: voter, lastSeq: p.lastSeq, lastTerm: p.lastTerm)
-                        : c.election.voteRefused(from: voter, reason: v.reason ?? "refused"))
+                        : c.election.voteRefused(from: voter, reason: v.reason ?? "refused", rival: v.rival))
             case .success(.fetched) where ElectionMessage.isTailUnavailable(bytes):
                 guard c.fetching?.voter == voter else { return true }
                 c.fetching = nil

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Logging
 import OrderStore
 import SyncCore
 
@@ -16,9 +17,22 @@ extension MasterNode {
         var settings = JSONObject()
         settings["storePOS"] = .bool(configuration.insecureStorePOS)
         settings["storePOSRanges"] = .array(configuration.storePOSAllow.map { .string($0.description) })
+        let number = try? writer.read { try $0.ownMemberNumber() }
         return StoreMembers(
-            term: term, master: StoreMember(id: keys.current.nodeId, key: key, name: terminalName), terminals: terminals,
-            settings: settings)
+            term: term, master: StoreMember(id: keys.current.nodeId, key: key, name: terminalName, number: number),
+            terminals: terminals, settings: settings)
+    }
+
+    /// A master proper takes its member number at start when it has none (`member.number`,
+    /// Docs/PROTOCOL.md 7.16): the next one after its terminals'. Before the loop runs, committed
+    /// in place as the store's identity is. Without a number left it goes on (logged): it cannot
+    /// bid a term once a slave, and its terminals keep theirs.
+    static func claimMemberNumber(_ writer: StoreWriter, nodeId: String, logger: Logger) {
+        do {
+            _ = try writer.writeBetweenRoles { db in try db.claimOwnMemberNumber(nodeId: nodeId) }
+        } catch {
+            logger.warning("members.no_number", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Hands the members to the engine (and so to every standby connected).

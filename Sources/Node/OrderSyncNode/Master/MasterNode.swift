@@ -120,6 +120,7 @@ public final class MasterNode {
                 configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
             }
         }
+        if promotion == nil { Self.claimMemberNumber(writer, nodeId: dataDirectory.nodeIdentity.nodeId, logger: logger) }
         candidacy = promotion
         terminalName = configuration.name ?? DataDirectory.hostName()
         // A promoted node admitting StorePOS apps is published as the name they look for.

@@ -37,11 +37,13 @@ extension SlaveNode {
         let isVoter: Bool
         var voters: [String: String] = [:]
         var settings: JSONObject?
+        var number: Int64?
         do {
             (standby, storedTerm, isVoter) = try writer.read { db in
                 for t in try db.memberTerminals() where t.revokedMillis == nil && t.voter { voters[t.member.id] = t.member.name }
                 if let m = try db.standbyMaster() { voters[m.id] = m.name }
                 settings = try db.standbySettings()
+                number = try db.memberNumber(nodeId: me)
                 return (
                     try db.metadata(Self.standbyMasterKey), MasterNode.storedTerm(try db.metadata(MasterCandidacy.termKey)),
                     try db.isVoter(nodeId: me) ?? true
@@ -56,7 +58,16 @@ extension SlaveNode {
                     .noStandbyCopy,
                     message: "this slave holds no standby copy of the store (it never received the store's members from a master)"))
         }
-        let term = max(storedTerm, candidates.highestTerm(members: Set(members().map(\.nodeId)))) + 1
+        // Its term is a ballot only it may bid (Docs/PROTOCOL.md 7.16): without its member number
+        // it could collide with another candidate's, so it waits to be told.
+        guard let number, TermBallot.numbers.contains(number) else {
+            return refuse(
+                PromoteRefusal(
+                    .noStandbyCopy,
+                    message: "this terminal has no member number yet (its master runs an earlier version, or has not sent the "
+                        + "store's members since this terminal's upgrade): connect it to its master once, then promote"))
+        }
+        let term = TermBallot.bid(number: number, above: max(storedTerm, candidates.highestTerm(members: Set(members().map(\.nodeId)))))
         var master = configuration
         master.role = .master
         master.store = store

@@ -62,8 +62,15 @@ extension SlaveNode {
         guard let policy = followPolicy() else { return }
         switch policy.grant(promise: term, from: candidate) {
         case .refused(let reason):
-            logger.notice("election.vote_refused", metadata: ["term": "\(term)", "candidate": "\(candidate)", "reason": "\(reason)"])
-            link.send(ElectionMessage.vote(.init(term: term, granted: false, position: position, reason: reason)).encodedBytes())
+            let rival = policy.rival(against: term, from: candidate)
+            logger.notice(
+                "election.vote_refused",
+                metadata: [
+                    "term": "\(term)", "candidate": "\(candidate)", "reason": "\(reason)",
+                    "rival": "\(rival.map { "\($0.nodeId) in term \($0.term)" } ?? "-")",
+                ])
+            let vote = ElectionMessage.Vote(term: term, granted: false, position: position, reason: reason, rival: rival)
+            link.send(ElectionMessage.vote(vote).encodedBytes())
         case .granted(let persist):
             let grant = { [weak self, weak link] in
                 guard let self, let link, self.linkState.link === link else { return }
