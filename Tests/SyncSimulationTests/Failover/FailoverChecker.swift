@@ -1,3 +1,5 @@
+@testable import SyncCore
+
 /// A broken invariant of a failover run.
 struct FailoverViolation {
     var invariant: String
@@ -108,6 +110,9 @@ final class FailoverChecker {
     private func claim(_ sim: FailoverSimulation, term: Int64, by n: FailoverNode, _ what: String) {
         if term == 1 && n.index != 0 {
             fail(sim, "one master per term", "\(n.tag) \(what) in term 1, the original master's")
+        }
+        if let owner = TermBallot.owner(of: term), owner != n.memberNumber, sim.config.mutation != .grantEveryPromise {
+            fail(sim, "one master per term", "\(n.tag) \(what) in term \(term), a ballot of member \(owner)")
         }
         if let other = termMaster[term], other != n.index {
             fail(sim, "one master per term", "\(n.tag) \(what) in term \(term), which is n\(other)'s")

@@ -97,6 +97,9 @@ final class FailoverNode {
         servedPeers.last { nodes[$0.node].id == id }
     }
 
+    /// Its member number (`TermBallot`): the original master is 1, node i is i + 1.
+    var memberNumber: Int64 { Int64(index + 1) }
+
     var lastSeq: Int64 { journal.last?.seq ?? 0 }
     var lastTerm: Int64 { journal.last?.term ?? 1 }
     var position: LogPosition { LogPosition(lastSeq: lastSeq, lastTerm: lastTerm) }

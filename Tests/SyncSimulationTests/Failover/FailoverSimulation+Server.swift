@@ -36,7 +36,7 @@ extension FailoverSimulation {
             let actions =
                 v.granted
                 ? s.candidacy?.voteGranted(from: from.id, lastSeq: v.position.lastSeq, lastTerm: v.position.lastTerm)
-                : s.candidacy?.voteRefused(from: from.id, reason: v.reason ?? "")
+                : s.candidacy?.voteRefused(from: from.id, reason: v.reason ?? "", rival: v.rival)
             perform(s, actions ?? [])
         case (.candidate, .entry(let e)):
             guard s.fetchSource == peer.node else { return }
@@ -143,7 +143,9 @@ extension FailoverSimulation {
     // MARK: Candidacy
 
     /// The operator promotes `n` (`ordersync promote`). `blind`: at the same moment as another
-    /// promotion, before either saw the other's announcement (both may bid for one term).
+    /// promotion, before either saw the other's announcement. Each bids a term it owns
+    /// (`TermBallot`, its member number the node's index + 1), so even blind bids differ; the
+    /// `grantEveryPromise` mutation bids the `+1` term of earlier versions instead.
     func promote(_ n: FailoverNode, force: Bool, blind: Bool = false) {
         guard n.role == .slave else { return }
         let seen =
@@ -151,7 +153,8 @@ extension FailoverSimulation {
                 $0.isUp && $0.isolatedUntil <= clock.now && ($0.role == .master || (!blind && $0.role == .candidate))
             }
             .map(\.announcedTerm).max() ?? 1
-        let term = max(n.term, seen) + 1
+        let known = max(n.term, seen)
+        let term = config.mutation == .grantEveryPromise ? known + 1 : TermBallot.bid(number: n.memberNumber, above: known)
         dropLink(n)
         n.role = .candidate
         n.candidacy = Candidacy(

@@ -40,7 +40,9 @@ extension FailoverSimulation {
                 }
                 send(.election(.vote(.init(term: term, granted: true, position: n.position))), on: c, from: .slave)
             case .refused(let reason):
-                send(.election(.vote(.init(term: term, granted: false, position: n.position, reason: reason))), on: c, from: .slave)
+                let rival = policy(n).rival(against: term, from: nodes[t].id)
+                let vote = ElectionMessage.Vote(term: term, granted: false, position: n.position, reason: reason, rival: rival)
+                send(.election(.vote(vote)), on: c, from: .slave)
             }
         case let .election(.fetch(after, termStarts)):
             let k = shared(n, TermHistory(starts: termStarts, lastSeq: after))
@@ -153,8 +155,8 @@ extension FailoverSimulation {
     /// with `--force` after a `no_majority` refusal when the master is gone for good).
     func operatorTick() {
         defer { clock.schedule(after: rng.int(Int64(1500)...5000)) { [unowned self] in self.operatorTick() } }
-        // One operator: no new promotion while one runs, even on a till cut off from the others
-        // (two promotions at once, one forced, can make two masters of one term).
+        // One operator: no new promotion while one runs, even on a till cut off from the others.
+        // Two at once (below), forced too, never share a term: terms are ballots (TermBallot).
         guard !nodes.contains(where: { $0.role == .candidate }) else { return }
         let visible = nodes.filter { $0.isUp && $0.isolatedUntil <= clock.now }
         let highest = visible.map(\.term).max() ?? 1
@@ -165,10 +167,10 @@ extension FailoverSimulation {
         let force = lastRefusal == .noMajority && masterDiesForGood && rng.chance(0.6)
         lastRefusal = nil
         promote(pick, force: force)
-        if !force, slaves.count > 1, rng.chance(0.15) {
+        if slaves.count > 1, rng.chance(0.15) {
             let other = rng.pick(slaves.filter { $0 !== pick })
             stats.twoAtOnce += 1
-            clock.schedule(after: rng.int(Int64(0)...200)) { [unowned self] in self.promote(other, force: false, blind: true) }
+            clock.schedule(after: rng.int(Int64(0)...200)) { [unowned self] in self.promote(other, force: force, blind: true) }
         }
     }
 }

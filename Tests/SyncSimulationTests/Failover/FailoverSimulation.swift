@@ -2,8 +2,9 @@
 
 /// A deliberate bug for the failover checker's self-tests.
 enum FailoverMutation: String, CaseIterable {
-    /// A voter pre-votes for and promises every member candidate of its term or a later one
-    /// (two candidates of one term may both win).
+    /// A voter pre-votes for and promises every member candidate of its term or a later one,
+    /// and candidates bid the `+1` term of earlier versions rather than a ballot they own (two
+    /// candidates of one term may both win; with owned ballots no two share a term).
     case grantEveryPromise
     /// A slave told `diverged` drops its tail instead of queueing it again.
     case dropDivergedTail
