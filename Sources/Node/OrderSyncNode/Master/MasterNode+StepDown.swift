@@ -116,6 +116,9 @@ extension MasterNode {
         slave.role = .slave
         slave.masterURL = nil
         slave.port = 0
+        // A promoted node started as `ordersync slave --pair CODE` keeps the code in its
+        // configuration: its slave role follows the member by key and must not pair anew.
+        slave.pairingCode = nil
         let (store, lineage, oldTerm) = (storeId, engine.epoch, term)
         let trust = MasterTrust(
             store: store, publicKey: member.publicKey, pairedAtMillis: WallClock.nowMillis(),
