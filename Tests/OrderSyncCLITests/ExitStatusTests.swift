@@ -10,7 +10,7 @@ import XCTest
 final class ExitStatusTests: XCTestCase {
     func testCodesAreTheDocumentedSysexitsNumbers() {
         XCTAssertEqual(
-            ExitStatus.allCases.map(\.rawValue), [0, 1, 64, 65, 66, 69, 70, 73, 74, 75, 76, 77])
+            ExitStatus.allCases.map(\.rawValue), [0, 1, 64, 65, 66, 69, 70, 73, 74, 75, 76, 77, 78])
         XCTAssertEqual(Set(ExitStatus.allCases.map(\.rawValue)).count, ExitStatus.allCases.count)
         XCTAssertEqual(ExitStatus.storageFailure.rawValue, 74)
         XCTAssertEqual(ExitStatus.usage.exitCode, ExitCode.validationFailure)

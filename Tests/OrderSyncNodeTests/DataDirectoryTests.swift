@@ -10,7 +10,8 @@ import XCTest
 @testable import OrderSyncNode
 
 /// The data directory's files are private whatever the umask; a directory others may write is
-/// refused; the local API names the caller's uid in the journal.
+/// refused; the local API names the caller's uid in the journal; a refused start leaves the
+/// directory as it was.
 final class DataDirectoryTests: XCTestCase {
     private func temporaryPath() -> String {
         let d = NSTemporaryDirectory() + "ordersync-datadir-" + UUID().uuidString
@@ -144,5 +145,89 @@ final class DataDirectoryTests: XCTestCase {
         XCTAssertEqual(PrivateDirectory.parent(of: "/var/lib/ordersync"), "/var/lib")
         XCTAssertEqual(PrivateDirectory.parent(of: "/srv"), "/")
         XCTAssertEqual(PrivateDirectory.parent(of: "/var/lib/ordersync//"), "/var/lib")
+    }
+
+    // MARK: A refused start leaves the directory as it found it: the checks run before the key
+    // or the store is made, and what a later failure made is removed again.
+
+    /// Every file under `path` with its bytes (nil: no such directory).
+    private func contents(_ path: String) -> [String: Data]? {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return nil }
+        var out: [String: Data] = [:]
+        for name in names { out[name] = FileManager.default.contents(atPath: path + "/" + name) ?? Data() }
+        return out
+    }
+
+    private struct Refused: Error {}
+
+    func testAFailedCheckLeavesAnEmptyDirectoryEmptyAndAMissingOneMissing() throws {
+        let empty = temporaryPath()
+        XCTAssertEqual(mkdir(empty, 0o700), 0)
+        XCTAssertThrowsError(try DataDirectory(claimingFor: configuration(empty)) { throw Refused() })
+        XCTAssertEqual(contents(empty), [:], "no lock file, key or store is left")
+
+        let parent = temporaryPath()
+        XCTAssertEqual(mkdir(parent, 0o700), 0)
+        let missing = parent + "/data"
+        XCTAssertThrowsError(try DataDirectory(claimingFor: configuration(missing)) { throw Refused() })
+        XCTAssertNil(contents(missing), "the directory this start made is gone again")
+    }
+
+    func testAFailedCheckLeavesAnExistingStoreByteForByte() throws {
+        let path = temporaryPath()
+        XCTAssertEqual(mkdir(path, 0o700), 0)
+        let c = configuration(path)
+        let first = try DataDirectory(claimingFor: c)
+        try first.store.database.setMetadata("probe", "1")
+        first.close()
+        let before = try XCTUnwrap(contents(path))
+        XCTAssertNotNil(before[NodeDefaults.keyFile])
+        XCTAssertThrowsError(try DataDirectory(claimingFor: c) { throw Refused() })
+        XCTAssertEqual(contents(path), before)
+    }
+
+    func testAHeldLockIsRefusedAndLeavesTheDirectoryAsItWas() throws {
+        let path = temporaryPath()
+        XCTAssertEqual(mkdir(path, 0o700), 0)
+        let c = configuration(path)
+        let holder = try DataDirectory(claimingFor: c)
+        defer { holder.close() }
+        let before = try XCTUnwrap(contents(path))
+        var checked = false
+        XCTAssertThrowsError(try DataDirectory(claimingFor: c) { checked = true }) { error in
+            XCTAssertEqual((error as? NodeStartupError)?.failure, .lockHeld)
+        }
+        XCTAssertFalse(checked, "the checks run only once the lock is held")
+        XCTAssertEqual(contents(path), before)
+    }
+
+    func testAbandonRemovesWhatTheClaimMadeAndLetsTheNextStartLock() throws {
+        let path = temporaryPath()
+        XCTAssertEqual(mkdir(path, 0o700), 0)
+        let kept = path + "/notes.txt"
+        XCTAssertTrue(FileManager.default.createFile(atPath: kept, contents: Data("mine".utf8)))
+        let c = configuration(path)
+        let claimed = try DataDirectory(claimingFor: c)
+        XCTAssertNotNil(contents(path)?[NodeDefaults.databaseFile])
+        claimed.abandon()
+        XCTAssertEqual(contents(path), ["notes.txt": Data("mine".utf8)])
+        let next = try DataDirectory(claimingFor: c)
+        next.close()
+    }
+
+    func testAPortInUseRefusesTheMasterBeforeItsKeyOrStoreIsMade() throws {
+        let taken = try TCPListener.bind(host: "127.0.0.1", port: 0, backlog: 1)
+        defer { taken.close() }
+        let path = temporaryPath()
+        XCTAssertEqual(mkdir(path, 0o700), 0)
+        var c = configuration(path)
+        c.port = taken.localPort
+        XCTAssertThrowsError(try DataDirectory(claimingFor: c) { _ = try MasterNode.bindTerminalPort(c) }) { error in
+            let e = error as? NodeStartupError
+            XCTAssertEqual(e?.failure, .portInUse)
+            XCTAssertEqual(e?.failure.event, "start.port_in_use")
+            XCTAssertTrue(e?.fix.contains("--port") == true, "\(String(describing: e))")
+        }
+        XCTAssertEqual(contents(path), [:])
     }
 }

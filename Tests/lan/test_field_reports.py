@@ -259,6 +259,7 @@ def test_a_master_run_with_umask_000_keeps_its_files_private_and_names_the_api_c
     os.chmod(shared, 0o777)
     refused = h1.run([ordersync_binary(), "master", "--data-dir", shared, "--store", "shop1", "--port", "0"],
                      check=False, timeout=15)
-    assert refused.returncode == 1
+    assert refused.returncode == 77  # permission denied
+    assert "event=start.permission_denied" in refused.stderr, refused.stderr
     assert "is writable by its group and others (mode 777)" in refused.stderr, refused.stderr
     assert os.listdir(shared) == []

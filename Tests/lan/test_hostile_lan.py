@@ -348,8 +348,9 @@ def test_pairing_right_wrong_expired_reused_and_through_a_relay(lan3):
     code = master.pair()["code"]
     wrong = OrderSyncNode.slave(h3, pair=False, data_dir=os.path.join(h3.dir, "wrong-code"),
                                 extra=["--pair", other_code(code), "--master", url])
-    assert wrong.process.wait(timeout=30) == 1
+    assert wrong.process.wait(timeout=30) == 78  # not paired: a restart cannot mend it
     assert wrong.events("pairing.failed"), wrong.log_lines()[-5:]
+    assert "ordersync pair" in wrong.events("start.not_paired")[-1]["fix"], wrong.log_lines()[-5:]
     assert not os.path.exists(os.path.join(wrong.data_dir, "master.trust"))
 
     # An expired code.

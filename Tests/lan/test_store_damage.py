@@ -73,8 +73,11 @@ def test_a_master_with_garbage_in_its_orders_pages_refuses_to_start(make_lan):
     assert not master.events("node.started")[1:], "the damaged master must not start serving"
     assert f"the order store {database(master)} is damaged" in output, output
     assert "quick_check" in output and "ordersync backup" in output and "Docs/OPERATIONS.md" in output, output
-    # quick_check's own lines are quoted (one names a damaged page of the table).
-    assert f"\n    Page {pages[0]}: btreeInitPage() returns error code 11\n" in output, output
+    # quick_check's own lines are quoted (one names a damaged page of the table), in the
+    # refusal's event.
+    refusal = master.events("start.store_unusable")[-1]
+    assert refusal["level"] == "error" and refusal["exit_code"] == STORAGE_FAILURE, refusal
+    assert f"\n    Page {pages[0]}: btreeInitPage() returns error code 11\n" in refusal["error"], refusal
     assert open(database(master), "rb").read() == damaged, "the refused file is left as it was"
     print(f"FIGURE damaged master: {len(pages)} pages overwritten, exit {code}")
 

@@ -98,7 +98,14 @@ public final class Node {
         try loop.onSignal([SIGHUP]) { [weak self] _ in
             self?.roles.current?.logger.info("signal.ignored", metadata: ["signal": "SIGHUP"])
         }
-        try perform(roles.start(firstRole), reason: "start")
+        do {
+            try perform(roles.start(firstRole), reason: "start")
+        } catch {
+            // The first role did not start: the data directory is left as the start found it.
+            firstRole.seat.writer.close()
+            firstRole.seat.dataDirectory.abandon()
+            throw error
+        }
         loop.run()
         // The loop may also have been stopped from outside: the role then finishes as it is.
         let last = leftRole ?? roles.current

@@ -32,6 +32,12 @@ extension OrderSyncCommand {
                 print(report.line)
                 Foundation.exit(report.state.rawValue)
             }
+            if let role = StartRefusal.daemonRole(arguments) {
+                // The settings file is broken: the format can only come from the command line.
+                let refusal = StartRefusal(failure: .settings, message: error.description, role: role)
+                refusal.report(format: StartRefusal.format(arguments: arguments, role: role))
+                exit(withError: ExitCode.validationFailure)
+            }
             FileHandle.standardError.write(Data("ordersync: \(error)\n".utf8))
             exit(withError: ExitCode.validationFailure)
         }

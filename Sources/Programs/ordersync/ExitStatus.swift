@@ -13,25 +13,31 @@ enum ExitStatus: Int32, CaseIterable {
     case failure = 1
     /// Bad command line: unknown option, missing or invalid value (ArgumentParser's own code).
     case usage = 64
-    /// The input data was refused: an invalid order field, UUID or message, or too large.
+    /// The input data was refused: an invalid order field, UUID or message, or too large; a
+    /// daemon's data directory holds another store, or one of its files is damaged.
     case dataError = 65
     /// No such order or terminal, or no data directory or store where one was named.
     case notFound = 66
-    /// No daemon listens on the data directory's socket.
+    /// No daemon listens on the data directory's socket; a daemon's listen address cannot be
+    /// used (not on this host, yet).
     case unavailable = 69
     /// The daemon failed unexpectedly (an internal error).
     case software = 70
     /// Refused: a version conflict, an order that exists, a change the lifecycle does not
-    /// allow, the wrong kind of node (a slave asked for the journal or pairing).
+    /// allow, the wrong kind of node (a slave asked for the journal or pairing), a store written
+    /// by a newer build.
     case refused = 73
     /// The store failed: it could not be read or written (damaged, disk full, I/O error).
     case storageFailure = 74
-    /// Try again later: the daemon is starting, busy, rate-limited or did not answer in time.
+    /// Try again later: the daemon is starting, busy, rate-limited or did not answer in time; a
+    /// daemon's port or data directory is still held by another process.
     case tryAgain = 75
     /// The daemon's answer made no sense to this client (another version?).
     case protocolError = 76
     /// Permission denied on the socket, the database or the data directory.
     case permissionDenied = 77
+    /// A daemon is not configured to start: a slave neither paired nor given a pairing code.
+    case config = 78
 
     /// The value ArgumentParser exits with.
     var exitCode: ExitCode { ExitCode(rawValue) }
@@ -72,13 +78,20 @@ enum ExitStatus: Int32, CaseIterable {
         }
     }
 
-    /// The exit status of a node that could not start, or of a backup that could not be made.
+    /// The exit status of a node that could not start, or of a backup that could not be made
+    /// (Docs/OPERATIONS.md, "Start-up refusals").
     init(_ failure: StartupFailure) {
         switch failure {
         case .general: self = .failure
+        case .settings: self = .usage
         case .notFound: self = .notFound
         case .refused: self = .refused
         case .storage: self = .storageFailure
+        case .storeMismatch, .damagedFile: self = .dataError
+        case .permission: self = .permissionDenied
+        case .lockHeld, .portInUse: self = .tryAgain
+        case .listenFailed: self = .unavailable
+        case .notPaired: self = .config
         }
     }
 

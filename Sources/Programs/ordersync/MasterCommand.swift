@@ -295,12 +295,6 @@ struct MasterCommand: ParsableCommand {
     }
 
     func run() throws {
-        let dir = try node.data.resolved(for: .master)
-        let errors = NodeErrorLog()
-        let logger = LoggingOptions.bootstrap(label: "ordersync.master", errors: errors, settings: settings())
-        var config = try nodeConfiguration(dataDirectory: dir)
-        config.errorLog = errors
-        config.enableAutoFailover(settings().autoFailover.or(false).value)
-        try runNode { try Node(configuration: config, logger: logger).run() }
+        try runDaemon(.master, data: node.data, settings: settings()) { try nodeConfiguration(dataDirectory: $0) }
     }
 }

@@ -29,9 +29,14 @@ struct OrderSyncCommand: ParsableCommand {
 
     /// Runs the command with the settings file's values under its flags (flags win, field by
     /// field; see ConfigMain.swift); a `check` whose arguments do not parse exits UNKNOWN (3),
-    /// not 64.
+    /// not 64; a daemon's that do not parse is a `start.bad_settings` event (exit 64). An
+    /// unknown command is named (with the nearest one) before the settings file is read.
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        if let unknown = UnknownCommand(arguments: arguments) {
+            FileHandle.standardError.write(Data("ordersync: \(unknown.message)\n".utf8))
+            Foundation.exit(ExitStatus.usage.rawValue)
+        }
         SettingsFile.$current.withValue(settingsFile(for: arguments)) {
             do {
                 var command = try parseAsRoot(arguments)
@@ -40,6 +45,12 @@ struct OrderSyncCommand: ParsableCommand {
                 if let report = CheckCommand.unknownForBadArguments(arguments, error: error) {
                     print(report.line)
                     Foundation.exit(report.state.rawValue)
+                }
+                if let refusal = StartRefusal.forParseError(error, arguments: arguments),
+                    let role = StartRefusal.daemonRole(arguments)
+                {
+                    refusal.report(format: StartRefusal.format(arguments: arguments, role: role))
+                    Foundation.exit(refusal.exitStatus.rawValue)
                 }
                 exit(withError: error)
             }
@@ -238,15 +249,4 @@ extension Optional where Wrapped: Equatable & Sendable {
 /// about (`--port must be 0-65535. (port is set at /etc/ordersync/ordersync.conf:12)`).
 func problem(_ message: String, _ origins: SettingOrigin...) -> ValidationError {
     ValidationError(message + origins.map(\.note).joined())
-}
-
-/// Runs a node until SIGINT/SIGTERM and maps failures to a clear message and exit status
-/// (`ExitStatus`: 66 for a missing parent of the data directory, 74 for an unusable store).
-func runNode(_ body: () throws -> Void) throws {
-    do {
-        try body()
-    } catch let e as NodeStartupError {
-        FileHandle.standardError.write(Data("ordersync: \(e.message)\n".utf8))
-        throw ExitStatus(e.failure).exitCode
-    }
 }

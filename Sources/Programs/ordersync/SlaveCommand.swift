@@ -107,13 +107,10 @@ struct SlaveCommand: ParsableCommand {
     }
 
     func run() throws {
-        let dir = try node.data.resolved(for: .slave)
-        let errors = NodeErrorLog()
-        let logger = LoggingOptions.bootstrap(label: "ordersync.slave", errors: errors, settings: settings())
-        var config = try nodeConfiguration(dataDirectory: dir)
-        config.errorLog = errors
-        config.pairingCode = try pairingCode()
-        config.enableAutoFailover(settings().autoFailover.or(false).value)
-        try runNode { try Node(configuration: config, logger: logger).run() }
+        try runDaemon(.slave, data: node.data, settings: settings()) { dir in
+            var config = try nodeConfiguration(dataDirectory: dir)
+            config.pairingCode = try pairingCode()
+            return config
+        }
     }
 }

@@ -249,11 +249,16 @@ public struct NodeStartupError: Error, CustomStringConvertible {
     public var failure: StartupFailure = .general
     /// An error from its message.
     public init(_ message: String) { self.message = message }
-    /// An error from its message and kind.
-    public init(_ message: String, failure: StartupFailure) {
+    /// The fix in one line, when it is more precise than the kind's (``StartupFailure/fix``).
+    public var specificFix: String?
+    /// An error from its message and kind (and a fix more precise than the kind's).
+    public init(_ message: String, failure: StartupFailure, fix: String? = nil) {
         self.message = message
         self.failure = failure
+        self.specificFix = fix
     }
+    /// The fix in one line.
+    public var fix: String { specificFix ?? failure.fix }
     public var description: String { message }
 }
 

@@ -55,22 +55,24 @@ public struct NodeIdentity {
         if fd < 0 {
             let code = errno
             if code == ENOENT { return nil }
-            throw NodeStartupError("cannot open the node key \(path): \(String(cString: strerror(code)))")
+            throw NodeStartupError("cannot open the node key \(path): \(String(cString: strerror(code)))", failure: .of(errno: code))
         }
         defer { Glibc.close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw NodeStartupError("the node key \(path) is not a regular file")
+            throw NodeStartupError("the node key \(path) is not a regular file", failure: .damagedFile)
         }
         guard info.st_uid == geteuid() else {
             throw NodeStartupError(
-                "the node key \(path) belongs to uid \(info.st_uid), not to this user (uid \(geteuid())); run the node as its owner")
+                "the node key \(path) belongs to uid \(info.st_uid), not to this user (uid \(geteuid())); run the node as its owner",
+                failure: .permission)
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             throw NodeStartupError(
                 "the node key \(path) is readable by group or others (mode \(String(mode, radix: 8))); "
-                    + "run `chmod 600 \(path)`, and if others may have read it, treat the key as leaked")
+                    + "run `chmod 600 \(path)`, and if others may have read it, treat the key as leaked",
+                failure: .permission, fix: "run `chmod 600 \(path)`")
         }
         var bytes = [UInt8](repeating: 0, count: 256)
         let count = Glibc.read(fd, &bytes, bytes.count)
@@ -80,7 +82,8 @@ public struct NodeIdentity {
             let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: raw)
         else {
             throw NodeStartupError(
-                "the node key \(path) is damaged (expected one line of base64, 32 bytes); restore it from a backup")
+                "the node key \(path) is damaged (expected one line of base64, 32 bytes); restore it from a backup",
+                failure: .damagedFile)
         }
         return NodeIdentity(privateKey: key)
     }

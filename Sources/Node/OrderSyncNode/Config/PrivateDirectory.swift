@@ -16,7 +16,8 @@ public enum PrivateDirectory {
         var info = stat()
         if lstat(path, &info) != 0 {
             guard errno == ENOENT else {
-                throw NodeStartupError("cannot use the \(what) \(path): \(String(cString: strerror(errno)))")
+                let code = errno
+                throw NodeStartupError("cannot use the \(what) \(path): \(String(cString: strerror(code)))", failure: .of(errno: code))
             }
             let parent = parent(of: path)
             var parentInfo = stat()
@@ -29,7 +30,8 @@ public enum PrivateDirectory {
                     failure: .notFound)
             }
             if mkdir(path, mode) != 0 && errno != EEXIST {
-                throw NodeStartupError("cannot create the \(what) \(path): \(String(cString: strerror(errno)))")
+                let code = errno
+                throw NodeStartupError("cannot create the \(what) \(path): \(String(cString: strerror(code)))", failure: .of(errno: code))
             }
             // mkdir(2): "the permissions of the created directory are (mode & ~umask & 0777)";
             // chmod(2) is not subject to the umask. Only a directory this call made is changed.
@@ -49,16 +51,18 @@ public enum PrivateDirectory {
     public static func check(_ path: String, what: String) throws {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw NodeStartupError("cannot use the \(what) \(path): \(String(cString: strerror(errno)))")
+            let code = errno
+            throw NodeStartupError("cannot use the \(what) \(path): \(String(cString: strerror(code)))", failure: .of(errno: code))
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw NodeStartupError("the \(what) \(path) is not a directory")
+            throw NodeStartupError("the \(what) \(path) is not a directory", failure: .settings)
         }
         let user = geteuid()
         guard info.st_uid == user else {
             throw NodeStartupError(
                 "the \(what) \(path) belongs to uid \(info.st_uid), not to this user (uid \(user)); "
-                    + "run the node as its owner or give it a directory of its own")
+                    + "run the node as its owner or give it a directory of its own",
+                failure: .permission)
         }
         let bits = info.st_mode & 0o7777
         guard bits & 0o022 == 0 else {
@@ -66,7 +70,8 @@ public enum PrivateDirectory {
             throw NodeStartupError(
                 "the \(what) \(path) is writable by \(writers.joined(separator: " and ")) "
                     + "(mode \(String(bits, radix: 8))); other users could replace the files in it. "
-                    + "Run `chmod 700 \(path)` (or 750 to let a group read)")
+                    + "Run `chmod 700 \(path)` (or 750 to let a group read)",
+                failure: .permission, fix: "run `chmod 700 \(path)` (or 750 to let a group read)")
         }
     }
 

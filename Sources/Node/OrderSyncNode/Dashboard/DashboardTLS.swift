@@ -42,7 +42,7 @@ enum DashboardCertificate {
             guard haveCertificate && haveKey else {
                 throw NodeStartupError(
                     "\(haveCertificate ? keyPath : certificatePath) is missing (the dashboard's TLS certificate and key go together);"
-                        + " delete \(haveCertificate ? certificatePath : keyPath) too to make a new pair")
+                        + " delete \(haveCertificate ? certificatePath : keyPath) too to make a new pair", failure: .damagedFile)
             }
             do {
                 let certificate = try TLSCertificate(
@@ -52,7 +52,7 @@ enum DashboardCertificate {
             } catch {
                 throw NodeStartupError(
                     "the dashboard's TLS certificate \(certificatePath) or key \(keyPath) is damaged (\(error));"
-                        + " delete both to make a new pair")
+                        + " delete both to make a new pair", failure: .damagedFile, fix: "delete both files to make a new pair")
             }
         }
         let host = DataDirectory.hostName()

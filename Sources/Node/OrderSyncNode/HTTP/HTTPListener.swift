@@ -59,7 +59,7 @@ final class HTTPListener {
         do {
             listener = try TCPListener.bind(host: address.host, port: address.port, backlog: 64)
         } catch {
-            throw NodeStartupError("cannot listen for \(purpose) on \(address) (\(flag)): \(error)")
+            throw NodeStartupError("cannot listen for \(purpose) on \(address) (\(flag)): \(error)", failure: .ofListen(error))
         }
         localAddress = listener.localAddress
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }

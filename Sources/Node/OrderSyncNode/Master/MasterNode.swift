@@ -98,10 +98,12 @@ public final class MasterNode {
     }
 
     /// A master on `loop`, as above; on the `seat` of the role it takes over (nil: a seat of its
-    /// own on `dataDirectory`), and a candidate of `promotion` (nil: a master proper).
+    /// own on `dataDirectory`), and a candidate of `promotion` (nil: a master proper); serving
+    /// terminals on `listener` (nil: it binds the configured port itself).
     init(
         configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
-        discovery: (any ServiceDiscovery)?, logger: Logger, seat handedOver: RoleSeat?, promotion: MasterCandidacy?
+        discovery: (any ServiceDiscovery)?, logger: Logger, seat handedOver: RoleSeat?, promotion: MasterCandidacy?,
+        listener bound: TCPListener? = nil
     ) throws {
         self.configuration = configuration
         self.loop = loop
@@ -114,7 +116,8 @@ public final class MasterNode {
             let savedStore = try writer.read { try $0.metadata("store.id") }
             if let wanted = configuration.store, let saved = savedStore, wanted != saved {
                 throw NodeStartupError(
-                    "\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store")
+                    "\(configuration.dataDirectory) holds store '\(saved)', not '\(wanted)'; use another --data-dir or drop --store",
+                    failure: .storeMismatch)
             }
             storeId = try writer.identity(key: "store.id") {
                 configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
@@ -158,28 +161,11 @@ public final class MasterNode {
         serviceManager = ServiceManager(loop: loop, logger: logger)
         avahiState = discovery == nil ? .notUsed : .starting
 
-        let listener: TCPListener
-        do {
-            listener = try TCPListener.bind(host: configuration.listenAddress, port: configuration.port, backlog: 128)
-        } catch {
-            let inUse = (error as? PosixError)?.errno == EADDRINUSE
-            throw NodeStartupError(
-                "cannot listen on \(configuration.listenAddress):\(configuration.port): \(error)"
-                    + (inUse ? " (another program uses the port? try --port 0)" : ""))
-        }
+        let listener = try bound ?? Self.bindTerminalPort(configuration)
         port = listener.localPort
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
         seat = try handedOver ?? Self.ownSeat(configuration, loop, logger, dataDirectory: dataDirectory, writer: writer)
-    }
-
-    /// A master for the `ordersync master` command: prepares the process (signals), claims the
-    /// data directory and publishes through Avahi.
-    public convenience init(configuration: NodeConfiguration, logger: Logger) throws {
-        let loop = try NodeStartup.prepareProcess()
-        try self.init(
-            configuration: configuration, loop: loop, dataDirectory: try DataDirectory(claimingFor: configuration),
-            discovery: AvahiServiceDiscovery(), logger: logger)
     }
 
     /// Starts everything and serves until SIGINT, SIGTERM or a request through

@@ -28,23 +28,24 @@ extension MasterTrust {
         if fd < 0 {
             let code = errno
             if code == ENOENT { return nil }
-            throw NodeStartupError("cannot open the master trust file \(path): \(String(cString: strerror(code)))")
+            throw NodeStartupError(
+                "cannot open the master trust file \(path): \(String(cString: strerror(code)))", failure: .of(errno: code))
         }
         defer { Glibc.close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw NodeStartupError("the master trust file \(path) is not a regular file")
+            throw NodeStartupError("the master trust file \(path) is not a regular file", failure: .damagedFile)
         }
         guard info.st_uid == geteuid() else {
             throw NodeStartupError(
                 "the master trust file \(path) belongs to uid \(info.st_uid), not to this user (uid \(geteuid())); "
-                    + "run the node as its owner")
+                    + "run the node as its owner", failure: .permission)
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             throw NodeStartupError(
                 "the master trust file \(path) is readable by group or others (mode \(String(mode, radix: 8))); "
-                    + "run `chmod 600 \(path)`")
+                    + "run `chmod 600 \(path)`", failure: .permission, fix: "run `chmod 600 \(path)`")
         }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -63,7 +64,8 @@ extension MasterTrust {
         } catch {
             throw NodeStartupError(
                 "the master trust file \(path) is damaged (\(error)); restore it from a backup, "
-                    + "or remove it and pair again: run `ordersync pair` on the master, then start with --pair CODE")
+                    + "or remove it and pair again: run `ordersync pair` on the master, then start with --pair CODE",
+                failure: .damagedFile)
         }
     }
 

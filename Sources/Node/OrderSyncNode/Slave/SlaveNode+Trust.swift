@@ -113,7 +113,8 @@ extension SlaveNode {
     func refusedPairing(reason: String) {
         exitError = NodeStartupError(
             "the master refused the pairing code (\(reason)): run `ordersync pair` on the master for a new code, "
-                + "then start again with --pair NEW-CODE")
+                + "then start again with --pair NEW-CODE", failure: .notPaired,
+            fix: "run `ordersync pair` on the master for a new code, then start again with --pair NEW-CODE")
         beginShutdown(reason: "pairing refused")
     }
 

@@ -130,7 +130,8 @@ public final class SlaveNode {
             configuredStore: configuration.store)
         if let wanted = configuration.store, let joined = engine.joinedStore, wanted != joined {
             throw NodeStartupError(
-                "\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir")
+                "\(configuration.dataDirectory) is a replica of store '\(joined)', not '\(wanted)'; use another --data-dir",
+                failure: .storeMismatch, fix: "use the data directory of store '\(wanted)', or drop --store")
         }
         engine.logsOwnOperations = logger.logLevel <= .info
         var logger = logger
@@ -143,7 +144,7 @@ public final class SlaveNode {
         do {
             localStatic = try NoiseKeyPair(privateKey: Array(dataDirectory.nodeIdentity.privateKey.rawRepresentation))
         } catch {
-            throw NodeStartupError("the node key cannot be used for Noise: \(error)")
+            throw NodeStartupError("the node key cannot be used for Noise: \(error)", failure: .damagedFile)
         }
         switch codeUse {
         case .ignoredAlreadyPaired:
@@ -175,11 +176,22 @@ public final class SlaveNode {
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
     /// data directory and discovers its master through Avahi unless `--master` names it.
+    /// A slave neither paired nor given a code is refused once the lock is held and before the
+    /// key or the store is made; any later failure of the start leaves the directory as it was
+    /// too (``DataDirectory/abandon()``).
     public convenience init(configuration: NodeConfiguration, logger: Logger) throws {
         let loop = try NodeStartup.prepareProcess()
-        try self.init(
-            configuration: configuration, loop: loop, dataDirectory: try DataDirectory(claimingFor: configuration),
-            discovery: configuration.masterURL == nil ? AvahiServiceDiscovery() : nil, logger: logger)
+        let dataDirectory = try DataDirectory(claimingFor: configuration) {
+            _ = try SlaveTrust.atStart(trust: try MasterTrust.load(path: configuration.masterTrustPath), code: configuration.pairingCode)
+        }
+        do {
+            try self.init(
+                configuration: configuration, loop: loop, dataDirectory: dataDirectory,
+                discovery: configuration.masterURL == nil ? AvahiServiceDiscovery() : nil, logger: logger)
+        } catch {
+            dataDirectory.abandon()
+            throw error
+        }
     }
 
     /// Starts everything and runs until SIGINT, SIGTERM or a request through ``shutdownHandle``.

@@ -9,7 +9,7 @@ extension SlaveTrust {
     /// The trust a slave starts with, from its trust file (`trust`) and its `--pair` code: no
     /// trust and no code is refused (a startup error).
     static func atStart(trust: MasterTrust?, code: PairingCode?) throws -> (SlaveTrust, CodeUse) {
-        guard let start = starting(trust: trust, code: code) else { throw NodeStartupError(notPairedMessage) }
+        guard let start = starting(trust: trust, code: code) else { throw NodeStartupError(notPairedMessage, failure: .notPaired) }
         return start
     }
 

@@ -21,8 +21,8 @@ enum NodeStartup {
     /// Starts the node's local API socket with `handler` answering its requests.
     static func startAPI(_ api: LocalAPIServer, _ c: NodeConfiguration, handler: @escaping LocalAPIServer.Handler) throws {
         api.handler = handler
-        do { try api.start() } catch {
-            throw NodeStartupError("cannot open the local API socket \(c.socketPath): \(error)")
+        do { try api.start() } catch let error as NodeStartupError { throw error } catch {
+            throw NodeStartupError("cannot open the local API socket \(c.socketPath): \(error)", failure: .ofListen(error))
         }
     }
 

@@ -23,7 +23,8 @@ extension NodeStore {
         do {
             if let role = try db.metadata("node.role"), role != c.role.rawValue {
                 throw NodeStartupError(
-                    "\(c.dataDirectory) holds a \(role)'s order store; use another --data-dir for the \(c.role.rawValue)")
+                    "\(c.dataDirectory) holds a \(role)'s order store; use another --data-dir for the \(c.role.rawValue)",
+                    failure: .storeMismatch, fix: "use another --data-dir for the \(c.role.rawValue)")
             }
             try db.setMetadata("node.role", c.role.rawValue)
             if let restored = try db.adoptRestoredBackup() {
