@@ -73,7 +73,8 @@ final class HealthCheckTests: XCTestCase {
     func testLiveMasterIsOKWithOneLine() throws {
         let r = check(try master(["peers": [peer(lag: 0), peer(lag: 2), peer(lag: 0)]]))
         XCTAssertEqual(r.state, .ok)
-        XCTAssertEqual(r.line, "ORDERSYNC OK - master shop1, 3 terminals, max lag 2 | terminals=3 lag=2;100;1000 outbox=0")
+        XCTAssertEqual(
+            r.line, "ORDERSYNC OK - master shop1, 3 terminals, max lag 2 | terminals=3 lag=2;100;1000 outbox=0 away=0 away_seconds=0s;600;")
     }
 
     func testMasterLagAboveThresholds() throws {

@@ -13,14 +13,14 @@ final class NodeMetricsTests: XCTestCase {
         for d in directories { try? FileManager.default.removeItem(atPath: d) }
     }
 
-    private func temporaryDirectory() -> String {
+    func temporaryDirectory() -> String {
         let d = NSTemporaryDirectory() + "ordersync-metrics-" + UUID().uuidString
         directories.append(d)
         return d
     }
 
     /// The value of the sample `series` (name and labels exactly as exposed), nil if absent.
-    private func sample(_ text: String, _ series: String) -> Double? {
+    func sample(_ text: String, _ series: String) -> Double? {
         for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
             return Double(line.dropFirst(series.count + 1))
         }

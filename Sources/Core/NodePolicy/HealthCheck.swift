@@ -98,18 +98,26 @@ public struct HealthThresholds: Sendable, Equatable {
     public var outbox: HealthThreshold
     /// Seconds a slave may be without a live link to its master.
     public var silence: HealthThreshold
+    /// Seconds a master's paired terminal may be away (no open link).
+    public var away: HealthThreshold
 
-    /// The defaults: `--max-lag 1000`, `--max-outbox 100` (warnings), `--max-silence 60`
-    /// (critical).
+    /// `--max-away 600`: a paired terminal away for more than ten minutes is a warning.
+    public static let defaultAway = HealthThreshold(warning: 600, critical: nil)
+
+    /// The defaults: `--max-lag 1000`, `--max-outbox 100`, `--max-away 600` (warnings),
+    /// `--max-silence 60` (critical).
     public static let defaults = HealthThresholds(
         lag: HealthThreshold(warning: 1000, critical: nil), outbox: HealthThreshold(warning: 100, critical: nil),
         silence: HealthThreshold(warning: nil, critical: 60))
 
     /// Thresholds from their parts.
-    public init(lag: HealthThreshold, outbox: HealthThreshold, silence: HealthThreshold) {
+    public init(
+        lag: HealthThreshold, outbox: HealthThreshold, silence: HealthThreshold, away: HealthThreshold = HealthThresholds.defaultAway
+    ) {
         self.lag = lag
         self.outbox = outbox
         self.silence = silence
+        self.away = away
     }
 }
 
@@ -138,10 +146,12 @@ public struct HealthReport: Sendable, Equatable {
 
 /// Judges a node's status against thresholds: pure, so every rule is tested without a daemon.
 ///
-/// CRITICAL: the store cannot be read; a slave without a live link to its master for longer
-/// than the silence threshold's critical value, or refused by its master (pair again).
-/// WARNING: a master not published on the LAN; lag, outbox or silence above a warning
-/// threshold. Lag and outbox above a critical value are CRITICAL.
+/// CRITICAL: the store cannot be read or its last commit failed; another master of the store
+/// on the LAN; a slave without a live link to its master for longer than the silence
+/// threshold's critical value, or refused by its master (pair again).
+/// WARNING: a master not published on the LAN; lag, outbox, silence or a paired terminal's
+/// time away above a warning threshold. Above a critical value they are CRITICAL. A master's
+/// lag is that of its most lagging paired terminal, connected or away.
 public enum HealthCheck {
     /// The report for a status.
     public static func evaluate(_ status: NodeStatus, thresholds: HealthThresholds) -> HealthReport {
@@ -159,44 +169,69 @@ public enum HealthCheck {
     }
 
     static func evaluate(_ m: MasterStatus, _ t: HealthThresholds) -> HealthReport {
-        // Connected terminals that acknowledged something on this link; StorePOS clients never do.
-        let lags = m.peers.compactMap(\.lag)
+        // Connected terminals that acknowledged something on this link (StorePOS clients never
+        // do), and paired terminals away.
+        let away = m.away ?? []
+        let lags = m.peers.compactMap(\.lag) + away.map(\.behind)
         let maxLag = lags.max() ?? 0
-        var findings: [(HealthState, String)] = []
-        if m.ready?.store == .failed { findings.append((.critical, "store not readable")) }
+        var findings = storeFindings(m.ready)
+        for r in m.rivals ?? [] {
+            findings.append((.critical, "another master of store \(m.store) on the LAN: \(r.name) at \(r.address) (\(r.hostName))"))
+        }
         switch m.ready?.published {
         case .failed: findings.append((.warning, "not published on the LAN (avahi \(m.avahi.rawValue))"))
         case .pending: findings.append((.warning, "publication not confirmed by Avahi yet"))
         case .ok, .notUsed, nil: break
         }
         let lagState = t.lag.state(of: maxLag)
-        findings.append((lagState, "max lag \(maxLag) \(t.lag.crossed(lagState))"))
+        let laggard = away.max { $0.behind < $1.behind }.flatMap { a in a.behind == maxLag && maxLag > 0 ? " (\(a.name), away)" : nil }
+        findings.append((lagState, "max lag \(maxLag)\(laggard ?? "") \(t.lag.crossed(lagState))"))
+        let longest = away.map(\.awaySeconds).max() ?? 0
+        for a in away.sorted(by: { $0.awaySeconds > $1.awaySeconds }) {
+            let state = t.away.state(of: a.awaySeconds)
+            findings.append((state, "\(a.name) away \(a.awaySeconds) s, \(a.behind) behind, \(t.away.crossed(state)) s"))
+        }
         let terminals = m.peers.count
-        let base = "master \(m.store), \(terminals) terminal\(terminals == 1 ? "" : "s"), max lag \(maxLag)"
+        let awayText = away.isEmpty ? "" : ", \(away.count) away"
+        let base = "master \(m.store), \(terminals) terminal\(terminals == 1 ? "" : "s")\(awayText), max lag \(maxLag)"
         return report(
-            base, findings, perfdata: ["terminals=\(terminals)", "lag=\(maxLag)\(t.lag.perfdataSuffix)", "outbox=0"])
+            base, findings,
+            perfdata: [
+                "terminals=\(terminals)", "lag=\(maxLag)\(t.lag.perfdataSuffix)", "outbox=0", "away=\(away.count)",
+                "away_seconds=\(longest)s\(t.away.perfdataSuffix)",
+            ])
+    }
+
+    /// CRITICAL when the store cannot be read or its commits fail, naming the problem and file.
+    private static func storeFindings(_ ready: NodeReadiness?) -> [(HealthState, String)] {
+        if let f = ready?.storeFailure { return [(.critical, "store failing: \(f.summary)")] }
+        return ready?.store == .failed ? [(.critical, "store not readable")] : []
     }
 
     static func evaluate(_ s: SlaveStatus, _ t: HealthThresholds) -> HealthReport {
         let link = s.ready?.link ?? NodeReadiness.Link(state: s.master.state, pairing: s.pairing)
         // An older daemon without `notLiveSeconds`: the time in the current state.
         let silence = link == .live ? 0 : (s.master.notLiveSeconds ?? s.master.sinceSeconds)
-        var findings: [(HealthState, String)] = []
-        if s.ready?.store == .failed { findings.append((.critical, "store not readable")) }
+        var findings = storeFindings(s.ready)
         if link == .pairingRequired { findings.append((.critical, "the master refuses this terminal: pair it again")) }
         let silenceState = t.silence.state(of: silence)
         let why = s.master.lastError.map { ", last error: \($0)" } ?? ""
         findings.append(
             (silenceState, "not live to its master for \(silence) s (\(link.rawValue)\(why)) \(t.silence.crossed(silenceState)) s"))
-        let lagState = t.lag.state(of: s.lag)
-        findings.append((lagState, "lag \(s.lag) \(t.lag.crossed(lagState))"))
+        // Not live, the lag is unknown (the master may have gone on): the silence speaks for it.
+        if let lag = s.lag {
+            let lagState = t.lag.state(of: lag)
+            findings.append((lagState, "lag \(lag) \(t.lag.crossed(lagState))"))
+        }
         let outboxState = t.outbox.state(of: Int64(s.outbox))
         findings.append((outboxState, "outbox \(s.outbox) \(t.outbox.crossed(outboxState))"))
-        let base = "slave \(s.name) of \(s.store ?? "no store yet"), link \(link.rawValue), lag \(s.lag), outbox \(s.outbox)"
+        let lagText = s.lag.map(String.init) ?? "unknown"
+        let base = "slave \(s.name) of \(s.store ?? "no store yet"), link \(link.rawValue), lag \(lagText), outbox \(s.outbox)"
         return report(
             base, findings,
             perfdata: [
-                "lag=\(s.lag)\(t.lag.perfdataSuffix)", "outbox=\(s.outbox)\(t.outbox.perfdataSuffix)",
+                // `U`: the plugin guidelines' value for "could not be determined".
+                "lag=\(s.lag.map(String.init) ?? "U")\(t.lag.perfdataSuffix)", "outbox=\(s.outbox)\(t.outbox.perfdataSuffix)",
                 "silence=\(silence)s\(t.silence.perfdataSuffix)",
             ])
     }

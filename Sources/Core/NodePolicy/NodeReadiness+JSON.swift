@@ -12,13 +12,15 @@ extension PairingWindowStatus.State: NodeJSONCodable {}
 extension NodeReadiness: NodeJSONCodable {
     /// Every member, absent ones as `null`.
     public var jsonValue: JSONValue {
-        nodeJSONObject(["store": store, "published": published, "link": link])
+        nodeJSONObject(["store": store, "published": published, "link": link, "storeFailure": storeFailure])
     }
 
     /// Readiness from its members.
     public init(json: JSONValue) throws(NodeJSONError) {
         let f = try NodeJSONFields(json)
-        self.init(store: try f.decode("store"), published: try f.decodeIfPresent("published"), link: try f.decodeIfPresent("link"))
+        self.init(
+            store: try f.decode("store"), published: try f.decodeIfPresent("published"), link: try f.decodeIfPresent("link"),
+            storeFailure: try f.decodeIfPresent("storeFailure"))
     }
 }
 

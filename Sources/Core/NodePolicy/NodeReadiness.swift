@@ -3,11 +3,11 @@ import Foundation
 /// Whether a node can do its job, as fixed values a script can compare (`ready` in
 /// `GET /v1/status`).
 public struct NodeReadiness: Sendable, Equatable {
-    /// Whether the order store answers reads.
+    /// Whether the order store answers reads and takes commits.
     public enum Store: String, Sendable {
-        /// The last read of the store succeeded.
+        /// The last read of the store succeeded, and so did its last commit.
         case ok
-        /// The store could not be read.
+        /// The store could not be read, or its last commit failed (`storeFailure` says why).
         case failed
     }
 
@@ -43,17 +43,21 @@ public struct NodeReadiness: Sendable, Equatable {
     public var published: Published?
     /// A slave's link to its master; `null` on a master.
     public var link: Link?
+    /// The streak of failed commits while the last commit failed (then `store` is `failed`);
+    /// `null` while the last commit succeeded.
+    public var storeFailure: StoreFailure?
 
-    /// Readiness from its parts.
-    public init(store: Store, published: Published? = nil, link: Link? = nil) {
-        self.store = store
+    /// Readiness from its parts: the store is `failed` as well when its commits fail.
+    public init(store: Store, published: Published? = nil, link: Link? = nil, storeFailure: StoreFailure? = nil) {
+        self.store = storeFailure == nil ? store : .failed
         self.published = published
         self.link = link
+        self.storeFailure = storeFailure
     }
 
-    /// The node's state in one word: `failed` when the store cannot be read, `ready` when the
-    /// master is published (or a slave is live), else `degraded` (serving, but not everything
-    /// is up).
+    /// The node's state in one word: `failed` when the store cannot be read or its commits
+    /// fail, `ready` when the master is published (or a slave is live), else `degraded`
+    /// (serving, but not everything is up).
     public var state: NodeReadyState {
         guard store == .ok else { return .failed }
         if let p = published, p != .ok, p != .notUsed { return .degraded }
@@ -68,7 +72,7 @@ public enum NodeReadyState: String, Sendable {
     case ready
     /// Serving, but not published (master) or not live to its master (slave).
     case degraded
-    /// The store cannot be read.
+    /// The store cannot be read, or its commits fail.
     case failed
 }
 

@@ -37,7 +37,7 @@ extension MasterStatus: NodeJSONCodable {
             "avahi": avahi, "uptimeSeconds": uptimeSeconds, "peers": peers, "terminals": terminals, "tombstones": tombstones,
             "pairing": pairing, "pairedTerminals": pairedTerminals, "previousNodeId": previousNodeId, "commits": commits,
             "storeposForeign": storeposForeign, "ready": ready, "state": state, "lastError": lastError, "term": term,
-            "syncReplicas": syncReplicas, "voters": voters, "autoFailover": autoFailover,
+            "syncReplicas": syncReplicas, "voters": voters, "autoFailover": autoFailover, "away": away, "rivals": rivals,
         ])
     }
 
@@ -73,6 +73,8 @@ extension MasterStatus: NodeJSONCodable {
         syncReplicas = try f.decodeIfPresent("syncReplicas")
         voters = try f.decodeIfPresent("voters")
         autoFailover = try f.decodeIfPresent("autoFailover")
+        away = try f.decodeIfPresent("away")
+        rivals = try f.decodeIfPresent("rivals")
     }
 }
 
@@ -154,7 +156,7 @@ extension SlaveStatus: NodeJSONCodable {
         pairing = try f.decode("pairing")
         seq = try f.decode("seq")
         masterSeq = try f.decode("masterSeq")
-        lag = try f.decode("lag")
+        lag = try f.decodeIfPresent("lag")
         epoch = try f.decodeIfPresent("epoch")
         orders = try f.decode("orders")
         dataDir = try f.decode("dataDir")

@@ -84,6 +84,10 @@ public struct MasterStatus: Sendable, Equatable {
     public var voters: Voters?
     /// `--auto-failover`: the lease or the watch (nil: off, or an older daemon).
     public var autoFailover: AutoFailoverStatus?
+    /// Paired terminals with no open link, how long away and how far behind (nil: an older daemon).
+    public var away: [AwayTerminal]?
+    /// Other masters of this store seen on the LAN (nil: an older daemon).
+    public var rivals: [RivalMaster]?
 
     /// Which protocol a connected terminal speaks.
     public enum PeerProtocol: String, Sendable {
@@ -238,8 +242,9 @@ public struct SlaveStatus: Sendable, Equatable {
     public var seq: Int64
     /// The master's last sequence, as far as the slave knows.
     public var masterSeq: Int64
-    /// Operations the replica is behind.
-    public var lag: Int64
+    /// Operations the replica is behind the master's head; nil while the link is not live (it
+    /// cannot know how far the master went meanwhile).
+    public var lag: Int64?
     /// The master's database epoch, once synced.
     public var epoch: String?
     /// Orders in the replica.
@@ -355,7 +360,7 @@ public struct SlaveStatus: Sendable, Equatable {
     /// A status from its members.
     public init(
         role: NodeRole = .slave, version: String, store: String? = nil, name: String, nodeId: String, terminalId: String,
-        masterId: String? = nil, pairing: PairingState, seq: Int64, masterSeq: Int64, lag: Int64, epoch: String? = nil, orders: Int,
+        masterId: String? = nil, pairing: PairingState, seq: Int64, masterSeq: Int64, lag: Int64?, epoch: String? = nil, orders: Int,
         dataDir: String, avahi: AvahiState, uptimeSeconds: Int64, master: Link, pendingWrites: Int, outbox: Int, mastersSeen: [SeenMaster],
         commits: ReplicaCommitStatus = ReplicaCommitStatus(), ready: NodeReadiness? = nil, state: NodeReadyState? = nil,
         lastError: NodeError? = nil

@@ -22,6 +22,7 @@ public enum StatusText {
         lines.append("paired:    \(m.pairedTerminals) terminal\(m.pairedTerminals == 1 ? "" : "s")")
         lines += failoverLines(m)
         lines += terminalLines(m)
+        lines += rivalLines(m)
         lines.append("tombstones: \(m.tombstones)")
         if let n = m.storeposForeign, n > 0 {
             lines.append("storepos:  \(n) foreign order\(n == 1 ? "" : "s") waiting (`ordersync storepos foreign`)")
@@ -51,7 +52,11 @@ public enum StatusText {
         let link = s.master
         lines.append("master:    \(link.state.rawValue) \(link.url ?? "-") \(link.serviceName ?? "-") (for \(link.sinceSeconds) s)")
         if let e = link.lastError { lines.append("last error: \(e)") }
-        lines.append("lag:       \(s.lag) (master at \(s.masterSeq))")
+        if let lag = s.lag {
+            lines.append("lag:       \(lag) (master at \(s.masterSeq))")
+        } else {
+            lines.append("lag:       unknown while not live (master at \(s.masterSeq) when last heard)")
+        }
         lines += failoverLines(s)
         lines.append("outbox:    \(s.outbox) local changes waiting for the master")
         return lines.joined(separator: "\n")
@@ -64,6 +69,7 @@ public enum StatusText {
         if let p = ready.published { parts.append("published \(p.rawValue)") }
         if let l = ready.link { parts.append("link \(l.rawValue)") }
         var lines = ["ready:     \(state.rawValue) (\(parts.joined(separator: ", ")))"]
+        if let f = ready.storeFailure { lines.append("store failing: \(f.summary): \(f.error)") }
         if let e = lastError { lines.append("last warning: \(e.at) \(e.event): \(e.message)") }
         return lines
     }
@@ -100,9 +106,23 @@ public enum StatusText {
         }
         for t in away {
             var line = "  away       \(t.name)  \(t.address)  last seen \(t.lastSeen)  acked \(t.ackedSeq)  lag \(t.lag)"
+            if let a = m.away?.first(where: { $0.terminalId == t.terminalId }) { line += "  away \(a.awaySeconds) s  behind \(a.behind)" }
             if let n = t.outbox { line += "  outbox \(n) when last heard" }
             lines.append(line)
         }
+        // Paired terminals that never connected have no record of a slave yet.
+        for a in m.away ?? [] where !m.terminals.contains(where: { $0.terminalId == a.terminalId }) {
+            lines.append("  away       \(a.name)  never connected  away \(a.awaySeconds) s (since paired)  behind \(a.behind)")
+        }
         return lines
+    }
+
+    /// Other masters of the store on the LAN, one line each (none: no line).
+    static func rivalLines(_ m: MasterStatus) -> [String] {
+        (m.rivals ?? []).map { r -> String in
+            let term = r.term.map { "\($0)" } ?? "-"
+            return "rival:     another master of store \(m.store): \(r.name) at \(r.address) (\(r.hostName)), id \(r.nodeId ?? "-"), "
+                + "term \(term), seen since \(NodeError.isoTime(epochMillis: r.sinceMillis))"
+        }
     }
 }

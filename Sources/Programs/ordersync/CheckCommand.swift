@@ -9,9 +9,11 @@ struct CheckCommand: ParsableCommand {
         commandName: "check",
         abstract: "Check the node's health like a monitoring plugin: one line, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
         discussion: """
-            CRITICAL: no daemon answers, the store cannot be read, a slave has had no live link to its \
-            master for longer than --max-silence, or its master refuses it. WARNING: a master not \
-            published on the LAN; lag or outbox above the warning threshold. UNKNOWN: bad arguments, \
+            CRITICAL: no daemon answers, the store cannot be read or its last commit failed, another \
+            master of the store is on the LAN, a slave has had no live link to its master for longer \
+            than --max-silence, or its master refuses it. WARNING: a master not published on the LAN; \
+            lag, outbox or a paired terminal's time away above the warning threshold (a master's lag \
+            counts its away terminals too). UNKNOWN: bad arguments, \
             permission denied, an unexpected answer. Thresholds are WARN[,CRIT]: a value above WARN is \
             a WARNING, above CRIT a CRITICAL (--max-silence 30,60; a single --max-silence value is \
             the CRITICAL one).
@@ -22,7 +24,8 @@ struct CheckCommand: ParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Operations a slave (on a master: its most lagging connected terminal) may be behind.", valueName: "warn[,crit]"))
+            "Operations a slave (on a master: its most lagging paired terminal, connected or away) may be behind.",
+            valueName: "warn[,crit]"))
     var maxLag = "1000"
 
     @Option(name: .long, help: ArgumentHelp("Local changes a slave may hold in its outbox.", valueName: "warn[,crit]"))
@@ -32,6 +35,11 @@ struct CheckCommand: ParsableCommand {
         name: .long,
         help: ArgumentHelp("Seconds a slave may be without a live link to its master (one value: critical).", valueName: "[warn,]crit"))
     var maxSilence = "60"
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Seconds a master's paired terminal may be away (no link open).", valueName: "warn[,crit]"))
+    var maxAway = "600"
 
     @Option(name: .long, help: ArgumentHelp("How long to wait for the daemon's answer (1-3600).", valueName: "seconds"))
     var timeout = 10
@@ -46,7 +54,7 @@ struct CheckCommand: ParsableCommand {
         }
         return HealthThresholds(
             lag: try parse(maxLag, "--max-lag"), outbox: try parse(maxOutbox, "--max-outbox"),
-            silence: try parse(maxSilence, "--max-silence", singleIsCritical: true))
+            silence: try parse(maxSilence, "--max-silence", singleIsCritical: true), away: try parse(maxAway, "--max-away"))
     }
 
     func validate() throws {

@@ -67,7 +67,8 @@ extension MasterNode {
         status.commits = group.stats
         status.storeposForeign = try? writer.read { try $0.foreignOrders(state: .seen).count }
         let ready = NodeReadiness(
-            store: orders == nil ? .failed : .ok, published: NodeReadiness.Published(avahi: avahiState, confirmedName: publishedName))
+            store: orders == nil ? .failed : .ok, published: NodeReadiness.Published(avahi: avahiState, confirmedName: publishedName),
+            storeFailure: writer.health.failure)
         status.ready = ready
         status.state = ready.state
         status.lastError = configuration.errorLog.lastError
@@ -75,6 +76,9 @@ extension MasterNode {
         status.syncReplicas = configuration.syncReplicas
         status.voters = FailoverStatus.voters(writer, masterName: terminalName)
         status.autoFailover = autoFailoverStatus()
+        let nowMillis = WallClock.nowMillis()
+        status.away = terminalPresence(nowMillis: nowMillis).compactMap { $0.away(lastSeq: lastSeq, nowMillis: nowMillis) }
+        status.rivals = rivals.list
         return status
     }
 }

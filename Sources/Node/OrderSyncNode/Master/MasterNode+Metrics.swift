@@ -18,6 +18,7 @@ extension MasterNode {
             guard let id = p.terminalId, let lag = p.standbyLag else { return nil }
             return (id, p.terminal ?? id, lag)
         }
+        snapshot.health = healthGauges(status)
         return metrics.render(snapshot)
     }
 

@@ -48,6 +48,7 @@ public final class MasterNode {
     let serviceName: String
     var publishedName: String?
     var browsesOwnType = false // Its own service type browsed (once, after its first publication).
+    var rivals = RivalMasters() // Other masters of this store its browse found (MasterNode+Rivals.swift).
     var avahiState: AvahiState
     /// The TCP port terminals connect to (the one bound when the configuration asked for 0).
     public let port: UInt16
@@ -286,6 +287,7 @@ public final class MasterNode {
 
     private func handleDiscovery(_ event: DiscoveryEvent) {
         loop.assertInEventLoop()
+        noteRivals(event)
         switch event {
         case .daemonAvailable:
             avahiState = .up

@@ -39,9 +39,10 @@ final class NodeMetrics {
         /// Operations each known slave is behind, and the changes its outbox held when it last
         /// said (nil: never), by terminal id (master).
         var terminals: [TerminalGauges] = []
-        /// Changes in the outbox, operations behind the master, and whether the link is live (slave).
+        /// Changes in the outbox, operations behind the master (nil: unknown, not live), and
+        /// whether the link is live (slave).
         var outbox = 0
-        var lag: Int64 = 0
+        var lag: Int64? = 0
         var linkLive = false
         /// What the open links carried so far.
         var liveTraffic = TrafficCounts()
@@ -49,6 +50,8 @@ final class NodeMetrics {
         var term: Int64 = 1
         /// Operations each connected standby's copy lacks (master seq − its `held`), by terminal.
         var standbyLag: [(id: String, name: String, value: Int64)] = []
+        /// Readiness, rivals, each paired terminal's presence and the process (`HealthMetrics`).
+        var health = HealthGauges()
     }
 
     let role: NodeRole
@@ -83,6 +86,7 @@ final class NodeMetrics {
         registry: registry, factory: factory, name: "standby_lag",
         help: "Operations a connected standby's copy lacks (master seq minus its held), by terminal id and name.")
     private let commitDuration: CoreMetrics.Timer
+    private lazy var health = HealthMetrics(registry: registry, factory: factory, role: role)
     private let bytesIn, bytesOut, messagesIn, messagesOut: CoreMetrics.Counter
 
     /// Buckets of the commit latency: 0.5 ms to 2.5 s.
@@ -156,10 +160,10 @@ final class NodeMetrics {
             connected = [:]
             unreplicatedWrites = nil
             outbox = meter("outbox", "operations", "Local changes in the outbox, waiting for the master.")
-            slaveLag = meter("lag", "operations", "Operations the replica is behind the master, as far as it knows.")
+            slaveLag = meter("lag", "operations", "Operations the replica is behind the master's head; NaN while the link is not live.")
             linkLive = meter("master_link", "live", "1 while the link to the master is live (synced), else 0.")
             linkAttempts = counter("master_connect_attempts", "total", "Attempts to reach the master.")
-            linkUps = counter("master_connects", "total", "Attempts that got a secure link to the master up.")
+            linkUps = counter("master_connects", "total", "Links to the master that got through the hello to synced (the master's ready).")
         }
     }
 
@@ -221,7 +225,8 @@ final class NodeMetrics {
         term.set(s.term)
         for (p, m) in connected { m.set(s.connected[p] ?? 0) }
         outbox?.set(s.outbox)
-        slaveLag?.set(s.lag)
+        slaveLag?.set(s.lag.map { Double($0) } ?? .nan)
+        health.set(s.health)
         linkLive?.set(s.linkLive ? 1 : 0)
         guard role == .master else { return }
         terminalLag.set(s.terminals.map { ($0.id, $0.name, $0.lag) })
@@ -240,16 +245,18 @@ final class NodeMetrics {
 
 /// One gauge per known slave; a terminal no longer known (revoked, forgotten, or with no value)
 /// loses its series, so the label set stays that of the paired terminals.
-private final class PerTerminalGauge {
+final class PerTerminalGauge {
     private let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     private let descriptor: MetricNameDescriptor
     private var byTerminal: [String: (name: String, meter: Meter)] = [:]
 
-    init(registry: PrometheusCollectorRegistry, factory: PrometheusMetricsFactory, name: String, help: String) {
+    init(
+        registry: PrometheusCollectorRegistry, factory: PrometheusMetricsFactory, name: String, unit: String = "operations", help: String
+    ) {
         self.registry = registry
         self.factory = factory
-        descriptor = MetricNameDescriptor(namespace: "ordersync", metricName: name, unitName: "operations", helpText: help)
+        descriptor = MetricNameDescriptor(namespace: "ordersync", metricName: name, unitName: unit, helpText: help)
     }
 
     func set(_ list: [(id: String, name: String, value: Int64)]) {

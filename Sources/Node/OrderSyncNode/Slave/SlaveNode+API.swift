@@ -101,12 +101,13 @@ extension SlaveNode {
             version: NodeVersion.string, store: configuration.store ?? engine.joinedStore, name: terminalName,
             nodeId: nodeIdentity.nodeId, terminalId: terminalId, masterId: trust.status.masterId, pairing: trust.status.pairing,
             seq: engine.lastSeq, masterSeq: max(engine.masterSeq, engine.lastSeq),
-            lag: max(0, engine.masterSeq - engine.lastSeq), epoch: engine.epoch, orders: orders ?? 0,
+            lag: linkState.name == .live ? max(0, engine.masterSeq - engine.lastSeq) : nil, epoch: engine.epoch, orders: orders ?? 0,
             dataDir: configuration.dataDirectory, avahi: avahiState, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
             master: link, pendingWrites: pendingWrites.count, outbox: engine.outboxCount, mastersSeen: seen)
         status.commits = replicaCommits
         let ready = NodeReadiness(
-            store: orders == nil ? .failed : .ok, link: NodeReadiness.Link(state: link.state, pairing: trust.status.pairing))
+            store: orders == nil ? .failed : .ok, link: NodeReadiness.Link(state: link.state, pairing: trust.status.pairing),
+            storeFailure: writer.health.failure)
         status.ready = ready
         status.state = ready.state
         status.lastError = configuration.errorLog.lastError

@@ -339,6 +339,8 @@ extension SlaveNode {
                 guard case .syncing(let l, let target) = linkState else { break }
                 reconnectBackoff.reset()
                 candidates.succeeded(address: target.url.host, port: target.url.port)
+                // A connect is a link that got through the hello, not one secured and then lost.
+                metrics.counts.linkUps += 1
                 enter(.live(l, target))
                 termTrySynced()
                 logger.info(

@@ -10,6 +10,7 @@ extension SlaveNode {
         var snapshot = NodeMetrics.Snapshot(seq: status.seq)
         snapshot.outbox = status.outbox
         snapshot.lag = status.lag
+        snapshot.health = healthGauges(status)
         snapshot.linkLive = status.master.state == .live
         snapshot.term = status.term ?? 1
         if let link = linkState.link { snapshot.liveTraffic = link.traffic }
@@ -34,9 +35,9 @@ extension SlaveNode {
         }
     }
 
-    /// The link to the master is up: counted, and after failed attempts one line says so.
+    /// The link to the master is up (secured): after failed attempts one line says so. It is
+    /// counted in `master_connects_total` only once synced (`linkSynced`).
     func linkCameUp() {
-        metrics.counts.linkUps += 1
         if let streak = connectFailures.succeeded() {
             logger.info(
                 "master.reconnected", metadata: ["failures": .stringConvertible(streak.failures), "since": "\(streak.since)"])

@@ -1,5 +1,6 @@
 import Dispatch
 import EventLoopIO
+import NodePolicy
 import OrderStore
 
 /// The node's one writer of its order store, for both roles: the only holder of the read-write
@@ -42,6 +43,8 @@ final class StoreWriter {
     private var idleWaiters: [() -> Void] = []
     /// True while a finished commit is handed back (its callback and then the waiters run).
     private var handingBack = false
+    /// Whether the last commit succeeded, or the streak of failed ones (`StoreWriter+Health`).
+    var health = StoreHealth()
 
     /// The writer of `store` (the node's, open read-write), owned by `loop`; its COMMITs run on
     /// `commitQueue` (a serial queue of its own unless a test hands one in).
@@ -62,13 +65,21 @@ final class StoreWriter {
     /// True while a group's COMMIT runs off the loop.
     var isCommitting: Bool { state.phase == .committing }
 
+    /// The database file.
+    var path: String { database.path }
+
     // MARK: - Group commit
 
     /// Opens a group (`BEGIN IMMEDIATE`): idle to collecting. Throws when the store takes no
     /// transaction (busy, closed): the role then applies its work alone.
     func openGroup() throws(StoreError) {
         precondition(state.phase == .idle, "a group opened while \(state.phase)")
-        try database.beginGroup()
+        do {
+            try database.beginGroup()
+        } catch {
+            noteCommit(.failure(error))
+            throw error
+        }
         state.opened()
     }
 
@@ -89,6 +100,7 @@ final class StoreWriter {
         } catch {
             database.rollbackGroup()
             state.rolledBack()
+            noteCommit(.failure(error))
             handBack { finished(.failure(error)) }
             return
         }
@@ -112,6 +124,7 @@ final class StoreWriter {
     private func commitEnded(_ commit: DetachedCommit) {
         guard let finished = state.commitEnded(commit) else { return }
         let result = database.finishGroupCommit(commit)
+        noteCommit(result)
         handBack { finished(result) }
     }
 
