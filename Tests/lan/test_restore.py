@@ -4,8 +4,9 @@ backup` copies the store and the key files (`FILE.keys/`, 0600); then both tills
 master's own API take more orders, updates and a removal, each acknowledged (the slaves'
 outboxes drained, every order `synced`; the master's writes answered). The master's terminal
 is then lost whole: its data directory is moved away and a new one is made from the backup and
-its keys only, as Docs/OPERATIONS.md says. The restored master keeps its epoch and starts a new
-term (`store.restored`); each slave, ahead of it, is answered `diverged` and sends back what it
+its keys only, as Docs/OPERATIONS.md says (one till is off meanwhile, and the restored master
+takes a write before it is back). The restored master keeps its epoch and starts a new term
+(`store.restored`); each slave, ahead of it, is answered `diverged` and sends back what it
 holds beyond the backup; the master applies each operation once.
 
 Checked: every acknowledged order is on every terminal with its last fields and the removed one
@@ -92,6 +93,9 @@ def test_a_restored_master_takes_back_what_its_tills_hold(lan3):
     assert len(lost_tail) == len(after) + 3, lost_tail
 
     # The master's terminal is lost: a new data directory from the backup and its keys only.
+    # The second till is off meanwhile: the restored master takes a write before it is back,
+    # at a seq that till holds another entry at.
+    assert tills[1].stop() == 0
     assert master.stop() == 0
     gone = master.data_dir + ".lost"
     os.rename(master.data_dir, gone)
@@ -105,6 +109,10 @@ def test_a_restored_master_takes_back_what_its_tills_hold(lan3):
     master.wait_api()
     assert restored["epoch"] == epoch and restored["term"] == "2" and restored["term.start"] == str(backup_seq + 1), restored
     assert master.node_id() == node_id and master.status()["epoch"] == epoch
+    tills[0].wait_event("sync.diverged", timeout=30)
+    restored_write = master.create(customer="after the restore")
+    expected.add(restored_write["uuid"])
+    tills[1].start()
 
     # Every till sends back what it holds beyond the backup; all converge on every order.
     for till in tills:
