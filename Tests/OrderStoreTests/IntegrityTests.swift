@@ -6,8 +6,8 @@ import XCTest
 @testable import OrderStore
 
 /// A damaged file is refused by both open modes and left as it was; a slave's outbox is read
-/// back from a damaged replica; `backup` makes a checked copy that a node opening it gives a new
-/// epoch.
+/// back from a damaged replica; `backup` makes a checked copy that a master opening it adopts in
+/// a new term of the same epoch.
 final class IntegrityTests: StoreTestCase {
     /// A database with `count` orders and a journal entry for each, closed (its WAL
     /// checkpointed into the file).
@@ -123,7 +123,7 @@ final class IntegrityTests: StoreTestCase {
         XCTAssertEqual(salvaged.metadata["node.role"], "slave")
     }
 
-    func testABackupIsACheckedCopyThatGetsANewEpochWhenOpened() throws {
+    func testABackupIsACheckedCopyThatAMasterAdoptsInANewTermOfTheSameEpoch() throws {
         let orders = try makeStore(orders: 50)
         let writer = try openDatabase()
         let epoch = try writer.databaseEpoch()
@@ -157,9 +157,17 @@ final class IntegrityTests: StoreTestCase {
         let adopted = try XCTUnwrap(try restored.adoptRestoredBackup())
         XCTAssertEqual(adopted.previousEpoch, epoch)
         XCTAssertEqual(adopted.madeMillis, 1_700_000_000_123)
-        XCTAssertNotEqual(adopted.newEpoch, epoch)
-        XCTAssertEqual(try restored.databaseEpoch(), adopted.newEpoch)
-        XCTAssertNil(try restored.adoptRestoredBackup(), "the mark is cleared: the next start keeps the epoch")
+        // A master's store keeps its epoch: its slaves keep their replicas and send back what
+        // they hold beyond seq 50, which the new term tells apart from what it appends next.
+        XCTAssertEqual(adopted.newEpoch, epoch)
+        XCTAssertEqual(try restored.databaseEpoch(), epoch)
+        XCTAssertEqual(adopted.previousTerm, 1)
+        XCTAssertEqual(adopted.term, 2)
+        XCTAssertEqual(adopted.termStart, 51)
+        XCTAssertEqual(try restored.term(), 2)
+        XCTAssertEqual(try restored.termStarts().starts, [1: 1, 2: 51])
+        XCTAssertNil(try restored.adoptRestoredBackup(), "the mark is cleared: the next start keeps the term")
+        XCTAssertEqual(try restored.term(), 2)
         XCTAssertNil(try openDatabase().adoptRestoredBackup(), "the source was never marked")
     }
 

@@ -10,9 +10,11 @@ struct BackupCommand: ParsableCommand {
         abstract: "Copy the order store to FILE with SQLite's online backup (the daemon may keep running).",
         discussion: """
             The copy is one consistent state of the store, checked with PRAGMA quick_check, written to a \
-            temporary file, synced to disk and renamed to FILE. A master restored from it gets a new epoch \
-            (its slaves take a fresh snapshot). Back up node.key (and a slave's master.trust) with it. \
-            Restoring: Docs/OPERATIONS.md, "Backup and restore".
+            temporary file, synced to disk and renamed to FILE. The node's key files (node.key, \
+            node.key.previous, a slave's master.trust, the dashboard's TLS key and certificate) are copied \
+            to the folder FILE.keys (mode 0700, files 0600): it holds the node's private key, a secret. \
+            A master restored from it keeps its epoch and starts a new term: its slaves send back what they \
+            hold beyond the backup. Restoring: Docs/OPERATIONS.md, "Backup and restore".
             """)
 
     @OptionGroup var data: DataDirOption
@@ -20,7 +22,7 @@ struct BackupCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The backup file to write.", valueName: "file"))
     var file: String
 
-    @Flag(name: .long, help: "Replace FILE when it exists.")
+    @Flag(name: .long, help: "Replace FILE (and the files in FILE.keys) when it exists.")
     var force = false
 
     @Flag(name: .long, help: "Print what was copied as JSON.")

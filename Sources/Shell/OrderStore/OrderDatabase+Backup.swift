@@ -91,7 +91,7 @@ extension OrderDatabase {
 
     /// Copies every page of `source` into `destination` in one step, so the copy is one
     /// consistent state of the source (one read transaction; in WAL mode writers go on).
-    private static func runBackup(from source: SQLiteConnection, to destination: SQLiteConnection) throws {
+    static func runBackup(from source: SQLiteConnection, to destination: SQLiteConnection) throws {
         let sourceHandle = try source.openHandle()
         let destinationHandle = try destination.openHandle()
         // "sqlite3_backup_init() is called once to initialize the backup, sqlite3_backup_step()
@@ -122,25 +122,25 @@ extension OrderDatabase {
     }
 
     /// `fsync(2)` on a file or a directory.
-    private static func syncFile(_ path: String, directory: Bool = false) throws {
+    static func syncFile(_ path: String, directory: Bool = false) throws {
         let fd = open(path, (directory ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC)
         guard fd >= 0 else { throw posixError("cannot open \(path) to sync it", path: path) }
         defer { Glibc.close(fd) }
         guard fsync(fd) == 0 else { throw posixError("cannot sync \(path) to disk", path: path) }
     }
 
-    private static func posixError(_ what: String, path: String) -> StoreError {
+    static func posixError(_ what: String, path: String) -> StoreError {
         let code = errno
         return StoreError(
             kind: code == ENOSPC ? .full : .sqlite, message: "\(what): \(String(cString: strerror(code)))", path: path)
     }
 
-    private static func removeDatabaseFiles(_ path: String) {
+    static func removeDatabaseFiles(_ path: String) {
         unlink(path)
         for companion in DatabaseFileMode.companions(of: path) { unlink(companion) }
     }
 
-    private static func parentDirectory(of path: String) -> String {
+    static func parentDirectory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         let head = path[..<slash]
         return head.isEmpty ? "/" : String(head)

@@ -54,14 +54,23 @@ extension OrderDatabase {
     }
 }
 
-/// A database opened by a node that `backup` made: what it was, and the epoch it got.
+/// A database opened by a node that `backup` made: what it was, and what it became.
+///
+/// A master's store keeps its epoch and starts a new term (`term`, `termStart`); a slave's
+/// replica gets a new epoch (`newEpoch`), as it always did.
 public struct RestoredBackup: Sendable, Equatable {
     /// When the backup was made (milliseconds since 1970), as the copy recorded it.
     public var madeMillis: Int64
     /// The epoch the database had when it was copied.
     public var previousEpoch: String
-    /// The new epoch it got on being opened.
+    /// Its epoch now: the same on a master's store, a new one on a slave's replica.
     public var newEpoch: String
+    /// A master's store: the term it was in when copied (nil on a replica).
+    public var previousTerm: Int64?
+    /// A master's store: the term it starts on being opened (nil on a replica).
+    public var term: Int64?
+    /// A master's store: the first seq of that term, the one after the copy's last.
+    public var termStart: Int64?
 }
 
 extension OrderDatabase {
@@ -76,24 +85,44 @@ extension OrderDatabase {
             lower(hex(randomblob(6)))
         """
 
-    /// When this file is a copy made by `backup` (put back in place of a database), gives it a
-    /// new epoch and clears the mark, in one transaction; nil for any other file.
+    /// When this file is a copy made by `backup` (put back in place of a database), adopts it
+    /// and clears the mark, in one transaction; nil for any other file.
     ///
-    /// The epoch tells slaves which history their replica belongs to (Docs/PROTOCOL.md): a
-    /// master restored from a backup has lost whatever was applied after the copy, and reuses
-    /// those sequence numbers for other operations. With a new epoch, every slave takes a fresh
-    /// snapshot instead of catching up from a sequence that now means something else.
+    /// **A master's store keeps its epoch and starts a new term** (Docs/PROTOCOL.md, "A
+    /// restored master"). Its slaves may hold entries past the copy's last seq (their standby
+    /// journals, their outboxes). The same epoch lets them keep their replicas; the new term,
+    /// starting right after the copy's last seq, tells the master's history apart from theirs
+    /// at the seqs it will now reuse: every slave ahead is answered `diverged` with
+    /// K = the copy's last seq, puts its entries after K back into its outbox with their
+    /// operation ids, and the master applies each once. A new epoch instead made the slaves
+    /// take a snapshot over them and drop them.
+    ///
+    /// **A slave's replica gets a new epoch**: it is only a copy of its master's orders, and
+    /// takes a fresh snapshot (its outbox is sent as usual).
     public func adoptRestoredBackup() throws -> RestoredBackup? {
         guard let made = try metadata(Self.backupMarkKey) else { return nil }
         return try transaction {
             let previous = try databaseEpoch()
-            guard let epoch = try connection.scalarText(Self.newEpochSQL) else {
-                throw StoreError(kind: .sqlite, message: "SQLite made no epoch", path: path)
+            var restored = RestoredBackup(madeMillis: Int64(made) ?? 0, previousEpoch: previous, newEpoch: previous)
+            if try metadata("node.role") == "master" {
+                let previousTerm = try term()
+                let start = try lastJournalSeq() + 1
+                try addTermStart(term: previousTerm + 1, seq: start)
+                try setTerm(previousTerm + 1)
+                try setMetadata("database.restored_in_term", String(previousTerm + 1))
+                restored.previousTerm = previousTerm
+                restored.term = previousTerm + 1
+                restored.termStart = start
+            } else {
+                guard let epoch = try connection.scalarText(Self.newEpochSQL) else {
+                    throw StoreError(kind: .sqlite, message: "SQLite made no epoch", path: path)
+                }
+                try setMetadata("database.epoch", epoch)
+                try setMetadata("database.restored_from_epoch", previous)
+                restored.newEpoch = epoch
             }
-            try setMetadata("database.epoch", epoch)
-            try setMetadata("database.restored_from_epoch", previous)
             try removeMetadata(Self.backupMarkKey)
-            return RestoredBackup(madeMillis: Int64(made) ?? 0, previousEpoch: previous, newEpoch: epoch)
+            return restored
         }
     }
 }

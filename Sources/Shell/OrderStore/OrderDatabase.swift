@@ -25,6 +25,9 @@ public final class OrderDatabase {
     let connection: SQLiteConnection
     /// The schema versions `init(path:)` applied to this file (empty when it was current).
     public private(set) var migrationsApplied: [Int64] = []
+    /// The copy `init(path:)` made of the file before migrating it (nil when nothing was
+    /// migrated): `OrderDatabase.backupBeforeMigration`.
+    public private(set) var migrationBackup: MigrationBackup?
 
     /// Where the connection is in its transactions (`TransactionState`): the one place that
     /// says whether a transaction or a group is open, how deep, or whether a group's COMMIT
@@ -42,8 +45,13 @@ public final class OrderDatabase {
     /// `quick_check` finds damaged is refused (`.damaged`) and left as it is. The file and
     /// its `-wal` and `-shm` companions are mode 0600 whatever the umask (`DatabaseFileMode`).
     public convenience init(path: String) throws {
+        try self.init(path: path, now: time(nil))
+    }
+
+    /// `init(path:)` with the time a pre-migration copy is named after (tests).
+    convenience init(path: String, now: time_t) throws {
         try DatabaseFileMode.restrictToOwner(path)
-        try self.init(opening: path, journalMode: "wal")
+        try self.init(opening: path, journalMode: "wal", now: now)
     }
 
     /// A new, empty database in memory (`:memory:`) with the same schema and settings, for tests
@@ -56,7 +64,7 @@ public final class OrderDatabase {
 
     /// Opens `path` read-write; `journalMode` is the mode SQLite must report after the WAL
     /// pragma ("wal" for a file, "memory" for `:memory:`).
-    private init(opening path: String, journalMode expected: String) throws {
+    private init(opening path: String, journalMode expected: String, now: time_t = time(nil)) throws {
         connection = try SQLiteConnection(path: path, readOnly: false)
         do {
             try connection.setBusyTimeout(OrderDatabase.busyTimeout)
@@ -93,6 +101,7 @@ public final class OrderDatabase {
             // A damaged file is refused before anything is written to it (a migration, a row):
             // it stays as it was for whoever recovers it.
             try Self.requireSound(connection)
+            migrationBackup = try Self.backupBeforeMigration(connection, now: now)
             migrationsApplied = try Schema.migrate(connection)
             try DatabaseFileMode.restrictCompanions(of: path)
         } catch {

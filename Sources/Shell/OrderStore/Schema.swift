@@ -288,12 +288,13 @@ enum Schema {
         try connection.scalarInt("PRAGMA user_version") ?? 0
     }
 
-    /// Applies every migration newer than the file's version, each in its own transaction.
-    /// Returns the versions applied (empty when the file was already current).
+    /// Applies every migration newer than the file's version (up to `last`: tests make a store
+    /// of an earlier version), each in its own transaction. Returns the versions applied
+    /// (empty when the file was already current).
     @discardableResult
-    static func migrate(_ connection: SQLiteConnection) throws -> [Int64] {
+    static func migrate(_ connection: SQLiteConnection, upTo last: Int64 = currentVersion) throws -> [Int64] {
         var applied: [Int64] = []
-        for migration in migrations {
+        for migration in migrations where migration.version <= last {
             // BEGIN IMMEDIATE takes the write lock first, so the version read below cannot be
             // changed by another writer before this transaction commits.
             try connection.executeOnce("BEGIN IMMEDIATE")

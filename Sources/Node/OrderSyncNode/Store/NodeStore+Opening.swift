@@ -6,7 +6,8 @@ import OrderStore
 /// Opening a node's order store at start: a damaged or unreadable store is refused with what is
 /// wrong and the way back; a slave's damaged replica is moved aside (kept) and replaced by a
 /// fresh one that keeps the terminal's outbox; a copy made by `ordersync backup` put back in
-/// place gets a new epoch.
+/// place is adopted (a master's: a new term; a replica's: a new epoch); a store of an older
+/// schema is copied to `backups/` before it is migrated.
 extension NodeStore {
     /// Opens the store of `c` and checks it belongs to the configuration's role.
     static func open(_ c: NodeConfiguration, logger: Logger, now: Date = Date()) throws -> NodeStore {
@@ -20,6 +21,18 @@ extension NodeStore {
         } catch {
             throw NodeStartupError("cannot open the order store \(c.databasePath): \(error)", failure: .storage)
         }
+        if let copy = db.migrationBackup {
+            logger.notice(
+                "store.migration_backup",
+                metadata: [
+                    "path": "\(c.databasePath)", "backup": "\(copy.path)", "schema.from": "\(copy.fromVersion)",
+                    "schema.to": "\(copy.toVersion)", "removed": "\(copy.removed.joined(separator: ","))",
+                    "hint": """
+                    the store as it was before the upgrade; to roll back: stop, install the previous package, copy this \
+                    file to \(c.databasePath) (its -wal and -shm moved aside), start (Docs/OPERATIONS.md, "Rollback")
+                    """,
+                ])
+        }
         do {
             if let role = try db.metadata("node.role"), role != c.role.rawValue {
                 throw NodeStartupError(
@@ -28,13 +41,7 @@ extension NodeStore {
             }
             try db.setMetadata("node.role", c.role.rawValue)
             if let restored = try db.adoptRestoredBackup() {
-                logger.notice(
-                    "store.restored",
-                    metadata: [
-                        "path": "\(c.databasePath)", "backup.made": "\(timestamp(millis: restored.madeMillis))",
-                        "epoch.previous": "\(restored.previousEpoch)", "epoch": "\(restored.newEpoch)",
-                        "hint": "a database restored from a backup: slaves take a fresh snapshot of it",
-                    ])
+                logger.notice("store.restored", metadata: restoredMetadata(restored, path: c.databasePath))
             }
         } catch let error as StoreError {
             db.close()
@@ -84,6 +91,26 @@ extension NodeStore {
         }
         logger.error("store.replica_damaged", metadata: metadata)
         return fresh
+    }
+
+    /// What `store.restored` says: a master's new term, or a replica's new epoch.
+    private static func restoredMetadata(_ r: RestoredBackup, path: String) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "path": "\(path)", "backup.made": "\(timestamp(millis: r.madeMillis))",
+            "epoch.previous": "\(r.previousEpoch)", "epoch": "\(r.newEpoch)",
+        ]
+        if let term = r.term, let start = r.termStart {
+            metadata["term.previous"] = "\(r.previousTerm ?? 1)"
+            metadata["term"] = "\(term)"
+            metadata["term.start"] = "\(start)"
+            metadata["hint"] = """
+                a master's store restored from a backup keeps its epoch and starts a new term: slaves holding \
+                operations applied after the backup send them again (sync.diverged on each), each applied once
+                """
+        } else {
+            metadata["hint"] = "a replica restored from a backup: it takes a fresh snapshot from the master"
+        }
+        return metadata
     }
 
     /// The message of a store the node refuses to use.

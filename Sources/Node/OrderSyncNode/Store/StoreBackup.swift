@@ -19,7 +19,8 @@ public enum StoreBackup {
     /// What was copied: as JSON (`--json`) and as lines for people.
     public struct Report {
         /// `file`, `bytes`, `orders`, `journalSeq`, `replicaSeq` (slave), `outbox`, `epoch`,
-        /// `role`, `schemaVersion`.
+        /// `role`, `schemaVersion`, `keys` (the folder of key files, null when none) and
+        /// `keyFiles` (their names).
         public var json: JSONObject
         /// The same, readable, with how to restore it.
         public var lines: [String]
@@ -36,6 +37,10 @@ public enum StoreBackup {
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw Failure(message: "cannot write the backup \(file): the folder \(folder) does not exist", failure: .notFound)
         }
+        if !force, FileManager.default.fileExists(atPath: keysFolder(of: file)) {
+            throw Failure(
+                message: "\(keysFolder(of: file)) already exists; choose another file or overwrite it with --force", failure: .refused)
+        }
         let summary: BackupSummary
         do {
             summary = try OfflineStore.backup(
@@ -43,7 +48,8 @@ public enum StoreBackup {
         } catch let error as StoreError {
             throw failure(error, source: source)
         }
-        return report(summary, dataDirectory: dataDirectory)
+        let keys = try copyKeys(dataDirectory: dataDirectory, file: file, force: force)
+        return report(summary, keys: keys, dataDirectory: dataDirectory)
     }
 
     private static func failure(_ error: StoreError, source: String) -> Failure {
@@ -63,7 +69,7 @@ public enum StoreBackup {
         }
     }
 
-    private static func report(_ s: BackupSummary, dataDirectory: String) -> Report {
+    private static func report(_ s: BackupSummary, keys: [String], dataDirectory: String) -> Report {
         var json = JSONObject()
         json["file"] = .string(s.path)
         json["bytes"] = .int(s.bytes)
@@ -74,14 +80,28 @@ public enum StoreBackup {
         json["epoch"] = .string(s.epoch)
         json["role"] = s.role.map { .string($0) } ?? .null
         json["schemaVersion"] = .int(s.schemaVersion)
+        let folder = keysFolder(of: s.path)
+        json["keys"] = keys.isEmpty ? .null : .string(folder)
+        json["keyFiles"] = .array(keys.map { .string($0) })
         let position = s.replicaSeq.map { "replica seq \($0), \(s.outbox) queued local operation(s)" } ?? "journal seq \(s.journalSeq)"
         let store = (dataDirectory as NSString).appendingPathComponent(NodeDefaults.databaseFile)
-        let lines = [
-            "backup written: \(s.path) (\(s.bytes) bytes, checked with quick_check)",
-            "  \(s.role ?? "node") store: \(s.orders) order(s), \(position), epoch \(s.epoch), schema \(s.schemaVersion)",
-            "  to restore: stop the daemon, move \(store) and its -wal and -shm aside, copy this file to \(store), start it "
-                + "(Docs/OPERATIONS.md, \"Backup and restore\")",
-        ]
+        let keyLines =
+            keys.isEmpty
+            ? ["  no key file in \(dataDirectory): a node restored from this backup makes a new key (its tills pair again)"]
+            : [
+                "keys written: \(folder)/ (\(keys.joined(separator: ", ")); mode 0600)",
+                "  SECRET: \(NodeDefaults.keyFile) is the node's private key; keep the backup and this folder as safe as the till",
+            ]
+        let lines =
+            [
+                "backup written: \(s.path) (\(s.bytes) bytes, checked with quick_check)",
+                "  \(s.role ?? "node") store: \(s.orders) order(s), \(position), epoch \(s.epoch), schema \(s.schemaVersion)",
+            ]
+            + keyLines + [
+                "  to restore: stop the daemon, move \(store) and its -wal and -shm aside, copy this file to \(store)"
+                    + (keys.isEmpty ? "" : " and the files of \(folder)/ to \(dataDirectory)/") + ", start it "
+                    + "(Docs/OPERATIONS.md, \"Backup and restore\")"
+            ]
         return Report(json: json, lines: lines)
     }
 }
