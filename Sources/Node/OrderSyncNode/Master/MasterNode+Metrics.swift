@@ -18,6 +18,8 @@ extension MasterNode {
             guard let id = p.terminalId, let lag = p.standbyLag else { return nil }
             return (id, p.terminal ?? id, lag)
         }
+        metrics.setClockOffsets(
+            status.peers.compactMap { p in p.terminalId.flatMap { id in p.clock.map { (id, p.terminal ?? id, $0.offsetMillis) } } })
         return metrics.render(snapshot)
     }
 
