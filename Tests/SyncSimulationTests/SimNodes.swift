@@ -76,7 +76,7 @@ extension Simulation {
     private func heartbeatTick(_ inc: Int) {
         guard master.incarnation == inc, let e = master.engine else { return }
         for id in master.links.keys.sorted() {
-            if let beat = e.heartbeat(for: id), let c = master.links[id] { network.send(beat.text, on: c, from: .master) }
+            if let beat = e.heartbeat(for: id, now: masterNow), let c = master.links[id] { network.send(beat.text, on: c, from: .master) }
         }
         clock.schedule(after: master.wallClock.virtualDelay(1000)) { [unowned self] in self.heartbeatTick(inc) }
     }
@@ -129,7 +129,7 @@ extension Simulation {
         // The link proves the slave's key: the master knows it as its paired terminal.
         let terminal = AuthenticatedTerminal(nodeId: s.terminalId, name: s.name)
         performMaster(m.peerConnected(c.id, address: "10.0.0.\(s.index + 10):\(40000 + c.id)", terminal: terminal))
-        performSlave(s, e.linkOpened())
+        performSlave(s, e.linkOpened(now: slaveNow(s)))
     }
 
     func arrived(_ text: String, on c: SimConnection, at side: SimSide) {

@@ -121,13 +121,13 @@ private func checkClientMessage(_ bytes: [UInt8]) {
         require(!hello.terminalId.isEmpty && hello.lastSeq >= 0 && (hello.outbox ?? 0) >= 0, "accepted hello \(hello)")
         let again = ClientMessage.decode(hello.encodedBytes())
         require(again == .success(.hello(hello)), "hello round-trip gave \(again)")
-    case .ack(let seq, let outbox, let held):
+    case .ack(let seq, let outbox, let held, let clock):
         require(
             seq >= 0 && (outbox ?? 0) >= 0 && (held ?? 0) >= 0,
             "accepted ack of \(seq) with outbox \(String(describing: outbox)), held \(String(describing: held))")
         require(
-            ClientMessage.decode(ClientMessage.encodeAck(seq: seq, outbox: outbox, held: held))
-                == .success(.ack(seq: seq, outbox: outbox, held: held)),
+            ClientMessage.decode(ClientMessage.encodeAck(seq: seq, outbox: outbox, held: held, clock: clock))
+                == .success(.ack(seq: seq, outbox: outbox, held: held, clock: clock)),
             "ack round-trip")
     case .operation(let operation):
         if let id = operation.opId {

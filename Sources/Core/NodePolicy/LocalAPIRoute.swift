@@ -4,7 +4,7 @@ import SyncCore
 /// A local API request, decoded from method, path, query and body. Pure.
 ///
 /// Routes (Docs/API.md):
-/// `GET /v1/status`, `GET /v1/orders?page=P&per=N`, `GET /v1/orders/{uuid}`,
+/// `GET /v1/status`, `GET /v1/orders?page=P&per=N&status=S&sort=created|-created`, `GET /v1/orders/{uuid}`,
 /// `POST /v1/orders`, `PATCH /v1/orders/{uuid}`, `DELETE /v1/orders/{uuid}`,
 /// `POST /v1/operations` (a StorePOS message, several orders at once).
 public enum LocalAPIRoute: Equatable {
@@ -13,7 +13,9 @@ public enum LocalAPIRoute: Equatable {
     case journal(since: Int64, order: String?, limit: Int)
     /// Refused operations recorded by the master.
     case rejections(since: Int64, order: String?, limit: Int)
-    case list(page: Int, per: Int, status: OrderStatus?)
+    /// A page of orders, oldest first (`sort=created`, the default) or newest first
+    /// (`sort=-created`), optionally of one status.
+    case list(page: Int, per: Int, status: OrderStatus?, newestFirst: Bool = false)
     case show(uuid: String)
     /// A write. `single` is the UUID of the one order a REST call is about.
     case write(OperationMessage, single: String?)
@@ -95,8 +97,18 @@ public enum LocalAPIRoute: Equatable {
                 }
                 status = s
             }
+            var newestFirst = false
+            if let raw = query.last(where: { $0.0 == "sort" })?.1 {
+                guard raw == "created" || raw == "-created" else {
+                    return .failure(
+                        Failure(
+                            status: 400, code: "invalid_query",
+                            message: "'sort' must be 'created' (oldest first) or '-created' (newest first)"))
+                }
+                newestFirst = raw == "-created"
+            }
             return queryInt("page", 1, 1...1_000_000).flatMap { page in
-                queryInt("per", 50, 1...1000).map { .list(page: page, per: $0, status: status) }
+                queryInt("per", 50, 1...1000).map { .list(page: page, per: $0, status: status, newestFirst: newestFirst) }
             }
         case ("GET", let p) where p.count == 2 && p[0] == "orders":
             if let f = checkUUID(p[1]) { return .failure(f) }

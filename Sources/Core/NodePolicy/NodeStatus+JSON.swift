@@ -85,6 +85,7 @@ extension MasterStatus.Peer: NodeJSONCodable {
             "address": address, "protocol": `protocol`, "terminal": terminal, "terminalId": terminalId,
             "connectedSeconds": connectedSeconds, "lastSeenMillisAgo": lastSeenMillisAgo, "ackedSeq": ackedSeq, "lag": lag,
             "outbox": outbox, "messages": messages, "rejected": rejected, "held": held, "standbyLag": standbyLag,
+            "clock": clock,
         ])
     }
 
@@ -104,6 +105,7 @@ extension MasterStatus.Peer: NodeJSONCodable {
         rejected = try f.decode("rejected")
         held = try f.decodeIfPresent("held")
         standbyLag = try f.decodeIfPresent("standbyLag")
+        clock = try f.decodeIfPresent("clock")
     }
 }
 
@@ -139,7 +141,7 @@ extension SlaveStatus: NodeJSONCodable {
             "orders": orders, "dataDir": dataDir, "avahi": avahi, "uptimeSeconds": uptimeSeconds, "master": master,
             "pendingWrites": pendingWrites, "outbox": outbox, "mastersSeen": mastersSeen, "commits": commits, "ready": ready,
             "state": state, "lastError": lastError, "term": term, "following": following, "held": held,
-            "autoFailover": autoFailover,
+            "autoFailover": autoFailover, "clock": clock,
         ])
     }
 
@@ -174,6 +176,7 @@ extension SlaveStatus: NodeJSONCodable {
         following = try f.decodeIfPresent("following")
         held = try f.decodeIfPresent("held")
         autoFailover = try f.decodeIfPresent("autoFailover")
+        clock = try f.decodeIfPresent("clock")
     }
 }
 

@@ -127,6 +127,8 @@ public struct MasterStatus: Sendable, Equatable {
         public var held: Int64? = nil
         /// Operations its standby copy lacks: the master's seq minus `held`.
         public var standbyLag: Int64? = nil
+        /// An OrderSync slave's clock against the master's (nil until measured; `ClockStatus`).
+        public var clock: ClockStatus? = nil
 
         /// A status from its members.
         public init(
@@ -280,6 +282,8 @@ public struct SlaveStatus: Sendable, Equatable {
     public var held: Int64?
     /// `--auto-failover`: the lease or the watch (nil: off, or an older daemon).
     public var autoFailover: AutoFailoverStatus?
+    /// This terminal's clock against its master's (nil until measured; `ClockStatus`).
+    public var clock: ClockStatus?
 
     /// Where a terminal stands with its master's key (`DATA/master.trust`).
     public enum PairingState: String, Sendable {

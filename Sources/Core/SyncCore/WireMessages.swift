@@ -63,6 +63,9 @@ public struct HelloMessage: Equatable, Sendable {
     /// histories share by them (`Docs/PROTOCOL.md` 7, "Divergence across terms"); nil from a
     /// build that does not send them (the master falls back to `TermStarts.keep`).
     public var termStarts: TermStarts?
+    /// The slave's wall clock when it sent the hello, in milliseconds since 1970: the master's
+    /// first sample of its clock (`Docs/PROTOCOL.md` 4.8); nil from a build that does not say.
+    public var time: Int64?
 
     /// Most operation ids a hello lists.
     public static let maxPending = 5000
@@ -95,6 +98,7 @@ public struct HelloMessage: Equatable, Sendable {
         if let t = term { o["term"] = .int(t) }
         if let t = lastTerm { o["lastTerm"] = .int(t) }
         if let s = termStarts { o["termStarts"] = .object(s.json) }
+        if let t = time { o["time"] = .int(t) }
         return JSONValue.object(o).serializedBytes()
     }
 }
@@ -107,14 +111,19 @@ public enum ClientMessage: Equatable, Sendable {
     /// shortly after applying broadcasts or a change of its outbox), and holds `outbox` changes
     /// not yet answered by the master (nil from a slave that does not say). `held` is the
     /// highest sequence its standby copy holds on disk (its replica's last sequence, not capped
-    /// by the outbox as `seq` is); nil from a slave that does not say.
-    case ack(seq: Int64, outbox: Int?, held: Int64? = nil)
+    /// by the outbox as `seq` is); nil from a slave that does not say. `clock` is set on the
+    /// ack that answers a heartbeat carrying `time` (`Docs/PROTOCOL.md` 4.8).
+    case ack(seq: Int64, outbox: Int?, held: Int64? = nil, clock: AckClock? = nil)
 
     /// The JSON text of an ack, as its UTF-8 bytes.
-    public static func encodeAck(seq: Int64, outbox: Int? = nil, held: Int64? = nil) -> [UInt8] {
+    public static func encodeAck(seq: Int64, outbox: Int? = nil, held: Int64? = nil, clock: AckClock? = nil) -> [UInt8] {
         var o = JSONObject([("type", .string("ack")), ("seq", .int(seq))])
         if let n = outbox { o["outbox"] = .int(Int64(n)) }
         if let h = held { o["held"] = .int(h) }
+        if let c = clock {
+            o["echo"] = .int(c.echo)
+            o["time"] = .int(c.time)
+        }
         return JSONValue.object(o).serializedBytes()
     }
 
@@ -157,7 +166,9 @@ public enum ClientMessage: Equatable, Sendable {
                 guard let seq = o["seq"]?.intValue, seq >= 0 else {
                     return .failure(WireError(.invalidMessage, "ack needs a \"seq\" of 0 or more"))
                 }
-                return outboxCount(o, in: "ack").flatMap { n in heldSeq(o).map { .ack(seq: seq, outbox: n, held: $0) } }
+                return outboxCount(o, in: "ack").flatMap { n in
+                    heldSeq(o).flatMap { h in AckClock.decode(o).map { .ack(seq: seq, outbox: n, held: h, clock: $0) } }
+                }
             default:
                 return .failure(WireError(.invalidMessage, "unknown message type \(t.serialized())"))
             }
@@ -229,6 +240,7 @@ public enum ClientMessage: Equatable, Sendable {
             }
             hello.termStarts = TermStarts(starts)
         }
+        hello.time = o["time"]?.intValue
         return .success(.hello(hello))
     }
 }

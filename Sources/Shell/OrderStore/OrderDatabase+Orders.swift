@@ -89,8 +89,11 @@ extension OrderDatabase {
         try orders(page: page, per: per, status: nil)
     }
 
-    /// One page of the orders with `status` (all when nil), ordered like `orders(page:per:)`.
-    public func orders(page: Int, per: Int, status: OrderStatus?) throws -> (total: Int, orders: [Order]) {
+    /// One page of the orders with `status` (all when nil), ordered like `orders(page:per:)`,
+    /// or the other way round with `newestFirst` (by `created`, then UUID, both descending).
+    public func orders(
+        page: Int, per: Int, status: OrderStatus?, newestFirst: Bool = false
+    ) throws -> (total: Int, orders: [Order]) {
         guard page >= 1, per >= 1 else {
             throw StoreError(
                 kind: .invalidArgument,
@@ -109,11 +112,12 @@ extension OrderDatabase {
             }
             if overflow || offset >= total { return (total, []) }
             let filter = status == nil ? "" : "WHERE status = ?"
+            let sort = newestFirst ? "created_ms DESC, uuid_key DESC" : "created_ms, uuid_key"
             var values: [SQLiteValue] = status.map { [.text($0.rawValue)] } ?? []
             values += [.integer(Int64(per)), .integer(Int64(offset))]
             let orders = try connection.withStatement(
                 """
-                SELECT \(Self.orderColumns) FROM orders \(filter) ORDER BY created_ms, uuid_key LIMIT ? OFFSET ?
+                SELECT \(Self.orderColumns) FROM orders \(filter) ORDER BY \(sort) LIMIT ? OFFSET ?
                 """, values
             ) { statement in
                 try decodeOrders(statement)

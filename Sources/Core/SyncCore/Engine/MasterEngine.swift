@@ -78,6 +78,8 @@ public final class MasterEngine {
         public var admission = Admission.admitting
         /// A StorePOS terminal: how far apart what it is sent about one order must be.
         public var spacing = StorePOSSpacing(distance: 0)
+        /// An OrderSync slave's wall clock against the master's (`MasterEngine+Clock.swift`).
+        public var clock = ClockSkew()
 
         /// Who sent an operation, for the journal: the authenticated terminal
         /// (`till-2 [ABCD-EFGH]@10.0.0.3:5555`), or the address of a StorePOS terminal.
@@ -235,10 +237,12 @@ public final class MasterEngine {
             reject(e, opId: nil, operation: nil, to: id, now: now, &out)
         case .success(.hello(let hello)):
             self.hello(hello, from: id, now: now, &out)
-        case .success(.ack(let seq, let outbox, let held)):
+            if let t = hello.time { clockSaid(hello: t, from: id, now: now, &out) }
+        case .success(.ack(let seq, let outbox, let held, let clock)):
             peers[id]?.ackedSeq = min(max(0, seq), lastSeq)
             if let n = outbox { peers[id]?.outbox = n }
             if let h = held { peers[id]?.held = min(h, lastSeq) }
+            if let c = clock { clockAnswered(c, from: id, now: now, &out) }
         case .success(.operation(let message)):
             if p.phase == .awaitingHello {
                 reject(
@@ -262,13 +266,6 @@ public final class MasterEngine {
         deliver(outcome, message: message, origin: origin, sender: nil, now: now, &out)
         if ackNow { markAckNow(&out) }
         return (outcome, route(out))
-    }
-
-    /// The heartbeat for an idle OrderSync terminal: the latest sequence, so it notices what it
-    /// missed and acks. Nil for a terminal that gets a WebSocket ping instead.
-    public func heartbeat(for id: Int) -> [UInt8]? {
-        guard let p = peers[id], p.speaksOrderSync, p.phase == .live else { return nil }
-        return ServerMessage.heartbeat(seq: lastSeq).encodedBytes()
     }
 
     /// Periodic housekeeping: persists what is known of live terminals, forgets terminals past

@@ -4,8 +4,8 @@
 extension SlaveEngine {
     /// The ack this slave sends now: the sequence it acknowledges (`ackSeq`), its outbox depth,
     /// and `held`, the last sequence its replica holds (not capped by the outbox).
-    func ackMessage() -> [UInt8] {
-        ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count, held: lastSeq)
+    func ackMessage(clock: AckClock? = nil) -> [UInt8] {
+        ClientMessage.encodeAck(seq: ackSeq, outbox: outbox.count, held: lastSeq, clock: clock)
     }
 
     /// After a message from the master: when it was a broadcast marked `ackNow` and it raised

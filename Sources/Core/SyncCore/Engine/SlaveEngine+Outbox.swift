@@ -26,8 +26,9 @@ extension SlaveEngine {
         }
         if message.operation == .create {
             // The order was taken now, on this terminal: its `created` must not become the time
-            // the master receives it after an outage (not for a repeat of an order it has).
-            let stamp = OrderTimestamp(epochMillis: now).truncatedToSeconds.storePOSText
+            // the master receives it after an outage (not for a repeat of an order it has). On the
+            // master's clock: this clock less its measured offset (`SlaveEngine+Clock.swift`).
+            let stamp = OrderTimestamp(epochMillis: clock.mastersTime(atLocal: now)).truncatedToSeconds.storePOSText
             message.orders = message.orders.map { raw in
                 guard var o = raw.objectValue, o["created"] == nil, let u = o["uuid"]?.stringValue,
                     (try? store.order(uuid: u)) == nil

@@ -181,6 +181,7 @@ extension ServerMessage {
         var reading = StandbyReading(message: decode(value))
         reading.term = value.objectValue?["term"]?.intValue
         reading.termStarts = value.objectValue?["termStarts"]?.objectValue.map(TermStarts.init(json:))
+        if case .success(.heartbeat) = reading.message { reading.clock = HeartbeatClock(value.objectValue) }
         return reading
     }
 }
@@ -194,4 +195,6 @@ struct StandbyReading {
     var term: Int64?
     /// `ready`'s `termStarts`.
     var termStarts: TermStarts?
+    /// A heartbeat's `time` and `clockOffset` (`Docs/PROTOCOL.md` 4.8).
+    var clock: HeartbeatClock?
 }

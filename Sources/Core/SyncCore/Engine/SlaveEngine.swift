@@ -26,7 +26,7 @@ public final class SlaveEngine {
     public private(set) var epoch: String?
     public private(set) var joinedStore: String?
     /// The master's latest sequence as last heard (broadcasts, ready, heartbeats).
-    public private(set) var masterSeq: Int64 = 0
+    public internal(set) var masterSeq: Int64 = 0
     public private(set) var link: LinkState = .offline
     /// Set when the replica may differ from the master's truth: the next hello asks for a snapshot.
     public internal(set) var needsSnapshot = false
@@ -56,6 +56,8 @@ public final class SlaveEngine {
     var ackScheduled = false
     var retryScheduled = false
     var now: Int64 = 0
+    /// This terminal's clock against its master's (`SlaveEngine+Clock.swift`), kept across links.
+    public internal(set) var clock = ClockSkew()
     /// How long the master asked this terminal to wait before connecting again (a hello
     /// refused `rate_limited`: its snapshots are limited); nil when it did not. Read by the
     /// shell when the link ends; cleared by the next `linkOpened`.
@@ -107,8 +109,8 @@ public final class SlaveEngine {
 
     // MARK: Link events
 
-    /// The WebSocket link to the master is open: say where this replica is.
-    public func linkOpened() -> [Action] {
+    /// The WebSocket link to the master is open: say where this replica is (and its clock, `now`).
+    public func linkOpened(now: Int64? = nil) -> [Action] {
         link = .syncing
         reconnectAfterMillis = nil
         resetLink()
@@ -117,7 +119,7 @@ public final class SlaveEngine {
             lastSeq: lastSeq, epoch: needsSnapshot ? nil : epoch)
         hello.pending = outbox.prefix(HelloMessage.maxPending).map(\.opId)
         hello.outbox = outbox.count
-        (hello.term, hello.lastTerm, hello.termStarts) = (term, lastTerm, termStarts)
+        (hello.term, hello.lastTerm, hello.termStarts, hello.time) = (term, lastTerm, termStarts, now)
         return [.send(hello.encodedBytes())]
     }
 
@@ -230,16 +232,7 @@ public final class SlaveEngine {
             answered(opId: opId, seq: seq, failed: failed, &out)
             resyncIfSettled(&out)
         case .success(.heartbeat(let seq)):
-            masterSeq = max(masterSeq, seq)
-            if link == .live, seq > lastSeq {
-                // Broadcasts arrive before the heartbeat on the same link: a higher sequence
-                // means something was missed. Reconnect and catch up.
-                out.append(
-                    .log(EngineLog(.warning, "sync.behind", [("seq", "\(lastSeq)"), ("master.seq", "\(seq)"), ("action", "resync")])))
-                out.append(.resync(reason: "resync"))
-                return out
-            }
-            if link == .live { out.append(.send(ackMessage())) }
+            heartbeat(seq: seq, clock: reading.clock, &out)
         }
         return out
     }

@@ -44,6 +44,7 @@ extension MasterNode {
                 outbox: e?.outbox, messages: e?.messagesIn ?? 0, rejected: e?.rejected ?? 0)
             peer.held = e?.held
             peer.standbyLag = e?.held.map { max(0, lastSeq - $0) }
+            peer.clock = ClockStatus(e?.clock)
             return peer
         }
         let connectedIds = Set(known.values.compactMap(\.terminalId))

@@ -19,6 +19,8 @@ extension MasterNode {
             return (id, p.terminal ?? id, lag)
         }
         snapshot.health = healthGauges(status)
+        metrics.setClockOffsets(
+            status.peers.compactMap { p in p.terminalId.flatMap { id in p.clock.map { (id, p.terminal ?? id, $0.offsetMillis) } } })
         return metrics.render(snapshot)
     }
 

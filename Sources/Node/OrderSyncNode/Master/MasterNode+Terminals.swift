@@ -48,7 +48,9 @@ extension MasterNode {
             }
             transport.onIdle = { [weak self, weak session] in
                 // During a commit the engine's sequence is ahead of what left: a ping then.
-                guard let self = self, let s = session, !self.writer.isCommitting, let beat = self.engine.heartbeat(for: s.id) else {
+                guard let self = self, let s = session, !self.writer.isCommitting,
+                    let beat = self.engine.heartbeat(for: s.id, now: WallClock.nowMillis())
+                else {
                     return .ping
                 }
                 self.send(beat, to: s)

@@ -59,6 +59,8 @@ final class NodeMetrics {
     private let factory: PrometheusMetricsFactory
     /// Bumped on the loop; read at scrape time.
     var counts = Counts()
+    /// `ordersync_terminal_clock_offset_seconds` by terminal id (`NodeMetrics+Clock.swift`).
+    var clockSeries: [String: (name: String, gauge: Prometheus.Gauge)] = [:]
     /// What the metrics objects were last given.
     private var flushed = Counts()
     private var flushedTraffic = TrafficCounts()

@@ -115,6 +115,7 @@ extension SlaveNode {
         status.following = trust.status.masterId.map { SlaveStatus.FollowedMaster(id: $0, name: linkState.target?.serviceName) }
         status.held = engine.lastSeq
         status.autoFailover = autoFailoverStatus()
+        status.clock = ClockStatus(engine.clock)
         return status
     }
 }

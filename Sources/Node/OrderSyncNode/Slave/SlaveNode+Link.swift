@@ -170,7 +170,7 @@ extension SlaveNode {
                 ])
             self.afterBatch { [weak self] in
                 guard let self else { return }
-                self.perform(self.engine.linkOpened())
+                self.perform(self.engine.linkOpened(now: WallClock.nowMillis()))
             }
         }
         l.onMessage = { [weak self, weak l] bytes in

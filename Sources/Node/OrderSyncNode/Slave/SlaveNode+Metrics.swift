@@ -14,6 +14,7 @@ extension SlaveNode {
         snapshot.linkLive = status.master.state == .live
         snapshot.term = status.term ?? 1
         if let link = linkState.link { snapshot.liveTraffic = link.traffic }
+        metrics.setClockOffset(status.clock?.offsetMillis)
         return metrics.render(snapshot)
     }
 

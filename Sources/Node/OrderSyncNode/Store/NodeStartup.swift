@@ -37,8 +37,8 @@ enum NodeStartup {
         do {
             try store.read { db in
                 switch route {
-                case .list(let page, let per, let status):
-                    let r = try db.orders(page: page, per: per, status: status)
+                case .list(let page, let per, let status, let newestFirst):
+                    let r = try db.orders(page: page, per: per, status: status, newestFirst: newestFirst)
                     respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders.map(decorate)))
                 case .show(let uuid):
                     if let o = try db.order(uuid: uuid) {
