@@ -106,6 +106,7 @@ final class MigrationBackupTests: StoreTestCase {
         XCTAssertNotEqual(adopted.newEpoch, epoch)
         XCTAssertEqual(try restored.databaseEpoch(), adopted.newEpoch)
         XCTAssertNil(adopted.term, "a replica does not start a term")
+        XCTAssertNil(adopted.madeByNodeId, "no node id was given")
         XCTAssertEqual(try restored.term(), 1)
     }
 }

@@ -25,7 +25,7 @@ public final class DataDirectory {
         lockDescriptor = try Self.lock(directory: path, lockPath: configuration.lockPath)
         do {
             nodeIdentity = try NodeIdentity.loadOrCreate(path: configuration.keyPath)
-            store = try NodeStore.open(configuration, logger: logger)
+            store = try NodeStore.open(configuration, logger: logger, nodeId: nodeIdentity.nodeId)
         } catch {
             Glibc.close(lockDescriptor)
             throw error
