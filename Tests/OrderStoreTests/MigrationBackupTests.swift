@@ -93,6 +93,53 @@ final class MigrationBackupTests: StoreTestCase {
         XCTAssertEqual(db.migrationBackup?.removed, [folder + "/store-v11-20240101T000000Z.db", folder + "/store-v11-20250101T000000Z.db"])
     }
 
+    /// Every table's columns (name, type, not null, default, primary key) and every index, in
+    /// order: the layout a build reads.
+    private func layout(_ connection: SQLiteConnection) throws -> [String] {
+        func firstColumn(_ sql: String) throws -> [String] {
+            try connection.withStatement(sql) { statement in
+                var values: [String] = []
+                while try statement.step() { values.append(statement.text(0)) }
+                return values
+            }
+        }
+        let tables = try firstColumn("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        var out = try firstColumn("SELECT name || ' ON ' || tbl_name FROM sqlite_schema WHERE type = 'index' ORDER BY name")
+        for table in tables {
+            out += try connection.withStatement(
+                "SELECT name, type, \"notnull\", coalesce(dflt_value, ''), pk FROM pragma_table_info(?)", [.text(table)]
+            ) { statement in
+                var columns: [String] = []
+                while try statement.step() {
+                    columns.append((0..<5).map { statement.optionalText(Int32($0)) ?? "" }.joined(separator: " "))
+                }
+                return columns.map { "\(table): \($0)" }
+            }
+        }
+        return out
+    }
+
+    /// `Tests/lan/test_upgrade.py` makes its store of the previous version by taking a current
+    /// one back (`previous_schema`: migration 13's two columns dropped, `user_version` 12): that
+    /// gives exactly the layout the migrations up to 12 make.
+    func testTheUpgradeTestsWayBackGivesThePreviousLayout() throws {
+        let previous = try SQLiteConnection(path: directory + "/previous.sqlite", readOnly: false)
+        defer { previous.close() }
+        try Schema.migrate(previous, upTo: previousVersion)
+        let current = try SQLiteConnection(path: directory + "/current.sqlite", readOnly: false)
+        defer { current.close() }
+        try Schema.migrate(current)
+        XCTAssertNotEqual(try layout(current), try layout(previous))
+        for statement in [
+            "ALTER TABLE journal DROP COLUMN term", "ALTER TABLE paired_terminals DROP COLUMN voter",
+            "PRAGMA user_version = \(previousVersion)",
+        ] {
+            try current.executeOnce(statement)
+        }
+        XCTAssertEqual(try layout(current), try layout(previous))
+        XCTAssertEqual(try Schema.version(of: current), previousVersion)
+    }
+
     func testAReplicaRestoredFromABackupGetsANewEpoch() throws {
         let db = try openDatabase()
         try db.setMetadata("node.role", "slave")
