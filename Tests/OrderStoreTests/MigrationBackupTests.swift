@@ -64,6 +64,25 @@ final class MigrationBackupTests: StoreTestCase {
         XCTAssertEqual(try db.connection.scalarText("SELECT order_uuids FROM journal WHERE seq = 5"), "[\"\(uuids[4])\"]")
     }
 
+    func testAStoreThatCannotBeCopiedIsNotMigrated() throws {
+        _ = try makePreviousVersionStore(orders: 2)
+        // `backups` is a file: no copy can be made in it.
+        FileManager.default.createFile(atPath: OrderDatabase.migrationBackupFolder(of: dbPath), contents: Data("x".utf8))
+        do {
+            _ = try OrderDatabase(path: dbPath)
+            XCTFail("a store that could not be copied was opened")
+        } catch let error as StoreError {
+            XCTAssertTrue(error.message.contains("no copy of the store before migrating it from schema \(previousVersion)"), error.message)
+            XCTAssertTrue(error.message.contains("nothing was migrated"), error.message)
+        }
+        let untouched = try SQLiteConnection(path: dbPath, readOnly: true)
+        defer { untouched.close() }
+        XCTAssertEqual(try Schema.version(of: untouched), previousVersion)
+        XCTAssertEqual(try untouched.scalarInt("SELECT count(*) FROM pragma_table_info('journal') WHERE name = 'term'"), 0)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".tmp-") }
+        XCTAssertEqual(leftovers, [])
+    }
+
     func testACurrentOrNewStoreIsNotCopied() throws {
         let fresh = try openDatabase()
         XCTAssertNil(fresh.migrationBackup, "a new file has nothing to keep")
