@@ -148,7 +148,9 @@ final class IntegrityTests: StoreTestCase {
         // A second backup to the same file is refused unless asked for.
         writer.close()
         assertStoreError(.duplicate) { try OrderDatabase.backup(from: dbPath, to: file, overwrite: false, madeMillis: 1) }
-        XCTAssertEqual(try OrderDatabase.backup(from: dbPath, to: file, overwrite: true, madeMillis: 1_700_000_000_123).orders, 50)
+        XCTAssertEqual(
+            try OrderDatabase.backup(from: dbPath, to: file, overwrite: true, madeMillis: 1_700_000_000_123, nodeId: "KX4M-2Q7B").orders, 50
+        )
 
         let restored = try OrderDatabase(path: file)
         XCTAssertEqual(try restored.quickCheck(), [])
@@ -157,6 +159,7 @@ final class IntegrityTests: StoreTestCase {
         let adopted = try XCTUnwrap(try restored.adoptRestoredBackup())
         XCTAssertEqual(adopted.previousEpoch, epoch)
         XCTAssertEqual(adopted.madeMillis, 1_700_000_000_123)
+        XCTAssertEqual(adopted.madeByNodeId, "KX4M-2Q7B", "the key the copy must be restored with")
         // A master's store keeps its epoch: its slaves keep their replicas and send back what
         // they hold beyond seq 50, which the new term tells apart from what it appends next.
         XCTAssertEqual(adopted.newEpoch, epoch)

@@ -64,6 +64,25 @@ final class MigrationBackupTests: StoreTestCase {
         XCTAssertEqual(try db.connection.scalarText("SELECT order_uuids FROM journal WHERE seq = 5"), "[\"\(uuids[4])\"]")
     }
 
+    func testAStoreThatCannotBeCopiedIsNotMigrated() throws {
+        _ = try makePreviousVersionStore(orders: 2)
+        // `backups` is a file: no copy can be made in it.
+        FileManager.default.createFile(atPath: OrderDatabase.migrationBackupFolder(of: dbPath), contents: Data("x".utf8))
+        do {
+            _ = try OrderDatabase(path: dbPath)
+            XCTFail("a store that could not be copied was opened")
+        } catch let error as StoreError {
+            XCTAssertTrue(error.message.contains("no copy of the store before migrating it from schema \(previousVersion)"), error.message)
+            XCTAssertTrue(error.message.contains("nothing was migrated"), error.message)
+        }
+        let untouched = try SQLiteConnection(path: dbPath, readOnly: true)
+        defer { untouched.close() }
+        XCTAssertEqual(try Schema.version(of: untouched), previousVersion)
+        XCTAssertEqual(try untouched.scalarInt("SELECT count(*) FROM pragma_table_info('journal') WHERE name = 'term'"), 0)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".tmp-") }
+        XCTAssertEqual(leftovers, [])
+    }
+
     func testACurrentOrNewStoreIsNotCopied() throws {
         let fresh = try openDatabase()
         XCTAssertNil(fresh.migrationBackup, "a new file has nothing to keep")
@@ -93,6 +112,53 @@ final class MigrationBackupTests: StoreTestCase {
         XCTAssertEqual(db.migrationBackup?.removed, [folder + "/store-v11-20240101T000000Z.db", folder + "/store-v11-20250101T000000Z.db"])
     }
 
+    /// Every table's columns (name, type, not null, default, primary key) and every index, in
+    /// order: the layout a build reads.
+    private func layout(_ connection: SQLiteConnection) throws -> [String] {
+        func firstColumn(_ sql: String) throws -> [String] {
+            try connection.withStatement(sql) { statement in
+                var values: [String] = []
+                while try statement.step() { values.append(statement.text(0)) }
+                return values
+            }
+        }
+        let tables = try firstColumn("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        var out = try firstColumn("SELECT name || ' ON ' || tbl_name FROM sqlite_schema WHERE type = 'index' ORDER BY name")
+        for table in tables {
+            out += try connection.withStatement(
+                "SELECT name, type, \"notnull\", coalesce(dflt_value, ''), pk FROM pragma_table_info(?)", [.text(table)]
+            ) { statement in
+                var columns: [String] = []
+                while try statement.step() {
+                    columns.append((0..<5).map { statement.optionalText(Int32($0)) ?? "" }.joined(separator: " "))
+                }
+                return columns.map { "\(table): \($0)" }
+            }
+        }
+        return out
+    }
+
+    /// `Tests/lan/test_upgrade.py` makes its store of the previous version by taking a current
+    /// one back (`previous_schema`: migration 13's two columns dropped, `user_version` 12): that
+    /// gives exactly the layout the migrations up to 12 make.
+    func testTheUpgradeTestsWayBackGivesThePreviousLayout() throws {
+        let previous = try SQLiteConnection(path: directory + "/previous.sqlite", readOnly: false)
+        defer { previous.close() }
+        try Schema.migrate(previous, upTo: previousVersion)
+        let current = try SQLiteConnection(path: directory + "/current.sqlite", readOnly: false)
+        defer { current.close() }
+        try Schema.migrate(current)
+        XCTAssertNotEqual(try layout(current), try layout(previous))
+        for statement in [
+            "ALTER TABLE journal DROP COLUMN term", "ALTER TABLE paired_terminals DROP COLUMN voter",
+            "PRAGMA user_version = \(previousVersion)",
+        ] {
+            try current.executeOnce(statement)
+        }
+        XCTAssertEqual(try layout(current), try layout(previous))
+        XCTAssertEqual(try Schema.version(of: current), previousVersion)
+    }
+
     func testAReplicaRestoredFromABackupGetsANewEpoch() throws {
         let db = try openDatabase()
         try db.setMetadata("node.role", "slave")
@@ -106,6 +172,7 @@ final class MigrationBackupTests: StoreTestCase {
         XCTAssertNotEqual(adopted.newEpoch, epoch)
         XCTAssertEqual(try restored.databaseEpoch(), adopted.newEpoch)
         XCTAssertNil(adopted.term, "a replica does not start a term")
+        XCTAssertNil(adopted.madeByNodeId, "no node id was given")
         XCTAssertEqual(try restored.term(), 1)
     }
 }

@@ -14,6 +14,9 @@ is gone (0 lost), every operation id of the second half is in the master's journ
 and every order is created once (0 duplicated), the master's node id and epoch are unchanged,
 no till pairs again (its `master.trust` unchanged, no `pairing.required`), and the replicas
 equal the master's store. Prints `FIGURE restore: …` (`pytest -s`).
+
+A master restored from the database file without its key says so (`store.restored_other_key`,
+with the fix), and once the key is copied back the till follows it without pairing.
 """
 
 from __future__ import annotations
@@ -148,4 +151,47 @@ def test_a_restored_master_takes_back_what_its_tills_hold(lan3):
           f"({len(after)} creates, 2 updates, 1 removal) brought back from the tills, 0 lost, 0 duplicated; "
           f"{len(held)} orders on every terminal")
     for node in (*tills, master):
+        assert node.stop() == 0
+
+
+def test_a_master_restored_without_its_key_says_so_and_is_mended_by_copying_the_key(lan2):
+    h1, h2 = lan2.hosts
+    master = OrderSyncNode.master(h1, store="shop1")
+    till = OrderSyncNode.slave(h2)
+    till.wait_live()
+    node_id = master.node_id()
+    orders = [master.create(customer=f"order {i}") for i in range(3)]
+    wait_converged([master, till], expect=len(orders))
+    backup = os.path.join(h1.dir, "shop1-backup.sqlite")
+    keys = json.loads(master.cli("backup", backup, "--json").stdout)["keys"]
+    # Without --force an existing key folder is refused, and the backup is left as it was.
+    again = master.cli("backup", os.path.join(h1.dir, "other.sqlite"), check=False)
+    assert again.returncode == 0, again.stderr
+    os.remove(os.path.join(h1.dir, "other.sqlite"))
+    refused = master.cli("backup", os.path.join(h1.dir, "other.sqlite"), check=False)
+    assert refused.returncode == 73 and "other.sqlite.keys already exists" in refused.stderr, refused.stderr
+    assert not os.path.exists(os.path.join(h1.dir, "other.sqlite"))
+
+    # Restored from the database file alone: a new key, named as the problem with its fix.
+    assert master.stop() == 0
+    os.rename(master.data_dir, master.data_dir + ".lost")
+    os.mkdir(master.data_dir, 0o700)
+    shutil.copyfile(backup, database(master))
+    os.chmod(database(master), 0o600)
+    master.start()
+    event = master.wait_event("store.restored_other_key", timeout=20)
+    assert event["level"] == "error" and event["backup.node_id"] == node_id and event["node.id"] != node_id, event
+    assert "FILE.keys" in event["hint"], event
+
+    # The fix it names: the key copied back, a restart; the till follows without pairing.
+    assert master.stop() == 0
+    shutil.copy2(os.path.join(keys, "node.key"), os.path.join(master.data_dir, "node.key"))
+    master.start()
+    master.wait_api()
+    assert master.node_id() == node_id
+    assert len(master.events("store.restored_other_key")) == 1, "reported once: the backup's mark is cleared"
+    till.wait_live(timeout=30)
+    wait_converged([master, till], expect=len(orders))
+    assert not till.events("pairing.required")
+    for node in (till, master):
         assert node.stop() == 0

@@ -12,7 +12,8 @@ newest, `Sources/Shell/OrderStore/Schema.swift`) only added `journal.term` and
 `paired_terminals.voter`, so dropping those two columns (and the term metadata that came with
 them) and setting `user_version` to 12 gives the layout the previous release wrote. Building
 the previous release from git instead would take most of an hour on a CI machine.
-`MigrationBackupTests` makes its store of the previous version with the migrations up to 12.
+`MigrationBackupTests.testTheUpgradeTestsWayBackGivesThePreviousLayout` checks that these
+statements give exactly the tables, columns and indexes the migrations up to 12 make.
 Prints `FIGURE upgrade: …`.
 """
 

@@ -33,8 +33,9 @@ extension OrderDatabase {
     /// checked with `quick_check`, made 0600, `fsync`ed and only then renamed over
     /// `destination`, whose directory is `fsync`ed too. An existing `destination` is refused
     /// (`.duplicate`) unless `overwrite`. A failure leaves no temporary file behind.
+    /// `nodeId`, when given, is recorded in the copy: the node whose key it must be restored with.
     public static func backup(
-        from source: String, to destination: String, overwrite: Bool, madeMillis: Int64
+        from source: String, to destination: String, overwrite: Bool, madeMillis: Int64, nodeId: String? = nil
     ) throws -> BackupSummary {
         if !overwrite, access(destination, F_OK) == 0 {
             throw StoreError(
@@ -47,7 +48,7 @@ extension OrderDatabase {
         removeDatabaseFiles(temporary)
         do {
             try DatabaseFileMode.restrictToOwner(temporary)
-            let summary = try writeCopy(of: reader, to: temporary, madeMillis: madeMillis)
+            let summary = try writeCopy(of: reader, to: temporary, madeMillis: madeMillis, nodeId: nodeId)
             try syncFile(temporary)
             guard rename(temporary, destination) == 0 else {
                 throw posixError("cannot rename \(temporary) to \(destination)", path: destination)
@@ -63,7 +64,9 @@ extension OrderDatabase {
     }
 
     /// Runs the backup into `path` and finishes the copy there; returns its summary.
-    private static func writeCopy(of reader: OrderDatabase, to path: String, madeMillis: Int64) throws -> BackupSummary {
+    private static func writeCopy(
+        of reader: OrderDatabase, to path: String, madeMillis: Int64, nodeId: String?
+    ) throws -> BackupSummary {
         let copy = try SQLiteConnection(path: path, readOnly: false)
         defer { copy.close() }
         try copy.setBusyTimeout(busyTimeout)
@@ -77,6 +80,7 @@ extension OrderDatabase {
             throw StoreError(kind: .sqlite, message: "the copy stays in journal mode \(mode ?? "unknown")", path: path)
         }
         try database.setMetadata(backupMarkKey, String(madeMillis))
+        if let id = nodeId { try database.setMetadata(backupNodeIdKey, id) }
         try requireSound(copy)
         let role = try database.metadata("node.role")
         let replicaSeq = try database.metadata("replica.last_seq").flatMap { Int64($0) }

@@ -71,11 +71,15 @@ public struct RestoredBackup: Sendable, Equatable {
     public var term: Int64?
     /// A master's store: the first seq of that term, the one after the copy's last.
     public var termStart: Int64?
+    /// The node id of the key the copy was made with (`ordersync backup` records it), if known.
+    public var madeByNodeId: String?
 }
 
 extension OrderDatabase {
     /// The metadata key a copy made by `backup` carries until a node opens it.
     static let backupMarkKey = "backup.made_ms"
+    /// The metadata key naming the node whose key a copy must be restored with.
+    static let backupNodeIdKey = "backup.node_id"
 
     /// A new random (version 4) UUID, made by SQLite, in lower case.
     static let newEpochSQL = """
@@ -104,6 +108,7 @@ extension OrderDatabase {
         return try transaction {
             let previous = try databaseEpoch()
             var restored = RestoredBackup(madeMillis: Int64(made) ?? 0, previousEpoch: previous, newEpoch: previous)
+            restored.madeByNodeId = try metadata(Self.backupNodeIdKey)
             if try metadata("node.role") == "master" {
                 let previousTerm = try term()
                 let start = try lastJournalSeq() + 1
@@ -122,6 +127,7 @@ extension OrderDatabase {
                 restored.newEpoch = epoch
             }
             try removeMetadata(Self.backupMarkKey)
+            try removeMetadata(Self.backupNodeIdKey)
             return restored
         }
     }

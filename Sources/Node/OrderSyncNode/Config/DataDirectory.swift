@@ -47,7 +47,7 @@ public final class DataDirectory {
         do {
             try checks()
             nodeIdentity = try NodeIdentity.loadOrCreate(path: configuration.keyPath)
-            store = try NodeStore.open(configuration, logger: logger)
+            store = try NodeStore.open(configuration, logger: logger, nodeId: nodeIdentity.nodeId)
         } catch {
             claimed.removeMade(releasing: fd)
             throw error

@@ -9,8 +9,9 @@ import OrderStore
 /// place is adopted (a master's: a new term; a replica's: a new epoch); a store of an older
 /// schema is copied to `backups/` before it is migrated.
 extension NodeStore {
-    /// Opens the store of `c` and checks it belongs to the configuration's role.
-    static func open(_ c: NodeConfiguration, logger: Logger, now: Date = Date()) throws -> NodeStore {
+    /// Opens the store of `c` and checks it belongs to the configuration's role; `nodeId` is
+    /// the node's own (a restored backup made with another key is reported).
+    static func open(_ c: NodeConfiguration, logger: Logger, nodeId: String? = nil, now: Date = Date()) throws -> NodeStore {
         let db: OrderDatabase
         do {
             db = try OrderDatabase(path: c.databasePath)
@@ -42,6 +43,17 @@ extension NodeStore {
             try db.setMetadata("node.role", c.role.rawValue)
             if let restored = try db.adoptRestoredBackup() {
                 logger.notice("store.restored", metadata: restoredMetadata(restored, path: c.databasePath))
+                if let made = restored.madeByNodeId, let own = nodeId, made != own {
+                    logger.error(
+                        "store.restored_other_key",
+                        metadata: [
+                            "backup.node_id": "\(made)", "node.id": "\(own)", "key": "\(c.keyPath)",
+                            "hint": """
+                            the backup was made with another node.key: the tills will not trust this one and must pair again. \
+                            Stop the daemon, copy node.key from the backup's FILE.keys folder to \(c.keyPath) (mode 0600) and start it
+                            """,
+                        ])
+                }
             }
         } catch let error as StoreError {
             db.close()

@@ -39,7 +39,9 @@ enum OfflineStore {
 
     /// `ordersync backup`: copies the store at `source` to `file` (SQLite's online backup: a
     /// running node keeps writing meanwhile).
-    static func backup(from source: String, to file: String, overwrite: Bool, madeMillis: Int64) throws -> BackupSummary {
-        try OrderDatabase.backup(from: source, to: file, overwrite: overwrite, madeMillis: madeMillis)
+    static func backup(
+        from source: String, to file: String, overwrite: Bool, madeMillis: Int64, nodeId: String?
+    ) throws -> BackupSummary {
+        try OrderDatabase.backup(from: source, to: file, overwrite: overwrite, madeMillis: madeMillis, nodeId: nodeId)
     }
 }

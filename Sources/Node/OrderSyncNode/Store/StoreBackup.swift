@@ -43,8 +43,11 @@ public enum StoreBackup {
         }
         let summary: BackupSummary
         do {
+            // The key the copy must be restored with (a key file that cannot be read: none named).
+            let key = (dataDirectory as NSString).appendingPathComponent(NodeDefaults.keyFile)
             summary = try OfflineStore.backup(
-                from: source, to: file, overwrite: force, madeMillis: Int64(now.timeIntervalSince1970 * 1000))
+                from: source, to: file, overwrite: force, madeMillis: Int64(now.timeIntervalSince1970 * 1000),
+                nodeId: (try? NodeIdentity.load(path: key))??.nodeId)
         } catch let error as StoreError {
             throw failure(error, source: source)
         }
