@@ -88,4 +88,14 @@ final class PromoteRouteTests: XCTestCase {
         XCTAssertTrue(candidates.seen.first { $0.name == "bar" }!.isCandidate)
         XCTAssertNil(candidates.seen.first { $0.name == "junk" }!.term)
     }
+
+    func testARivalRefusalReadsBackAndCountsAsARefusedPromotion() throws {
+        // `ordersync promote` exits 1 for the codes `PromoteRefusal.Code` knows.
+        XCTAssertEqual(PromoteRefusal.Code(rawValue: "rival_candidate"), .rivalCandidate)
+        var report = PromotionReport(term: 1026, seq: 9, voters: ["a", "b", "c"], promised: ["a"], unreachable: ["c"])
+        report.refusal = .init(.rivalCandidate, "b answered that c holds term 1027")
+        let decoded = try PromotionReport(json: report.jsonValue)
+        XCTAssertEqual(decoded.refusal, report.refusal)
+        XCTAssertEqual(decoded.term, 1026)
+    }
 }

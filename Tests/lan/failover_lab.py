@@ -264,6 +264,25 @@ def check_nothing_lost(master: OrderSyncNode, results: list[dict], orders: list[
     return acked
 
 
+#: K of Docs/PROTOCOL.md 7.16: a term T >= K belongs to member T mod K.
+BALLOT_MODULUS = 1024
+
+
+def member_number(node: OrderSyncNode) -> int:
+    """The member number the node's standby copy holds for it (`paired_terminals.number`)."""
+    rows = read_sqlite(node.data_dir, f"SELECT number FROM paired_terminals WHERE node_id = '{node.node_id()}'")
+    assert rows and rows[0]["number"], f"{node.host.name} has no member number: {rows}"
+    return int(rows[0]["number"])
+
+
+def ballot(node: OrderSyncNode, above: int = 1) -> int:
+    """The term `node` bids when the highest term it knows is `above` (Docs/PROTOCOL.md 7.16):
+    the smallest term above it that its member number owns."""
+    number = member_number(node)
+    term = above // BALLOT_MODULUS * BALLOT_MODULUS + number
+    return term if term > above else term + BALLOT_MODULUS
+
+
 def check_terms(master: OrderSyncNode, term: int, last_seq_before: int) -> None:
     """The master's journal: term 1 up to `last_seq_before`, `term` after it, seqs without a gap."""
     rows = [(r["seq"], r["term"]) for r in read_sqlite(master.data_dir, "SELECT seq, term FROM journal ORDER BY seq")]

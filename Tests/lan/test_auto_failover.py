@@ -1,8 +1,8 @@
 """Automatic failover with real processes on a simulated store LAN (Docs/PROTOCOL.md, "Automatic
 failover"): a master and two paired slaves, each on its own host with its own avahi-daemon, all
 with `--auto-failover`. The master's board dies (avahi-daemon and process SIGKILLed: no goodbye);
-a slave becomes master by itself, in term 2, and takes a write within 5 s of the kill; the other
-slave follows it; what was acknowledged before is on both.
+a slave becomes master by itself, in the term its member number owns (2 or 3), and takes a
+write within 5 s of the kill; the other slave follows it; what was acknowledged before is on both.
 
 Prints `FIGURE auto_promotion_s=…` (`pytest -s`). Needs the `ordersync` binary (``ORDERSYNC_BIN``);
 under CI mode a missing one fails the test.

@@ -34,7 +34,7 @@ import time
 
 import pytest
 
-from failover_lab import (FOLLOW_BOUND, PROMOTE_BOUND, Promotion, Writer, check_nothing_lost, check_terms,
+from failover_lab import (FOLLOW_BOUND, PROMOTE_BOUND, Promotion, Writer, ballot, check_nothing_lost, check_terms,
                           figure, first_accepted_write, follows, link_view, seeded, snapshots_received, status_of,
                           store, wait_following)
 from lan_support import require
@@ -90,15 +90,16 @@ def test_master_dies_for_good_a_slave_is_promoted_and_nothing_acknowledged_is_lo
     assert whom == "random" or behind >= 20, f"the cut-off slave is not behind: {seqs}"
     snapshots = snapshots_received(others)
     chosen_id = chosen.node_id()
+    term = ballot(chosen)  # its member number's term above 1 (Docs/PROTOCOL.md 7.16)
 
     promotion = Promotion(chosen)
     promote_s, first = first_accepted_write(promotion, "new-master")
     writers[-1].retarget(chosen)  # the master's own till goes on against the new master
-    followed = wait_following(others, chosen_id, term=2, since=promotion.started)
+    followed = wait_following(others, chosen_id, term=term, since=promotion.started)
     report = promotion.promoted()
     follow_s = max(followed.values())
     print(f"promoted {chosen.host.name} (seqs {seqs}): first write {promote_s:.2f}s, followed {follow_s:.2f}s, {report}")
-    assert report["term"] == 2 and report["forced"] is False, report
+    assert report["term"] == term and report["forced"] is False, report
     assert sorted(report["voters"]) == sorted(n.host.name for n in [master, *slaves]), report
     assert sorted(report["promised"]) == sorted(s.host.name for s in slaves), report
     assert report["unreachable"] == [master.host.name], report
@@ -114,7 +115,7 @@ def test_master_dies_for_good_a_slave_is_promoted_and_nothing_acknowledged_is_lo
     acked = check_nothing_lost(chosen, results, orders)
     for s in others:
         s.wait_drained(timeout=30)
-    check_terms(chosen, 2, report["seq"])
+    check_terms(chosen, term, report["seq"])
     assert snapshots_received(others) == snapshots, "a follower took a snapshot instead of a catch-up"
     assert not chosen.events("snapshot.sent"), "the new master sent a snapshot"
     caught_up = {e.get("peer.address") for e in chosen.events("catchup.sent")}
@@ -148,9 +149,10 @@ def test_old_master_frozen_through_the_promotion_steps_down_and_its_tail_is_appl
     chosen = slaves[rng.randrange(len(slaves))]
     others = [s for s in slaves if s is not chosen]
     chosen_id = chosen.node_id()
+    term = ballot(chosen)
     promotion = Promotion(chosen)
     promote_s, first = first_accepted_write(promotion, "new-master")
-    followed = wait_following(others, chosen_id, term=2, since=promotion.started)
+    followed = wait_following(others, chosen_id, term=term, since=promotion.started)
     report = promotion.promoted()
     # The store goes on under its new master while the old one stays frozen.
     time.sleep(max(0.0, FROZEN_SECONDS - (time.monotonic() - frozen_at)))
@@ -158,7 +160,7 @@ def test_old_master_frozen_through_the_promotion_steps_down_and_its_tail_is_appl
     master.process.send_signal(signal.SIGCONT)
     resumed = time.monotonic()
     stepped = master.wait_event("master.stepped_down", timeout=20)
-    wait_following([master], chosen_id, term=2, since=resumed, timeout=20)
+    wait_following([master], chosen_id, term=term, since=resumed, timeout=20)
     step_down_s = time.monotonic() - resumed
     time.sleep(1.0)  # the old master's tills go on through it, now a slave
     results = stop_writers(writers + frozen_writers) + [first]
@@ -172,7 +174,7 @@ def test_old_master_frozen_through_the_promotion_steps_down_and_its_tail_is_appl
     # as a slave after it stepped down).
     frozen_answered = [op for op in results if op["opId"].startswith("frozen") and op["status"] in (200, 201)]
     diverged = master.events("sync.diverged")
-    assert report["term"] == 2 and master.host.name in report["unreachable"], report
+    assert report["term"] == term and master.host.name in report["unreachable"], report
     assert status_of(master)["masterId"] == chosen_id and old_id != chosen_id
     figure(scenario="frozen-old-master", promoted=chosen.host.name, frozen_s=frozen_for,
            promote_ms=round(promote_s * 1000), follow_ms=round(max(followed.values()) * 1000),
@@ -193,6 +195,8 @@ def test_two_promotes_at_once_at_most_one_wins(make_lan):
     wait_until(lambda: master.status()["seq"] >= 30, 30, what="the first writes")
     master_dies(master)
     a, b, _ = slaves
+    bids = {a.host.name: ballot(a), b.host.name: ballot(b)}
+    assert bids[a.host.name] != bids[b.host.name], bids
     first, second = Promotion(a), Promotion(b)
     answers = {a.host.name: first.result(), b.host.name: second.result()}
     won = [name for name, (code, answer) in answers.items() if code == 0 and answer.get("promoted")]
@@ -204,13 +208,14 @@ def test_two_promotes_at_once_at_most_one_wins(make_lan):
     if won:
         winner = a if won == [a.host.name] else b
         term = answers[winner.host.name][1]["term"]
+        assert term == bids[winner.host.name], (answers, bids)
         again = None
     else:
-        # A split vote: neither had a majority; the next promotion, in a higher term, wins.
+        # A split vote: neither had a majority; the next promotion, in a higher term of its own, wins.
         winner = a
         again = Promotion(a)
         term = again.promoted()["term"]
-        assert term == 3, term
+        assert term > max(bids.values()) and term == ballot(a, above=term - 1), (term, bids)
     others = [s for s in slaves if s is not winner]
     followed = wait_following(others, winner.node_id(), term=term, since=(again or first).started)
     results = stop_writers(writers)

@@ -57,6 +57,10 @@ public struct PromoteRefusal: Error, Equatable, Sendable {
         case noStandbyCopy = "no_standby_copy"
         /// A promotion is already running on this node.
         case promoting
+        /// A forced candidate withdrew: a voter promised or follows another node in a term at
+        /// least as high (Docs/PROTOCOL.md 7.9; the election answers it, `ordersync promote`
+        /// exits 1 as for the others).
+        case rivalCandidate = "rival_candidate"
     }
 
     /// What refused it.
