@@ -164,13 +164,17 @@ final class IntegrityTests: StoreTestCase {
         // they hold beyond seq 50, which the new term tells apart from what it appends next.
         XCTAssertEqual(adopted.newEpoch, epoch)
         XCTAssertEqual(try restored.databaseEpoch(), epoch)
+        // The new term is the master's own ballot (PROTOCOL 7.16): the first term above 1 that
+        // its member number (1, the first given) owns, which no promoted till can hold.
         XCTAssertEqual(adopted.previousTerm, 1)
-        XCTAssertEqual(adopted.term, 2)
+        XCTAssertEqual(try restored.ownMemberNumber(), 1)
+        XCTAssertEqual(adopted.term, TermBallot.modulus + 1)
+        XCTAssertEqual(TermBallot.owner(of: adopted.term ?? 0), 1)
         XCTAssertEqual(adopted.termStart, 51)
-        XCTAssertEqual(try restored.term(), 2)
-        XCTAssertEqual(try restored.termStarts().starts, [1: 1, 2: 51])
+        XCTAssertEqual(try restored.term(), TermBallot.modulus + 1)
+        XCTAssertEqual(try restored.termStarts().starts, [1: 1, TermBallot.modulus + 1: 51])
         XCTAssertNil(try restored.adoptRestoredBackup(), "the mark is cleared: the next start keeps the term")
-        XCTAssertEqual(try restored.term(), 2)
+        XCTAssertEqual(try restored.term(), TermBallot.modulus + 1)
         XCTAssertNil(try openDatabase().adoptRestoredBackup(), "the source was never marked")
     }
 

@@ -29,6 +29,7 @@ import stat
 
 import pytest
 
+from failover_lab import BALLOT_MODULUS
 from ordersync_lab import OrderSyncNode, journal_entries, read_sqlite, wait_converged
 
 pytestmark = pytest.mark.usefixtures("ordersync_built")
@@ -110,7 +111,11 @@ def test_a_restored_master_takes_back_what_its_tills_hold(lan3):
     master.start()
     restored = master.wait_event("store.restored", timeout=20)
     master.wait_api()
-    assert restored["epoch"] == epoch and restored["term"] == "2" and restored["term.start"] == str(backup_seq + 1), restored
+    # The new term is the master's own ballot (PROTOCOL 7.16): above the copy's term 1, owned by
+    # its member number, so a till promoted meanwhile could never hold the same one.
+    number = int(read_sqlite(master.data_dir, "SELECT value FROM metadata WHERE key = 'member.number'")[0]["value"])
+    new_term = str(BALLOT_MODULUS + number)
+    assert restored["epoch"] == epoch and restored["term"] == new_term and restored["term.start"] == str(backup_seq + 1), restored
     assert master.node_id() == node_id and master.status()["epoch"] == epoch
     tills[0].wait_event("sync.diverged", timeout=30)
     restored_write = master.create(customer="after the restore")
@@ -146,7 +151,7 @@ def test_a_restored_master_takes_back_what_its_tills_hold(lan3):
         assert not till.events("pairing.required")
         assert till.status()["master"]["state"] == "live"
     terms = read_sqlite(master.data_dir, "SELECT value FROM metadata WHERE key = 'sync.term'")
-    assert terms == [{"value": "2"}], terms
+    assert terms == [{"value": new_term}], terms
     print(f"FIGURE restore: backup at seq {backup_seq}, {len(lost_tail)} entries after it "
           f"({len(after)} creates, 2 updates, 1 removal) brought back from the tills, 0 lost, 0 duplicated; "
           f"{len(held)} orders on every terminal")

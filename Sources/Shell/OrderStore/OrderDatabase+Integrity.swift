@@ -1,3 +1,5 @@
+import SyncCore
+
 /// Checking a database file before it is used, and recognising a copy made by `backup`.
 extension OrderDatabase {
     /// How many of `quick_check`'s lines an error keeps.
@@ -112,11 +114,17 @@ extension OrderDatabase {
             if try metadata("node.role") == "master" {
                 let previousTerm = try term()
                 let start = try lastJournalSeq() + 1
-                try addTermStart(term: previousTerm + 1, seq: start)
-                try setTerm(previousTerm + 1)
-                try setMetadata("database.restored_in_term", String(previousTerm + 1))
+                // The new term is a ballot only this master may bid (Docs/PROTOCOL.md 7.16): a
+                // till promoted after the copy was made holds a term of its own number, never
+                // this one, so the two are told apart and the lower steps down.
+                let number = try ownMemberNumber() ?? nextMemberNumber()
+                try setMetadata(Self.memberNumberKey, String(number))
+                let newTerm = TermBallot.bid(number: number, above: previousTerm)
+                try addTermStart(term: newTerm, seq: start)
+                try setTerm(newTerm)
+                try setMetadata("database.restored_in_term", String(newTerm))
                 restored.previousTerm = previousTerm
-                restored.term = previousTerm + 1
+                restored.term = newTerm
                 restored.termStart = start
             } else {
                 guard let epoch = try connection.scalarText(Self.newEpochSQL) else {
