@@ -57,9 +57,9 @@ final class NodeJSONTests: XCTestCase {
         iring":{"state":"used","name":"RWJH-756S-IE7T-JO7G-AJQJ-JM2X-WQ7F-RSFF","expiresAtMillis":null,"open\#
         Codes":0,"lockedOutAddresses":0},"pairedTerminals":1,"previousNodeId":null,"commits":{"groups":2,"me\#
         ssages":2,"operations":0,"largestGroup":1,"failed":0,"lastCommitMicros":436},"storeposForeign":0,"re\#
-        ady":{"store":"ok","published":"failed","link":null},"state":"degraded","lastError":{"event":"avahi.\#
+        ady":{"store":"ok","published":"failed","link":null,"storeFailure":null},"state":"degraded","lastError":{"event":"avahi.\#
         down","message":"cannot connect to avahi-daemon: Daemon not running; retrying in 1.0 seconds","at":"\#
-        2026-11-27T12:08:59.297Z"},"term":null,"syncReplicas":null,"voters":null,"autoFailover":null}
+        2026-11-27T12:08:59.297Z"},"term":null,"syncReplicas":null,"voters":null,"autoFailover":null,"away":null,"rivals":null}
         """#
     /// The slave's status as this build writes it.
     static let slaveStatus = #"""
@@ -70,7 +70,7 @@ final class NodeJSONTests: XCTestCase {
         econds":1,"master":{"state":"live","url":"ws://127.0.0.1:47391/","serviceName":null,"sinceSeconds":0\#
         ,"lastSeenMillisAgo":898,"lastError":null,"notLiveSeconds":null},"pendingWrites":0,"outbox":0,"maste\#
         rsSeen":[],"commits":{"batches":1,"messages":2,"largestBatch":2,"failed":0},"ready":{"store":"ok","p\#
-        ublished":null,"link":"live"},"state":"ready","lastError":null,"term":null,"following":null,"held":n\#
+        ublished":null,"link":"live","storeFailure":null},"state":"ready","lastError":null,"term":null,"following":null,"held":n\#
         ull,"autoFailover":null}
         """#
     /// The slave's `master.trust`, previous build (the file ends with a newline).
@@ -102,9 +102,10 @@ final class NodeJSONTests: XCTestCase {
     }
 
     /// Members added after the previous build (failover: term, replicas, voters, standby copies,
-    /// automatic failover): absent from its texts, `null` when this build reads them.
+    /// automatic failover; health: away terminals, rival masters, a failing store): absent from its
+    /// texts, `null` when this build reads them.
     static let addedMembers: Set<String> = [
-        "term", "syncReplicas", "voters", "following", "held", "standbyLag", "autoFailover",
+        "term", "syncReplicas", "voters", "following", "held", "standbyLag", "autoFailover", "away", "rivals", "storeFailure",
     ]
 
     /// `value` without the added members that are `null`, at any depth.
@@ -158,7 +159,8 @@ final class NodeJSONTests: XCTestCase {
         let text = NodeStatus.master(master).jsonValue.serialized()
         XCTAssertTrue(text.contains(#""name":"a/b \"q\" \\ \u0001\n\té😀","#), text)
         XCTAssertTrue(text.contains(#""storeposForeign":null,"#), text)
-        XCTAssertTrue(text.hasSuffix(#","lastError":null,"term":null,"syncReplicas":null,"voters":null,"autoFailover":null}"#), text)
+        let end = #","lastError":null,"term":null,"syncReplicas":null,"voters":null,"autoFailover":null,"away":null,"rivals":null}"#
+        XCTAssertTrue(text.hasSuffix(end), text)
         XCTAssertEqual(try NodeStatus(jsonBytes: Array(text.utf8)), .master(master))
     }
 

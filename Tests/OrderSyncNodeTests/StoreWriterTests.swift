@@ -140,6 +140,10 @@ final class StoreWriterTests: XCTestCase {
         XCTAssertEqual(error.sql, "COMMIT")
         XCTAssertEqual(writer.phase, .idle)
         XCTAssertEqual(try writer.read { try $0.allOrders().map(\.customerName) }, ["before"])
+        // The store is failing (`ready.store`) from this commit until one succeeds.
+        XCTAssertEqual(writer.health.failure?.problem, "commit failed")
+        XCTAssertEqual(writer.health.failure?.path, directory + "/store.sqlite")
+        XCTAssertEqual(writer.health.failure?.failures, 1)
         // The next group commits.
         try writer.openGroup()
         try writer.collect { try $0.insertOrder(order("next")) }
@@ -147,6 +151,7 @@ final class StoreWriterTests: XCTestCase {
         writer.commit { next = $0 }
         runLoop { next != nil }
         guard case .success? = next else { return XCTFail("\(String(describing: next))") }
+        XCTAssertNil(writer.health.failure)
     }
 
     func testATimerFiresOnTheLoopWhileTheCommitRuns() throws {

@@ -55,7 +55,7 @@ def test_check_is_ok_on_a_live_master_and_slave_and_critical_once_the_master_is_
     slave = OrderSyncNode.slave(h2, extra=FAST)
     slave.wait_live()
     status = published(master)
-    assert status["ready"] == {"store": "ok", "published": "ok", "link": None} and status["state"] == "ready", status
+    assert status["ready"] == {"store": "ok", "published": "ok", "link": None, "storeFailure": None} and status["state"] == "ready", status
     wait_until(lambda: any(p.get("lag") == 0 for p in master.status()["peers"]), 10, what="the slave to ack")
 
     rc, line = check(master)
@@ -65,7 +65,7 @@ def test_check_is_ok_on_a_live_master_and_slave_and_critical_once_the_master_is_
     assert rc == OK, line
     assert line == "ORDERSYNC OK - slave h2 of shop1, link live, lag 0, outbox 0 | lag=0;10;100 outbox=0;5; silence=0s;30;60", line
     s = slave.status()
-    assert s["ready"] == {"store": "ok", "published": None, "link": "live"} and s["state"] == "ready", s
+    assert s["ready"] == {"store": "ok", "published": None, "link": "live", "storeFailure": None} and s["state"] == "ready", s
     assert s["master"]["notLiveSeconds"] is None
 
     stopped_at = datetime.now(timezone.utc)

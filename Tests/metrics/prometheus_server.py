@@ -18,9 +18,10 @@ def missing_prometheus() -> list[str]:
 
 class PrometheusServer:
     """`prometheus` on `host`, listening on 127.0.0.1:`port` there, scraping `target`
-    (`ADDR:PORT` as seen from that host) every second, with its data in a temp folder."""
+    (`ADDR:PORT` as seen from that host) every second, with its data in a temp folder; with
+    `rule_files`, it loads those rules and evaluates them every second."""
 
-    def __init__(self, host: Host, target: str, port: int = 9090):
+    def __init__(self, host: Host, target: str, port: int = 9090, rule_files: list[str] | None = None):
         self.host = host
         self.port = port
         self.dir = os.path.join(host.dir, f"prometheus-{int(time.time() * 1000)}")
@@ -32,7 +33,8 @@ class PrometheusServer:
                 "  scrape_interval: 1s\n"
                 "  scrape_timeout: 1s\n"
                 "  evaluation_interval: 1s\n"
-                "scrape_configs:\n"
+                + (f"rule_files: [{', '.join(repr(path) for path in rule_files)}]\n" if rule_files else "")
+                + "scrape_configs:\n"
                 "  - job_name: ordersync\n"
                 "    static_configs:\n"
                 f"      - targets: ['{target}']\n")
