@@ -100,4 +100,32 @@ extension PromotionNodeTests {
         XCTAssertEqual(stepped["node.role"], "slave")
         XCTAssertEqual(stepped["sync.term"], "3")
     }
+
+    /// A terminal runs as `ordersync slave --pair CODE` (the code stays in its configuration),
+    /// is promoted, and later steps down: its slave role follows the member by key; it does not
+    /// pair anew with the old code (refused, the node would stop).
+    func testAPromotedNodeStartedWithItsPairingCodeStepsDownWithoutPairingAnew() throws {
+        let (masterDir, aDir, bDir) = (temporaryDirectory(), temporaryDirectory(), temporaryDirectory())
+        let master = try RunningNode(role: .master, dataDirectory: masterDir, name: "front")
+        let code = try master.openPairingWindow(name: "bar-2")
+        let withCode: (inout NodeConfiguration) -> Void = { $0.pairingCode = code }
+        let url = MasterURL(host: "127.0.0.1", port: master.port)
+        let a = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", masterURL: url, configure: withCode)
+        let b = try master.pairedSlave(dataDirectory: bDir, name: "patio")
+        for node in [a, b] { try waitLive(node, "the standby copy") }
+        for node in [a, b, master] { node.stop() }
+
+        // bar-2, still started with its code, is forced master of term 2 on the store's LAN;
+        // patio, cut off, of term 3; then patio comes to the LAN.
+        let bus = DiscoveryBus()
+        let lower = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery(), configure: withCode)
+        let isolated = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: DiscoveryBus().discovery())
+        XCTAssertEqual(try PromotionReport(json: try promote(lower, force: true).body).term, 2)
+        XCTAssertEqual(try PromotionReport(json: try promote(isolated, force: true).body).term, 3)
+        isolated.stop()
+        let higher = try RunningNode(role: .master, dataDirectory: bDir, name: "patio", discovery: bus.discovery())
+        guard case .master(let m) = try higher.status() else { return XCTFail("patio is not a master") }
+        try waitLive(lower, port: m.port, "bar-2 to step down and follow patio without pairing anew")
+        for node in [lower, higher] { node.stop() }
+    }
 }
