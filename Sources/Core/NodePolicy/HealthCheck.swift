@@ -141,7 +141,8 @@ public struct HealthReport: Sendable, Equatable {
 /// CRITICAL: the store cannot be read; a slave without a live link to its master for longer
 /// than the silence threshold's critical value, or refused by its master (pair again).
 /// WARNING: a master not published on the LAN; lag, outbox or silence above a warning
-/// threshold. Lag and outbox above a critical value are CRITICAL.
+/// threshold; a slave's clock past the bound (Docs/PROTOCOL.md 4.8). Lag and outbox above a
+/// critical value are CRITICAL.
 public enum HealthCheck {
     /// The report for a status.
     public static func evaluate(_ status: NodeStatus, thresholds: HealthThresholds) -> HealthReport {
@@ -171,6 +172,7 @@ public enum HealthCheck {
         }
         let lagState = t.lag.state(of: maxLag)
         findings.append((lagState, "max lag \(maxLag) \(t.lag.crossed(lagState))"))
+        findings += clockFindings(m)
         let terminals = m.peers.count
         let base = "master \(m.store), \(terminals) terminal\(terminals == 1 ? "" : "s"), max lag \(maxLag)"
         return report(
@@ -192,6 +194,7 @@ public enum HealthCheck {
         findings.append((lagState, "lag \(s.lag) \(t.lag.crossed(lagState))"))
         let outboxState = t.outbox.state(of: Int64(s.outbox))
         findings.append((outboxState, "outbox \(s.outbox) \(t.outbox.crossed(outboxState))"))
+        findings += clockFindings(s)
         let base = "slave \(s.name) of \(s.store ?? "no store yet"), link \(link.rawValue), lag \(s.lag), outbox \(s.outbox)"
         return report(
             base, findings,

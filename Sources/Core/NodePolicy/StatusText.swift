@@ -22,6 +22,7 @@ public enum StatusText {
         lines.append("paired:    \(m.pairedTerminals) terminal\(m.pairedTerminals == 1 ? "" : "s")")
         lines += failoverLines(m)
         lines += terminalLines(m)
+        lines += clockLines(m)
         lines.append("tombstones: \(m.tombstones)")
         if let n = m.storeposForeign, n > 0 {
             lines.append("storepos:  \(n) foreign order\(n == 1 ? "" : "s") waiting (`ordersync storepos foreign`)")
@@ -54,6 +55,7 @@ public enum StatusText {
         lines.append("lag:       \(s.lag) (master at \(s.masterSeq))")
         lines += failoverLines(s)
         lines.append("outbox:    \(s.outbox) local changes waiting for the master")
+        lines += clockLines(s)
         return lines.joined(separator: "\n")
     }
 
