@@ -178,6 +178,7 @@ final class Simulation {
             clock.runNext()
         }
         let settled = checker.violations.isEmpty && quietPhase()
+        if settled { checkClockSense() }
         stats.events += clock.executed
         stats.virtualMillis += clock.now
         stats.masterCrashes += master.crashes

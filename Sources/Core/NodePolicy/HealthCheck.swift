@@ -150,8 +150,9 @@ public struct HealthReport: Sendable, Equatable {
 /// on the LAN; a slave without a live link to its master for longer than the silence
 /// threshold's critical value, or refused by its master (pair again).
 /// WARNING: a master not published on the LAN; lag, outbox, silence or a paired terminal's
-/// time away above a warning threshold. Above a critical value they are CRITICAL. A master's
-/// lag is that of its most lagging paired terminal, connected or away.
+/// time away above a warning threshold; a slave's clock past the bound (Docs/PROTOCOL.md 4.8).
+/// Above a critical value they are CRITICAL. A master's lag is that of its most lagging paired
+/// terminal, connected or away.
 public enum HealthCheck {
     /// The report for a status.
     public static func evaluate(_ status: NodeStatus, thresholds: HealthThresholds) -> HealthReport {
@@ -191,6 +192,7 @@ public enum HealthCheck {
             let state = t.away.state(of: a.awaySeconds)
             findings.append((state, "\(a.name) away \(a.awaySeconds) s, \(a.behind) behind, \(t.away.crossed(state)) s"))
         }
+        findings += clockFindings(m)
         let terminals = m.peers.count
         let awayText = away.isEmpty ? "" : ", \(away.count) away"
         let base = "master \(m.store), \(terminals) terminal\(terminals == 1 ? "" : "s")\(awayText), max lag \(maxLag)"
@@ -225,6 +227,7 @@ public enum HealthCheck {
         }
         let outboxState = t.outbox.state(of: Int64(s.outbox))
         findings.append((outboxState, "outbox \(s.outbox) \(t.outbox.crossed(outboxState))"))
+        findings += clockFindings(s)
         let lagText = s.lag.map(String.init) ?? "unknown"
         let base = "slave \(s.name) of \(s.store ?? "no store yet"), link \(link.rawValue), lag \(lagText), outbox \(s.outbox)"
         return report(

@@ -23,6 +23,7 @@ public enum StatusText {
         lines += failoverLines(m)
         lines += terminalLines(m)
         lines += rivalLines(m)
+        lines += clockLines(m)
         lines.append("tombstones: \(m.tombstones)")
         if let n = m.storeposForeign, n > 0 {
             lines.append("storepos:  \(n) foreign order\(n == 1 ? "" : "s") waiting (`ordersync storepos foreign`)")
@@ -59,6 +60,7 @@ public enum StatusText {
         }
         lines += failoverLines(s)
         lines.append("outbox:    \(s.outbox) local changes waiting for the master")
+        lines += clockLines(s)
         return lines.joined(separator: "\n")
     }
 
