@@ -7,8 +7,9 @@ import XCTest
 /// A store of an older schema version is copied to `backups/` before it is migrated (the way
 /// back after an upgrade); a replica restored from a backup gets a new epoch.
 final class MigrationBackupTests: StoreTestCase {
-    /// The version before this build's: the store an upgrade finds.
-    private var previousVersion: Int64 { Schema.currentVersion - 1 }
+    /// The schema of the last release (12): the store an upgrade finds. This build adds 13
+    /// (terms) and 14 (member numbers).
+    private let previousVersion: Int64 = 12
 
     /// A store at `previousVersion`, made by the migrations up to it, with `count` orders and
     /// their journal entries (as the previous build wrote them: no `term` column yet).
@@ -38,7 +39,7 @@ final class MigrationBackupTests: StoreTestCase {
         let uuids = try makePreviousVersionStore(orders: 5)
         let db = try OrderDatabase(path: dbPath, now: 1_795_000_000)
         defer { db.close() }
-        XCTAssertEqual(db.migrationsApplied, [Schema.currentVersion])
+        XCTAssertEqual(db.migrationsApplied, Array((previousVersion + 1)...Schema.currentVersion))
         let copy = try XCTUnwrap(db.migrationBackup)
         XCTAssertEqual(copy.fromVersion, previousVersion)
         XCTAssertEqual(copy.toVersion, Schema.currentVersion)
@@ -139,8 +140,9 @@ final class MigrationBackupTests: StoreTestCase {
     }
 
     /// `Tests/lan/test_upgrade.py` makes its store of the previous version by taking a current
-    /// one back (`previous_schema`: migration 13's two columns dropped, `user_version` 12): that
-    /// gives exactly the layout the migrations up to 12 make.
+    /// one back (`previous_schema`: migration 14's column and index and migration 13's two
+    /// columns dropped, `user_version` 12): that gives exactly the layout the migrations up to
+    /// 12 make.
     func testTheUpgradeTestsWayBackGivesThePreviousLayout() throws {
         let previous = try SQLiteConnection(path: directory + "/previous.sqlite", readOnly: false)
         defer { previous.close() }
@@ -150,6 +152,7 @@ final class MigrationBackupTests: StoreTestCase {
         try Schema.migrate(current)
         XCTAssertNotEqual(try layout(current), try layout(previous))
         for statement in [
+            "DROP INDEX paired_terminals_by_number", "ALTER TABLE paired_terminals DROP COLUMN number",
             "ALTER TABLE journal DROP COLUMN term", "ALTER TABLE paired_terminals DROP COLUMN voter",
             "PRAGMA user_version = \(previousVersion)",
         ] {

@@ -51,7 +51,7 @@ final class NodeJSONTests: XCTestCase {
         dataDir":"/tmp/json-cap/old/m","serviceType":"_pos._tcp","serviceName":null,"avahi":"down","uptimeSe\#
         conds":2,"peers":[{"address":"127.0.0.1:39514","protocol":"ordersync","terminal":"till/2","terminalI\#
         d":"RWJH-756S-IE7T-JO7G-AJQJ-JM2X-WQ7F-RSFF","connectedSeconds":0,"lastSeenMillisAgo":621,"ackedSeq"\#
-        :0,"lag":0,"outbox":0,"messages":2,"rejected":0,"held":null,"standbyLag":null}],"terminals":[{"termi\#
+        :0,"lag":0,"outbox":0,"messages":2,"rejected":0,"held":null,"standbyLag":null,"clock":null}],"terminals":[{"termi\#
         nalId":"RWJH-756S-IE7T-JO7G-AJQJ-JM2X-WQ7F-RSFF","name":"till/2","address":"127.0.0.1:39514","connec\#
         ted":true,"ackedSeq":0,"lag":0,"lastSeen":"2026-11-27T12:09:01+0000","outbox":0}],"tombstones":0,"pa\#
         iring":{"state":"used","name":"RWJH-756S-IE7T-JO7G-AJQJ-JM2X-WQ7F-RSFF","expiresAtMillis":null,"open\#
@@ -71,7 +71,7 @@ final class NodeJSONTests: XCTestCase {
         ,"lastSeenMillisAgo":898,"lastError":null,"notLiveSeconds":null},"pendingWrites":0,"outbox":0,"maste\#
         rsSeen":[],"commits":{"batches":1,"messages":2,"largestBatch":2,"failed":0},"ready":{"store":"ok","p\#
         ublished":null,"link":"live","storeFailure":null},"state":"ready","lastError":null,"term":null,"following":null,"held":n\#
-        ull,"autoFailover":null}
+        ull,"autoFailover":null,"clock":null}
         """#
     /// The slave's `master.trust`, previous build (the file ends with a newline).
     static let previousTrustFile = #"""
@@ -102,10 +102,11 @@ final class NodeJSONTests: XCTestCase {
     }
 
     /// Members added after the previous build (failover: term, replicas, voters, standby copies,
-    /// automatic failover; health: away terminals, rival masters, a failing store): absent from its
-    /// texts, `null` when this build reads them.
+    /// automatic failover; health: away terminals, rival masters, a failing store; clock sense):
+    /// absent from its texts, `null` when this build reads them.
     static let addedMembers: Set<String> = [
         "term", "syncReplicas", "voters", "following", "held", "standbyLag", "autoFailover", "away", "rivals", "storeFailure",
+        "clock",
     ]
 
     /// `value` without the added members that are `null`, at any depth.
