@@ -232,6 +232,19 @@ def test_units_verify_and_say_what_the_issue_asks(package):
             assert settings.get(key) == [value], (unit, key, settings.get(key))
         assert "avahi-daemon.service" in " ".join(settings["After"]).split()
         assert "avahi-daemon.service" in " ".join(settings["Wants"]).split()
+        # Exactly the codes of the refusals a restart cannot mend (OPERATIONS, "Start-up refusals").
+        prevent = {int(code) for code in settings["RestartPreventExitStatus"][0].split()}
+        assert prevent == {code for code, mends in _refusal_codes() if not mends}, (unit, sorted(prevent))
+        assert not prevent & {code for code, mends in _refusal_codes() if mends}, unit
+
+
+def _refusal_codes():
+    """(exit code, restart mends it) for each row of OPERATIONS' "Start-up refusals" table."""
+    text = open(os.path.join(REPO, "Docs", "OPERATIONS.md")).read()
+    section = text.split("\n## Start-up refusals", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `start\.[a-z_]+` \| [a-z]+ \(\d\) \| (\d+) \| (yes|no) \|", section, re.M)
+    assert len(rows) >= 10, section
+    return [(int(code), mends == "yes") for code, mends in rows]
 
 
 def _unit_settings(path):
