@@ -2,7 +2,10 @@
 # Builds the Debian package ordersync_<version>_<arch>.deb from a release build:
 # /usr/bin/ordersync, the systemd units ordersync-master.service and ordersync-slave.service,
 # /etc/ordersync/ordersync.conf (a conffile), man pages and bash/zsh/fish completions generated
-# from the command definitions, and the user `ordersync` made by the postinst.
+# from the command definitions (with the exit codes and files of Packaging/man), the changelog and
+# the copyright file (DEP-5), the user `ordersync` and /var/lib/ordersync made by the postinst. The
+# binary is stripped; its debug information goes to ordersync_<version>_<arch>.debug next to the
+# package (named in the binary's .gnu_debuglink: gdb finds it in /usr/lib/debug/usr/bin).
 #
 #   Scripts/package-deb.sh                      # release build (Swift runtime linked in), then the package in .
 #   Scripts/package-deb.sh -o DIR               # write the package into DIR
@@ -67,8 +70,13 @@ install -d "$STAGE/DEBIAN" "$STAGE/usr/bin" "$STAGE/lib/systemd/system" "$STAGE/
     "$STAGE/usr/share/man/man1" "$STAGE/usr/share/doc/ordersync" \
     "$STAGE/usr/share/bash-completion/completions" "$STAGE/usr/share/zsh/vendor-completions" \
     "$STAGE/usr/share/fish/vendor_completions.d"
-strip --strip-debug -o "$STAGE/usr/bin/ordersync" "$BINARY"
+mkdir -p "$OUT"
+DEBUG_FILE="$OUT/ordersync_${VERSION}_${ARCH}.debug"
+objcopy --only-keep-debug "$BINARY" "$DEBUG_FILE"
+strip --strip-all -o "$STAGE/usr/bin/ordersync" "$BINARY"
+objcopy --add-gnu-debuglink="$DEBUG_FILE" "$STAGE/usr/bin/ordersync"
 chmod 0755 "$STAGE/usr/bin/ordersync"
+chmod 0644 "$DEBUG_FILE"
 install -m 0644 Packaging/debian/ordersync-master.service Packaging/debian/ordersync-slave.service "$STAGE/lib/systemd/system/"
 install -m 0644 Packaging/debian/ordersync.conf "$STAGE/etc/ordersync/ordersync.conf"
 install -m 0755 Packaging/debian/postinst Packaging/debian/prerm Packaging/debian/postrm "$STAGE/DEBIAN/"
@@ -76,6 +84,18 @@ echo /etc/ordersync/ordersync.conf >"$STAGE/DEBIAN/conffiles"
 for doc in README.md Docs/OPERATIONS.md Docs/API.md Docs/SECURITY.md; do
     install -m 0644 "$doc" "$STAGE/usr/share/doc/ordersync/"
 done
+install -m 0644 Packaging/debian/copyright "$STAGE/usr/share/doc/ordersync/copyright"
+# A native package (no Debian revision): its changelog is changelog.gz. A version without an
+# entry of its own gets one made here, so the changelog always names the packaged version.
+CHANGELOG="$WORK/changelog"
+if [ "$(dpkg-parsechangelog -l Packaging/debian/changelog -S Version)" != "$VERSION" ]; then
+    echo "package-deb: Packaging/debian/changelog has no entry for $VERSION; adding one" >&2
+    printf 'ordersync (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- %s  %s\n\n' "$VERSION" "$VERSION" \
+        "OrderSync developers <ordersync@ordersync.invalid>" "$(date -R)" >"$CHANGELOG"
+fi
+cat Packaging/debian/changelog >>"$CHANGELOG"
+gzip -9n -c "$CHANGELOG" >"$STAGE/usr/share/doc/ordersync/changelog.gz"
+chmod 0644 "$STAGE/usr/share/doc/ordersync/changelog.gz"
 
 # Completions and man pages come from the command definitions (swift-argument-parser).
 # ORDERSYNC_CONFIG=/dev/null: the build machine's own settings file is not read.
@@ -88,8 +108,19 @@ MANUAL_TOOL="$(swift build --show-bin-path)/generate-manual"
 mkdir -p "$WORK/man"
 "$MANUAL_TOOL" "$STAGE/usr/bin/ordersync" --multi-page --date "$(date -u +%Y-%m-%d)" \
     --authors "OrderSync developers" -o "$WORK/man" >&2
+# The generated pages end with a generic EXIT STATUS (`.Ex -std`): each gets the real codes
+# (`check`: a monitoring plugin's 0-3; the others: sysexits) and a FILES section before it.
 for page in "$WORK"/man/*.1; do
-    gzip -9n -c "$page" >"$STAGE/usr/share/man/man1/$(basename "$page").gz"
+    case "$(basename "$page")" in
+        ordersync.check.1) codes=Packaging/man/exit-status-check.mdoc ;;
+        *) codes=Packaging/man/exit-status.mdoc ;;
+    esac
+    grep -qx '.Ex -std' "$page" || { echo "package-deb: no EXIT STATUS in $page" >&2; exit 1; }
+    awk -v files=Packaging/man/files.mdoc -v codes="$codes" '
+        $0 == ".Sh \"EXIT STATUS\"" { while ((getline line < files) > 0) print line; close(files) }
+        $0 == ".Ex -std" { while ((getline line < codes) > 0) print line; close(codes); next }
+        { print }' "$page" >"$page.new"
+    gzip -9n -c "$page.new" >"$STAGE/usr/share/man/man1/$(basename "$page").gz"
 done
 chmod 0644 "$STAGE"/usr/share/man/man1/* "$STAGE"/usr/share/*/completions/* "$STAGE"/usr/share/zsh/vendor-completions/* \
     "$STAGE"/usr/share/fish/vendor_completions.d/*
@@ -105,7 +136,7 @@ cat >"$STAGE/DEBIAN/control" <<EOF
 Package: ordersync
 Version: $VERSION
 Architecture: $ARCH
-Maintainer: OrderSync developers <ordersync@localhost>
+Maintainer: OrderSync developers <ordersync@ordersync.invalid>
 Installed-Size: $SIZE
 Depends: $SHLIBS, avahi-daemon, adduser
 Section: net
@@ -118,7 +149,6 @@ Description: LAN order sync for point-of-sale terminals
  settings: /etc/ordersync/ordersync.conf.
 EOF
 
-mkdir -p "$OUT"
 DEB="$OUT/ordersync_${VERSION}_${ARCH}.deb"
 if [ "$(id -u)" = 0 ]; then
     dpkg-deb --root-owner-group -Z"$COMPRESSION" --build "$STAGE" "$DEB" >&2

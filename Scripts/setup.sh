@@ -10,6 +10,8 @@ APT_PACKAGES=(avahi-daemon avahi-utils libavahi-client-dev libsqlite3-dev sqlite
               python3-venv python3-pip procps psmisc util-linux curl gcc valgrind prometheus)
 # Scripts/package-deb.sh (dpkg-shlibdeps, strip) and its test (systemd-analyze verify, the postinst's adduser)
 APT_PACKAGES+=(dpkg-dev binutils systemd adduser)
+# Tests/package/test_package.py: lintian checks the package (changelog, copyright, stripped binary)
+APT_PACKAGES+=(lintian)
 # The dashboard's TLS (Sources/Shell/COpenSSL), and `openssl x509` in Tests/lan/test_http_listeners.py
 APT_PACKAGES+=(libssl-dev openssl)
 # Tests/dashboard: the page in headless Chromium, driven over the DevTools protocol

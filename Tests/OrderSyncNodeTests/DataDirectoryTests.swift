@@ -179,9 +179,11 @@ final class DataDirectoryTests: XCTestCase {
         let c = configuration(path)
         let first = try DataDirectory(claimingFor: c)
         try first.store.database.setMetadata("probe", "1")
+        first.markStarted()
         first.close()
         let before = try XCTUnwrap(contents(path))
         XCTAssertNotNil(before[NodeDefaults.keyFile])
+        XCTAssertEqual(before[NodeDefaults.lockFile], Data("\(getpid())\n".utf8), "the lock names the daemon that started")
         XCTAssertThrowsError(try DataDirectory(claimingFor: c) { throw Refused() })
         XCTAssertEqual(contents(path), before)
     }

@@ -15,6 +15,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 
 import pytest
 
@@ -176,6 +177,7 @@ def test_a_store_mismatch_is_a_data_error(tmp_path, make_lan):
     master = OrderSyncNode.master(h1, store="shop1", data_dir=data)
     master.wait_api()
     assert master.stop() == 0
+    before = snapshot(data)
     for log_format in ("text", "json"):
         result = h1.run([ordersync_binary(), "master", "--data-dir", data, "--store", "shop2", "--port", "0",
                          "--log-format", log_format], check=False, env={**os.environ, "ORDERSYNC_CONFIG": "/dev/null"})
@@ -187,6 +189,7 @@ def test_a_store_mismatch_is_a_data_error(tmp_path, make_lan):
             assert "--store" in fields["fix"] and fields["exit_code"] == DATA_ERROR, fields
         else:
             assert line.startswith("ts=") and "level=error" in line and "exit_code=65" in line, line
+        assert snapshot(data) == before, "the store is read, not written"
 
 
 def test_units_do_not_restart_what_a_restart_cannot_mend():
@@ -231,3 +234,32 @@ def test_a_typo_of_a_command_is_named_with_the_nearest_one(tmp_path):
     # A command spelled right still runs with the file (here: no daemon at its data directory).
     status = subprocess.run([ordersync_binary(), "status"], capture_output=True, text=True, env=env, timeout=30)
     assert "unknown command" not in status.stderr, status
+
+
+def test_a_busy_metrics_port_leaves_an_existing_store_as_it_was(tmp_path, make_lan):
+    """A refusal found after the store opened (the --metrics-listen port, bound with the
+    front-ends) leaves the store of an earlier start byte for byte, and starts no daemon."""
+    h1 = make_lan(1).hosts[0]
+    data = os.path.join(h1.dir, "existing")
+    master = OrderSyncNode.master(h1, store="shop1", data_dir=data)
+    master.wait_api()
+    master.create(customer="Ada")
+    assert master.stop() == 0
+    before = snapshot(data)
+    assert "ordersync.sqlite" in before and "node.key" in before, sorted(before)
+    # The port is taken on the master's own host (its network namespace).
+    holder = h1.popen([sys.executable, "-c", "import socket, sys, time\n"
+                       "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+                       "print(s.getsockname()[1], flush=True); time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(holder.stdout.readline())
+        result = h1.run([ordersync_binary(), "master", "--data-dir", data, "--port", "0",
+                         "--metrics-listen", f"127.0.0.1:{port}", "--log-format", "json"],
+                        check=False, env={**os.environ, "ORDERSYNC_CONFIG": "/dev/null"})
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    assert result.returncode == TRY_AGAIN, result.stderr
+    event = json.loads(next(line for line in result.stderr.splitlines() if "start.port_in_use" in line))
+    assert "--metrics-listen" in event["error"] and event["restart_mends"] is True, event
+    assert snapshot(data) == before, "the store, key and lock are as the last start left them"

@@ -10,6 +10,7 @@ binary. Needs root, dpkg-dev, systemd (for systemd-analyze) and what Tests/lan n
 without them, failed under CI mode. The package is purged afterwards.
 """
 
+import glob
 import grp
 import gzip
 import json
@@ -125,6 +126,95 @@ def test_files_user_modes_and_dependencies(package):
     assert "/opt/swift" not in ldd and "libswiftCore" not in ldd and "not found" not in ldd, ldd
 
 
+def test_the_package_makes_the_state_directory_without_systemd(package):
+    """postinst makes /var/lib/ordersync as the units' StateDirectory= would (this machine runs
+    no systemd), so that a daemon started by hand can use it."""
+    user = pwd.getpwnam("ordersync")
+    info = os.stat(DATA_DIR)
+    assert stat.S_ISDIR(info.st_mode) and (info.st_uid, info.st_gid) == (user.pw_uid, user.pw_gid), info
+    assert _mode(DATA_DIR) == 0o750
+    for unit in UNITS:
+        assert _unit_settings(f"/lib/systemd/system/{unit}")["StateDirectoryMode"] == ["0750"], unit
+
+
+def test_changelog_copyright_and_a_stripped_binary(package):
+    doc = "/usr/share/doc/ordersync"
+    files = set(sh(["dpkg", "-L", "ordersync"]).stdout.split())
+    assert {f"{doc}/changelog.gz", f"{doc}/copyright"} <= files
+    changelog = gzip.open(f"{doc}/changelog.gz", "rt").read()
+    assert changelog.startswith(f"ordersync ({_version()}) "), changelog[:80]
+    copyright_text = open(f"{doc}/copyright").read()
+    assert copyright_text.startswith("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/")
+    for name in ("Apache-2.0", "swift-crypto", "Runtime-Library-Exception", "SSLeay"):
+        assert name in copyright_text, name
+    kind = sh(["file", "-L", "/usr/bin/ordersync"]).stdout
+    assert ", stripped" in kind, kind
+    debug = package[: -len(".deb")] + ".debug"
+    assert os.path.getsize(debug) > 1_000_000, "the debug information is kept next to the package"
+    assert ".gnu_debuglink" in sh(["objdump", "-h", "/usr/bin/ordersync"]).stdout
+    print(f"FIGURE package binary: {os.path.getsize('/usr/bin/ordersync') / 1e6:.1f} MB stripped, "
+          f"debug file {os.path.getsize(debug) / 1e6:.1f} MB")
+
+
+def test_lintian_finds_no_errors(package):
+    require(shutil.which("lintian") is not None, "lintian is missing (apt-get install lintian; Scripts/setup.sh)")
+    result = sh(["lintian", "--no-tag-display-limit", package], check=False, timeout=600)
+    tags = [line for line in result.stdout.splitlines() if line[:2] in ("E:", "W:")]
+    errors = [line for line in tags if line.startswith("E:")]
+    assert not errors, "\n".join(tags)
+    for topic in ("changelog", "copyright", "unstripped"):
+        assert not [line for line in tags if topic in line], "\n".join(tags)
+
+
+def _documented_exit_codes():
+    """The codes of OPERATIONS.md's "Exit codes" table."""
+    text = open(os.path.join(REPO, "Docs", "OPERATIONS.md")).read()
+    section = text.split("\n## Exit codes", 1)[1].split("\n## ", 1)[0]
+    return {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
+
+
+def test_man_pages_list_the_exit_codes_and_the_files(package):
+    codes = _documented_exit_codes()
+    assert {0, 1, 64, 66, 74, 75, 77, 78} <= codes, codes
+    pages = sorted(glob.glob("/usr/share/man/man1/ordersync*.1.gz"))
+    assert len(pages) > 10, pages
+    for path in pages:
+        page = gzip.open(path, "rt").read()
+        assert ".Ex -std" not in page, path
+        assert '.Sh "EXIT STATUS"' in page and ".Sh FILES" in page, path
+        assert page.index(".Sh FILES") < page.index('.Sh "EXIT STATUS"'), path
+        listed = {int(c) for c in re.findall(r"^\.It (\d+)$", page.split('.Sh "EXIT STATUS"', 1)[1], re.M)}
+        expected = {0, 1, 2, 3} if path.endswith("/ordersync.check.1.gz") else codes
+        assert listed == expected, (path, sorted(listed))
+        for name in ("/etc/ordersync/ordersync.conf", "/var/lib/ordersync/ordersync.sqlite",
+                     "/var/lib/ordersync/node.key", "/var/lib/ordersync/ordersync.sock"):
+            assert name in page, (path, name)
+    render = sh(["man", "-l", "/usr/share/man/man1/ordersync.check.1.gz"], env={**os.environ, "MANPAGER": "cat"})
+    assert "EXIT STATUS" in render.stdout and "UNKNOWN" in render.stdout and "FILES" in render.stdout, render.stdout
+
+
+def test_an_upgrade_without_systemd_names_a_daemon_started_by_hand(package, tmp_path):
+    """No systemd here: reinstalling (an upgrade for the postinst) restarts nothing, and names
+    the running daemon with the commands that restart it."""
+    data_dir = tmp_path / "hand"
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "ORDERSYNC_CONFIG": "/dev/null"}
+    argv = ["/usr/bin/ordersync", "slave", "--data-dir", str(data_dir), "--master", "ws://127.0.0.1:9/",
+            "--pair", "7KQ4-M2XD-9HZC-B0RT"]
+    daemon = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not os.path.exists(data_dir / "ordersync.sock"):
+            assert daemon.poll() is None and time.monotonic() < deadline, "the slave did not start"
+            time.sleep(0.05)
+        upgrade = sh(["dpkg", "-i", package])
+        assert daemon.poll() is None, "a daemon started by hand is not stopped by the upgrade"
+        assert f"the daemon {daemon.pid} ({' '.join(argv)}, user root)" in upgrade.stderr, upgrade.stderr
+        assert f"kill -TERM {daemon.pid}" in upgrade.stderr and f"runuser -u root -- {' '.join(argv)}" in upgrade.stderr
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+
+
 def test_units_verify_and_say_what_the_issue_asks(package):
     for unit in UNITS:
         path = f"/lib/systemd/system/{unit}"
@@ -137,10 +227,24 @@ def test_units_verify_and_say_what_the_issue_asks(package):
                            ("User", "ordersync"), ("Group", "ordersync"), ("NoNewPrivileges", "yes"),
                            ("ProtectSystem", "strict"), ("ProtectHome", "yes"), ("PrivateTmp", "yes"),
                            ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK"), ("WatchdogSec", "30s"),
-                           ("RestartPreventExitStatus", "64 66 73 74 77")):
+                           ("RestartPreventExitStatus", "64 65 66 73 74 77 78"), ("RestartSec", "5s"),
+                           ("StartLimitBurst", "10"), ("StartLimitIntervalSec", "120s")):
             assert settings.get(key) == [value], (unit, key, settings.get(key))
         assert "avahi-daemon.service" in " ".join(settings["After"]).split()
         assert "avahi-daemon.service" in " ".join(settings["Wants"]).split()
+        # Exactly the codes of the refusals a restart cannot mend (OPERATIONS, "Start-up refusals").
+        prevent = {int(code) for code in settings["RestartPreventExitStatus"][0].split()}
+        assert prevent == {code for code, mends in _refusal_codes() if not mends}, (unit, sorted(prevent))
+        assert not prevent & {code for code, mends in _refusal_codes() if mends}, unit
+
+
+def _refusal_codes():
+    """(exit code, restart mends it) for each row of OPERATIONS' "Start-up refusals" table."""
+    text = open(os.path.join(REPO, "Docs", "OPERATIONS.md")).read()
+    section = text.split("\n## Start-up refusals", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `start\.[a-z_]+` \| [a-z]+ \(\d\) \| (\d+) \| (yes|no) \|", section, re.M)
+    assert len(rows) >= 10, section
+    return [(int(code), mends == "yes") for code, mends in rows]
 
 
 def _unit_settings(path):
@@ -340,7 +444,8 @@ def test_slave_unit_notifies_ready_once_its_store_is_open_and_the_api_listens(pa
     try:
         argv = _exec_start("ordersync-slave.service") + ["--data-dir", data_dir, "--master", "ws://127.0.0.1:9/"]
         first = subprocess.run(_as_service_user(argv), env=env, capture_output=True, text=True, timeout=30)
-        assert first.returncode == 1 and "not paired" in first.stderr, first.stderr
+        assert first.returncode == 78 and "event=start.not_paired" in first.stderr, first.stderr
+        assert os.listdir(data_dir) == [], "a refused start writes nothing"
         _write_trust(data_dir)
         slave = subprocess.Popen(_as_service_user(argv), env=env, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 20

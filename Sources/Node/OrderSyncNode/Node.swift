@@ -106,6 +106,7 @@ public final class Node {
             firstRole.seat.dataDirectory.abandon()
             throw error
         }
+        firstRole.seat.dataDirectory.markStarted()
         loop.run()
         // The loop may also have been stopped from outside: the role then finishes as it is.
         let last = leftRole ?? roles.current

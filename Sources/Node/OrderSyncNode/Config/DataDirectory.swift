@@ -81,11 +81,17 @@ public final class DataDirectory {
                 Glibc.close(fd)
                 continue
             }
-            let pid = "\(getpid())\n"
-            _ = ftruncate(fd, 0)
-            _ = pid.withCString { write(fd, $0, strlen($0)) }
             return fd
         }
+    }
+
+    /// The start succeeded: the lock file names this process (a refused start leaves the pid
+    /// of the last daemon that ran in it).
+    public func markStarted() {
+        guard lockDescriptor >= 0 else { return }
+        let pid = "\(getpid())\n"
+        _ = ftruncate(lockDescriptor, 0)
+        _ = pid.withCString { pwrite(lockDescriptor, $0, strlen($0), 0) }
     }
 
     /// A start that failed after the claim (its role did not start): closes the store, removes
