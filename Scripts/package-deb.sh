@@ -79,6 +79,7 @@ chmod 0755 "$STAGE/usr/bin/ordersync"
 chmod 0644 "$DEBUG_FILE"
 install -m 0644 Packaging/debian/ordersync-master.service Packaging/debian/ordersync-slave.service "$STAGE/lib/systemd/system/"
 install -m 0644 Packaging/debian/ordersync.conf "$STAGE/etc/ordersync/ordersync.conf"
+install -D -m 0644 Packaging/debian/ordersync-alerts.yml "$STAGE/usr/share/ordersync/ordersync-alerts.yml"
 install -m 0755 Packaging/debian/postinst Packaging/debian/prerm Packaging/debian/postrm "$STAGE/DEBIAN/"
 echo /etc/ordersync/ordersync.conf >"$STAGE/DEBIAN/conffiles"
 for doc in README.md Docs/OPERATIONS.md Docs/API.md Docs/SECURITY.md; do

@@ -104,7 +104,8 @@ def test_files_user_modes_and_dependencies(package):
                  "/lib/systemd/system/ordersync-slave.service", "/etc/ordersync/ordersync.conf",
                  "/usr/share/man/man1/ordersync.1.gz", "/usr/share/man/man1/ordersync.master.1.gz",
                  "/usr/share/man/man1/ordersync.slave.1.gz", "/usr/share/bash-completion/completions/ordersync",
-                 "/usr/share/zsh/vendor-completions/_ordersync", "/usr/share/fish/vendor_completions.d/ordersync.fish"):
+                 "/usr/share/zsh/vendor-completions/_ordersync", "/usr/share/fish/vendor_completions.d/ordersync.fish",
+                 "/usr/share/ordersync/ordersync-alerts.yml"):
         assert path in files, path
         info = os.stat(path)
         assert info.st_uid == 0 and info.st_gid == 0, path
