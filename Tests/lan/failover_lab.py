@@ -283,6 +283,16 @@ def ballot(node: OrderSyncNode, above: int = 1) -> int:
     return term if term > above else term + BALLOT_MODULUS
 
 
+def master_ballot(master: OrderSyncNode, above: int = 1) -> int:
+    """The term a master bids for itself above `above` (a restored master's new term,
+    Docs/PROTOCOL.md 7.17): the smallest above it that its own number (`member.number`) owns."""
+    rows = read_sqlite(master.data_dir, "SELECT value FROM metadata WHERE key = 'member.number'")
+    assert rows, f"{master.host.name} has taken no member number"
+    number = int(rows[0]["value"])
+    term = above // BALLOT_MODULUS * BALLOT_MODULUS + number
+    return term if term > above else term + BALLOT_MODULUS
+
+
 def check_terms(master: OrderSyncNode, term: int, last_seq_before: int) -> None:
     """The master's journal: term 1 up to `last_seq_before`, `term` after it, seqs without a gap."""
     rows = [(r["seq"], r["term"]) for r in read_sqlite(master.data_dir, "SELECT seq, term FROM journal ORDER BY seq")]

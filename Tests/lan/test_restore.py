@@ -29,7 +29,7 @@ import stat
 
 import pytest
 
-from failover_lab import BALLOT_MODULUS
+from failover_lab import master_ballot
 from ordersync_lab import OrderSyncNode, journal_entries, read_sqlite, wait_converged
 
 pytestmark = pytest.mark.usefixtures("ordersync_built")
@@ -113,9 +113,7 @@ def test_a_restored_master_takes_back_what_its_tills_hold(lan3):
     master.wait_api()
     # The new term is the master's own ballot (PROTOCOL 7.16): above the copy's term 1, owned by
     # its member number, so a till promoted meanwhile could never hold the same one.
-    number = int(read_sqlite(master.data_dir, "SELECT value FROM metadata WHERE key = 'member.number'")[0]["value"])
-    above = 1  # the copy's term: no promotion since the store was made
-    new_term = str(number if number > above else number + BALLOT_MODULUS)
+    new_term = str(master_ballot(master))
     assert restored["epoch"] == epoch and restored["term"] == new_term and restored["term.start"] == str(backup_seq + 1), restored
     assert master.node_id() == node_id and master.status()["epoch"] == epoch
     tills[0].wait_event("sync.diverged", timeout=30)
