@@ -91,7 +91,7 @@ final class EngineFailoverChecker {
     /// answered it, or from their local API's outcome).
     private var appliedAt: [String: Set<LogPosition>] = [:]
     /// The one master of each term.
-    private var termMaster: [Int64: Int] = [:]
+    private var termMasters = TermMasters()
     /// Nodes whose disk died.
     var destroyed: Set<Int> = []
 
@@ -114,13 +114,7 @@ final class EngineFailoverChecker {
 
     /// `n` answered or acknowledged something as master of `term`, or became its master.
     func claim(_ sim: EngineFailoverSimulation, term: Int64, by n: EngineFailoverNode, _ what: String) {
-        if term == 1 && n.index != 0 {
-            fail(sim, "one master per term", "\(n.tag) \(what) in term 1, the original master's")
-        }
-        if let other = termMaster[term], other != n.index {
-            fail(sim, "one master per term", "\(n.tag) \(what) in term \(term), which is n\(other)'s")
-        }
-        termMaster[term] = n.index
+        for problem in termMasters.claim(term: term, by: n.index, tag: n.tag, what) { fail(sim, "one master per term", problem) }
         sim.stats.highestTerm = max(sim.stats.highestTerm, term)
     }
 

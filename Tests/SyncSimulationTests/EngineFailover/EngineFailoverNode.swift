@@ -63,7 +63,7 @@ struct EngineFailoverPeer {
 /// One terminal of the engine failover simulation: its SQLite store (an in-memory database that
 /// survives a crash, gone when its disk dies) and, while its process runs, the engine of its
 /// role, its links and what its POS app waits for.
-final class EngineFailoverNode {
+final class EngineFailoverNode: FailoverLANNode {
     let index: Int
     /// Its node id (what its key proves on a link).
     let id: String
@@ -126,6 +126,18 @@ final class EngineFailoverNode {
 
     /// The peers of `served` in link order (a seed must give one run).
     var servedPeers: [EngineFailoverPeer] { served.keys.sorted().compactMap { served[$0] } }
+
+    /// The links of `servedPeers`.
+    var servedLinks: [SimConnection] { servedPeers.map(\.link) }
+
+    /// What it announces while it serves: its term as master or candidate.
+    var announcement: FollowPolicy.Announcement? {
+        switch role {
+        case .master(let e): return .init(id: id, term: e.terms.term, role: .master)
+        case .candidate(let c): return .init(id: id, term: c.term, role: .candidate)
+        case .slave, .down, .gone: return nil
+        }
+    }
 
     /// The newest served link of node `index`.
     func peer(node: Int) -> EngineFailoverPeer? { servedPeers.last { $0.node == node } }

@@ -157,7 +157,7 @@ extension EngineFailoverSimulation {
                     stats.divergedSlaves += 1
                     stats.requeued += Int(l.metadata.first { $0.0 == "requeued" }?.1 ?? "") ?? 0
                 }
-                if l.event == "snapshot.applied" { stats.snapshots += 1 }
+                if l.event == "snapshot.received" { stats.snapshots += 1 }
                 trace.log(clock.now, n.tag, l)
             }
         }

@@ -239,37 +239,17 @@ final class EngineFailoverSimulation: SimOrderWriting {
         }
     }
 
-    private func chaosTick() {
-        guard faultsOn else { return }
-        let r = rng.unit()
-        let up = nodes.filter { $0.isUp && $0.isolatedUntil <= clock.now }
-        if r < 0.5 {
-            let linked = up.filter { $0.link != nil }
-            if !linked.isEmpty, let c = rng.pick(linked).link {
-                trace.add(clock.now, "net", "cut", "link \(c.id)")
-                network.cut(c, dead: nil)
-            }
-        } else if r < 0.7, let n = up.filter({ $0.index != 0 }).randomElement(using: rng) {
-            isolate(n, for: rng.int(Int64(500)...5000))
-        } else if r < 0.85, let n = up.filter({ $0.index != 0 || !masterDiesForGood }).randomElement(using: rng) {
-            trace.add(clock.now, n.tag, "crash")
-            stop(n, as: .down)
-            stats.crashes += 1
-            let inc = n.incarnation
-            clock.schedule(after: rng.int(Int64(300)...4000)) { [unowned self] in
-                guard n.incarnation == inc, case .down = n.role else { return }
-                self.start(n)
-            }
+    /// The process of `n` crashes; it starts again 0.3-4 s later.
+    func crash(_ n: EngineFailoverNode) {
+        trace.add(clock.now, n.tag, "crash")
+        stop(n, as: .down)
+        stats.crashes += 1
+        let inc = n.incarnation
+        clock.schedule(after: rng.int(Int64(300)...4000)) { [unowned self] in
+            guard n.incarnation == inc, case .down = n.role else { return }
+            self.start(n)
         }
-        clock.schedule(after: rng.int(Int64(300)...2500)) { [unowned self] in self.chaosTick() }
-    }
-
-    /// Cuts `n` off the network for `millis`: its links break, it browses and is browsed by
-    /// nobody, and nobody connects to it.
-    func isolate(_ n: EngineFailoverNode, for millis: Int64) {
-        n.isolatedUntil = clock.now + millis
-        trace.add(clock.now, n.tag, "isolated", "\(millis) ms")
-        if let c = n.link { network.cut(c, dead: nil) }
-        for p in n.servedPeers { network.cut(p.link, dead: nil) }
     }
 }
+
+extension EngineFailoverSimulation: FailoverLAN {}
