@@ -270,4 +270,22 @@ extension OrderDatabase {
             }
         }
     }
+
+    /// A master steps down (`MasterNode.stepDown`): in one transaction its store becomes a
+    /// replica of its own journal, the history the next master compares with its own: the
+    /// replica at the journal's last seq, of `lineage` and `store`, `sync.term` the term it led,
+    /// and no snapshot wanted. A need of a snapshot left from before a promotion (a refused local
+    /// change, say) must go: the hello would then carry no epoch, the new master could not tell
+    /// where the histories part, and the entries only this store holds would be replaced by the
+    /// snapshot instead of going back into its outbox with their op ids.
+    public func becomeReplicaOfOwnJournal(lineage: String, store: String, term: Int64) throws {
+        try requireWritable()
+        try transaction {
+            try setMetadata("replica.last_seq", String(try lastJournalSeq()))
+            try setMetadata("replica.epoch", lineage)
+            try setMetadata("replica.store", store)
+            try setMetadata("replica.needs_snapshot", "0")
+            try setTerm(term)
+        }
+    }
 }

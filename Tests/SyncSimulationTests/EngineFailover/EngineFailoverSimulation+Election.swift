@@ -246,10 +246,7 @@ extension EngineFailoverSimulation {
         do {
             try db.transaction {
                 try db.setMetadata("node.role", "slave")
-                try db.setMetadata("replica.last_seq", String(try db.lastJournalSeq()))
-                try db.setMetadata("replica.epoch", e.epoch)
-                try db.setMetadata("replica.store", storeId)
-                try db.setTerm(e.terms.term)
+                try db.becomeReplicaOfOwnJournal(lineage: e.epoch, store: storeId, term: e.terms.term)
             }
         } catch {
             return checker.fail(self, "store", "\(n.tag) could not step down: \(error)")
