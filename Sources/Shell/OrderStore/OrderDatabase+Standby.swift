@@ -190,9 +190,23 @@ extension OrderDatabase {
                 last = entry.seq
             }
             try restoreOrders(replaced.touched, created: replaced.created)
+            try noteFetchedTerms(fresh, after: first.seq - 1)
             try setMetadata("replica.last_seq", String(last))
             return fresh.count
         }
+    }
+
+    /// The term starts of fetched `entries` (the first applied after `keep`): a start this
+    /// store knew past `keep` went with its replaced entries, and each term the entries bring
+    /// begins at its first entry. Without them the entries of a term the candidate learnt only
+    /// by the fetch would read as entries of the term before, and a slave holding that earlier
+    /// term's own entries at those seqs would be told they are shared (`diverged` too late).
+    private func noteFetchedTerms(_ entries: ArraySlice<JournalEntry>, after keep: Int64) throws {
+        let known = try termStarts()
+        var starts = known.starts.filter { $0.value <= keep || $0.key == 1 }
+        if starts[1] == nil { starts[1] = 1 }
+        for e in entries where starts[e.term] == nil || starts[e.term]! > e.seq { starts[e.term] = e.seq }
+        if starts != known.starts { try setTermStarts(TermStarts(starts)) }
     }
 
     /// Moves this store's journal entries after `keep` (up to `last`) back into its outbox, as
