@@ -91,6 +91,8 @@ final class EngineFailoverNode: FailoverLANNode {
     var followed: String?
     /// Master local API writes waiting for a standby (answer: op id).
     var waits = ReplicationWaits<String, Int64>()
+    /// When a master first saw a member announce a later term (`considerStepDown`).
+    var laterTermSeenAt: Int64?
     var crashes = 0
 
     init(index: Int, id: String, name: String, isVoter: Bool) {

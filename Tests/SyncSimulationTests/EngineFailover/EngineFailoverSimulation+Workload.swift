@@ -82,10 +82,7 @@ extension EngineFailoverSimulation {
     private func browse(_ n: EngineFailoverNode) {
         let seen = announcements(seenBy: n)
         if let e = n.master {
-            // A member announcing a later term as master: step down.
-            if let later = seen.first(where: { $0.node != nil && $0.announcement.role == .master && $0.announcement.term > e.terms.term }) {
-                stepDown(n, seen: later.announcement.term)
-            }
+            considerStepDown(n, e, seen)
             return
         }
         guard n.slave != nil else { return }
@@ -135,10 +132,10 @@ extension EngineFailoverSimulation {
         let slaves = visible.filter { $0.slave?.epoch != nil }
         guard !slaves.isEmpty else { return }
         let pick = rng.chance(0.3) ? slaves.min { $0.position < $1.position }! : rng.pick(slaves)
-        // `--force` attests that the master is gone for good: only when no store that played
-        // master is left (not one crashed or cut off that will come back).
+        // `--force` attests that the master is gone for good: only once the original master died
+        // and no other store that played master is left (not one crashed or cut off).
         let masterGone = !nodes.contains { (try? $0.db?.metadata("node.role")) == "master" }
-        let force = lastRefusal == .noMajority && masterGone && rng.chance(0.6)
+        let force = lastRefusal == .noMajority && masterDiesForGood && masterGone && rng.chance(0.6)
         lastRefusal = nil
         promote(pick, force: force)
         if !force, slaves.count > 1, rng.chance(0.15) {
@@ -146,5 +143,24 @@ extension EngineFailoverSimulation {
             stats.twoAtOnce += 1
             clock.schedule(after: rng.int(Int64(0)...200)) { [unowned self] in self.promote(other, force: false, blind: true) }
         }
+    }
+
+    /// A master that sees a member announce a later term (a master or a candidate) steps down
+    /// as `MasterNode.considerStepDown` decides: once it has seen it for 3 s, unless a majority of
+    /// the voters, itself included, is still connected to it (no promotion can have won then).
+    private func considerStepDown(
+        _ n: EngineFailoverNode, _ e: MasterEngine, _ seen: [(node: EngineFailoverNode?, announcement: FollowPolicy.Announcement)]
+    ) {
+        guard let later = seen.first(where: { $0.node != nil && $0.announcement.term > e.terms.term }) else {
+            n.laterTermSeenAt = nil
+            return
+        }
+        guard let since = n.laterTermSeenAt else {
+            n.laterTermSeenAt = clock.now
+            return
+        }
+        guard clock.now - since >= 3000 else { return }
+        if voters.count > 1, e.standbys.count + 1 >= voters.count / 2 + 1 { return }
+        stepDown(n, seen: later.announcement.term)
     }
 }

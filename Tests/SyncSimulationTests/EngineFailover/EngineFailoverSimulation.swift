@@ -169,6 +169,7 @@ final class EngineFailoverSimulation: SimOrderWriting {
         guard let db = n.db else { return }
         n.incarnation += 1
         n.reconnectScheduled = false
+        n.laterTermSeenAt = nil
         do {
             if try db.metadata("node.role") == "master" {
                 let e = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: try db.lineage())
