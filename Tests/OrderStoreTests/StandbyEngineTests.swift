@@ -8,18 +8,18 @@ import XCTest
 /// The engines' standby copy on SQLite (`Docs/PROTOCOL.md` 7): what a slave keeps with each
 /// broadcast, members, refusals, terms, divergence and a stale master.
 final class StandbyEngineTests: StoreTestCase {
-    private let terminal = AuthenticatedTerminal(nodeId: "TILL-0001-AAAA", name: "till-1")
+    let terminal = AuthenticatedTerminal(nodeId: "TILL-0001-AAAA", name: "till-1")
     private let key = String(repeating: "ab", count: 32)
 
-    private func uuid(_ n: Int) -> String { String(format: "9437c8f5-d742-46cb-9847-%012d", n) }
+    func uuid(_ n: Int) -> String { String(format: "9437c8f5-d742-46cb-9847-%012d", n) }
 
-    private func create(_ uuids: [String], opId: String? = nil) -> OperationMessage {
+    func create(_ uuids: [String], opId: String? = nil) -> OperationMessage {
         OperationMessage(
             operation: .create, orders: uuids.map { .object(JSONObject([("uuid", .string($0)), ("customerName", .string("c"))])) },
             opId: opId)
     }
 
-    private func sends(_ actions: [MasterEngine.Action], to peer: Int) -> [String] {
+    func sends(_ actions: [MasterEngine.Action], to peer: Int) -> [String] {
         actions.compactMap {
             switch $0 {
             case .send(let p, let bytes) where p == peer: return String(decoding: bytes, as: UTF8.self)

@@ -9,7 +9,7 @@ import XCTest
 final class StandbyStoreTests: StoreTestCase {
     private let key = String(repeating: "ab", count: 32)
 
-    private func broadcast(_ op: OperationKind, _ uuid: String, seq: Int64, term: Int64) -> JournalEntry {
+    func broadcast(_ op: OperationKind, _ uuid: String, seq: Int64, term: Int64) -> JournalEntry {
         let order = Order(uuid: uuid, customerName: "c\(seq)", created: OrderTimestamp(epochMillis: 1000))
         var o = ServerMessage.applied(operation: op, orders: [order], seq: seq, opId: nil, origin: "t", snapshot: nil).jsonObject()
         o["term"] = .int(term)

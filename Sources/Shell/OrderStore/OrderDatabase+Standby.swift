@@ -193,9 +193,23 @@ extension OrderDatabase {
                 last = entry.seq
             }
             try restoreOrders(replaced.touched, created: replaced.created)
+            try noteFetchedTerms(fresh, after: first.seq - 1)
             try setMetadata("replica.last_seq", String(last))
             return fresh.count
         }
+    }
+
+    /// The term starts of fetched `entries` (the first applied after `keep`): a start this
+    /// store knew past `keep` went with its replaced entries, and each term the entries bring
+    /// begins at its first entry. Without them the entries of a term the candidate learnt only
+    /// by the fetch would read as entries of the term before, and a slave holding that earlier
+    /// term's own entries at those seqs would be told they are shared (`diverged` too late).
+    private func noteFetchedTerms(_ entries: ArraySlice<JournalEntry>, after keep: Int64) throws {
+        let known = try termStarts()
+        var starts = known.starts.filter { $0.value <= keep || $0.key == 1 }
+        if starts[1] == nil { starts[1] = 1 }
+        for e in entries where starts[e.term] == nil || starts[e.term]! > e.seq { starts[e.term] = e.seq }
+        if starts != known.starts { try setTermStarts(TermStarts(starts)) }
     }
 
     /// Moves this store's journal entries after `keep` (up to `last`) back into its outbox, as
@@ -271,6 +285,24 @@ extension OrderDatabase {
                     "DELETE FROM paired_terminals WHERE public_key = ? AND node_id <> ?", [.text(m.key.lowercased()), .text(m.id)])
                 try insertMember(MemberTerminal(member: m, pairedMillis: now))
             }
+        }
+    }
+
+    /// A master steps down (`MasterNode.stepDown`): in one transaction its store becomes a
+    /// replica of its own journal, the history the next master compares with its own: the
+    /// replica at the journal's last seq, of `lineage` and `store`, `sync.term` the term it led,
+    /// and no snapshot wanted. A need of a snapshot left from before a promotion (a refused local
+    /// change, say) must go: the hello would then carry no epoch, the new master could not tell
+    /// where the histories part, and the entries only this store holds would be replaced by the
+    /// snapshot instead of going back into its outbox with their op ids.
+    public func becomeReplicaOfOwnJournal(lineage: String, store: String, term: Int64) throws {
+        try requireWritable()
+        try transaction {
+            try setMetadata("replica.last_seq", String(try lastJournalSeq()))
+            try setMetadata("replica.epoch", lineage)
+            try setMetadata("replica.store", store)
+            try setMetadata("replica.needs_snapshot", "0")
+            try setTerm(term)
         }
     }
 }

@@ -84,7 +84,7 @@ final class FailoverChecker {
     /// disk held it then.
     private var acknowledgedOps: [(opId: String, node: Int, replicated: Bool)] = []
     /// The one master of each term.
-    private var termMaster: [Int64: Int] = [:]
+    private var termMasters = TermMasters()
     /// Nodes whose disk died.
     var destroyed: Set<Int> = []
 
@@ -108,16 +108,10 @@ final class FailoverChecker {
     }
 
     private func claim(_ sim: FailoverSimulation, term: Int64, by n: FailoverNode, _ what: String) {
-        if term == 1 && n.index != 0 {
-            fail(sim, "one master per term", "\(n.tag) \(what) in term 1, the original master's")
-        }
         if let owner = TermBallot.owner(of: term), owner != n.memberNumber, sim.config.mutation != .grantEveryPromise {
             fail(sim, "one master per term", "\(n.tag) \(what) in term \(term), a ballot of member \(owner)")
         }
-        if let other = termMaster[term], other != n.index {
-            fail(sim, "one master per term", "\(n.tag) \(what) in term \(term), which is n\(other)'s")
-        }
-        termMaster[term] = n.index
+        for problem in termMasters.claim(term: term, by: n.index, tag: n.tag, what) { fail(sim, "one master per term", problem) }
         sim.stats.highestTerm = max(sim.stats.highestTerm, term)
     }
 

@@ -39,7 +39,7 @@ struct FailoverPeer {
 /// A node of the failover model: what its store keeps (journal with terms, `sync.term`,
 /// `sync.vote`, term starts, outbox, the master it follows) and what its process holds while it
 /// runs (role, links, candidacy).
-final class FailoverNode {
+final class FailoverNode: FailoverLANNode {
     let index: Int
     let id: String
     let name: String
@@ -91,6 +91,18 @@ final class FailoverNode {
     /// The peers of `served` in link order (a dictionary's order differs from one instance to
     /// the next, and a seed must give one run).
     var servedPeers: [FailoverPeer] { served.keys.sorted().compactMap { served[$0] } }
+
+    /// The links of `servedPeers`.
+    var servedLinks: [SimConnection] { servedPeers.map(\.link) }
+
+    /// What it announces while it serves: its term as master or candidate.
+    var announcement: FollowPolicy.Announcement? {
+        switch role {
+        case .master: return .init(id: id, term: announcedTerm, role: .master)
+        case .candidate: return .init(id: id, term: announcedTerm, role: .candidate)
+        case .slave, .down, .gone: return nil
+        }
+    }
 
     /// The newest link of node `id` among the peers.
     func peer(id: String, in nodes: [FailoverNode]) -> FailoverPeer? {

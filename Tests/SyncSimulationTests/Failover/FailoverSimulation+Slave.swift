@@ -82,15 +82,7 @@ extension FailoverSimulation {
 
     /// What `n` sees on the LAN, and what it does about it.
     private func browse(_ n: FailoverNode) {
-        guard n.isolatedUntil <= clock.now else { return }
-        var seen: [(node: FailoverNode?, announcement: FollowPolicy.Announcement)] = nodes.filter {
-            $0 !== n && $0.isUp && $0.isolatedUntil <= clock.now && ($0.role == .master || $0.role == .candidate)
-        }.map { ($0, .init(id: $0.id, term: $0.announcedTerm, role: $0.role == .candidate ? .candidate : .master)) }
-        if rogue { seen.append((nil, .init(id: "rogue", term: 999, role: .master))) }
-        seen.sort { a, b in
-            a.announcement.term != b.announcement.term
-                ? a.announcement.term > b.announcement.term : (a.node?.index ?? -1) < (b.node?.index ?? -1)
-        }
+        let seen = announcements(seenBy: n)
         switch n.role {
         case .master:
             // A member announcing a later term as master: step down.

@@ -188,36 +188,14 @@ final class FailoverSimulation {
         }
     }
 
-    private func chaosTick() {
-        guard faultsOn else { return }
-        let r = rng.unit()
-        let up = nodes.filter { $0.isUp && $0.isolatedUntil <= clock.now }
-        if r < 0.5 {
-            let linked = up.filter { $0.link != nil }
-            if !linked.isEmpty, let c = rng.pick(linked).link {
-                trace.add(clock.now, "net", "cut", "link \(c.id)")
-                network.cut(c, dead: nil)
-            }
-        } else if r < 0.7, let n = up.filter({ $0.index != 0 }).randomElement(using: rng) {
-            isolate(n, for: rng.int(Int64(500)...5000))
-        } else if r < 0.85, let n = up.filter({ $0.index != 0 || !masterDiesForGood }).randomElement(using: rng) {
-            trace.add(clock.now, n.tag, "crash")
-            stop(n, as: .down)
-            let inc = n.incarnation
-            clock.schedule(after: rng.int(Int64(300)...4000)) { [unowned self] in
-                if n.incarnation == inc, n.role == .down { self.restart(n) }
-            }
+    /// The process of `n` crashes; it starts again 0.3-4 s later.
+    func crash(_ n: FailoverNode) {
+        trace.add(clock.now, n.tag, "crash")
+        stop(n, as: .down)
+        let inc = n.incarnation
+        clock.schedule(after: rng.int(Int64(300)...4000)) { [unowned self] in
+            if n.incarnation == inc, n.role == .down { self.restart(n) }
         }
-        clock.schedule(after: rng.int(Int64(300)...2500)) { [unowned self] in self.chaosTick() }
-    }
-
-    /// Cuts `n` off the network for `millis`: its links break, it browses and is browsed by
-    /// nobody, and nobody connects to it.
-    func isolate(_ n: FailoverNode, for millis: Int64) {
-        n.isolatedUntil = clock.now + millis
-        trace.add(clock.now, n.tag, "isolated", "\(millis) ms")
-        if let c = n.link { network.cut(c, dead: nil) }
-        for p in n.servedPeers { network.cut(p.link, dead: nil) }
     }
 
     /// The process of `n` ends (crash, or its disk dies with `.gone`): links break at once.
@@ -317,7 +295,4 @@ final class FailoverSimulation {
     }
 }
 
-extension Array {
-    /// A random element drawn from the simulation's generator.
-    func randomElement(using rng: SimRandom) -> Element? { isEmpty ? nil : rng.pick(self) }
-}
+extension FailoverSimulation: FailoverLAN {}

@@ -128,10 +128,7 @@ extension MasterNode {
         seat.requestHandOver?("stepped down") {
             try seat.writer.writeBetweenRoles { db in
                 try db.setMetadata("node.role", NodeRole.slave.rawValue)
-                try db.setMetadata("replica.last_seq", String(try db.lastJournalSeq()))
-                try db.setMetadata("replica.epoch", lineage)
-                try db.setMetadata("replica.store", store)
-                try db.setMetadata(MasterCandidacy.termKey, "\(oldTerm)")
+                try db.becomeReplicaOfOwnJournal(lineage: lineage, store: store, term: oldTerm)
                 try trust.write(to: trustPath)
             }
             return .slave(
