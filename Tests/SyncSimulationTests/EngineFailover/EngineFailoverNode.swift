@@ -156,6 +156,9 @@ final class EngineFailoverNode: FailoverLANNode {
     /// `sync.term` as stored (1 without a store).
     var storedTerm: Int64 { (try? db?.term()) ?? 1 }
 
+    /// Its member number (`TermBallot`): the original master is 1, node i is i + 1.
+    var memberNumber: Int64 { Int64(index + 1) }
+
     /// Where its history ends (`OrderDatabase.standbyPosition`).
     var position: LogPosition { (try? db?.standbyPosition()) ?? LogPosition(lastSeq: 0, lastTerm: 1) }
 

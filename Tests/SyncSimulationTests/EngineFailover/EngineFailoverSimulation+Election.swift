@@ -17,7 +17,10 @@ extension EngineFailoverSimulation {
                 $0.isUp && $0.isolatedUntil <= clock.now && ($0.master != nil || (!blind && $0.candidate != nil))
             }
             .map(\.announcedTerm).max() ?? 1
-        let term = max(n.storedTerm, seen) + 1
+        // Its own ballot (`TermBallot`, Docs/PROTOCOL.md 7.16), as `SlaveNode+Promotion` bids;
+        // the `grantEveryPromise` mutation bids the `+1` term of earlier versions instead.
+        let known = max(n.storedTerm, seen)
+        let term = config.mutation == .grantEveryPromise ? known + 1 : TermBallot.bid(number: n.memberNumber, above: known)
         dropLink(n)
         let position = n.position
         let candidate = EngineCandidate(

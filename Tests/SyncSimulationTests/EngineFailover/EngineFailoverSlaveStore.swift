@@ -9,7 +9,9 @@ enum EngineFailoverMutation: String, CaseIterable {
     case dropRequeuedTail
     /// A candidate that should fetch a voter's tail becomes master without it.
     case skipFetch
-    /// A voter promises every member candidate of its term or a later one.
+    /// A voter promises every member candidate of its term or a later one, and candidates bid
+    /// the `+1` term of earlier versions rather than a ballot they own (two candidates of one
+    /// term may both win; with owned ballots no two share a term).
     case grantEveryPromise
 }
 
