@@ -108,10 +108,10 @@ final class FailoverChecker {
     }
 
     private func claim(_ sim: FailoverSimulation, term: Int64, by n: FailoverNode, _ what: String) {
-        if let owner = TermBallot.owner(of: term), owner != n.memberNumber, sim.config.mutation != .grantEveryPromise {
-            fail(sim, "one master per term", "\(n.tag) \(what) in term \(term), a ballot of member \(owner)")
+        let ballots = sim.config.mutation != .grantEveryPromise
+        for problem in termMasters.claim(term: term, by: n.index, number: n.memberNumber, ballots: ballots, tag: n.tag, what) {
+            fail(sim, "one master per term", problem)
         }
-        for problem in termMasters.claim(term: term, by: n.index, tag: n.tag, what) { fail(sim, "one master per term", problem) }
         sim.stats.highestTerm = max(sim.stats.highestTerm, term)
     }
 

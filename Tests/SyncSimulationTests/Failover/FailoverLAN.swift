@@ -91,15 +91,19 @@ extension Array {
 }
 
 /// The one master of each term, for both failover checkers: node 0 alone in term 1 (the
-/// original master's), and one node in any other term.
+/// original master's), one node in any other term, and that node the owner of the term's
+/// ballot (`TermBallot`) unless `ballots` is false (a mutation that bids `+1`).
 struct TermMasters {
     private var masters: [Int64: Int] = [:]
 
-    /// Node `index` (`tag`) did `what` as master of `term`: how that breaks "one master per
-    /// term", if it does.
-    mutating func claim(term: Int64, by index: Int, tag: String, _ what: String) -> [String] {
+    /// Node `index` (`tag`, member `number`) did `what` as master of `term`: how that breaks
+    /// "one master per term", if it does.
+    mutating func claim(term: Int64, by index: Int, number: Int64, ballots: Bool, tag: String, _ what: String) -> [String] {
         var problems: [String] = []
         if term == 1 && index != 0 { problems.append("\(tag) \(what) in term 1, the original master's") }
+        if ballots, let owner = TermBallot.owner(of: term), owner != number {
+            problems.append("\(tag) \(what) in term \(term), a ballot of member \(owner)")
+        }
         if let other = masters[term], other != index { problems.append("\(tag) \(what) in term \(term), which is n\(other)'s") }
         masters[term] = index
         return problems
