@@ -30,7 +30,7 @@ final class StandbyEngineTests: StoreTestCase {
     }
 
     /// A slave on `db`, joined to `master` through its hello (snapshot or catch-up).
-    private func join(_ master: MasterEngine, peer: Int = 1, on db: OrderDatabase) throws -> (SlaveEngine, [String]) {
+    func join(_ master: MasterEngine, peer: Int = 1, on db: OrderDatabase) throws -> (SlaveEngine, [String]) {
         let slave = try SlaveEngine(
             store: SQLiteSlaveStore(db: db), terminalId: terminal.nodeId, terminalName: "till-1", configuredStore: "s")
         _ = master.peerConnected(peer, address: "a", terminal: terminal)

@@ -86,4 +86,22 @@ final class StandbyAckTests: XCTestCase {
         XCTAssertEqual(waits.heard([]).count, 0)
         XCTAssertEqual(waits.drain().map(\.replicated), [false])
     }
+
+    /// An election consults voters only: a handheld's copy is no replica a write waits for.
+    func testAHandheldIsNotCountedAsAReplica() throws {
+        var handheld = standby("h", held: 7)
+        handheld.voter = false
+        var waits = ReplicationWaits<String, Int>()
+        let alone = try XCTUnwrap(waits.add(seq: 7, replicas: 1, standbys: [handheld], deadline: 9, answer: "g"))
+        XCTAssertFalse(alone.replicated, "only a handheld is connected: answered at once, unreplicated")
+        XCTAssertEqual(alone.wanted, 0)
+        // With a voter too, the write waits for the voter, whatever the handheld holds.
+        XCTAssertNil(waits.add(seq: 8, replicas: 2, standbys: [handheld, standby("1", held: 7)], deadline: 9, answer: "h"))
+        handheld.held = 8
+        XCTAssertEqual(waits.heard([handheld, standby("1", held: 7)]).count, 0)
+        let h = waits.heard([handheld, standby("1", held: 8)])
+        XCTAssertEqual(h.map(\.replicated), [true])
+        XCTAssertEqual(h.first?.wanted, 1)
+        XCTAssertEqual(h.first?.heldBy, ["till-1"])
+    }
 }

@@ -3,8 +3,11 @@
 /// node tells it what the engine knows of its standbys after each group and when a deadline
 /// passes, and answers what comes out finished.
 ///
-/// A write waits for `wanted` standbys (at most as many as are connected when it is committed)
-/// to say, in an ack's `held`, that they hold its sequence. When fewer stay connected than it
+/// Only standbys that vote count (`MasterEngine.Standby.voter`): an election consults voters
+/// only, so a copy on a handheld keeps nothing a promotion would find.
+///
+/// A write waits for `wanted` voting standbys (at most as many as are connected when it is
+/// committed) to say, in an ack's `held`, that they hold its sequence. When fewer stay connected than it
 /// waits for, it is over once every connected one holds it (and at least one does). When its
 /// deadline passes first, it is answered anyway, unreplicated.
 public struct ReplicationWaits<Answer, Instant: Comparable> {
@@ -37,7 +40,8 @@ public struct ReplicationWaits<Answer, Instant: Comparable> {
         }
 
         /// Notes the standbys that hold it now; true when it need wait no longer.
-        mutating func heard(_ standbys: [MasterEngine.Standby]) -> Bool {
+        mutating func heard(_ all: [MasterEngine.Standby]) -> Bool {
+            let standbys = all.filter(\.voter)
             for s in standbys where (s.held ?? -1) >= seq && !heldBy.contains(where: { $0.id == s.terminalId }) {
                 heldBy.append((s.terminalId, s.name))
             }
@@ -58,13 +62,13 @@ public struct ReplicationWaits<Answer, Instant: Comparable> {
     /// The earliest deadline of a waiting write, if any.
     public var nextDeadline: Instant? { waits.map(\.deadline).min() }
 
-    /// A write committed at `seq` waits for `replicas` of the connected `standbys` until
+    /// A write committed at `seq` waits for `replicas` of the connected voting `standbys` until
     /// `deadline`. Finished at once when none is connected (unreplicated) or enough already
     /// hold it; nil while it waits.
     public mutating func add(
         seq: Int64, replicas: Int, standbys: [MasterEngine.Standby], deadline: Instant, answer: Answer
     ) -> Finished? {
-        var wait = Wait(seq: seq, wanted: min(replicas, standbys.count), deadline: deadline, answer: answer)
+        var wait = Wait(seq: seq, wanted: min(replicas, standbys.filter(\.voter).count), deadline: deadline, answer: answer)
         guard wait.wanted > 0 else { return wait.finished(replicated: false) }
         if wait.heard(standbys) { return wait.finished(replicated: true) }
         waits.append(wait)

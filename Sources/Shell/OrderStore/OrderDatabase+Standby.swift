@@ -189,7 +189,7 @@ extension OrderDatabase {
                         try upsertOrder(o)
                     }
                 }
-                try appendJournal(entry)
+                try appendStandbyEntry(entry)
                 last = entry.seq
             }
             try restoreOrders(replaced.touched, created: replaced.created)

@@ -24,7 +24,7 @@ extension OrderDatabase {
     /// tombstone for each order a Remove names), the terms, the members.
     func applyStandbyAfter(_ c: SlaveCommit) throws {
         for entry in c.journal {
-            try appendJournal(entry)
+            try appendStandbyEntry(entry)
             if entry.operation == .remove {
                 for uuid in entry.orderUUIDs { try addTombstone(uuid: uuid, seq: entry.seq) }
             }
@@ -34,6 +34,18 @@ extension OrderDatabase {
         if let t = c.term { try setTerm(t) }
         if let s = c.termStarts { try setTermStarts(s) }
         if let m = c.members { try saveMembers(m) }
+    }
+
+    /// Records a master's entry in the standby journal (a broadcast, or a fetched tail). An
+    /// operation id the journal already holds at another seq is one the master applied again: it
+    /// was promoted from a snapshot, which carries no operation ids, so it could not see the
+    /// first place (Docs/PROTOCOL.md 7.2). The entry is kept without its id: the first place
+    /// stays the one a retry finds once this copy is promoted, and the copy goes on following
+    /// its master instead of failing `UNIQUE journal.op_id` on every reconnect.
+    func appendStandbyEntry(_ entry: JournalEntry) throws {
+        var entry = entry
+        if let id = entry.opId, let first = try journalEntry(opId: id), first.seq != entry.seq { entry.opId = nil }
+        try appendJournal(entry)
     }
 
     /// The term of the slave's entry at `seq`: its journal's, else the last snapshot's.

@@ -12,6 +12,10 @@ extension MasterEngine {
         public var name: String
         /// The highest sequence its copy holds on disk, as its last ack said; nil until it says.
         public var held: Int64?
+        /// False for a terminal the store's members name a non-voter (a handheld, `ordersync
+        /// pair --handheld`): elections ignore its copy, so a write it holds is not counted as
+        /// replicated (`ReplicationWaits`). True while the node gave no members.
+        public var voter: Bool = true
     }
 
     /// The connected standbys, by link: paired OrderSync slaves past their hello (live, or
@@ -20,8 +24,17 @@ extension MasterEngine {
         peers.values.filter { $0.speaksOrderSync && ($0.phase == .live || $0.phase == .receivingSnapshot) }
             .sorted { $0.id < $1.id }
             .compactMap { p in
-                p.terminalId.map { Standby(peer: p.id, terminalId: $0, name: p.terminalName ?? $0, held: p.held) }
+                p.terminalId.map {
+                    Standby(peer: p.id, terminalId: $0, name: p.terminalName ?? $0, held: p.held, voter: isVoter($0))
+                }
             }
+    }
+
+    /// Whether the terminal `id` votes, as the store's members say: a handheld or a revoked
+    /// terminal does not; one the members do not name (or no members yet) counts as a voter.
+    private func isVoter(_ id: String) -> Bool {
+        guard let t = members?.terminals.first(where: { $0.member.id == id }) else { return true }
+        return t.voter && t.revokedMillis == nil
     }
 
     /// Marks the broadcasts among `out` `ackNow` for the OrderSync slaves they go to; a
