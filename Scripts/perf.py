@@ -190,6 +190,11 @@ class OrderSyncServer(Server):
     def status(self):
         return api(self.data, "GET", "/v1/status")[1]
 
+    def accepting(self):
+        # The master binds its terminals' port before it opens the store (a refused start
+        # writes nothing), so the port accepts before the local API socket exists: wait for both.
+        return super().accepting() and os.path.exists(os.path.join(self.data, "ordersync.sock"))
+
 
 class PythonServer(Server):
     kind = "Python"
