@@ -116,10 +116,11 @@ stage unit-tests swift_tests "$RESULTS/unit-tests.log" --skip AvahiDiscoveryLanT
     foreground_rc=1
 
 # Tests that flood the master from processes at the lowest priority and measure what a paired
-# terminal sees meanwhile, and the automatic failover's promotion-time bound (5 s, issue 26):
-# they need the machine to themselves, so they run once the background tracks are done.
+# terminal sees meanwhile, the automatic failover's promotion-time bound (5 s, issue 26), and the
+# bulk test's 15 MB pages: they need the machine to themselves, so they run once the background
+# tracks are done.
 ALONE=(Tests/lan/test_preauth_limits.py Tests/lan/test_insider_limits.py Tests/conformance/test_bounds.py
-    Tests/lan/test_auto_failover.py)
+    Tests/lan/test_auto_failover.py Tests/lan/test_bulk_changes.py)
 PYTEST=(env ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v --durations=30 -p no:cacheprovider)
 
 # WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise
