@@ -147,8 +147,12 @@ def test_a_flooding_insider_is_limited_by_bytes_and_by_its_journal_budget_and_an
     master_growth, till_growth = disk_bytes(master.data_dir) - master_before, disk_bytes(till.data_dir) - till_before
     # SQLite keeps each change in its write-ahead log as well as in the file: twice the budget
     # plus a few MiB of pages bound both, against 20 s x 1 MiB/s x 2 and more without a budget.
+    # The till keeps a standby copy as well (the journal entries, PROTOCOL 7.2), beside its
+    # replica's rows and outbox: measured 23.6-24.2 MB for the master's 13.9-14.6 MB (a budget of
+    # 8 MiB), so it gets 4 MiB more.
     assert master_growth <= 2 * budget + 6 * MiB, master_growth
-    assert till_growth <= 2 * budget + 6 * MiB, till_growth
+    assert till_growth <= 2 * budget + 10 * MiB, till_growth
+    print(f"FIGURE insider disk: master +{master_growth} B, till +{till_growth} B for a budget of {budget} B")
 
     p50_idle, p50 = statistics.median(idle), statistics.median(busy)
     p95 = sorted(busy)[int(len(busy) * 0.95) - 1]
