@@ -32,7 +32,7 @@ final class HTTPListenerTests: XCTestCase {
 
     private func listener(_ loop: EventLoop, refusals: @escaping (String) -> Void) throws -> HTTPListener {
         let listener = try HTTPListener(
-            address: MetricsAddress(host: "127.0.0.1", port: 0), flag: "--test", purpose: "tests",
+            listener: try HTTPListener.bind(MetricsAddress(host: "127.0.0.1", port: 0), flag: "--test", purpose: "tests"),
             requestLimits: .init(maxHeaderBytes: 1024, maxBodyBytes: 0), limits: limits, loop: loop,
             acceptFailed: { XCTFail("accept failed: \($0)") }, refused: { _, reason, _ in refusals(reason) })
         listener.start { _, _ in .response(HTTPListener.plain(200, "ok\n")) }

@@ -237,8 +237,8 @@ def test_a_typo_of_a_command_is_named_with_the_nearest_one(tmp_path):
 
 
 def test_a_busy_metrics_port_leaves_an_existing_store_as_it_was(tmp_path, make_lan):
-    """A refusal found after the store opened (the --metrics-listen port, bound with the
-    front-ends) leaves the store of an earlier start byte for byte, and starts no daemon."""
+    """A busy --metrics-listen port (bound with the terminals' port, before the store opens)
+    leaves the store of an earlier start byte for byte, and starts no daemon."""
     h1 = make_lan(1).hosts[0]
     data = os.path.join(h1.dir, "existing")
     master = OrderSyncNode.master(h1, store="shop1", data_dir=data)

@@ -75,19 +75,20 @@ final class DashboardServer {
     /// The address actually bound (`ip:port`).
     var localAddress: String { listener.localAddress }
 
-    /// Binds `address` on `loop`, over TLS with `certificate` when given; nothing is answered
-    /// before `start(source:)`.
-    init(address: MetricsAddress, certificate: TLSCertificate?, loop: EventLoop, logger: Logger) throws {
+    /// Binds `address` (`--http-listen`), or explains why not (``StartupPorts/dashboard(_:_:)``).
+    static func bind(_ address: MetricsAddress) throws -> TCPListener {
+        try HTTPListener.bind(address, flag: "--http-listen", purpose: "the dashboard")
+    }
+
+    /// Serves `bound` (its socket, over TLS when it has a context) on `loop`; nothing is
+    /// answered before `start(source:)`.
+    init(bound: StartupPorts.Dashboard, loop: EventLoop, logger: Logger) throws {
         self.loop = loop
         self.logger = logger
-        let tls: TLSContext?
-        do { tls = try certificate.map { try TLSContext.server(certificate: $0) } } catch {
-            throw NodeStartupError("cannot serve the dashboard over TLS: \(error)")
-        }
-        tlsFingerprint = certificate?.fingerprintText
+        tlsFingerprint = bound.fingerprint
         listener = try HTTPListener(
-            address: address, flag: "--http-listen", purpose: "the dashboard", requestLimits: Self.limits,
-            limits: .standard, tls: tls, loop: loop,
+            listener: bound.listener, requestLimits: Self.limits,
+            limits: .standard, tls: bound.tls, loop: loop,
             acceptFailed: { error in logger.warning("dashboard.accept_failed", metadata: ["error": "\(error)"]) },
             refused: { peer, reason, count in
                 logger.notice(

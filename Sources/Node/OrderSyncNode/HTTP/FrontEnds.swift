@@ -22,11 +22,17 @@ final class FrontEnds {
     private var renderMetrics: () -> [UInt8] = { [] }
 
     /// The front-ends `configuration` asks for on `loop`, with `dashboard` (built by a master)
-    /// or nil. Binds `--metrics-listen`; nothing is answered before ``start(_:handler:metrics:dashboard:)``.
-    init(configuration: NodeConfiguration, loop: EventLoop, logger: Logger, dashboard: DashboardServer?) throws {
+    /// or nil. Serves `--metrics-listen` on `metrics` (bound by the start, ``StartupPorts``),
+    /// else binds it; nothing is answered before ``start(_:handler:metrics:dashboard:)``.
+    init(
+        configuration: NodeConfiguration, loop: EventLoop, logger: Logger, dashboard: DashboardServer?,
+        metrics bound: TCPListener? = nil
+    ) throws {
         self.loop = loop
         api = LocalAPIServer(loop: loop, path: configuration.socketPath, logger: logger)
-        metricsListener = try configuration.metricsListen.map { try MetricsListener(address: $0, loop: loop, logger: logger) }
+        metricsListener = try (bound ?? configuration.metricsListen.map(MetricsListener.bind)).map {
+            try MetricsListener(listener: $0, loop: loop, logger: logger)
+        }
         self.dashboard = dashboard
     }
 

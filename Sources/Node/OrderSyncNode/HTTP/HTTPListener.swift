@@ -39,11 +39,24 @@ final class HTTPListener {
     /// The address actually bound (`ip:port`).
     let localAddress: String
 
-    /// Binds `address` on `loop` (on its thread); connections wait in the backlog until
-    /// `start(handler:)`. With `tls`, every connection is TLS (a plain HTTP request is answered
-    /// with a redirect to https). A failure to bind is a `NodeStartupError` naming `flag`.
+    /// Binds `address` for `purpose`, or explains why not: a `NodeStartupError` naming `flag`,
+    /// of the listen's kind (a port in use, permission denied, an address this host lacks).
+    static func bind(_ address: MetricsAddress, flag: String, purpose: String) throws -> TCPListener {
+        do {
+            return try TCPListener.bind(host: address.host, port: address.port, backlog: 64)
+        } catch {
+            let failure = StartupFailure.ofListen(error)
+            throw NodeStartupError(
+                "cannot listen for \(purpose) on \(address) (\(flag)): \(error)", failure: failure,
+                fix: failure == .portInUse ? "stop the other program on port \(address.port), or choose another port in \(flag)" : nil)
+        }
+    }
+
+    /// Serves `listener` (bound by ``bind(_:flag:purpose:)``) on `loop` (on its thread);
+    /// connections wait in the backlog until `start(handler:)`. With `tls`, every connection is
+    /// TLS (a plain HTTP request is answered with a redirect to https).
     init(
-        address: MetricsAddress, flag: String, purpose: String, requestLimits: HTTPRequestParser.Limits,
+        listener: TCPListener, requestLimits: HTTPRequestParser.Limits,
         limits: HTTPListenerLimits, tls: TLSContext? = nil, loop: EventLoop,
         acceptFailed: @escaping (any Error) -> Void,
         refused: @escaping (_ peer: String, _ reason: String, _ count: Int) -> Void
@@ -55,12 +68,6 @@ final class HTTPListener {
         self.limits = limits
         self.tls = tls
         admission = HTTPAdmission(limits: limits)
-        let listener: TCPListener
-        do {
-            listener = try TCPListener.bind(host: address.host, port: address.port, backlog: 64)
-        } catch {
-            throw NodeStartupError("cannot listen for \(purpose) on \(address) (\(flag)): \(error)", failure: .ofListen(error))
-        }
         localAddress = listener.localAddress
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
     }

@@ -7,17 +7,20 @@ import Logging
 /// written to the data directory.
 extension MasterNode {
     /// A master for the `ordersync master` command: prepares the process (signals), claims the
-    /// data directory and publishes through Avahi. The terminals' port is bound once the lock is
-    /// held and before the key or the store is made: a port in use leaves the directory as it
-    /// was, and so does any later failure of the start (``DataDirectory/abandon()``).
+    /// data directory and publishes through Avahi. Its ports (terminals, `--metrics-listen`,
+    /// `--http-listen` and the dashboard's certificate: ``StartupPorts``) are bound once the
+    /// lock is held and before the key or the store is made: a port in use leaves the directory
+    /// as it was, and so does any later failure of the start (``DataDirectory/abandon()``).
     public convenience init(configuration: NodeConfiguration, logger: Logger) throws {
         let loop = try NodeStartup.prepareProcess()
-        var listener: TCPListener?
-        let dataDirectory = try DataDirectory(claimingFor: configuration) { listener = try Self.bindTerminalPort(configuration) }
+        var ports: StartupPorts?
+        let dataDirectory = try DataDirectory(claimingFor: configuration) {
+            ports = try StartupPorts.bind(for: configuration, logger: logger)
+        }
         do {
             try self.init(
                 configuration: configuration, loop: loop, dataDirectory: dataDirectory, discovery: AvahiServiceDiscovery(),
-                logger: logger, seat: nil, promotion: nil, listener: listener)
+                logger: logger, seat: nil, promotion: nil, ports: ports)
         } catch {
             dataDirectory.abandon()
             throw error

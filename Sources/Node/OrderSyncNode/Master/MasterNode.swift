@@ -100,11 +100,12 @@ public final class MasterNode {
 
     /// A master on `loop`, as above; on the `seat` of the role it takes over (nil: a seat of its
     /// own on `dataDirectory`), and a candidate of `promotion` (nil: a master proper); serving
-    /// terminals on `listener` (nil: it binds the configured port itself).
+    /// terminals, metrics and the dashboard on the `ports` its start bound (nil: it binds the
+    /// configured ports itself).
     init(
         configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
         discovery: (any ServiceDiscovery)?, logger: Logger, seat handedOver: RoleSeat?, promotion: MasterCandidacy?,
-        listener bound: TCPListener? = nil
+        ports: StartupPorts? = nil
     ) throws {
         self.configuration = configuration
         self.loop = loop
@@ -162,11 +163,11 @@ public final class MasterNode {
         serviceManager = ServiceManager(loop: loop, logger: logger)
         avahiState = discovery == nil ? .notUsed : .starting
 
-        let listener = try bound ?? Self.bindTerminalPort(configuration)
+        let listener = try ports?.terminals ?? Self.bindTerminalPort(configuration)
         port = listener.localPort
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
-        seat = try handedOver ?? Self.ownSeat(configuration, loop, logger, dataDirectory: dataDirectory, writer: writer)
+        seat = try handedOver ?? Self.ownSeat(configuration, loop, logger, dataDirectory: dataDirectory, writer: writer, ports: ports)
     }
 
     /// Starts everything and serves until SIGINT, SIGTERM or a request through

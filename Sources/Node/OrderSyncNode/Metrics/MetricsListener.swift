@@ -43,11 +43,17 @@ final class MetricsListener {
     /// The address actually bound (`ip:port`).
     var localAddress: String { listener.localAddress }
 
-    /// Binds `address` on `loop` (on its thread); connections wait in the backlog until
-    /// `start(render:)`. A failure to bind is a `NodeStartupError` naming the address.
-    init(address: MetricsAddress, loop: EventLoop, logger: Logger) throws {
+    /// Binds `address` (`--metrics-listen`), or explains why not: a `NodeStartupError` naming
+    /// the address. A start binds it before anything is written (``StartupPorts``).
+    static func bind(_ address: MetricsAddress) throws -> TCPListener {
+        try HTTPListener.bind(address, flag: "--metrics-listen", purpose: "metrics")
+    }
+
+    /// Serves `listener` (bound by ``bind(_:)``) on `loop` (on its thread); connections wait in
+    /// the backlog until `start(render:)`.
+    init(listener bound: TCPListener, loop: EventLoop, logger: Logger) throws {
         listener = try HTTPListener(
-            address: address, flag: "--metrics-listen", purpose: "metrics", requestLimits: Self.limits,
+            listener: bound, requestLimits: Self.limits,
             limits: .standard, loop: loop,
             acceptFailed: { error in logger.warning("metrics.accept_failed", metadata: ["error": "\(error)"]) },
             refused: { peer, reason, count in

@@ -112,11 +112,12 @@ public final class SlaveNode {
     }
 
     /// A slave on `loop`, as above, on the `seat` of the role it takes over (nil: a seat of its
-    /// own on `dataDirectory`): a candidate withdrawing, a master stepping down.
+    /// own on `dataDirectory`): a candidate withdrawing, a master stepping down. Serves
+    /// `--metrics-listen` on the socket its start bound (`ports`; nil: it binds it itself).
     init(
         configuration: NodeConfiguration, loop: EventLoop, dataDirectory: DataDirectory,
         discovery: (any ServiceDiscovery)?, logger: Logger,
-        reconnectJitter: ReconnectBackoff.Jitter, seat handedOver: RoleSeat?
+        reconnectJitter: ReconnectBackoff.Jitter, seat handedOver: RoleSeat?, ports: StartupPorts? = nil
     ) throws {
         self.configuration = configuration
         self.loop = loop
@@ -171,23 +172,28 @@ public final class SlaveNode {
             try handedOver
             ?? RoleSeat(
                 dataDirectory: dataDirectory, writer: writer,
-                frontEnds: FrontEnds(configuration: configuration, loop: loop, logger: logger, dashboard: nil))
+                frontEnds: FrontEnds(
+                    configuration: configuration, loop: loop, logger: logger, dashboard: nil, metrics: ports?.metrics))
     }
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
     /// data directory and discovers its master through Avahi unless `--master` names it.
-    /// A slave neither paired nor given a code is refused once the lock is held and before the
-    /// key or the store is made; any later failure of the start leaves the directory as it was
-    /// too (``DataDirectory/abandon()``).
+    /// A slave neither paired nor given a code, or whose `--metrics-listen` cannot be bound
+    /// (``StartupPorts``), is refused once the lock is held and before the key or the store is
+    /// made; any later failure of the start leaves the directory as it was too
+    /// (``DataDirectory/abandon()``).
     public convenience init(configuration: NodeConfiguration, logger: Logger) throws {
         let loop = try NodeStartup.prepareProcess()
+        var ports: StartupPorts?
         let dataDirectory = try DataDirectory(claimingFor: configuration) {
             _ = try SlaveTrust.atStart(trust: try MasterTrust.load(path: configuration.masterTrustPath), code: configuration.pairingCode)
+            ports = try StartupPorts.bind(for: configuration, logger: logger)
         }
         do {
             try self.init(
                 configuration: configuration, loop: loop, dataDirectory: dataDirectory,
-                discovery: configuration.masterURL == nil ? AvahiServiceDiscovery() : nil, logger: logger)
+                discovery: configuration.masterURL == nil ? AvahiServiceDiscovery() : nil, logger: logger,
+                reconnectJitter: .downToHalf(), seat: nil, ports: ports)
         } catch {
             dataDirectory.abandon()
             throw error
