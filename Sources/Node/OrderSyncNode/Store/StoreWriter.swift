@@ -45,6 +45,8 @@ final class StoreWriter {
     private var handingBack = false
     /// Whether the last commit succeeded, or the streak of failed ones (`StoreWriter+Health`).
     var health = StoreHealth()
+    /// The failing store's recovery probe (`StoreWriter+Health`).
+    var probe = StoreProbe()
 
     /// The writer of `store` (the node's, open read-write), owned by `loop`; its COMMITs run on
     /// `commitQueue` (a serial queue of its own unless a test hands one in).
@@ -248,6 +250,7 @@ final class StoreWriter {
     /// Closes the reader (the read-write connection belongs to the data directory, which
     /// closes it).
     func close() {
+        if let timer = probe.stop() { loop.cancel(timer) }
         reader?.close()
         reader = nil
     }
