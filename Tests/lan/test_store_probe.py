@@ -47,14 +47,15 @@ def test_an_idle_tills_store_is_healthy_again_without_a_write_once_the_disk_has_
         # Room again, and nothing written: the probe finds the store takes commits.
         os.remove(filler)
         freed = time.monotonic()
-        wait_until(lambda: till.status()["ready"]["storeFailure"] is None or None, 25, what="the store to be healthy")
+        wait_until(lambda: till.status()["ready"]["storeFailure"] is None or None, 30, what="the store to be healthy")
         took = time.monotonic() - freed
         s = till.status()
         assert s["ready"]["store"] == "ok" and s["outbox"] == outbox, s
         assert len(till.orders()) == orders
         assert metrics(till)["ordersync_store_ready"] == 1
         assert "store failing" not in check(till)[1]
-        assert took <= 10 + 5, took
+        # One probe interval (10 s), and slack for a loaded machine.
+        assert took <= 10 + 10, took
         print(f"FIGURE store probe: healthy {took:.1f} s after the disk had room, with no write")
         assert till.stop() == 0
     finally:
