@@ -17,6 +17,7 @@ final class MemberNumberTests: StoreTestCase {
 
     /// Takes `db` back to schema 13 (no numbers), as a store of the previous version is.
     private func downgradeTo13(_ db: OrderDatabase) throws {
+        try db.connection.executeOnce("DROP TABLE applied_op_ids")
         try db.connection.executeOnce("DROP INDEX paired_terminals_by_number")
         try db.connection.executeOnce("ALTER TABLE paired_terminals DROP COLUMN number")
         try db.connection.executeOnce("DELETE FROM metadata WHERE key = 'member.number'")
@@ -34,7 +35,7 @@ final class MemberNumberTests: StoreTestCase {
         try downgradeTo13(db)
         db.close()
         let master = try openDatabase()
-        XCTAssertEqual(master.migrationsApplied, [14])
+        XCTAssertEqual(master.migrationsApplied, [14, 15])
         XCTAssertEqual(try master.memberNumber(nodeId: "DDDD"), 1, "revoked, it keeps a number: never given twice")
         XCTAssertEqual(try master.memberNumber(nodeId: "BBBB"), 2)
         XCTAssertEqual(try master.memberNumber(nodeId: "AAAA"), 3, "same pairing time: by node id")
@@ -48,7 +49,7 @@ final class MemberNumberTests: StoreTestCase {
         try downgradeTo13(master)
         master.close()
         let standby = try openDatabase()
-        XCTAssertEqual(standby.migrationsApplied, [14])
+        XCTAssertEqual(standby.migrationsApplied, [14, 15])
         XCTAssertEqual(try standby.memberTerminals().compactMap(\.member.number), [])
         XCTAssertNil(try standby.memberNumber(nodeId: "BBBB"))
     }

@@ -8,7 +8,7 @@ import XCTest
 /// back after an upgrade); a replica restored from a backup gets a new epoch.
 final class MigrationBackupTests: StoreTestCase {
     /// The schema of the last release (12): the store an upgrade finds. This build adds 13
-    /// (terms) and 14 (member numbers).
+    /// (terms), 14 (member numbers) and 15 (operation ids below a snapshot).
     private let previousVersion: Int64 = 12
 
     /// A store at `previousVersion`, made by the migrations up to it, with `count` orders and
@@ -140,8 +140,8 @@ final class MigrationBackupTests: StoreTestCase {
     }
 
     /// `Tests/lan/test_upgrade.py` makes its store of the previous version by taking a current
-    /// one back (`previous_schema`: migration 14's column and index and migration 13's two
-    /// columns dropped, `user_version` 12): that gives exactly the layout the migrations up to
+    /// one back (`previous_schema`: migration 15's table, migration 14's column and index and
+    /// migration 13's two columns dropped, `user_version` 12): that gives exactly the layout the migrations up to
     /// 12 make.
     func testTheUpgradeTestsWayBackGivesThePreviousLayout() throws {
         let previous = try SQLiteConnection(path: directory + "/previous.sqlite", readOnly: false)
@@ -152,7 +152,7 @@ final class MigrationBackupTests: StoreTestCase {
         try Schema.migrate(current)
         XCTAssertNotEqual(try layout(current), try layout(previous))
         for statement in [
-            "DROP INDEX paired_terminals_by_number", "ALTER TABLE paired_terminals DROP COLUMN number",
+            "DROP TABLE applied_op_ids", "DROP INDEX paired_terminals_by_number", "ALTER TABLE paired_terminals DROP COLUMN number",
             "ALTER TABLE journal DROP COLUMN term", "ALTER TABLE paired_terminals DROP COLUMN voter",
             "PRAGMA user_version = \(previousVersion)",
         ] {

@@ -20,7 +20,8 @@ final class SchemaTests: StoreTestCase {
         XCTAssertEqual(
             tables,
             [
-                "answered_ops", "api_answers", "feed", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
+                "answered_ops", "api_answers", "applied_op_ids", "applied_op_ids_by_seq",
+                "feed", "journal", "journal_orders", "journal_orders_by_seq", "metadata", "orders",
                 "orders_by_created", "orders_by_status", "outbox", "paired_terminals", "paired_terminals_by_name",
                 "paired_terminals_by_number", "rejections",
                 "rejections_by_op", "rejections_by_order", "storepos_foreign_orders",

@@ -20,6 +20,7 @@ final class StandbyStoreTests: StoreTestCase {
 
     func testMigration13GivesOldEntriesTerm1AndTerminalsAVote() throws {
         let db = try openDatabase()
+        try db.connection.executeOnce("DROP TABLE applied_op_ids")
         try db.connection.executeOnce("ALTER TABLE journal DROP COLUMN term")
         try db.connection.executeOnce("ALTER TABLE paired_terminals DROP COLUMN voter")
         try db.connection.executeOnce("DROP INDEX paired_terminals_by_number")
@@ -32,7 +33,7 @@ final class StandbyStoreTests: StoreTestCase {
         try db.connection.executeOnce("PRAGMA user_version = 12")
         db.close()
         let upgraded = try openDatabase()
-        XCTAssertEqual(upgraded.migrationsApplied, [13, 14])
+        XCTAssertEqual(upgraded.migrationsApplied, [13, 14, 15])
         XCTAssertEqual(try upgraded.journalEntry(seq: 1)?.term, 1)
         XCTAssertEqual(try upgraded.isVoter(nodeId: "AAAA"), true)
         XCTAssertEqual(try upgraded.term(), 1)

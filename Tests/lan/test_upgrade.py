@@ -7,9 +7,10 @@ version with every entry the store had; the till's queued orders and the orders 
 and after the start reach every terminal once. Then the till is upgraded the same way while the
 master takes orders.
 
-The store of the previous version is made by this build and taken back: migrations 13 and 14
+The store of the previous version is made by this build and taken back: migrations 13, 14 and 15
 (the newest, `Sources/Shell/OrderStore/Schema.swift`) only added `journal.term`,
-`paired_terminals.voter` and `paired_terminals.number` (with its index), so dropping those (and
+`paired_terminals.voter`, `paired_terminals.number` (with its index) and the table
+`applied_op_ids` (with its index), so dropping those (and
 the term and member-number metadata that came with them) and setting `user_version` to 12 gives
 the layout the previous release wrote. Building
 the previous release from git instead would take most of an hour on a CI machine.
@@ -32,7 +33,7 @@ from ordersync_lab import OrderSyncNode, journal_entries, wait_converged
 pytestmark = pytest.mark.usefixtures("ordersync_built")
 
 #: The schema version this build writes, and the one before it.
-CURRENT, PREVIOUS = 14, 12
+CURRENT, PREVIOUS = 15, 12
 
 
 def database(node: OrderSyncNode) -> str:
@@ -53,13 +54,14 @@ def columns(connection: sqlite3.Connection, table: str) -> list[str]:
 
 def previous_schema(path: str) -> None:
     """Takes the stopped node's store back to schema 12, as the previous release left it:
-    undoes migrations 14 (its column and index) and 13 (its two columns) and the term and
+    undoes migrations 15 (its table), 14 (its column and index) and 13 (its two columns) and the term and
     member-number metadata that came with them."""
     connection = sqlite3.connect(path, isolation_level=None)
     try:
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         assert connection.execute("PRAGMA user_version").fetchone()[0] == CURRENT
         connection.execute("BEGIN")
+        connection.execute("DROP TABLE applied_op_ids")
         connection.execute("DROP INDEX paired_terminals_by_number")
         connection.execute("ALTER TABLE paired_terminals DROP COLUMN number")
         connection.execute("ALTER TABLE journal DROP COLUMN term")

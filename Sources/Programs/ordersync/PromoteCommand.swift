@@ -52,11 +52,15 @@ struct PromoteCommand: ParsableCommand {
         if !json {
             for line in PromoteRefusal.lines(error) { FileHandle.standardError.write(Data("\(line)\n".utf8)) }
         }
-        // Refused (no majority, not a slave, ...): 1; what the local API itself refused keeps
-        // the exit status of every other command.
-        if let code = error["code"]?.stringValue, PromoteRefusal.Code(rawValue: code) != nil {
-            throw ExitStatus.failure.exitCode
-        }
-        throw ExitStatus.forAPIError(code: error["code"]?.stringValue ?? "", httpStatus: response.status).exitCode
+        throw Self.exitStatus(refusal: error["code"]?.stringValue ?? "", httpStatus: response.status).exitCode
+    }
+
+    /// The exit status of a refused promotion: 1 for every refusal a promotion knows (no
+    /// majority, a tail it could not fetch or that is no longer held, a rival, not a slave, ...:
+    /// `PromotionReport.Refusal.Code`, and `PromoteRefusal.Code` of the local API); what the local
+    /// API itself refused keeps the exit status of every other command.
+    static func exitStatus(refusal code: String, httpStatus: Int) -> ExitStatus {
+        if PromotionReport.Refusal.Code(rawValue: code) != nil || PromoteRefusal.Code(rawValue: code) != nil { return .failure }
+        return ExitStatus.forAPIError(code: code, httpStatus: httpStatus)
     }
 }

@@ -124,11 +124,13 @@ extension OrderDatabase {
         try connection.scalarInt("SELECT min(seq) FROM journal")
     }
 
-    /// Removes every entry with `seq <= through` (journal compaction); returns how many.
+    /// Removes every entry with `seq <= through` (journal compaction), and the operation ids
+    /// kept below the journal up to it; returns how many entries.
     @discardableResult
     public func deleteJournal(through seq: Int64) throws -> Int {
         try requireWritable()
         return try transaction {
+            try dropAppliedOpIds(through: seq)
             try connection.execute("DELETE FROM journal_orders WHERE seq <= ?", [.integer(seq)])
             return try connection.execute("DELETE FROM journal WHERE seq <= ?", [.integer(seq)])
         }

@@ -6,9 +6,11 @@ import SyncCore
 /// that applies them.
 extension OrderDatabase {
     /// The parts of `c` that come before its order changes: a snapshot empties the standby
-    /// journal (`standby.base`), a divergence drops its entries after `truncateJournal`.
+    /// journal (`standby.base`), keeping the operation ids below it, a divergence drops its
+    /// entries after `truncateJournal`.
     func applyStandbyBefore(_ c: SlaveCommit) throws {
         if let base = c.standbyBase {
+            try keepAppliedOpIds(base: base, epoch: c.epoch, from: c.appliedOpIds)
             try connection.execute("DELETE FROM journal_orders")
             try connection.execute("DELETE FROM journal")
             try setMetadata("standby.base", String(base))
@@ -71,6 +73,84 @@ extension OrderDatabase {
             if dropped > 0, let first = try firstJournalSeq() { try compactTombstones(through: first - 1) }
             return dropped
         }
+    }
+}
+
+/// Operation ids below a standby's snapshot (`applied_op_ids`, migration 15; Docs/PROTOCOL.md
+/// 7.2): a snapshot brings orders without the journal entries that made them, so a node
+/// promoted from it would not recognise a retry of an operation applied below its base. The
+/// master sends, with each snapshot to an OrderSync standby, the operation ids its history holds
+/// up to the snapshot's seq (`appliedOpIds`); the standby keeps them, and its own journal's, in
+/// the snapshot's transaction (`keepAppliedOpIds`), and a promoted master's repeat check reads
+/// them (`appliedOpIdSeq`). Bounded as the journal is: compaction drops those at or below the
+/// entries it drops, and a snapshot keeps the newest `appliedOpIdsKept`.
+extension OrderDatabase {
+    /// How many operation ids below its journal a store keeps at most (the journal's own
+    /// `journalKeepNewest`).
+    public static let appliedOpIdsKept = 100_000
+
+    /// The seq at which operation `opId` was applied below this store's journal, or nil.
+    public func appliedOpIdSeq(opId: String) throws -> Int64? {
+        try connection.scalarInt("SELECT seq FROM applied_op_ids WHERE op_id = ?", [.text(opId)])
+    }
+
+    /// The operation ids this store's history holds at seqs up to `through`: those of its journal
+    /// and those it keeps below it, the newest `limit` by seq (an id in both, once: the journal's).
+    public func appliedOpIds(through seq: Int64, limit: Int = appliedOpIdsKept) throws -> [String: Int64] {
+        try connection.withStatement(
+            """
+            SELECT op_id, seq FROM journal WHERE op_id IS NOT NULL AND seq <= ?1
+            UNION ALL
+            SELECT op_id, seq FROM applied_op_ids
+            WHERE seq <= ?1 AND op_id NOT IN (SELECT op_id FROM journal WHERE op_id IS NOT NULL)
+            ORDER BY seq DESC LIMIT ?2
+            """, [.integer(seq), .integer(Int64(limit))]
+        ) { statement in
+            var ids: [String: Int64] = [:]
+            while try statement.step() { ids[statement.text(0)] = statement.int64(1) }
+            return ids
+        }
+    }
+
+    /// A snapshot at `base` of lineage `epoch` replaces the standby journal, in the caller's
+    /// transaction (before the journal is emptied): the journal's own operation ids up to `base`
+    /// (when the snapshot is of the lineage the replica followed; else none of those kept before
+    /// either: another history's ids are not this one's) and the master's `ids` (its word wins)
+    /// are kept, then only the newest `appliedOpIdsKept` of all.
+    func keepAppliedOpIds(base: Int64, epoch: String?, from ids: [String: Int64]) throws {
+        let followed = try metadata("replica.epoch")
+        guard epoch == nil || epoch == followed else {
+            try connection.execute("DELETE FROM applied_op_ids")
+            try insertAppliedOpIds(ids, base: base)
+            return
+        }
+        try connection.execute(
+            """
+            INSERT INTO applied_op_ids (op_id, seq) SELECT op_id, seq FROM journal WHERE op_id IS NOT NULL AND seq <= ?
+            ON CONFLICT (op_id) DO UPDATE SET seq = excluded.seq
+            """, [.integer(base)])
+        try insertAppliedOpIds(ids, base: base)
+    }
+
+    /// Records the master's `ids` at or below `base` (over what was kept of them), then keeps
+    /// only the newest `appliedOpIdsKept`.
+    private func insertAppliedOpIds(_ ids: [String: Int64], base: Int64) throws {
+        for (id, seq) in ids where seq <= base {
+            try connection.execute(
+                "INSERT INTO applied_op_ids (op_id, seq) VALUES (?, ?) ON CONFLICT (op_id) DO UPDATE SET seq = excluded.seq",
+                [.text(id), .integer(seq)])
+        }
+        try connection.execute(
+            """
+            DELETE FROM applied_op_ids WHERE seq < (
+                SELECT seq FROM applied_op_ids ORDER BY seq DESC LIMIT 1 OFFSET ?)
+            """, [.integer(Int64(Self.appliedOpIdsKept - 1))])
+    }
+
+    /// Journal compaction through `seq` takes the operation ids kept at or below it too (in the
+    /// caller's transaction): a retry of them is as old as the entries that went.
+    func dropAppliedOpIds(through seq: Int64) throws {
+        try connection.execute("DELETE FROM applied_op_ids WHERE seq <= ?", [.integer(seq)])
     }
 }
 

@@ -19,6 +19,10 @@ public final class SQLiteMasterStore: MasterStore {
     public func firstJournalSeq() throws -> Int64? { try db.firstJournalSeq() }
     public func journal(since seq: Int64, limit: Int) throws -> [JournalEntry] { try db.journal(since: seq, orderUUID: nil, limit: limit) }
     public func journalEntry(opId: String) throws -> JournalEntry? { try db.journalEntry(opId: opId) }
+    public func appliedOpIdSeq(opId: String) throws -> Int64? { try db.appliedOpIdSeq(opId: opId) }
+    public func appliedOpIds(through seq: Int64, limit: Int) throws -> [String: Int64] {
+        try db.appliedOpIds(through: seq, limit: limit)
+    }
     public func removedOrderUUIDs() throws -> [String] { try db.removedOrderUUIDs() }
     public func rejections(opId: String) throws -> [Rejection] { try db.rejections(opId: opId) }
 

@@ -278,6 +278,22 @@ enum Schema {
                 WHERE (SELECT value FROM metadata WHERE key = 'node.role') = 'master'
                 """,
             ]),
+        Migration(
+            version: 15, name: "operation ids below a snapshot",
+            statements: [
+                // The operation ids a standby's snapshot covers, with the seq each was applied at
+                // (Docs/PROTOCOL.md 7.2): its journal holds none below the snapshot's base, so a
+                // node promoted from it answers a retry of one of these instead of applying it
+                // again. Bounded with the journal (`applied_op_ids_by_seq` serves the cut). IF NOT
+                // EXISTS: a file whose version was set back without dropping it migrates again.
+                """
+                CREATE TABLE IF NOT EXISTS applied_op_ids (
+                    op_id TEXT PRIMARY KEY,
+                    seq INTEGER NOT NULL
+                ) WITHOUT ROWID
+                """,
+                "CREATE INDEX IF NOT EXISTS applied_op_ids_by_seq ON applied_op_ids (seq)",
+            ]),
     ]
 
     /// The schema version this build writes and reads.

@@ -28,8 +28,6 @@ struct EngineFailoverStats {
     var requeued = 0
     var ownOutboxApplied = 0
     var rogueIgnored = 0
-    /// Operations applied a second time by a master promoted from a snapshot (see `finish`).
-    var appliedAgainBelowSnapshot = 0
     var snapshots = 0
     var connections = 0
     var cuts = 0
@@ -58,7 +56,6 @@ struct EngineFailoverStats {
         requeued += o.requeued
         ownOutboxApplied += o.ownOutboxApplied
         rogueIgnored += o.rogueIgnored
-        appliedAgainBelowSnapshot += o.appliedAgainBelowSnapshot
         snapshots += o.snapshots
         connections += o.connections
         cuts += o.cuts
@@ -75,7 +72,7 @@ struct EngineFailoverStats {
             + "\(withdrawals) withdrawn, \(forcedPromotions) forced, \(twoAtOnce) two at once; \(fetches) tails fetched "
             + "(\(fetchedEntries) entries), \(stepDowns) step-downs, \(divergedSlaves) slaves told diverged, \(requeued) "
             + "entries re-queued, \(ownOutboxApplied) own-outbox entries applied by promoted nodes; \(rogueIgnored) rogue "
-            + "announcements ignored; \(appliedAgainBelowSnapshot) operations applied again below a promoted snapshot; "
+            + "announcements ignored; "
             + "highest term \(highestTerm); \(snapshots) snapshots, \(connections) connections, "
             + "\(cuts) cuts, \(crashes) crashes, \(messages) messages; \(virtualMillis / 1000) virtual s"
     }
@@ -108,19 +105,9 @@ final class EngineFailoverChecker {
         acknowledgedOps.append((opId, n.index, replicated))
     }
 
-    /// Operations applied again by a master whose journal began after every earlier place of
-    /// theirs: it came from a snapshot, which carries no operation ids (see `finish`).
-    private var appliedAgainBelowJournal: Set<String> = []
-
-    /// A master applied `opId` at `seq` in `term`; its journal begins at `journalStart` (nil:
-    /// unknown, and the operation new).
-    func applied(_ opId: String, seq: Int64, term: Int64, journalStart: Int64? = nil) {
-        let p = LogPosition(lastSeq: seq, lastTerm: term)
-        let earlier = appliedAt[opId, default: []]
-        if let start = journalStart, !earlier.isEmpty, !earlier.contains(p), earlier.allSatisfy({ $0.lastSeq < start }) {
-            appliedAgainBelowJournal.insert(opId)
-        }
-        appliedAt[opId, default: []].insert(p)
+    /// A master applied `opId` at `seq` in `term`.
+    func applied(_ opId: String, seq: Int64, term: Int64) {
+        appliedAt[opId, default: []].insert(LogPosition(lastSeq: seq, lastTerm: term))
     }
 
     /// A slave engine was answered for `opId` without a seq: refused, or nothing to change.
@@ -171,16 +158,9 @@ final class EngineFailoverChecker {
                 seqsOf[id, default: []].insert(p.lastSeq)
             }
         }
-        // A repeat is recognised by the journal. A node promoted from a snapshot holds no journal
-        // below it, so a terminal's operation applied there whose answer never came back is
-        // applied again when the terminal sends it once more: counted, not failed (a known limit,
-        // Docs/SIMULATION.md); any other second place is a failure.
+        // A repeat is recognised by the journal, or below it (a node promoted from a snapshot)
+        // by the operation ids the snapshot carried: any second place is a failure.
         for (id, seqs) in seqsOf.sorted(by: { $0.key < $1.key }) where seqs.count > 1 {
-            if seqs.count == 2, appliedAgainBelowJournal.contains(id) {
-                sim.stats.appliedAgainBelowSnapshot += 1
-                sim.trace.add(sim.clock.now, "check", "applied again below a snapshot", "op \(id) at seqs \(seqs.sorted())")
-                continue
-            }
             fail(sim, "applied twice", "op \(id) is at seqs \(seqs.sorted()) of \(m.tag)'s history")
         }
         for a in acknowledgedOps {

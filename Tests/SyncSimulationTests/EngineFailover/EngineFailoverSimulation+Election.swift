@@ -222,7 +222,7 @@ extension EngineFailoverSimulation {
                     try db.saveAPIAnswer(opId: entry.opId, status: outcome.seq == nil ? 409 : 200, body: "{}", atMillis: clock.now)
                     try db.deleteOutbox(opId: entry.opId)
                     if outcome.seq != nil, let j = try db.journalEntry(opId: entry.opId) {
-                        checker.applied(entry.opId, seq: j.seq, term: j.term, journalStart: try db.firstJournalSeq() ?? j.seq)
+                        checker.applied(entry.opId, seq: j.seq, term: j.term)
                     } else if outcome.seq == nil {
                         checker.answeredUnapplied(entry.opId)
                     }

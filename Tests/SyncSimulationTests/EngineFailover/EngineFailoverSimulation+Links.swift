@@ -123,8 +123,7 @@ extension EngineFailoverSimulation {
         guard let id = (try? JSONParser.parse(bytes))?.objectValue?["opId"]?.stringValue,
             let entry = try? n.db?.journalEntry(opId: id)
         else { return }
-        let start = (try? n.db?.firstJournalSeq()).flatMap { $0 } ?? entry.seq
-        checker.applied(id, seq: entry.seq, term: entry.term, journalStart: start)
+        checker.applied(id, seq: entry.seq, term: entry.term)
     }
 
     /// Carries out a slave engine's actions.

@@ -160,7 +160,7 @@ extension EngineFailoverSimulation {
             return
         }
         guard clock.now - since >= 3000 else { return }
-        if voters.count > 1, e.standbys.count + 1 >= voters.count / 2 + 1 { return }
+        if voters.count > 1, e.standbys.filter(\.voter).count + 1 >= voters.count / 2 + 1 { return }
         stepDown(n, seen: later.announcement.term)
     }
 }

@@ -92,14 +92,17 @@ extension MasterEngine {
         // A snapshot is the master's costliest answer: a reconnect loop gets `rate_limited`.
         guard admitSnapshot(for: id, now: now, take: true, &out) else { return }
         // Which of its waiting operations the snapshot already holds: it must not apply them
-        // again on top (a snapshot carries no operation ids).
+        // again on top (a snapshot's orders carry no operation ids).
         var applied: [String: Int64] = [:]
         for opId in hello.pending {
-            if let entry = try? store.journalEntry(opId: opId), entry.seq <= lastSeq { applied[opId] = entry.seq }
+            if let seq = appliedSeq(opId: opId) { applied[opId] = seq }
         }
         // `diverged` goes first, before the first part: a paced snapshot would otherwise hold it
-        // (`route`) until its end, and the slave would drop its entries after applying it.
-        let lead = diverged.map { [divergedMessage(keep: $0, to: id, lastSeq: hello.lastSeq, &out)] } ?? []
+        // (`route`) until its end, and the slave would drop its entries after applying it. The
+        // operation ids the snapshot covers follow it (kept with the snapshot, 7.2).
+        let lead =
+            (diverged.map { [divergedMessage(keep: $0, to: id, lastSeq: hello.lastSeq, &out)] } ?? [])
+            + appliedIdsMessages(to: id, &out)
         sendSnapshot(to: id, applied: applied, lead: lead, &out)
     }
 

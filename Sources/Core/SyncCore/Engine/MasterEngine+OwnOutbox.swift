@@ -14,7 +14,9 @@ extension MasterEngine {
     public func ownOutboxWrite(
         _ message: OperationMessage, keys: [String], asStored: Bool, origin: String, now: Int64
     ) -> (ApplyOutcome, [Action]) {
-        guard asStored, let opId = message.opId, (try? store.journalEntry(opId: opId)) == nil else {
+        guard asStored, let opId = message.opId, (try? store.journalEntry(opId: opId)) == nil,
+            (try? store.appliedOpIdSeq(opId: opId)) == nil
+        else {
             return localWrite(message, origin: origin, now: now)
         }
         var outcome = ApplyOutcome(operation: message.operation)

@@ -303,43 +303,13 @@ public final class MasterEngine {
 
     // MARK: Applying operations
 
-    /// Where the order with `uuid` stands in a repeated message, for the errors answered again
-    /// (the rejection log keeps the order's UUID, not its place in the message).
-    private static func index(of uuid: String?, in message: OperationMessage) -> Int? {
-        guard let uuid = uuid?.lowercased() else { return nil }
-        return message.orders.firstIndex { $0.objectValue?["uuid"]?.stringValue?.lowercased() == uuid }
-    }
-
     /// Applies `message` from `origin`. Storage failures turn every planned change into a
     /// `storage_failed` error; nothing is half-applied.
     public func apply(_ message: OperationMessage, origin: String, now: Int64) -> ApplyOutcome {
         var outcome = ApplyOutcome(operation: message.operation)
         if let id = message.opId {
             do {
-                if let entry = try store.journalEntry(opId: id) {
-                    outcome.seq = entry.seq
-                    outcome.broadcast = entry.message
-                    outcome.isRepeat = true
-                    if case .success(.applied(_, let orders, _, _, _, _, _)) = ServerMessage.decode(entry.message) {
-                        outcome.applied = orders
-                    }
-                    // The orders refused the first time are refused again, with the same reasons
-                    // (not a storage failure of an earlier try: the operation is applied now).
-                    outcome.repeatedErrors = try store.rejections(opId: id)
-                        .filter { $0.code != .storageFailed && $0.code != .invalidMessage }
-                        .map { WireError($0.code, $0.message, uuid: $0.orderUUID, index: Self.index(of: $0.orderUUID, in: message)) }
-                    return outcome
-                }
-                // Refused as a whole the first time (nothing journalled): the same answer again,
-                // unless the refusal was the master's own storage failure (then it is retried).
-                let refused = try store.rejections(opId: id)
-                if !refused.isEmpty, !refused.contains(where: { $0.code == .storageFailed || $0.code == .invalidMessage }) {
-                    outcome.isRepeat = true
-                    outcome.repeatedErrors = refused.map {
-                        WireError($0.code, $0.message, uuid: $0.orderUUID, index: Self.index(of: $0.orderUUID, in: message))
-                    }
-                    return outcome
-                }
+                if let repeated = try repeatOutcome(of: message, opId: id) { return repeated }
             } catch {
                 outcome.errors = [WireError(.storageFailed, "could not read the journal: \(error)")]
                 return outcome

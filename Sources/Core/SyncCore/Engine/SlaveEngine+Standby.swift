@@ -25,6 +25,8 @@ extension SlaveEngine {
             commitStandby(c, &out)
         case .success(.diverged(let keep, let t)):
             diverged(keep: keep, term: t, &out)
+        case .success(.appliedIds(let part)):
+            appliedIdsReceived(part, &out)
         }
     }
 
@@ -90,6 +92,7 @@ extension SlaveEngine {
     /// brings the master's term starts.
     func snapshotTerms(_ snap: SnapshotPart, into c: inout SlaveCommit) {
         (c.standbyBase, c.baseTerm) = (snap.seq, snap.term ?? 1)
+        c.appliedOpIds = takeAppliedIds(forSnapshotAt: snap.seq)
         noteTerm(snap.term ?? 1, seq: nil, starts: snap.termStarts, into: &c)
     }
 

@@ -48,6 +48,8 @@ public final class SlaveEngine {
     private var snapshotInfo: SnapshotPart?
     /// Outbox entries the snapshot being received already holds, with their sequence numbers.
     private var snapshotApplied: [String: Int64] = [:]
+    /// The operation ids leading the snapshot being received (`AppliedIdsPart`).
+    var appliedIds: AppliedIdsCollection?
     /// The broadcast being received in parts (`BroadcastParts`), until its last part.
     var collecting: PartialBroadcast?
     /// The most bytes the parts of one broadcast may add up to (the master's bound on a
@@ -133,6 +135,7 @@ public final class SlaveEngine {
         snapshotParts = [:]
         snapshotApplied = [:]
         snapshotInfo = nil
+        appliedIds = nil
         collecting = nil
         inFlight.removeAll()
     }

@@ -11,6 +11,12 @@ public protocol MasterStore: AnyObject {
     /// Entries with `seq > since`, oldest first, at most `limit`.
     func journal(since seq: Int64, limit: Int) throws -> [JournalEntry]
     func journalEntry(opId: String) throws -> JournalEntry?
+    /// The seq at which `opId` was applied below the journal (a node promoted from a snapshot
+    /// keeps the ids the snapshot covers, `Docs/PROTOCOL.md` 7.2), or nil.
+    func appliedOpIdSeq(opId: String) throws -> Int64?
+    /// The operation ids of the history up to `seq` (journal and below it), newest first, at
+    /// most `limit`: what a standby's snapshot at `seq` carries.
+    func appliedOpIds(through seq: Int64, limit: Int) throws -> [String: Int64]
     /// The orders the journal records as removed, as first written, newest removal first, each
     /// once (any case); orders that exist again may be among them.
     func removedOrderUUIDs() throws -> [String]
@@ -52,6 +58,16 @@ extension MasterStore {
     public func setForeignOrders(_ uuids: [String], state: ForeignOrder.State) throws {}
     /// A store that keeps no terms is in term 1.
     public func masterTerms() throws -> MasterTerms { MasterTerms() }
+    /// A store that keeps no ids below its journal knows none there.
+    public func appliedOpIdSeq(opId: String) throws -> Int64? { nil }
+    /// A store that keeps no ids below its journal gives its journal's.
+    public func appliedOpIds(through seq: Int64, limit: Int) throws -> [String: Int64] {
+        var ids: [String: Int64] = [:]
+        for e in try journal(since: 0, limit: Int.max).reversed() where e.seq <= seq && ids.count < limit {
+            if let id = e.opId { ids[id] = e.seq }
+        }
+        return ids
+    }
 
     /// Reads the whole journal; a store that can do better (SQLite: one query of one column)
     /// implements it itself.
@@ -133,6 +149,9 @@ public struct SlaveCommit: Equatable, Sendable {
     public var term: Int64?
     public var termStarts: TermStarts?
     public var members: StoreMembers?
+    /// With `standbyBase`: the operation ids the master's history holds up to the snapshot, with
+    /// their seqs, kept below the emptied journal (with the journal's own).
+    public var appliedOpIds: [String: Int64] = [:]
 
     /// How many answered operation ids a slave remembers.
     public static let answeredKept = 10_000

@@ -101,6 +101,8 @@ public enum StandbyMessage: Equatable, Sendable {
     case refused(opId: String, origin: String, term: Int64, errors: [WireError])
     /// The standby's entries after `keep` are not in the master's history; a snapshot follows.
     case diverged(keep: Int64, term: Int64)
+    /// Operation ids the snapshot that follows covers (one part of them).
+    case appliedIds(AppliedIdsPart)
 
     /// The standby message `o` is, nil when `o` is another message; an error when it is one
     /// but malformed.
@@ -136,6 +138,8 @@ public enum StandbyMessage: Equatable, Sendable {
                 return .failure(WireError(.invalidMessage, "diverged needs keep >= 0"))
             }
             return .success(.diverged(keep: keep, term: o["term"]?.intValue ?? 1))
+        case "opIds":
+            return AppliedIdsPart.decode(o).map { .appliedIds($0) }
         default:
             return nil
         }
@@ -157,6 +161,8 @@ public enum StandbyMessage: Equatable, Sendable {
         case let .diverged(keep, term):
             return JSONValue.object(JSONObject([("type", .string("diverged")), ("keep", .int(keep)), ("term", .int(term))]))
                 .serializedBytes()
+        case .appliedIds(let p):
+            return p.encodedBytes()
         }
     }
 

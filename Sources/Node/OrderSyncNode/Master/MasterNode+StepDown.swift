@@ -38,14 +38,16 @@ extension MasterNode {
             _ = loop.schedule(after: Self.stepDownSettle) { [weak self] in self?.considerStepDown(service, settled: true) }
             return false
         }
+        // Only voting standbys count: a handheld keeps a copy but has no say in an election.
+        let votingStandbys = engine.standbys.filter(\.voter).count
         if let voters = FailoverStatus.voters(writer, masterName: terminalName), voters.count > 1,
-            engine.standbys.count + 1 >= voters.majority
+            votingStandbys + 1 >= voters.majority
         {
             logger.warning(
                 "master.term_unproven",
                 metadata: [
                     "master.address": "\(at)", "master.announced_id": "\(id)", "term": "\(announced)",
-                    "standbys": "\(engine.standbys.count)", "majority": "\(voters.majority)",
+                    "standbys": "\(votingStandbys)", "majority": "\(voters.majority)",
                     "hint": "a higher term announced while a majority of the voters is still connected here is not followed",
                 ])
             return false
