@@ -636,6 +636,10 @@ def join_report(j):
             f"| join (s) | {fmt(j['slave_s'], 2)} | {fmt(j['storepos_s'], 2)} |",
             f"| local API p50 / p99 / max (ms) | {sp['p50_ms']:.1f} / {sp['p99_ms']:.1f} / {sp['max_ms']:.1f} | "
             f"{pp['p50_ms']:.1f} / {pp['p99_ms']:.1f} / {pp['max_ms']:.1f} |",
+            f"| local API reads p50 / p99 (ms) | {sp['read_p50_ms']:.1f} / {sp['read_p99_ms']:.1f} | "
+            f"{pp['read_p50_ms']:.1f} / {pp['read_p99_ms']:.1f} |",
+            f"| local API writes p50 / max (ms) | {sp['write_p50_ms']:.1f} / {sp['write_max_ms']:.1f} | "
+            f"{pp['write_p50_ms']:.1f} / {pp['write_max_ms']:.1f} |",
             f"| local API requests answered | {sp['requests']} | {pp['requests']} |",
             f"| master RSS max during the join (MiB) | {fmt(sp['rss_max_mib'], 1)} | {fmt(pp['rss_max_mib'], 1)} |",
             f"| slave peak RSS (MiB) | {fmt(j.get('slave_hwm_mib'), 1)} | n/a |",
