@@ -15,7 +15,10 @@ connected terminals: server RSS and CPU; (e) idle CPU and RSS; (f) the store of 
 new terminal (a StorePOS terminal's connect sequence on both masters; a new OrderSync slave's
 snapshot). Then the cost as the work grows (OrderSync): terminals 1 -> 50 -> 500, order size
 200 B -> 16 KiB, store size 1k -> 1M orders: server CPU per operation and latency, as tables and
-PNG plots. Also the disk's fdatasync time, measured beside them.
+PNG plots. Also the disk's fdatasync time, measured beside them. With `--only join`: (g) a
+store of `--join-orders` (1M) orders joined by a new paired slave and a new StorePOS app while
+the master's local API is asked (`Scripts/bench/join_big.py`): join times, local API p50/p99,
+master RSS.
 """
 
 import argparse
@@ -422,6 +425,11 @@ class Bench:
                       "slave_s": median([f.get("slave_s") for f in fs])}
                for kind, fs in runs.items()}}
 
+    # (g) a large store joined while the master serves its local API (Scripts/bench/join_big.py)
+    def join(self):
+        from bench import join_big
+        self.results["join"] = join_big.join(self, 2000 if self.args.smoke else self.args.join_orders)
+
     # cost sweeps
     def sweeps(self):
         smoke = self.args.smoke
@@ -602,6 +610,8 @@ def report(r):
                   f"| StorePOS terminal: connect until every order is in (s) | {fmt(s['ordersync']['storepos_s'], 2)} | {fmt(s['python']['storepos_s'], 2)} |",
                   f"| OrderSync slave: start until live with every order (s) | {fmt(s['ordersync']['slave_s'], 2)} | n/a |",
                   f"| server peak RSS (MiB) | {fmt(s['ordersync']['hwm_mib'], 1)} | {fmt(s['python']['hwm_mib'], 1)} |", ""]
+    if "join" in r:
+        lines += join_report(r["join"])
     if "sweeps" in r:
         titles = {"terminals": "terminals", "order_bytes": "order size (bytes of JSON)", "store_orders": "orders in the store"}
         for key, rows in r["sweeps"].items():
@@ -616,6 +626,24 @@ def report(r):
                 lines.append(f"| {fmt(row['x'])} | {fmt(o['cpu_us_per_op'])} | {o['p50_ms']:.2f} / {o['p99_ms']:.2f} | {py} |")
             lines.append("")
     return "\n".join(lines)
+
+
+def join_report(j):
+    """(g)'s lines: a paired slave's and a StorePOS app's join of a large store."""
+    sp, pp = j["slave_probe"], j["storepos_probe"]
+    return [f"(g) A store of {j['orders']:,} orders joined, the local API asked meanwhile (one request after another):", "",
+            "| | paired slave | StorePOS app |", "| --- | --- | --- |",
+            f"| join (s) | {fmt(j['slave_s'], 2)} | {fmt(j['storepos_s'], 2)} |",
+            f"| local API p50 / p99 / max (ms) | {sp['p50_ms']:.1f} / {sp['p99_ms']:.1f} / {sp['max_ms']:.1f} | "
+            f"{pp['p50_ms']:.1f} / {pp['p99_ms']:.1f} / {pp['max_ms']:.1f} |",
+            f"| local API reads p50 / p99 (ms) | {sp['read_p50_ms']:.1f} / {sp['read_p99_ms']:.1f} | "
+            f"{pp['read_p50_ms']:.1f} / {pp['read_p99_ms']:.1f} |",
+            f"| local API writes p50 / max (ms) | {sp['write_p50_ms']:.1f} / {sp['write_max_ms']:.1f} | "
+            f"{pp['write_p50_ms']:.1f} / {pp['write_max_ms']:.1f} |",
+            f"| local API requests answered | {sp['requests']} | {pp['requests']} |",
+            f"| master RSS max during the join (MiB) | {fmt(sp['rss_max_mib'], 1)} | {fmt(pp['rss_max_mib'], 1)} |",
+            f"| slave peak RSS (MiB) | {fmt(j.get('slave_hwm_mib'), 1)} | n/a |",
+            f"Master RSS before: {fmt(j['rss_before_mib'], 1)} MiB; load average at the end {', '.join(f'{x:.1f}' for x in j['load'])}.", ""]
 
 
 def plot(r, folder):
@@ -658,10 +686,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", default=os.path.join(REPO, ".build", "release", "ordersync"))
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--only", default="a,b,c,d,e,f,sweeps", help="scenarios: a,b,c,d,e,f,sweeps")
+    parser.add_argument("--only", default="a,b,c,d,e,f,sweeps", help="scenarios: a,b,c,d,e,f,sweeps,join")
     parser.add_argument("--largest-store", type=int, default=1_000_000,
                         help="the last store size of the sweep (OrderSync only; 100000 or less: none beyond 100k)")
     parser.add_argument("--sweeps", default="terminals,size,store", help="which cost sweeps: terminals,size,store")
+    parser.add_argument("--join-orders", type=int, default=1_000_000, help="the store size of (g), the join (--only join)")
     parser.add_argument("--out-json")
     parser.add_argument("--plots", help="write the sweeps' PNG plots into this folder")
     parser.add_argument("--smoke", action="store_true", help="every scenario, tiny: checks the pipeline, not the speed")
@@ -673,7 +702,7 @@ def main():
     only = set(args.only.split(","))
     bench = Bench(args)
     steps = [("fsync", bench.fsync), ("a", bench.throughput), ("b", bench.latency), ("c", bench.catch_up),
-             ("d", bench.many_terminals), ("e", bench.idle), ("f", bench.snapshot), ("sweeps", bench.sweeps)]
+             ("d", bench.many_terminals), ("e", bench.idle), ("f", bench.snapshot), ("sweeps", bench.sweeps), ("join", bench.join)]
     failures = []
     try:
         for name, step in steps:

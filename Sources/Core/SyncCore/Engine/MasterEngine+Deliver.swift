@@ -40,6 +40,7 @@ extension MasterEngine {
                                 ("orders", "\(outcome.applied.count)"), ("origin", origin), ("op.id", message.opId ?? ""),
                             ])))
             }
+            if message.operation == .create { noteCreatedDuringSnapshots(outcome.applied.map(\.key)) }
             let seq = outcome.seq ?? 0
             var texts = [text]
             if text.count > broadcastPartBytes {

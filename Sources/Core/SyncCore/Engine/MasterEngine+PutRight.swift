@@ -32,7 +32,7 @@ extension MasterEngine {
             // The app's connect sequence is still going out: when its Create of the order is
             // still to come, that Create puts the order back (nothing more: a second Create
             // would crash the app); when it went out, the app removed the copy it gave.
-            if let stream = snapshots[peer], !stream.hasHandedOut(order.key) { return nil }
+            if let stream = snapshots[peer], !stream.hasHandedOut(order) { return nil }
             return (.create, Self.storePOSMessage(.create, order, spelled: sent))
         case (.create, let order?) where e.code == .alreadyExists:
             return (.update, Self.storePOSMessage(.update, order, spelled: sent))

@@ -1,11 +1,14 @@
-/// Snapshots: read once at a sequence, sent a part at a time, with the terminal's other
-/// messages held until the last part.
+/// Snapshots: one view of the store at a sequence, sent a part at a time, with the terminal's
+/// other messages held until the last part.
 ///
-/// Consistency: the orders are read in one store read while the engine (single-threaded, like
-/// every caller of it) stands at `lastSeq`; the parts are cut from that array, never read again,
-/// so writes applied meanwhile cannot tear the snapshot. Those writes reach the terminal as the
-/// held broadcasts after `ready`, in sequence order, exactly as a terminal expects operations
-/// after a snapshot at `seq`.
+/// Consistency: the snapshot stands at `lastSeq` when it starts. Its orders come from a
+/// `SnapshotPages` opened at that sequence: read whole right then (while the engine,
+/// single-threaded like every caller of it, stands at `lastSeq`), or, with a paged source
+/// (`pagedSnapshots`, the node's), a page at a time from one read transaction the shell begins
+/// while the store holds exactly what the engine applied up to `lastSeq`. The parts are cut from
+/// that one view, so writes applied meanwhile cannot tear the snapshot. Those writes reach the
+/// terminal as the held broadcasts after `ready`, in sequence order, exactly as a terminal
+/// expects operations after a snapshot at `seq`.
 extension MasterEngine {
     /// The snapshot messages (all orders, in parts) and the sequence they stand at.
     /// `applied` (operation ids the terminal still holds that the snapshot already contains)
@@ -25,30 +28,28 @@ extension MasterEngine {
         var read: SnapshotRead
         if let shared = snapshotRead, shared.seq == lastSeq {
             read = shared
+        } else if let paged = pagedSnapshots {
+            read = SnapshotRead(seq: lastSeq, pages: try paged(lastSeq))
         } else {
-            read = SnapshotRead(seq: lastSeq, orders: try store.allOrders())
+            read = SnapshotRead(seq: lastSeq, orders: try store.allOrders(), chunk: snapshotChunk)
         }
-        var clearing: [String] = []
-        if clearsStorePOSApp {
-            let removed: [String]
-            if let known = read.removed {
-                removed = known
-            } else {
-                let existing = Set(read.orders.map(\.key))
-                removed = try (store.removedOrderUUIDs() + store.clearedForeignUUIDs()).filter { !existing.contains($0.lowercased()) }
-                read.removed = removed
-            }
-            clearing = read.orders.map(\.uuid) + removed
+        if clearsStorePOSApp, !read.isPaged, read.removed == nil {
+            let existing = Set(read.orders.map(\.key))
+            let removed = try (store.removedOrderUUIDs() + store.clearedForeignUUIDs()).filter { !existing.contains($0.lowercased()) }
+            read.removed = removed
+            read.pages = LoadedSnapshotPages(orders: read.orders, removed: removed, pageSize: snapshotChunk)
         }
         snapshotRead = read
         var stream = SnapshotStream(
-            orders: read.orders, seq: lastSeq, chunk: snapshotChunk, epoch: epoch, storeId: storeId, applied: applied,
-            sendsReady: sendsReady, clearing: clearing,
-            // Without an order to create, no Create can overtake a Remove: no fence, no wait.
-            fence: clearsStorePOSApp && !read.orders.isEmpty ? storePOSFence : 0)
+            pages: read.pages, seq: lastSeq, epoch: epoch, storeId: storeId, applied: applied, sendsReady: sendsReady,
+            clearsOrders: clearsStorePOSApp, fence: clearsStorePOSApp ? storePOSFence : 0)
         if !clearsStorePOSApp { stream.terms = terms }
         return stream
     }
+
+    /// Whether the terminal's snapshot waits for its orders (a paged read opening, or the page
+    /// its next part is cut from being read): the shell asks again when the read has more.
+    public func isSnapshotReading(_ id: Int) -> Bool { snapshots[id]?.isReading == true }
 
     /// Whether the terminal's snapshot is still going out.
     public func isReceivingSnapshot(_ id: Int) -> Bool { snapshots[id] != nil }
@@ -76,7 +77,13 @@ extension MasterEngine {
     /// has room); after the last part, `ready` and every message held meanwhile. Nothing when
     /// no snapshot is going out to it.
     public func snapshotDue(for id: Int) -> [Action] {
-        guard var stream = snapshots[id], let part = stream.nextPart() else { return [] }
+        guard var stream = snapshots[id] else { return [] }
+        if let failure = stream.readFailure { return snapshotReadFailed(id, failure) }
+        guard let part = stream.nextPart() else {
+            // The stream opened (its parts are numbered) or waits for a page: keep what it learnt.
+            snapshots[id] = stream
+            return []
+        }
         var out: [Action] = stream.lead.map { .send(peer: id, bytes: $0) } + [.send(peer: id, bytes: part)]
         stream.lead = []
         if stream.isComplete {
@@ -115,6 +122,24 @@ extension MasterEngine {
             out.append(.log(EngineLog(.error, "snapshot.failed", [("peer.address", p.address), ("error", "\(error)")])))
             out.append(.close(peer: id, code: MasterEngine.internalError, reason: "could not read the store"))
         }
+    }
+
+    /// The terminal's snapshot cannot be read: it is closed (1011), like a snapshot that could
+    /// not start, and gets a fresh one when it reconnects.
+    private func snapshotReadFailed(_ id: Int, _ failure: String) -> [Action] {
+        endSnapshot(of: id)
+        peers[id]?.phase = .closing
+        return [
+            .log(EngineLog(.error, "snapshot.failed", [("peer.address", peers[id]?.address ?? "?"), ("error", failure)])),
+            .close(peer: id, code: MasterEngine.internalError, reason: "could not read the store"),
+        ]
+    }
+
+    /// Tells the snapshots going out that an operation applied after their sequence created
+    /// these orders (keys): they do not hold them (`SnapshotStream.hasHandedOut(_:)`).
+    func noteCreatedDuringSnapshots(_ keys: [String]) {
+        guard !snapshots.isEmpty else { return }
+        for id in snapshots.keys { snapshots[id]?.noteCreated(keys) }
     }
 
     /// After the last part: `ready`, the held messages; the terminal is live.
@@ -191,9 +216,30 @@ extension MasterEngine {
 struct SnapshotRead {
     /// The sequence the read stands at.
     var seq: Int64
-    /// Every order, as `MasterStore.allOrders()` lists them.
+    /// The orders, whole or a page at a time.
+    var pages: any SnapshotPages
+    /// True for a paged source (`MasterEngine.pagedSnapshots`), which reads the removed orders
+    /// itself.
+    let isPaged: Bool
+    /// Every order, as `MasterStore.allOrders()` lists them, when read whole (else empty).
     var orders: [Order]
-    /// The removed orders a StorePOS app may still hold (none of `orders`); read the first
-    /// time a StorePOS terminal joins at `seq`.
+    /// The removed orders a StorePOS app may still hold (none of `orders`), when read whole: read
+    /// the first time a StorePOS terminal joins at `seq`.
     var removed: [String]?
+
+    /// A read of every order at once, in pages of `chunk`.
+    init(seq: Int64, orders: [Order], chunk: Int) {
+        self.seq = seq
+        self.orders = orders
+        self.pages = LoadedSnapshotPages(orders: orders, pageSize: chunk)
+        self.isPaged = false
+    }
+
+    /// A paged read at `seq`.
+    init(seq: Int64, pages: any SnapshotPages) {
+        self.seq = seq
+        self.orders = []
+        self.pages = pages
+        self.isPaged = true
+    }
 }

@@ -133,6 +133,9 @@ public final class MasterEngine {
     /// The orders last read for a snapshot and the sequence they stand at: terminals joining
     /// at the same sequence share one read (and, copy-on-write, one array).
     var snapshotRead: SnapshotRead?
+    /// Opens a paged read of the orders at a sequence (the node's: read off its loop, a page
+    /// at a time); nil: a snapshot reads every order at once (`MasterStore.allOrders()`).
+    public var pagedSnapshots: ((Int64) throws -> any SnapshotPages)?
     /// Most journal entries sent to catch a terminal up; further behind, a snapshot is cheaper.
     public var maxCatchUpEntries = 10_000
     /// Most bytes of journal entries sent at once to catch a terminal up: beyond, it gets the

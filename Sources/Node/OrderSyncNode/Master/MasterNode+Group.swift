@@ -92,7 +92,9 @@ extension MasterNode {
         engine.beginGroup()
         let started = loop.now
         var taken = 0
-        while taken < GroupCommitState.maxGroup, let work = takeWork() {
+        // A snapshot started in the group ends it: its read begins once the group is on disk,
+        // at the group's last sequence (`pinSnapshotReads`).
+        while taken < GroupCommitState.maxGroup, !snapshotReads.waitsForStore, let work = takeWork() {
             group.held.append(contentsOf: apply(work))
             taken += 1
         }
@@ -178,6 +180,7 @@ extension MasterNode {
     func groupFinished(_ result: Result<Void, StoreError>, operations: Int, messages: Int, started: MonotonicInstant) {
         var error: StoreError?
         if case .failure(let failure) = result { error = failure }
+        pinSnapshotReads(storeHoldsGroup: error == nil || operations == 0)
         let held = group.held
         let answers = group.answers
         group.held = []

@@ -154,7 +154,11 @@ extension MasterNode {
                 s.settleTimePassed = false
                 perform(engine.snapshotSettled(s.id))
             } else if s.transport.pendingSendBytes < lowWater {
-                perform(engine.snapshotDue(for: s.id))
+                // Nothing due: the next part's orders are still being read (`PagedSnapshotRead`
+                // calls again when they are there).
+                let due = engine.snapshotDue(for: s.id)
+                if due.isEmpty { break }
+                perform(due)
             } else {
                 break
             }

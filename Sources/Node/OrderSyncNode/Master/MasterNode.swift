@@ -70,6 +70,8 @@ public final class MasterNode {
     var handshakeSummaryTimer: TimerHandle?
     /// Group commit: the work waiting for the next group and the one being committed.
     var group = GroupCommitState()
+    /// Snapshot reads waiting for the group in flight, and the thread they read on.
+    var snapshotReads = SnapshotReads()
     /// Local API writes waiting for standbys (`--sync-replicas`).
     var replicas = ReplicaWaitState()
     /// The change feed (`GET /v1/changes`), from the journal.
@@ -168,6 +170,8 @@ public final class MasterNode {
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
         seat = try handedOver ?? Self.ownSeat(configuration, loop, logger, dataDirectory: dataDirectory, writer: writer, ports: ports)
+        // Snapshots read their orders a page at a time, off the loop (`PagedSnapshotRead`).
+        engine.pagedSnapshots = { [unowned self] seq in self.openSnapshotRead(at: seq) }
     }
 
     /// Starts everything and serves until SIGINT, SIGTERM or a request through

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""A terminal joining a large store: how long a new paired terminal and a new StorePOS app
+take to get every order, and how the master answers everyone else meanwhile.
+
+    python3 Scripts/bench/join_big.py --bin .build/release/ordersync --orders 1000000
+
+The store is made quickly: the master starts once (it creates its schema), one order goes in
+through its local API, and that order's row is copied N times with sqlite3 (new uuids, later
+`created`), so every row has the real schema and a shape the master wrote itself. The master
+starts again on it. Then, one after the other:
+
+* a paired slave (`ordersync slave --pair`) joins: seconds until its status says `live` at the
+  master's sequence;
+* a StorePOS app (the load generator's `snapshot` mode) connects: seconds until its connect
+  sequence brought every order.
+
+During each join a prober asks the master's local API, one request after the other, for one
+order (`GET /v1/orders/{uuid}`) and writes one (`POST /v1/orders`, durable before it is
+answered) every tenth request: p50/p99/max of those answers (and of the reads and the writes
+apart: with `--sync-replicas` 1, the default, a write waits up to `--sync-timeout` for a standby,
+and a standby receiving its snapshot cannot acknowledge before its end), and the master's RSS
+(sampled every 50 ms, and its high-water mark). `Scripts/perf.py --join` runs this and puts the figures
+in its report.
+"""
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import threading
+import time
+import uuid as uuidlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import perf  # noqa: E402  (Scripts/perf.py: its processes and helpers)
+
+
+def store_file(data_dir):
+    for name in os.listdir(data_dir):
+        if name.endswith((".sqlite", ".db", ".sqlite3")):
+            return os.path.join(data_dir, name)
+    raise perf.PerfError(f"no store file in {data_dir}: {os.listdir(data_dir)}")
+
+
+def make_store(bench, orders):
+    """A stopped master whose store holds `orders` orders; returns the server (stopped)."""
+    s = bench.server("ordersync")
+    first = str(uuidlib.uuid4()).upper()
+    status, body = perf.api(s.data, "POST", "/v1/orders", {
+        "uuid": first, "customerName": "Kevin", "created": "2016-01-12T21:35:16+0800",
+        "shippingMethod": "DHL", "tableName": "T4", "tableSize": 4})
+    if status not in (200, 201):
+        raise perf.PerfError(f"the first order was refused: {status} {body}")
+    s.stop()
+    path = store_file(s.data)
+    db = sqlite3.connect(path)
+    columns = [row[1] for row in db.execute("PRAGMA table_info(orders)")]
+    started = time.time()
+    db.execute("PRAGMA synchronous=OFF")
+    # In SQLite itself (a recursive CTE), not row by row from Python: seconds, not minutes.
+    uuid = "printf('%08X-0000-4000-8000-%012X', c.i, c.i)"
+    made = {"uuid": uuid, "uuid_key": f"lower({uuid})", "created_ms": "t.created_ms + c.i",
+            "customer_name": "'Customer ' || c.i"}
+    values = ", ".join(made.get(col, f"t.{col}") for col in columns)
+    db.execute("BEGIN")
+    db.execute(f"""
+        WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ?)
+        INSERT INTO orders ({', '.join(columns)})
+        SELECT {values} FROM c, (SELECT * FROM orders LIMIT 1) AS t""", (orders - 1,))
+    db.execute("COMMIT")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    print(f"join: {orders} orders written in {time.time() - started:.1f}s", file=sys.stderr, flush=True)
+    return s, first
+
+
+class Prober:
+    """Asks the master's local API, one request after the other, until stopped."""
+
+    def __init__(self, server, known_uuid):
+        self.server, self.known = server, known_uuid
+        self.latencies, self.reads, self.writes, self.rss, self.errors = [], [], [], [], []
+        self.running = True
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.sampler = threading.Thread(target=self.sample, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        self.sampler.start()
+        return self
+
+    def run(self):
+        n = 0
+        while self.running:
+            n += 1
+            started = time.perf_counter()
+            try:
+                if n % 10 == 0:
+                    status, _ = perf.api(self.server.data, "POST", "/v1/orders", {
+                        "uuid": str(uuidlib.uuid4()).upper(), "customerName": "Probe",
+                        "created": "2016-01-12T21:35:16+0800", "shippingMethod": "DHL", "tableName": "T1",
+                        "tableSize": 1})
+                else:
+                    status, _ = perf.api(self.server.data, "GET", f"/v1/orders/{self.known}")
+                if status not in (200, 201):
+                    self.errors.append(status)
+            except OSError as e:
+                self.errors.append(str(e))
+            self.latencies.append((time.perf_counter() - started) * 1000)
+            (self.writes if n % 10 == 0 else self.reads).append(self.latencies[-1])
+            time.sleep(0.005)
+
+    def sample(self):
+        while self.running:
+            try:
+                self.rss.append(perf.memory_mib(self.server.pid)[0])
+            except OSError:
+                pass
+            time.sleep(0.05)
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        self.sampler.join()
+        lat = sorted(self.latencies)
+
+        def q(p):
+            return lat[min(len(lat) - 1, int(p * len(lat)))] if lat else None
+
+        reads, writes = sorted(self.reads), sorted(self.writes)
+        return {"requests": len(lat), "p50_ms": q(0.5), "p99_ms": q(0.99), "max_ms": lat[-1] if lat else None,
+                "read_p50_ms": reads[len(reads) // 2] if reads else None,
+                "read_p99_ms": reads[min(len(reads) - 1, int(0.99 * len(reads)))] if reads else None,
+                "write_p50_ms": writes[len(writes) // 2] if writes else None,
+                "write_max_ms": writes[-1] if writes else None,
+                "errors": len(self.errors), "rss_max_mib": max(self.rss) if self.rss else None,
+                "rss_median_mib": statistics.median(self.rss) if self.rss else None}
+
+
+def join(bench, orders):
+    """The figures of one run: a paired slave's join, then a StorePOS app's."""
+    s, known = make_store(bench, orders)
+    s.log = open(os.path.join(s.dir, "server.log"), "ab")
+    s.start()
+    out = {"orders": orders}
+    try:
+        base = perf.memory_mib(s.pid)[0]
+        out["rss_before_mib"] = base
+        prober = Prober(s, known).start()
+        started = time.time()
+        slave = bench.pair_slave(s, "join-slave")
+        try:
+            slave.wait_synced(s, timeout=600)
+            out["slave_s"] = time.time() - started
+            out["slave_hwm_mib"] = perf.memory_mib(slave.process.pid)[1]
+        finally:
+            slave.stop()
+        out["slave_probe"] = prober.stop()
+        prober = Prober(s, known).start()
+        figures = bench.gen.run(s.port, mode="snapshot", expect=orders)
+        out["storepos_probe"] = prober.stop()
+        if not figures["complete"] or figures["snapshot_orders"] < orders:
+            raise perf.PerfError(f"the StorePOS app got {figures['snapshot_orders']} of {orders} orders")
+        out["storepos_s"] = figures["snapshot_s"]
+        out["hwm_mib"] = perf.memory_mib(s.pid)[1]
+        out["load"] = os.getloadavg()
+    finally:
+        s.stop()
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", default=os.path.join(perf.REPO, ".build", "release", "ordersync"))
+    parser.add_argument("--orders", type=int, default=1_000_000)
+    parser.add_argument("--out-json")
+    args = parser.parse_args()
+    bench = perf.Bench(argparse.Namespace(bin=args.bin, smoke=False, repeat=1))
+    try:
+        result = join(bench, args.orders)
+    finally:
+        bench.cleanup()
+    text = json.dumps(result, indent=1)
+    if args.out_json:
+        with open(args.out_json, "w") as f:
+            f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except perf.PerfError as e:
+        raise SystemExit(f"join: {e}")
