@@ -157,6 +157,12 @@ public final class MasterEngine {
     public var journalKeepMillis: Int64 = 30 * 24 * 3600 * 1000
     /// The newest entries kept for catch-up and history, whatever their age.
     public var journalKeepNewest: Int64 = 100_000
+    /// Head office's checkpoint as a roll-up on this terminal last wrote it
+    /// (`DATADIR/rollup.state.json`), if one runs: compaction keeps the entries after it, so the
+    /// roll-up never finds a gap, unless that would keep more than `rollupKeepMost` entries.
+    public var rollupShippedSeq: Int64?
+    /// The most entries kept for a roll-up that lags (about 600 MB of journal).
+    public var rollupKeepMost: Int64 = 1_000_000
     /// While true, every operation applied is noted in `groupApplied` (the node commits many
     /// operations in one transaction; see `MasterEngine+Group.swift`).
     public var recordsGroup = false
@@ -291,7 +297,8 @@ public final class MasterEngine {
             // outbox still holds its operation: a slave drops an outbox entry in the same
             // transaction as applying the broadcast that carries its id), when it is older than
             // the history horizon, and when it is not among the newest kept for catch-up.
-            let through = min(passed, lastSeq - journalKeepNewest)
+            var through = min(passed, lastSeq - journalKeepNewest)
+            if let shipped = rollupShippedSeq { through = min(through, max(shipped, lastSeq - rollupKeepMost)) }
             if through > 0 {
                 let dropped = try store.compactJournal(through: through, recordedBefore: now - journalKeepMillis)
                 if dropped > 0 {
