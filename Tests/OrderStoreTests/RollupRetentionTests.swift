@@ -5,7 +5,7 @@ import XCTest
 @testable import OrderStore
 
 /// Compaction keeps what a roll-up on the terminal has not shipped to head office
-/// (`MasterEngine.rollupShippedSeq`), within `rollupKeepMost`.
+/// (`RollupFacts.shippedSeq`), within `RollupFacts.keepMost`.
 final class RollupRetentionTests: RetentionTestCase {
     /// Six entries, every terminal past them, all older than the history horizon.
     private func sixOldEntries() throws -> (OrderDatabase, MasterEngine, Int64) {
@@ -25,16 +25,16 @@ final class RollupRetentionTests: RetentionTestCase {
 
     func testEntriesHeadOfficeLacksStay() throws {
         let (db, master, later) = try sixOldEntries()
-        master.rollupShippedSeq = 2
+        master.rollup.shippedSeq = 2
         _ = master.maintenance(now: later)
         XCTAssertEqual(try db.firstJournalSeq(), 3, "entries after head office's checkpoint stay")
     }
 
     func testTheCapStillBoundsTheJournal() throws {
         let (db, master, later) = try sixOldEntries()
-        master.rollupShippedSeq = 0
-        master.rollupKeepMost = 2
+        master.rollup.shippedSeq = 0
+        master.rollup.keepMost = 2
         _ = master.maintenance(now: later)
-        XCTAssertEqual(try db.firstJournalSeq(), 5, "at most rollupKeepMost entries are kept for a lagging roll-up")
+        XCTAssertEqual(try db.firstJournalSeq(), 5, "at most keepMost entries are kept for a lagging roll-up")
     }
 }

@@ -12,7 +12,7 @@ extension MasterEngine {
     /// WebSocket ping instead.
     public func heartbeat(for id: Int, now: Int64? = nil) -> [UInt8]? {
         guard let p = peers[id], p.speaksOrderSync, p.phase == .live else { return nil }
-        let stable = stableSeq > 0 ? stableSeq : nil
+        let stable = rollup.stableSeq > 0 ? rollup.stableSeq : nil
         guard let now else {
             guard let stable else { return ServerMessage.heartbeat(seq: lastSeq).encodedBytes() }
             var o = ServerMessage.heartbeat(seq: lastSeq).jsonObject()

@@ -107,9 +107,8 @@ public final class MasterEngine {
     public internal(set) var lastSeq: Int64
     /// Settable inside the module, for the rate limit (`MasterEngine+RateLimit.swift`).
     public internal(set) var peers: [Int: Peer] = [:]
-    /// The store's stable seq as the node computed it (`StableSeq`, Docs/PROTOCOL.md 7.18): sent
-    /// to OrderSync standbys on heartbeats (`stableSeq`) when above 0.
-    public var stableSeq: Int64 = 0
+    /// What the node tells the engine for head office's roll-up (`RollupFacts`).
+    public var rollup = RollupFacts()
     /// Operations a terminal may send (see `MasterEngine+RateLimit.swift`).
     public var rateLimit = RateLimit.default
     /// The terminals' token buckets, by `bucketKey(for:)`; full ones are forgotten.
@@ -157,12 +156,6 @@ public final class MasterEngine {
     public var journalKeepMillis: Int64 = 30 * 24 * 3600 * 1000
     /// The newest entries kept for catch-up and history, whatever their age.
     public var journalKeepNewest: Int64 = 100_000
-    /// Head office's checkpoint as a roll-up on this terminal last wrote it
-    /// (`DATADIR/rollup.state.json`), if one runs: compaction keeps the entries after it, so the
-    /// roll-up never finds a gap, unless that would keep more than `rollupKeepMost` entries.
-    public var rollupShippedSeq: Int64?
-    /// The most entries kept for a roll-up that lags (about 600 MB of journal).
-    public var rollupKeepMost: Int64 = 1_000_000
     /// While true, every operation applied is noted in `groupApplied` (the node commits many
     /// operations in one transaction; see `MasterEngine+Group.swift`).
     public var recordsGroup = false
@@ -297,8 +290,7 @@ public final class MasterEngine {
             // outbox still holds its operation: a slave drops an outbox entry in the same
             // transaction as applying the broadcast that carries its id), when it is older than
             // the history horizon, and when it is not among the newest kept for catch-up.
-            var through = min(passed, lastSeq - journalKeepNewest)
-            if let shipped = rollupShippedSeq { through = min(through, max(shipped, lastSeq - rollupKeepMost)) }
+            let through = rollup.compactionLimit(min(passed, lastSeq - journalKeepNewest), lastSeq: lastSeq)
             if through > 0 {
                 let dropped = try store.compactJournal(through: through, recordedBefore: now - journalKeepMillis)
                 if dropped > 0 {

@@ -2,7 +2,7 @@ import JSON
 
 /// Journal retention for a roll-up on this terminal (Docs/OPERATIONS.md, "Roll-up into head
 /// office"): compaction keeps what head office does not hold yet, within
-/// `MasterEngine.rollupKeepMost`.
+/// `RollupFacts.keepMost`.
 extension MasterNode {
     /// Head office's checkpoint as the roll-up of this data directory last wrote it to
     /// `rollup.state.json`, when it is this store's and lineage's; nil when no roll-up ran here

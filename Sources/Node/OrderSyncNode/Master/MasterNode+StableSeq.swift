@@ -14,7 +14,7 @@ extension MasterNode {
         let voters =
             engine.members.map { m in m.terminals.filter { $0.voter && $0.revokedMillis == nil }.count } ?? voting.count
         let stable = StableSeq.compute(masterSeq: engine.lastSeq, voterHeld: voting.compactMap(\.held), voters: voters)
-        guard stable > engine.stableSeq else { return }
+        guard stable > engine.rollup.stableSeq else { return }
         let kept = writer.collect { db -> Int64 in
             let onDisk = Int64((try? db.metadata(StableSeq.metadataKey)) ?? nil ?? "") ?? 0
             guard stable > onDisk else { return onDisk }
@@ -25,6 +25,6 @@ extension MasterNode {
                 return onDisk
             }
         }
-        engine.stableSeq = max(engine.stableSeq, kept)
+        engine.rollup.stableSeq = max(engine.rollup.stableSeq, kept)
     }
 }
