@@ -98,16 +98,19 @@ public final class PostgresConnection {
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
         guard let handle else { throw PostgresError(kind: .connection, message: "the connection is closed", sql: sql) }
-        let buffers: [UnsafeMutablePointer<CChar>?] = parameters.map { value in
-            guard let bytes = value.wireBytes else { return nil }
+        let wire = parameters.map(\.wireBytes)
+        let buffers: [UnsafeMutablePointer<CChar>?] = wire.map { bytes in
+            guard let bytes else { return nil }
             let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
-            for (i, b) in bytes.enumerated() { copy[i] = CChar(bitPattern: b) }
+            bytes.withUnsafeBytes { source in
+                if let base = source.baseAddress { UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: source.count) }
+            }
             return copy
         }
         defer { buffers.forEach { $0?.deallocate() } }
         let values: [UnsafePointer<CChar>?] = buffers.map { $0.map { UnsafePointer($0) } }
         let types: [Oid] = parameters.map { Oid($0.typeOID) }
-        let lengths: [Int32] = parameters.map { Int32($0.wireBytes?.count ?? 0) }
+        let lengths: [Int32] = wire.map { Int32($0?.count ?? 0) }
         let formats: [Int32] = parameters.map(\.format)
         guard let result = PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0) else {
             throw PostgresError(kind: .connection, message: Self.oneLine(String(cString: PQerrorMessage(handle))), sql: sql)
