@@ -107,6 +107,8 @@ public final class MasterEngine {
     public internal(set) var lastSeq: Int64
     /// Settable inside the module, for the rate limit (`MasterEngine+RateLimit.swift`).
     public internal(set) var peers: [Int: Peer] = [:]
+    /// What the node tells the engine for head office's roll-up (`RollupFacts`).
+    public var rollup = RollupFacts()
     /// Operations a terminal may send (see `MasterEngine+RateLimit.swift`).
     public var rateLimit = RateLimit.default
     /// The terminals' token buckets, by `bucketKey(for:)`; full ones are forgotten.
@@ -291,7 +293,7 @@ public final class MasterEngine {
             // outbox still holds its operation: a slave drops an outbox entry in the same
             // transaction as applying the broadcast that carries its id), when it is older than
             // the history horizon, and when it is not among the newest kept for catch-up.
-            let through = min(passed, lastSeq - journalKeepNewest)
+            let through = rollup.compactionLimit(min(passed, lastSeq - journalKeepNewest), lastSeq: lastSeq)
             if through > 0 {
                 let dropped = try store.compactJournal(through: through, recordedBefore: now - journalKeepMillis)
                 if dropped > 0 {

@@ -222,6 +222,7 @@ extension MasterNode {
         maintenanceTimer = loop.schedule(after: interval) { [weak self] in
             guard let self = self else { return }
             self.maintenanceTimer = nil
+            self.engine.rollup.shippedSeq = self.rollupCheckpoint()
             self.enqueue(.maintenance)
             if !self.sessions.isEmpty { self.ensureMaintenanceTimer() }
         }
