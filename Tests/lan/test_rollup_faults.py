@@ -298,6 +298,7 @@ def test_g_a_tampered_head_office_row_is_named_by_verify(make_lan, rollup_built)
 def test_h_the_guides_schema_is_the_one_the_rollup_makes(make_lan, rollup_built):
     lan = make_lan(2)
     master = OrderSyncNode.master(lan.hosts[0], store="shopH", name="h1", port=17288)
+    master.wait_api()
     master.create(customer="Kevin", table="T4")
     office = HeadOffice(lan.hosts[1]).start()
     # The roll-up makes the schema itself in an empty database, connecting as a role that may.
