@@ -48,12 +48,17 @@ def copy_journal(office: HeadOffice, store: str, data_dir: str) -> int:
     return last
 
 
-def test_each_shops_role_sees_and_writes_only_its_rows_and_survives_an_immediate_stop(make_lan, postgres_ready):
-    lan = make_lan(3)
-    shop_a, shop_b, office_host = lan.hosts
+def two_shops(make_lan) -> tuple:
+    """Two shops' hosts and head office on a third, a role for each shop (shopA, shopB)."""
+    shop_a, shop_b, office_host = make_lan(3).hosts
     office = HeadOffice(office_host).start()
     office.add_shop("role_a", "shopA")
     office.add_shop("role_b", "shopB")
+    return shop_a, shop_b, office
+
+
+def test_each_shops_role_sees_and_writes_only_its_rows_and_survives_an_immediate_stop(make_lan, postgres_ready):
+    shop_a, shop_b, office = two_shops(make_lan)
     insert = ("INSERT INTO ordersync.checkpoints (store_id, lineage, seq, rolling) VALUES ('{store}', 'L', {seq}, '\\x00')")
     office.rows_as("role_a", shop_a, insert.format(store="shopA", seq=5))
     office.rows_as("role_b", shop_b, insert.format(store="shopB", seq=7))
@@ -100,11 +105,7 @@ def test_the_journal_check_passes_on_a_copy_and_fails_on_each_doctored_one(make_
 
 
 def test_the_wan_dropped_and_shaped(make_lan, postgres_ready):
-    lan = make_lan(3)
-    shop_a, shop_b, office_host = lan.hosts
-    office = HeadOffice(office_host).start()
-    office.add_shop("role_a", "shopA")
-    office.add_shop("role_b", "shopB")
+    shop_a, shop_b, office = two_shops(make_lan)
     office.wan_down(shop_a)
     started = time.monotonic()
     dead = shop_a.run(["psql", office.url("role_a", connect_timeout="2"), "-c", "SELECT 1"], check=False, timeout=60)

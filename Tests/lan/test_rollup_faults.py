@@ -67,6 +67,16 @@ def shop_and_office(lan, store_id: str, port: int, tills: int = 1) -> tuple[Orde
     return master, slaves, office, url
 
 
+def following(make_lan, store_id: str, port: int):
+    """A shop and head office (`shop_and_office`), the roll-up following and orders being taken,
+    once a first batch is committed. Returns (master, tills, office, url, rollup, writers)."""
+    master, tills, office, url = shop_and_office(make_lan(3), store_id, port=port)
+    rollup = Rollup(master, url)
+    writers = take_orders(master, tills, pause=0.01)
+    rollup.wait_event("rollup.batch_committed", timeout=120)
+    return master, tills, office, url, rollup, writers
+
+
 def take_orders(master: OrderSyncNode, tills: list[OrderSyncNode], pause: float = 0.0) -> list[Writer]:
     """Writers on each till's local API and the master's."""
     writers = [Writer(t, t.host.name, pause=pause) for t in tills] + [Writer(master, "api", pause=pause)]
@@ -124,11 +134,7 @@ def test_a_rollup_killed_mid_batch_ships_every_entry_once(make_lan, rollup_built
 
 
 def test_b_postgres_stopped_immediately_and_restarted_the_rollup_reconnects_and_catches_up(make_lan, rollup_built):
-    lan = make_lan(3)
-    master, tills, office, url = shop_and_office(lan, "shopB", port=17282)
-    rollup = Rollup(master, url)
-    writers = take_orders(master, tills, pause=0.01)
-    rollup.wait_event("rollup.batch_committed", timeout=120)
+    master, tills, office, url, rollup, writers = following(make_lan, "shopB", port=17282)
     office.stop(immediate=True)
     stopped = time.monotonic()
     rollup.wait_event("rollup.connect_failed", timeout=60)
@@ -145,18 +151,14 @@ def test_b_postgres_stopped_immediately_and_restarted_the_rollup_reconnects_and_
     checked = caught_up(master, office, "shopB", url)
     final = wait_status(master, lambda s: (s.get("lag") or {}).get("entries") == 0 and s.get("lastError") is None,
                         timeout=60, what="the roll-up's status to be caught up without an error")
-    delays = [e for e in rollup.events("rollup.backoff")]
-    figure(down_s=restarted - stopped, first_batch_after_restart_s=back_s, backoffs=len(delays), rows=checked["rows"],
+    figure(down_s=restarted - stopped, first_batch_after_restart_s=back_s, backoffs=len(rollup.events("rollup.backoff")),
+           rows=checked["rows"],
            state=final["state"])
     rollup.stop()
 
 
 def test_c_wan_down_once_gives_up_in_seconds_and_the_follower_catches_up(make_lan, rollup_built):
-    lan = make_lan(3)
-    master, tills, office, url = shop_and_office(lan, "shopC", port=17283)
-    rollup = Rollup(master, url)
-    writers = take_orders(master, tills, pause=0.01)
-    rollup.wait_event("rollup.batch_committed", timeout=120)
+    master, tills, office, url, rollup, writers = following(make_lan, "shopC", port=17283)
     office.wan_down(master.host)
     down = time.monotonic()
     # The follower, its connection established when the WAN died, finds out by its deadlines.
