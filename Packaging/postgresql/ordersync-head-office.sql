@@ -13,69 +13,37 @@ CREATE ROLE ordersync_reader NOLOGIN;
 CREATE SCHEMA ordersync AUTHORIZATION ordersync_owner;
 SET LOCAL ROLE ordersync_owner;
 
-CREATE TABLE ordersync.schema_version (version integer NOT NULL);
+CREATE TABLE ordersync.schema_version (version int NOT NULL);
 INSERT INTO ordersync.schema_version (version) VALUES (1);
 
 -- One row per journal entry of each shop: the entry as the shop journalled it (`message`, its JSON
 -- byte for byte), its hash and the rolling hash of the shop's journal up to it.
 CREATE TABLE ordersync.journal (
-    store_id text NOT NULL,
-    lineage text NOT NULL,
-    seq bigint NOT NULL,
-    term bigint NOT NULL,
-    op_id text NULL,
-    origin text NOT NULL,
-    operation smallint NOT NULL,
-    message text NOT NULL,
-    recorded_at timestamptz NOT NULL,
-    hash bytea NOT NULL,
-    rolling bytea NOT NULL,
+    store_id text NOT NULL, lineage text NOT NULL, seq bigint NOT NULL, term bigint NOT NULL,
+    op_id text NULL, origin text NOT NULL, operation smallint NOT NULL, message text NOT NULL,
+    recorded_at timestamptz NOT NULL, hash bytea NOT NULL, rolling bytea NOT NULL,
     shipped_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (store_id, lineage, seq)
-);
+    PRIMARY KEY (store_id, lineage, seq));
 
--- Each shop's orders as they stand after the last entry shipped (removed ones kept, `removed`).
+-- Each shop's orders as they stand after the last entry shipped (removed ones kept, `removed`);
+-- `order` is the whole order as the shop holds it.
 CREATE TABLE ordersync.orders (
-    store_id text NOT NULL,
-    uuid text NOT NULL,
-    customer_name text NOT NULL,
-    created timestamptz NOT NULL,
-    created_text text NOT NULL,
-    shipping_method text NULL,
-    table_name text NULL,
-    table_size integer NULL,
-    status text NULL,
-    note text NULL,
-    items jsonb NULL,
-    extra jsonb NULL,
-    version bigint NOT NULL,
-    removed boolean NOT NULL DEFAULT false,
-    lineage text NOT NULL,
-    seq bigint NOT NULL,
-    PRIMARY KEY (store_id, uuid)
-);
+    store_id text NOT NULL, uuid text NOT NULL, customer_name text, created text,
+    shipping_method text, table_name text, table_size bigint, status text, note text,
+    items jsonb, "order" jsonb NOT NULL, version bigint NOT NULL, removed boolean NOT NULL DEFAULT false,
+    lineage text NOT NULL, seq bigint NOT NULL, updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (store_id, uuid));
 
 -- Where each shop's roll-up stands: the cursor it reads on every connect.
 CREATE TABLE ordersync.checkpoints (
-    store_id text NOT NULL,
-    lineage text NOT NULL,
-    seq bigint NOT NULL,
-    rolling bytea NOT NULL,
-    updated_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (store_id, lineage)
-);
+    store_id text NOT NULL, lineage text NOT NULL, seq bigint NOT NULL, rolling bytea,
+    updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (store_id, lineage));
 
 -- What a roll-up refused to do: `conflict` (an entry differs from the row head office holds) or
 -- `gap` (entries the shop no longer keeps).
 CREATE TABLE ordersync.alarms (
-    id bigserial PRIMARY KEY,
-    store_id text NOT NULL,
-    lineage text NOT NULL,
-    seq bigint NULL,
-    kind text NOT NULL,
-    detail text NOT NULL,
-    at timestamptz NOT NULL DEFAULT now()
-);
+    id bigserial PRIMARY KEY, store_id text NOT NULL, lineage text NOT NULL, seq bigint,
+    kind text NOT NULL, detail text NOT NULL, at timestamptz NOT NULL DEFAULT now());
 
 -- Which login role ships which store: one row per shop (ordersync-add-shop.sql).
 CREATE TABLE ordersync.shops (

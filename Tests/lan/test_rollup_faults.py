@@ -28,7 +28,11 @@ and tc; under CI mode a missing one fails the test.
 
 from __future__ import annotations
 
+import datetime
+import os
+import re
 import time
+import zoneinfo
 
 import pytest
 
@@ -36,7 +40,7 @@ from failover_lab import Promotion, Writer, figure, first_accepted_write, store,
 from lan_support import require
 from lanharness import wait_until
 from ordersync_lab import OrderSyncNode
-from postgres_lab import HeadOffice, check_equals_journal, require_postgres
+from postgres_lab import REPO, HeadOffice, check_equals_journal, require_postgres
 from rollup_lab import EXIT_DIFFERENT, EXIT_OK, EXIT_UNREACHABLE, Rollup, once, rollup_available, verify, \
     wait_status
 
@@ -247,6 +251,25 @@ def test_e_two_shops_one_head_office_each_role_sees_and_writes_only_its_rows(mak
         assert erased.returncode != 0 and "permission denied" in erased.stderr, erased.stderr
     for store_id, master in (("shopE1", master1), ("shopE2", master2)):
         assert verify(master, urls[store_id])[0] == EXIT_OK, store_id
+    # The guide's queries for report writers, as ordersync_reader: every shop's orders.
+    today_sql, by_status_sql = guide_queries()[:2]
+    by_status = office.psql("SET ROLE ordersync_reader; " + by_status_sql)
+    today = {row["store_id"]: int(row["orders"]) for row in office.psql("SET ROLE ordersync_reader; " + today_sql)}
+    paris = zoneinfo.ZoneInfo("Europe/Paris")
+    for store_id, master in (("shopE1", master1), ("shopE2", master2)):
+        orders = master.orders()
+        counted = sum(int(row["orders"]) for row in by_status if row["store_id"] == store_id)
+        assert counted == len(orders), (store_id, counted, len(orders), by_status)
+        taken_today = [o for o in orders if datetime.datetime.fromisoformat(o["created"]).astimezone(paris).date()
+                       == datetime.datetime.now(paris).date()]
+        assert today.get(store_id, 0) == len(taken_today), (store_id, today, len(taken_today))
+
+
+def guide_queries() -> list[str]:
+    """The SQL examples of Docs/OPERATIONS.md's "Tables for report writers", in order."""
+    text = open(os.path.join(REPO, "Docs", "OPERATIONS.md")).read()
+    section = text.split("\n### Tables for report writers", 1)[1].split("\n### ", 1)[0]
+    return re.findall(r"```sql\n(.*?)```", section, re.S)
 
 
 def test_f_a_promotion_mid_rollup_continues_from_head_offices_checkpoint(make_lan, rollup_built):
