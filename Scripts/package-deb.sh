@@ -83,6 +83,7 @@ install -m 0644 Packaging/debian/ordersync-master.service Packaging/debian/order
 install -m 0644 Packaging/debian/ordersync.conf "$STAGE/etc/ordersync/ordersync.conf"
 install -m 0644 Packaging/debian/ordersync-rollup.service "$STAGE/lib/systemd/system/"
 install -m 0600 Packaging/debian/rollup.env "$STAGE/etc/ordersync/rollup.env"
+install -D -m 0644 Packaging/debian/lintian-overrides "$STAGE/usr/share/lintian/overrides/ordersync"
 install -d "$STAGE/usr/share/ordersync/postgresql"
 install -m 0644 Packaging/postgresql/ordersync-head-office.sql Packaging/postgresql/ordersync-add-shop.sql \
     "$STAGE/usr/share/ordersync/postgresql/"
