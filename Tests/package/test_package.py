@@ -244,11 +244,11 @@ ROLLUP_ENV = "/etc/ordersync/rollup.env"
 
 
 def test_the_rollup_unit_keeps_the_password_off_the_command_line(package):
-    """ordersync-rollup.service (issue 28): after the daemon of the store it reads, its URL and
-    password from a conffile only root reads (systemd reads it before dropping to the service
-    user), the URL's variable on the command line and no password there; restarted on a crash,
-    not on what a restart cannot mend (65 conflict or gap, 78 configuration). Head office's setup
-    SQL ships with it."""
+    """ordersync-rollup.service (issue 28): after the daemon of the store it reads, its URL (with
+    the password) from a conffile only root reads (systemd reads it before dropping to the service
+    user) into the environment, nothing of it on the command line; restarted on a crash, not on
+    what a restart cannot mend (64 no URL, 65 conflict or gap, 78 configuration). Head office's
+    setup SQL ships with it."""
     files = set(sh(["dpkg", "-L", "ordersync"]).stdout.split())
     sql = ("/usr/share/ordersync/postgresql/ordersync-head-office.sql", "/usr/share/ordersync/postgresql/ordersync-add-shop.sql")
     for path, mode in ((ROLLUP_UNIT, 0o644), (ROLLUP_ENV, 0o600), (sql[0], 0o644), (sql[1], 0o644),
@@ -266,7 +266,7 @@ def test_the_rollup_unit_keeps_the_password_off_the_command_line(package):
     assert result.returncode == 0, result.stderr + result.stdout
     settings = _unit_settings(ROLLUP_UNIT)
     for key, value in (("Type", "exec"), ("Restart", "on-failure"), ("RestartSec", "10s"),
-                       ("RestartPreventExitStatus", "65 78"), ("EnvironmentFile", ROLLUP_ENV),
+                       ("RestartPreventExitStatus", "64 65 78"), ("EnvironmentFile", ROLLUP_ENV),
                        ("User", "ordersync"), ("Group", "ordersync"), ("StateDirectory", "ordersync"),
                        ("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("PrivateTmp", "yes"),
                        ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK")):
@@ -274,23 +274,21 @@ def test_the_rollup_unit_keeps_the_password_off_the_command_line(package):
     after = " ".join(settings["After"]).split()
     assert {"ordersync-master.service", "ordersync-slave.service", "network-online.target"} <= set(after), after
     argv = _exec_start("ordersync-rollup.service")
-    assert argv[:2] == ["/usr/bin/ordersync", "rollup"] and "--database-url" in argv, argv
-    url = argv[argv.index("--database-url") + 1]
-    assert url == "${ORDERSYNC_ROLLUP_URL}", argv
+    assert argv == ["/usr/bin/ordersync", "rollup", "--data-dir", DATA_DIR], argv
     shipped = dict(line.split("=", 1) for line in open(ROLLUP_ENV).read().splitlines()
                    if line and not line.startswith("#"))
-    assert shipped == {"ORDERSYNC_ROLLUP_URL": "", "PGPASSWORD": ""}, shipped
+    assert shipped == {"ORDERSYNC_DATABASE_URL": ""}, shipped
 
-    # The unit as shipped, before anyone sets the URL: a configuration error (78), which the unit
-    # does not restart, with nothing written into the data directory.
+    # The unit as shipped, before anyone sets the URL: a usage error (64), which the unit does not
+    # restart, with nothing written into the data directory.
     data_dir = tempfile.mkdtemp(prefix="ordersync-rollup-")
     try:
         user = pwd.getpwnam("ordersync")
         os.chown(data_dir, user.pw_uid, user.pw_gid)
-        expanded = [data_dir if a == "/var/lib/ordersync" else ("" if a == url else a) for a in argv]
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **shipped}
-        refused = subprocess.run(_as_service_user(expanded), env=env, capture_output=True, text=True, timeout=60)
-        assert refused.returncode == 78, (refused.returncode, refused.stderr)
+        refused = subprocess.run(_as_service_user(argv[:-1] + [data_dir]), env=env, capture_output=True, text=True,
+                                 timeout=60)
+        assert refused.returncode == 64 and "ORDERSYNC_DATABASE_URL" in refused.stderr, (refused.returncode, refused.stderr)
         assert os.listdir(data_dir) == [], os.listdir(data_dir)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
