@@ -40,6 +40,11 @@ let package = Package(
             name: "SecureLink", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Core/SecureLink"),
         .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/Core/SyncCore"),
+        // The roll-up into head office's PostgreSQL: entry and rolling hashes, batch planning,
+        // the roll-up's state machine, verify's comparison.
+        .target(
+            name: "RollupCore", dependencies: ["JSON", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Sources/Core/RollupCore"),
         // QR codes (ISO/IEC 18004) for the pairing code in the terminal.
         .target(name: "QRCode", path: "Sources/Core/QRCode"),
         // The node's pure rules: local API routes and HTTP conventions, pairing windows, HTTP
@@ -62,6 +67,11 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", path: "Sources/Shell/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CLibPQ", path: "Sources/Shell/CLibPQ", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
+        // A PostgreSQL connection (libpq, wrapped here alone): deadlines, keepalives, parameters.
+        .target(name: "PostgresClient", dependencies: ["CLibPQ"], path: "Sources/Shell/PostgresClient"),
         // The epoll event loop, timers, signals and sockets.
         .target(name: "EventLoopIO", dependencies: ["CLinux"], path: "Sources/Shell/EventLoopIO"),
         // The one socket shell around the WebSocket state machines, for the daemon and the test peer.
@@ -79,7 +89,7 @@ let package = Package(
             name: "OrderSyncNode",
             dependencies: [
                 "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
-                "Noise", "SecureLink", "TLS", "NodePolicy",
+                "Noise", "SecureLink", "TLS", "NodePolicy", "RollupCore", "PostgresClient",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -135,6 +145,7 @@ let package = Package(
         .testTarget(name: "SecureLinkTests", dependencies: ["SecureLink", "Noise"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "WireTestSupport"]),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
+        .testTarget(name: "RollupCoreTests", dependencies: ["RollupCore", "JSON"]),
         .testTarget(name: "NodePolicyTests", dependencies: ["NodePolicy", "JSON", "HTTP1", "SyncCore", "SecureLink"]),
         // The deterministic simulation of a whole store: master and slave engines over an
         // in-memory network and in-memory (or in-memory SQLite) stores, with faults, many seeds.

@@ -283,10 +283,23 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let dir = try data.resolved()
+        // A roll-up's state file beside the store shows under `rollup` (Docs/OPERATIONS.md).
+        let rollup = try? RollupStatus.read(dataDirectory: dir)
         if json {
-            print(try callDaemon(dir, "GET", "/v1/status").serialized())
+            var answer = try callDaemon(dir, "GET", "/v1/status")
+            if case .object(var o) = answer, let rollup {
+                o["rollup"] = .object(rollup)
+                answer = .object(o)
+            }
+            print(answer.serialized())
             return
         }
         print(StatusText.render(try reportingFailures { try LocalAPIClient(dataDirectory: dir).status() }))
+        if let r = rollup {
+            print(
+                "rollup: \(r["state"]?.stringValue ?? "?")\(r["running"] == .bool(true) ? "" : " (not running)"), checkpoint "
+                    + "\(r["checkpoint"]?.objectValue?["seq"]?.intValue ?? 0), lag \(r["lag"]?.objectValue?["entries"]?.intValue ?? 0) entries"
+            )
+        }
     }
 }

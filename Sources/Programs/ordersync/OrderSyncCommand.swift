@@ -23,7 +23,7 @@ struct OrderSyncCommand: ParsableCommand {
             MasterCommand.self, SlaveCommand.self, OrderCommand.self, StatusCommand.self, CheckCommand.self, JournalCommand.self,
             PairCommand.self, TerminalCommand.self, KeyCommand.self, BackupCommand.self, WatchCommand.self, ExportCommand.self,
             DashboardCommand.self, StorePOSCommand.self,
-            PromoteCommand.self,
+            PromoteCommand.self, RollupCommand.self,
         ]
     )
 
@@ -51,6 +51,11 @@ struct OrderSyncCommand: ParsableCommand {
                 {
                     refusal.report(format: StartRefusal.format(arguments: arguments, role: role))
                     Foundation.exit(refusal.exitStatus.rawValue)
+                }
+                if arguments.first == RollupCommand._commandName, exitCode(for: error) == .validationFailure {
+                    // The roll-up's contract: 2 for a bad command line (Docs/OPERATIONS.md).
+                    FileHandle.standardError.write(Data("\(fullMessage(for: error))\n".utf8))
+                    Foundation.exit(RollupExit.usage.rawValue)
                 }
                 exit(withError: error)
             }

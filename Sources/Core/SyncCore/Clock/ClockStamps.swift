@@ -23,11 +23,13 @@ public struct HeartbeatClock: Equatable, Sendable {
         self.clockOffset = o?["clockOffset"]?.intValue
     }
 
-    /// A heartbeat with these members (`{"type":"heartbeat","seq":S,"time":T,"clockOffset":O}`).
-    public func heartbeatBytes(seq: Int64) -> [UInt8] {
+    /// A heartbeat with these members (`{"type":"heartbeat","seq":S,"time":T,"clockOffset":O}`),
+    /// and the store's stable seq when given (`"stableSeq":N`, Docs/PROTOCOL.md 7.18).
+    public func heartbeatBytes(seq: Int64, stableSeq: Int64? = nil) -> [UInt8] {
         var o = ServerMessage.heartbeat(seq: seq).jsonObject()
         o["time"] = .int(time)
         if let c = clockOffset { o["clockOffset"] = .int(c) }
+        if let s = stableSeq { o["stableSeq"] = .int(s) }
         return JSONValue.object(o).serializedBytes()
     }
 }

@@ -1,3 +1,5 @@
+import JSON
+
 /// Clock sense (`Docs/PROTOCOL.md` 4.8): the master measures each OrderSync slave's wall clock
 /// against its own, from the hello's `time` (one way) and from each heartbeat's round trip
 /// (the ack that answers it sends the heartbeat's `time` back with its own), warns when it is
@@ -10,8 +12,14 @@ extension MasterEngine {
     /// WebSocket ping instead.
     public func heartbeat(for id: Int, now: Int64? = nil) -> [UInt8]? {
         guard let p = peers[id], p.speaksOrderSync, p.phase == .live else { return nil }
-        guard let now else { return ServerMessage.heartbeat(seq: lastSeq).encodedBytes() }
-        return HeartbeatClock(time: now, clockOffset: p.clock.offsetMillis).heartbeatBytes(seq: lastSeq)
+        let stable = stableSeq > 0 ? stableSeq : nil
+        guard let now else {
+            guard let stable else { return ServerMessage.heartbeat(seq: lastSeq).encodedBytes() }
+            var o = ServerMessage.heartbeat(seq: lastSeq).jsonObject()
+            o["stableSeq"] = .int(stable)
+            return JSONValue.object(o).serializedBytes()
+        }
+        return HeartbeatClock(time: now, clockOffset: p.clock.offsetMillis).heartbeatBytes(seq: lastSeq, stableSeq: stable)
     }
 
     /// The hello said when it was sent (`time`, the terminal's clock): a one-way sample.

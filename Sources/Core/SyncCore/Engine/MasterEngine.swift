@@ -107,6 +107,9 @@ public final class MasterEngine {
     public internal(set) var lastSeq: Int64
     /// Settable inside the module, for the rate limit (`MasterEngine+RateLimit.swift`).
     public internal(set) var peers: [Int: Peer] = [:]
+    /// The store's stable seq as the node computed it (`StableSeq`, Docs/PROTOCOL.md 7.18): sent
+    /// to OrderSync standbys on heartbeats (`stableSeq`) when above 0.
+    public var stableSeq: Int64 = 0
     /// Operations a terminal may send (see `MasterEngine+RateLimit.swift`).
     public var rateLimit = RateLimit.default
     /// The terminals' token buckets, by `bucketKey(for:)`; full ones are forgotten.

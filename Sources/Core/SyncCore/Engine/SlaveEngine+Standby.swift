@@ -181,7 +181,10 @@ extension ServerMessage {
         var reading = StandbyReading(message: decode(value))
         reading.term = value.objectValue?["term"]?.intValue
         reading.termStarts = value.objectValue?["termStarts"]?.objectValue.map(TermStarts.init(json:))
-        if case .success(.heartbeat) = reading.message { reading.clock = HeartbeatClock(value.objectValue) }
+        if case .success(.heartbeat) = reading.message {
+            reading.clock = HeartbeatClock(value.objectValue)
+            reading.stableSeq = value.objectValue?["stableSeq"]?.intValue
+        }
         return reading
     }
 }
@@ -197,4 +200,6 @@ struct StandbyReading {
     var termStarts: TermStarts?
     /// A heartbeat's `time` and `clockOffset` (`Docs/PROTOCOL.md` 4.8).
     var clock: HeartbeatClock?
+    /// A heartbeat's `stableSeq` (`Docs/PROTOCOL.md` 7.18).
+    var stableSeq: Int64?
 }

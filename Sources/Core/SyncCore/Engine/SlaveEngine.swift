@@ -27,6 +27,9 @@ public final class SlaveEngine {
     public private(set) var joinedStore: String?
     /// The master's latest sequence as last heard (broadcasts, ready, heartbeats).
     public internal(set) var masterSeq: Int64 = 0
+    /// The store's stable seq as the master's last heartbeat said (Docs/PROTOCOL.md 7.18); the
+    /// node keeps it with the replica (`sync.stable_seq`). 0 until one says.
+    public internal(set) var stableSeq: Int64 = 0
     public private(set) var link: LinkState = .offline
     /// Set when the replica may differ from the master's truth: the next hello asks for a snapshot.
     public internal(set) var needsSnapshot = false
@@ -232,6 +235,7 @@ public final class SlaveEngine {
             answered(opId: opId, seq: seq, failed: failed, &out)
             resyncIfSettled(&out)
         case .success(.heartbeat(let seq)):
+            if let s = reading.stableSeq, s > stableSeq { stableSeq = s }
             heartbeat(seq: seq, clock: reading.clock, &out)
         }
         return out

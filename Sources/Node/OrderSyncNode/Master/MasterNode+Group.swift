@@ -96,6 +96,7 @@ extension MasterNode {
             group.held.append(contentsOf: apply(work))
             taken += 1
         }
+        noteStableSeq()
         let applied = engine.groupApplied.count
         let messages = taken
         writer.commit { [weak self] result in

@@ -1,0 +1,203 @@
+import JSON
+import PostgresClient
+import RollupCore
+
+/// Head office's PostgreSQL as one shop's roll-up uses it: the checkpoint of (store, lineage),
+/// each batch in one transaction, alarms. Every value goes as a parameter.
+final class HeadOffice {
+    /// How a batch went.
+    enum ShipOutcome: Equatable {
+        /// Committed: the checkpoint is the batch's last seq.
+        case committed
+        /// Head office holds another entry at `seq`; nothing of the batch was kept.
+        case conflict(seq: Int64)
+        /// The checkpoint is no longer where this roll-up read it (another roll-up of the same
+        /// store moved it): nothing was kept; read it again.
+        case moved
+    }
+
+    let pg: PostgresConnection
+    private let store: String
+    private let lineage: String
+
+    /// Connects to `url` and makes sure the schema is there. Throws `RollupFailure`.
+    init(url: String, storeId: String, lineage: String) throws(RollupFailure) {
+        store = storeId
+        self.lineage = lineage
+        do {
+            pg = try PostgresConnection(url: url, applicationName: "ordersync-rollup")
+        } catch {
+            throw error.kind == .configuration ? .configuration(error.message) : .unreachable(error.description)
+        }
+        do { try HeadOfficeSchema.ensure(pg) } catch { throw Self.failure(error) }
+    }
+
+    /// A `PostgresError` as the roll-up's failure: a dead link is `unreachable`, a refused
+    /// statement `headOffice`.
+    static func failure(_ error: Error) -> RollupFailure {
+        if let f = error as? RollupFailure { return f }
+        if let e = error as? PostgresError {
+            return e.kind == .query ? .headOffice(e.description) : .unreachable(e.description)
+        }
+        return .headOffice("\(error)")
+    }
+
+    /// The checkpoint (seq and rolling hash; seq 0 with the lineage's start value when none),
+    /// created at 0 when missing.
+    func checkpoint() throws -> (seq: Int64, rolling: [UInt8]) {
+        try pg.execute(
+            "INSERT INTO ordersync.checkpoints (store_id, lineage, seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING",
+            [.text(store), .text(lineage)])
+        let rows = try pg.execute(
+            "SELECT seq, rolling FROM ordersync.checkpoints WHERE store_id = $1 AND lineage = $2", [.text(store), .text(lineage)])
+        let seq = rows.int(0, 0) ?? 0
+        if seq == 0 { return (0, RollupHash.start(storeId: store, lineage: lineage)) }
+        guard let rolling = rows.bytes(0, 1), rolling.count == 32 else {
+            throw RollupFailure.headOffice("head office's checkpoint at seq \(seq) has no rolling hash")
+        }
+        return (seq, rolling)
+    }
+
+    /// Ships `batch` (after the checkpoint at `after`) in one transaction: journal rows that
+    /// ignore a repeat, a check that every row of the range has this batch's hash, the orders
+    /// (only a higher version), and the checkpoint.
+    func ship(_ batch: RollupBatch, after: Int64) throws -> ShipOutcome {
+        let key: [PostgresValue] = [.text(store), .text(lineage)]
+        var outcome = ShipOutcome.committed
+        try pg.execute("BEGIN")
+        do {
+            let current = try pg.execute(
+                "SELECT seq FROM ordersync.checkpoints WHERE store_id = $1 AND lineage = $2 FOR UPDATE", key
+            ).int(0, 0)
+            if current != after {
+                outcome = .moved
+            } else {
+                try insertJournal(batch)
+                if let seq = try firstMismatch(batch) {
+                    outcome = .conflict(seq: seq)
+                } else {
+                    try upsertOrders(OrderRow.collapse(batch.rows.map(\.entry)))
+                    try pg.execute(
+                        "UPDATE ordersync.checkpoints SET seq = $3, rolling = $4, updated_at = now() WHERE store_id = $1 AND lineage = $2",
+                        key + [.int(batch.lastSeq), .bytes(batch.lastRolling)])
+                }
+            }
+            try pg.execute(outcome == .committed ? "COMMIT" : "ROLLBACK")
+        } catch {
+            if pg.isConnected { _ = try? pg.execute("ROLLBACK") }
+            throw error
+        }
+        return outcome
+    }
+
+    private func insertJournal(_ batch: RollupBatch) throws {
+        var values: [String] = []
+        var params: [PostgresValue] = [.text(store), .text(lineage)]
+        for row in batch.rows {
+            let e = row.entry
+            let n = params.count
+            values.append(
+                "($1, $2, $\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4), $\(n + 5), $\(n + 6), "
+                    + "timestamptz 'epoch' + $\(n + 7) * interval '1 millisecond', $\(n + 8), $\(n + 9))")
+            params += [
+                .int(e.seq), .int(e.term), .text(e.opId), .text(e.origin), .int(Int64(e.operation)),
+                .text(String(decoding: e.message, as: UTF8.self)), .int(e.recordedAtMillis), .bytes(row.hash), .bytes(row.rolling),
+            ]
+        }
+        try pg.execute(
+            "INSERT INTO ordersync.journal (store_id, lineage, seq, term, op_id, origin, operation, message, recorded_at, hash, rolling) VALUES "
+                + values.joined(separator: ", ") + " ON CONFLICT DO NOTHING", params)
+    }
+
+    /// The first seq of the batch whose row in head office has another hash (a row that was
+    /// there before with other content), or nil.
+    private func firstMismatch(_ batch: RollupBatch) throws -> Int64? {
+        let rows = try pg.execute(
+            "SELECT seq, hash FROM ordersync.journal WHERE store_id = $1 AND lineage = $2 AND seq BETWEEN $3 AND $4 ORDER BY seq",
+            [.text(store), .text(lineage), .int(batch.firstSeq), .int(batch.lastSeq)])
+        var held: [Int64: [UInt8]] = [:]
+        for i in 0..<rows.rows.count { if let s = rows.int(i, 0) { held[s] = rows.bytes(i, 1) } }
+        return batch.rows.first { held[$0.entry.seq] != $0.hash }?.entry.seq
+    }
+
+    private func upsertOrders(_ rows: [OrderRow]) throws {
+        for removed in [false, true] {
+            let part = rows.filter { $0.removed == removed }
+            guard !part.isEmpty else { continue }
+            var values: [String] = []
+            var params: [PostgresValue] = [.text(store), .text(lineage)]
+            for r in part {
+                let n = params.count
+                values.append(
+                    "($1, $\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4), $\(n + 5), $\(n + 6), $\(n + 7), $\(n + 8), "
+                        + "$\(n + 9)::jsonb, $\(n + 10)::jsonb, $\(n + 11), $\(n + 12), $2, $\(n + 13))")
+                let items = r.order["items"].map { $0.serialized() }
+                params += [
+                    .text(r.uuid), .text(r.text("customerName")), .text(r.text("created")), .text(r.text("shippingMethod")),
+                    .text(r.text("tableName")), .int(r.int("tableSize")), .text(r.text("status")), .text(r.text("note")),
+                    .text(items), .text(JSONValueText.object(r.order)), .int(r.version), .bool(r.removed), .int(r.seq),
+                ]
+            }
+            let update =
+                removed
+                ? "removed = true, version = GREATEST(o.version, excluded.version), lineage = excluded.lineage, "
+                    + "seq = excluded.seq, updated_at = now() WHERE NOT o.removed"
+                : "customer_name = excluded.customer_name, created = excluded.created, shipping_method = excluded.shipping_method, "
+                    + "table_name = excluded.table_name, table_size = excluded.table_size, status = excluded.status, "
+                    + "note = excluded.note, items = excluded.items, \"order\" = excluded.\"order\", version = excluded.version, "
+                    + "removed = false, lineage = excluded.lineage, seq = excluded.seq, updated_at = now() "
+                    + "WHERE excluded.version > o.version"
+            try pg.execute(
+                "INSERT INTO ordersync.orders AS o (store_id, uuid, customer_name, created, shipping_method, table_name, "
+                    + "table_size, status, note, items, \"order\", version, removed, lineage, seq) VALUES "
+                    + values.joined(separator: ", ") + " ON CONFLICT (store_id, uuid) DO UPDATE SET " + update, params)
+        }
+    }
+
+    /// Records an alarm (`conflict` or `gap`) in its own transaction.
+    func alarm(kind: String, seq: Int64?, detail: String) throws {
+        try pg.execute(
+            "INSERT INTO ordersync.alarms (store_id, lineage, seq, kind, detail) VALUES ($1, $2, $3, $4, $5)",
+            [.text(store), .text(lineage), .int(seq), .text(kind), .text(detail)])
+    }
+
+    /// Up to `limit` journal rows of this store and lineage with seq in `after+1 ... through`, as
+    /// entries with their stored hash and rolling hash (for verify).
+    func journalRows(after: Int64, through: Int64, limit: Int) throws -> [(entry: RollupEntry, hash: [UInt8], rolling: [UInt8])] {
+        let rows = try pg.execute(
+            """
+            SELECT seq, term, op_id, origin, operation, message, (extract(epoch FROM recorded_at) * 1000)::bigint, hash, rolling
+            FROM ordersync.journal WHERE store_id = $1 AND lineage = $2 AND seq > $3 AND seq <= $4 ORDER BY seq LIMIT $5
+            """, [.text(store), .text(lineage), .int(after), .int(through), .int(Int64(limit))])
+        return (0..<rows.rows.count).map { i in
+            let entry = RollupEntry(
+                seq: rows.int(i, 0) ?? 0, term: rows.int(i, 1) ?? 0, opId: rows.text(i, 2), origin: rows.text(i, 3) ?? "",
+                operation: Int(rows.int(i, 4) ?? 0), message: Array((rows.text(i, 5) ?? "").utf8),
+                recordedAtMillis: rows.int(i, 6) ?? 0)
+            return (entry, rows.bytes(i, 7) ?? [], rows.bytes(i, 8) ?? [])
+        }
+    }
+
+    /// The lowest seq of a row above `seq`, if any.
+    func firstRow(above seq: Int64) throws -> Int64? {
+        try pg.execute(
+            "SELECT min(seq) FROM ordersync.journal WHERE store_id = $1 AND lineage = $2 AND seq > $3",
+            [.text(store), .text(lineage), .int(seq)]
+        ).int(0, 0)
+    }
+
+    /// The checkpoint as it is, without creating it: nil when head office has none.
+    func existingCheckpoint() throws -> (seq: Int64, rolling: [UInt8]?)? {
+        let rows = try pg.execute(
+            "SELECT seq, rolling FROM ordersync.checkpoints WHERE store_id = $1 AND lineage = $2", [.text(store), .text(lineage)])
+        guard !rows.rows.isEmpty, let seq = rows.int(0, 0) else { return nil }
+        return (seq, rows.bytes(0, 1))
+    }
+
+    func close() { pg.close() }
+}
+
+/// JSON text of an object, for a `jsonb` parameter.
+enum JSONValueText {
+    static func object(_ o: JSON.JSONObject) -> String { JSON.JSONValue.object(o).serialized() }
+}

@@ -1,0 +1,172 @@
+internal import CLibPQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One connection to a PostgreSQL server through libpq: the only owner of its `PGconn`, used
+/// from one thread, closed deliberately (`close()`) or when dropped.
+///
+/// A dead link must fail in seconds, not after the kernel's 15 minutes of retransmissions: the
+/// connection asks for a connect deadline, TCP keepalives and a TCP user timeout, and sets a
+/// `statement_timeout` for its session, unless the URL sets them itself. TLS is whatever the
+/// URL asks for (`sslmode`, `sslrootcert`): libpq checks the server's certificate against the
+/// root certificate and its name against the host for `sslmode=verify-full`.
+public final class PostgresConnection {
+    /// The deadlines asked for when the URL does not set them.
+    public struct Deadlines: Sendable, Equatable {
+        /// `connect_timeout`, seconds.
+        public var connectSeconds: Int = 10
+        /// `keepalives_idle`, `keepalives_interval` (seconds) and `keepalives_count`.
+        public var keepaliveIdleSeconds: Int = 10
+        public var keepaliveIntervalSeconds: Int = 5
+        public var keepaliveCount: Int = 3
+        /// `tcp_user_timeout`, milliseconds: unacknowledged data this long closes the link.
+        public var tcpUserTimeoutMillis: Int = 20_000
+        /// The session's `statement_timeout`, milliseconds, unless the URL's `options` set one.
+        public var statementTimeoutMillis: Int = 60_000
+
+        /// The defaults: 10 s to connect, a dead link noticed in about 20 s.
+        public init() {}
+    }
+
+    private var handle: OpaquePointer?
+
+    /// Checks that `url` is a connection string libpq accepts (a `postgresql://` URI or
+    /// `key=value` pairs) without connecting; throws `.configuration` with libpq's reason.
+    public static func validate(url: String) throws(PostgresError) {
+        var message: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(url, &message) else {
+            let reason = message.map { String(cString: $0) } ?? "not a connection string"
+            if let message { PQfreemem(message) }
+            throw PostgresError(kind: .configuration, message: "bad database URL: " + oneLine(reason))
+        }
+        PQconninfoFree(options)
+    }
+
+    /// Connects to `url` with `deadlines` for what the URL leaves unset; throws `.configuration`
+    /// for a URL libpq does not accept and `.connection` when no session could be opened.
+    public init(url: String, applicationName: String, deadlines: Deadlines = Deadlines()) throws(PostgresError) {
+        try Self.validate(url: url)
+        // "When key words are repeated, the last processed value is retained": our defaults come
+        // first and `dbname` (expanded from the URL, expand_dbname = 1) last, so the URL wins.
+        let pairs: [(String, String)] = [
+            ("connect_timeout", "\(deadlines.connectSeconds)"), ("keepalives", "1"),
+            ("keepalives_idle", "\(deadlines.keepaliveIdleSeconds)"),
+            ("keepalives_interval", "\(deadlines.keepaliveIntervalSeconds)"),
+            ("keepalives_count", "\(deadlines.keepaliveCount)"),
+            ("tcp_user_timeout", "\(deadlines.tcpUserTimeoutMillis)"), ("application_name", applicationName),
+            ("dbname", url),
+        ]
+        let keys = pairs.map { strdup($0.0) }
+        let values = pairs.map { strdup($0.1) }
+        defer {
+            keys.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let keyPointers: [UnsafePointer<CChar>?] = keys.map { UnsafePointer($0) } + [nil]
+        let valuePointers: [UnsafePointer<CChar>?] = values.map { UnsafePointer($0) } + [nil]
+        handle = PQconnectdbParams(keyPointers, valuePointers, 1)
+        guard let handle, PQstatus(handle) == CONNECTION_OK else {
+            let reason = handle.map { Self.oneLine(String(cString: PQerrorMessage($0))) } ?? "out of memory"
+            close()
+            throw PostgresError(kind: .connection, message: reason)
+        }
+        let current = try execute("SHOW statement_timeout")
+        if current.text(0, 0) == "0" {
+            _ = try execute(
+                "SELECT set_config('statement_timeout', $1, false)", [.text("\(deadlines.statementTimeoutMillis)")])
+        }
+    }
+
+    deinit { close() }
+
+    /// Closes the connection; safe to call more than once.
+    public func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+    }
+
+    /// True while the session is open and libpq has not seen it fail.
+    public var isConnected: Bool {
+        guard let handle else { return false }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// Runs `sql` with `parameters` ($1, $2, … in order) and returns its rows in text format.
+    /// A failure is `.connection` when the link is gone (the caller reconnects), else `.query`.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
+        guard let handle else { throw PostgresError(kind: .connection, message: "the connection is closed", sql: sql) }
+        let buffers: [UnsafeMutablePointer<CChar>?] = parameters.map { value in
+            guard let bytes = value.wireBytes else { return nil }
+            let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
+            for (i, b) in bytes.enumerated() { copy[i] = CChar(bitPattern: b) }
+            return copy
+        }
+        defer { buffers.forEach { $0?.deallocate() } }
+        let values: [UnsafePointer<CChar>?] = buffers.map { $0.map { UnsafePointer($0) } }
+        let types: [Oid] = parameters.map { Oid($0.typeOID) }
+        let lengths: [Int32] = parameters.map { Int32($0.wireBytes?.count ?? 0) }
+        let formats: [Int32] = parameters.map(\.format)
+        guard let result = PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0) else {
+            throw PostgresError(kind: .connection, message: Self.oneLine(String(cString: PQerrorMessage(handle))), sql: sql)
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = Self.oneLine(String(cString: PQresultErrorMessage(result)))
+            let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_OK ? .query : .connection
+            throw PostgresError(kind: kind, sqlState: state, message: message, sql: sql)
+        }
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        var rows: [[String?]] = []
+        rows.reserveCapacity(rowCount)
+        for r in 0..<rowCount {
+            var row: [String?] = []
+            row.reserveCapacity(columnCount)
+            for c in 0..<columnCount {
+                if PQgetisnull(result, Int32(r), Int32(c)) != 0 {
+                    row.append(nil)
+                } else {
+                    row.append(String(cString: PQgetvalue(result, Int32(r), Int32(c))))
+                }
+            }
+            rows.append(row)
+        }
+        let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+        return PostgresRows(rows: rows, affected: affected)
+    }
+
+    /// Runs `body` in one transaction: `BEGIN` … `COMMIT`, or `ROLLBACK` when it throws (a
+    /// rollback on a dead link is not attempted: the server rolls back what it never saw
+    /// committed).
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            if isConnected { _ = try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// libpq's messages end with a newline and may span lines: one line for logs.
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters() }.joined(separator: " ")
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs.
+    fileprivate func trimmingCharacters() -> String {
+        var s = self[...]
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}
