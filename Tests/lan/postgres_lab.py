@@ -311,8 +311,9 @@ def local_journal(data_dir: str) -> list[dict]:
 def check_equals_journal(office: HeadOffice, store: str, data_dir: str, up_to: int | None = None) -> dict:
     """Head office's rows of ``store`` equal the node's journal: one lineage, seqs from the
     node's first entry to ``up_to`` (default: its last) without a gap, no seq or operation id
-    twice, and each row's term, op id, origin, operation and message byte for byte the node's;
-    the checkpoint at the last seq. Returns {"rows", "lineage", "seq"}."""
+    twice, and each row's term, op id, operation and message byte for byte the node's (what the
+    entry's hash covers: ``origin`` and ``recorded_at`` are each copy's own notes, a standby's
+    differ from its master's); the checkpoint at the last seq. Returns {"rows", "lineage", "seq"}."""
     rows = office.journal(store)
     local = local_journal(data_dir)
     assert local, f"the node at {data_dir} has an empty journal"
@@ -333,8 +334,8 @@ def check_equals_journal(office: HeadOffice, store: str, data_dir: str, up_to: i
     by_seq = {entry["seq"]: entry for entry in local}
     for row in rows:
         entry = by_seq[int(row["seq"])]
-        got = (int(row["term"]), row["op_id"], row["origin"], int(row["operation"]), row["message"])
-        want = (entry["term"], entry["op_id"], entry["origin"], entry["operation"], entry["message"])
+        got = (int(row["term"]), row["op_id"], int(row["operation"]), row["message"])
+        want = (entry["term"], entry["op_id"], entry["operation"], entry["message"])
         assert got == want, f"{store}: seq {row['seq']} differs at head office: {got!r} != {want!r}"
     checkpoint = office.checkpoint_seq(store)
     assert checkpoint == last, f"{store}: the checkpoint is {checkpoint}, the last row {last}"
