@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Debian package ordersync_<version>_<arch>.deb from a release build:
 # /usr/bin/ordersync, the systemd units ordersync-master.service and ordersync-slave.service,
-# /etc/ordersync/ordersync.conf (a conffile), man pages and bash/zsh/fish completions generated
+# /etc/ordersync/ordersync.conf (a conffile), the roll-up to head office (ordersync-rollup.service,
+# its /etc/ordersync/rollup.env, a conffile only root reads, and head office's setup SQL in
+# /usr/share/ordersync/postgresql), man pages and bash/zsh/fish completions generated
 # from the command definitions (with the exit codes and files of Packaging/man), the changelog and
 # the copyright file (DEP-5), the user `ordersync` and /var/lib/ordersync made by the postinst. The
 # binary is stripped; its debug information goes to ordersync_<version>_<arch>.debug next to the
@@ -79,9 +81,15 @@ chmod 0755 "$STAGE/usr/bin/ordersync"
 chmod 0644 "$DEBUG_FILE"
 install -m 0644 Packaging/debian/ordersync-master.service Packaging/debian/ordersync-slave.service "$STAGE/lib/systemd/system/"
 install -m 0644 Packaging/debian/ordersync.conf "$STAGE/etc/ordersync/ordersync.conf"
+install -m 0644 Packaging/debian/ordersync-rollup.service "$STAGE/lib/systemd/system/"
+install -m 0600 Packaging/debian/rollup.env "$STAGE/etc/ordersync/rollup.env"
+install -D -m 0644 Packaging/debian/lintian-overrides "$STAGE/usr/share/lintian/overrides/ordersync"
+install -d "$STAGE/usr/share/ordersync/postgresql"
+install -m 0644 Packaging/postgresql/ordersync-head-office.sql Packaging/postgresql/ordersync-add-shop.sql \
+    "$STAGE/usr/share/ordersync/postgresql/"
 install -D -m 0644 Packaging/debian/ordersync-alerts.yml "$STAGE/usr/share/ordersync/ordersync-alerts.yml"
 install -m 0755 Packaging/debian/postinst Packaging/debian/prerm Packaging/debian/postrm "$STAGE/DEBIAN/"
-echo /etc/ordersync/ordersync.conf >"$STAGE/DEBIAN/conffiles"
+printf '%s\n' /etc/ordersync/ordersync.conf /etc/ordersync/rollup.env >"$STAGE/DEBIAN/conffiles"
 for doc in README.md Docs/OPERATIONS.md Docs/API.md Docs/SECURITY.md; do
     install -m 0644 "$doc" "$STAGE/usr/share/doc/ordersync/"
 done
@@ -147,7 +155,8 @@ Description: LAN order sync for point-of-sale terminals
  DNS-SD (Avahi), pair once with a one-time code and keep every order in
  sync over an authenticated, encrypted link; each terminal keeps its orders
  in SQLite. Units: ordersync-master.service and ordersync-slave.service;
- settings: /etc/ordersync/ordersync.conf.
+ settings: /etc/ordersync/ordersync.conf. ordersync-rollup.service ships
+ the shop's journal to head office's PostgreSQL (/etc/ordersync/rollup.env).
 EOF
 
 DEB="$OUT/ordersync_${VERSION}_${ARCH}.deb"

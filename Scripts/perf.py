@@ -13,9 +13,10 @@ deliveries per server CPU-second; (b) latency p50/p99/p99.9 at 100, 1,000 and 5,
 10 terminals; (c) catch-up of an OrderSync slave that missed 100k operations; (d) 1,000
 connected terminals: server RSS and CPU; (e) idle CPU and RSS; (f) the store of 100k orders to a
 new terminal (a StorePOS terminal's connect sequence on both masters; a new OrderSync slave's
-snapshot). Then the cost as the work grows (OrderSync): terminals 1 -> 50 -> 500, order size
+snapshot); (g) the roll-up into PostgreSQL: catch-up rows/s, head office back to the first
+committed batch, lag per entry at 100 ops/s (Scripts/perf_rollup.py). Then the cost as the work grows (OrderSync): terminals 1 -> 50 -> 500, order size
 200 B -> 16 KiB, store size 1k -> 1M orders: server CPU per operation and latency, as tables and
-PNG plots. Also the disk's fdatasync time, measured beside them. With `--only join`: (g) a
+PNG plots. Also the disk's fdatasync time, measured beside them. With `--only join`: (h) a
 store of `--join-orders` (1M) orders joined by a new paired slave and a new StorePOS app while
 the master's local API is asked (`Scripts/bench/join_big.py`): join times, local API p50/p99,
 master RSS.
@@ -425,10 +426,18 @@ class Bench:
                       "slave_s": median([f.get("slave_s") for f in fs])}
                for kind, fs in runs.items()}}
 
-    # (g) a large store joined while the master serves its local API (Scripts/bench/join_big.py)
+    # (h) a large store joined while the master serves its local API (Scripts/bench/join_big.py)
     def join(self):
         from bench import join_big
         self.results["join"] = join_big.join(self, 2000 if self.args.smoke else self.args.join_orders)
+
+    # (g)
+    def rollup(self):
+        import perf_rollup
+        try:
+            self.results["rollup"] = perf_rollup.measure(self, free_port, api, median)
+        except perf_rollup.RollupPerfError as e:
+            raise PerfError(f"roll-up: {e}") from None
 
     # cost sweeps
     def sweeps(self):
@@ -612,6 +621,9 @@ def report(r):
                   f"| server peak RSS (MiB) | {fmt(s['ordersync']['hwm_mib'], 1)} | {fmt(s['python']['hwm_mib'], 1)} |", ""]
     if "join" in r:
         lines += join_report(r["join"])
+    if "rollup" in r:
+        import perf_rollup
+        lines += perf_rollup.report_lines(r["rollup"], fmt)
     if "sweeps" in r:
         titles = {"terminals": "terminals", "order_bytes": "order size (bytes of JSON)", "store_orders": "orders in the store"}
         for key, rows in r["sweeps"].items():
@@ -686,7 +698,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", default=os.path.join(REPO, ".build", "release", "ordersync"))
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--only", default="a,b,c,d,e,f,sweeps", help="scenarios: a,b,c,d,e,f,sweeps,join")
+    parser.add_argument("--only", default="a,b,c,d,e,f,g,sweeps", help="scenarios: a,b,c,d,e,f,g,sweeps,join")
     parser.add_argument("--largest-store", type=int, default=1_000_000,
                         help="the last store size of the sweep (OrderSync only; 100000 or less: none beyond 100k)")
     parser.add_argument("--sweeps", default="terminals,size,store", help="which cost sweeps: terminals,size,store")
@@ -702,7 +714,8 @@ def main():
     only = set(args.only.split(","))
     bench = Bench(args)
     steps = [("fsync", bench.fsync), ("a", bench.throughput), ("b", bench.latency), ("c", bench.catch_up),
-             ("d", bench.many_terminals), ("e", bench.idle), ("f", bench.snapshot), ("sweeps", bench.sweeps), ("join", bench.join)]
+             ("d", bench.many_terminals), ("e", bench.idle), ("f", bench.snapshot), ("g", bench.rollup), ("sweeps", bench.sweeps),
+             ("join", bench.join)]
     failures = []
     try:
         for name, step in steps:

@@ -22,6 +22,9 @@ APT_PACKAGES+=(eslint tidy python3-tinycss2)
 APT_PACKAGES+=(libreoffice-calc-nogui)
 # Tests/lan/test_power_cut.py: powercut_fs, a FUSE layer compiled at run time, loses unsynced writes
 APT_PACKAGES+=(fuse3 libfuse3-dev pkg-config)
+# `ordersync rollup` links libpq (Sources/Shell/CLibPQ); Tests/lan/postgres_lab.py starts head office's
+# PostgreSQL (initdb, pg_ctl, psql) on a simulated host of its own
+APT_PACKAGES+=(libpq-dev postgresql postgresql-client)
 PY_PACKAGES=(websockets==17.4 zeroconf kosoku pytest noiseprotocol segno matplotlib schemathesis)
 
 if [ "$(id -u)" != 0 ]; then

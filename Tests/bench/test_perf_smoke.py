@@ -15,7 +15,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def prerequisites():
     binary = os.environ.get("ORDERSYNC_BIN", os.path.join(REPO, ".build", "debug", "ordersync"))
-    missing = [name for name in ("gcc", "taskset") if not shutil.which(name)]
+    missing = [name for name in ("gcc", "taskset", "psql") if not shutil.which(name)]
+    if not any(os.access(os.path.join(d, "initdb"), os.X_OK) for d in ("/usr/lib/postgresql/15/bin", "/usr/local/bin")) \
+            and not shutil.which("initdb"):
+        missing.append("initdb (postgresql, for the roll-up's scenario)")
     if not os.access(binary, os.X_OK):
         missing.append(binary)
     try:
@@ -63,10 +66,14 @@ def test_every_scenario_gives_well_formed_figures_for_both_masters(tmp_path):
         for row in rows:
             assert row["ordersync"]["cpu_us_per_op"] > 0 and row["ordersync"]["p99_ms"] > 0, row
     assert r["fdatasync_ms"]["p50"] > 0
+    g = r["rollup"]
+    assert g["catch_up_rows_per_s"] > 0 and g["link_up_s"] > 0, g
+    assert 0 < g["lag_p50_ms"] <= g["lag_p99_ms"] <= g["lag_max_ms"], g
     pngs = sorted(p.name for p in plots.iterdir())
     assert pngs == ["cost-order-bytes.png", "cost-store-orders.png", "cost-terminals.png"], pngs
     for p in plots.iterdir():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The tables printed for Docs/PERFORMANCE.md name both masters and the command.
     assert "| receivers | OrderSync ops/s | Python ops/s |" in result.stdout
+    assert "(g) The roll-up into PostgreSQL on loopback" in result.stdout
     assert "Command: `Scripts/perf.py --smoke" in result.stdout

@@ -1,6 +1,6 @@
 """The Debian package, installed on this machine with dpkg as a shop's IT person would: files,
-the system user, modes, `systemd-analyze verify` on the units, `--version`, completions, man
-pages; then each unit's ExecStart line run as the unit's user with a NOTIFY_SOCKET this test
+the system user, modes, `systemd-analyze verify` on the units (the roll-up's too), `--version`,
+completions, man pages; then each unit's ExecStart line run as the unit's user with a NOTIFY_SOCKET this test
 listens on, as systemd runs a Type=notify service: READY=1 only once the store is open, the
 service published and the sockets listening; WATCHDOG=1 pings; STOPPING=1 on SIGTERM and exit 0.
 
@@ -237,6 +237,61 @@ def test_units_verify_and_say_what_the_issue_asks(package):
         prevent = {int(code) for code in settings["RestartPreventExitStatus"][0].split()}
         assert prevent == {code for code, mends in _refusal_codes() if not mends}, (unit, sorted(prevent))
         assert not prevent & {code for code, mends in _refusal_codes() if mends}, unit
+
+
+ROLLUP_UNIT = "/lib/systemd/system/ordersync-rollup.service"
+ROLLUP_ENV = "/etc/ordersync/rollup.env"
+
+
+def test_the_rollup_unit_keeps_the_password_off_the_command_line(package):
+    """ordersync-rollup.service (issue 28): after the daemon of the store it reads, its URL (with
+    the password) from a conffile only root reads (systemd reads it before dropping to the service
+    user) into the environment, nothing of it on the command line; restarted on a crash, not on
+    what a restart cannot mend (2 no URL, 65 conflict or gap, 78 configuration). Head office's
+    setup SQL ships with it."""
+    files = set(sh(["dpkg", "-L", "ordersync"]).stdout.split())
+    sql = ("/usr/share/ordersync/postgresql/ordersync-head-office.sql", "/usr/share/ordersync/postgresql/ordersync-add-shop.sql")
+    for path, mode in ((ROLLUP_UNIT, 0o644), (ROLLUP_ENV, 0o600), (sql[0], 0o644), (sql[1], 0o644),
+                       ("/usr/share/man/man1/ordersync.rollup.1.gz", 0o644)):
+        assert path in files, path
+        info = os.stat(path)
+        assert (info.st_uid, info.st_gid, _mode(path)) == (0, 0, mode), (path, info.st_uid, oct(_mode(path)))
+    for path in sql:
+        assert open(path).read() == open(os.path.join(REPO, "Packaging", "postgresql", os.path.basename(path))).read()
+    assert ROLLUP_ENV in sh(["dpkg-query", "-W", "-f=${Conffiles}", "ordersync"]).stdout
+    depends = sh(["dpkg-query", "-W", "-f=${Depends}", "ordersync"]).stdout
+    assert "libpq5" in {d.strip().split()[0] for d in depends.split(",")}, depends
+
+    result = sh(["systemd-analyze", "verify", ROLLUP_UNIT], check=False)
+    assert result.returncode == 0, result.stderr + result.stdout
+    settings = _unit_settings(ROLLUP_UNIT)
+    for key, value in (("Type", "exec"), ("Restart", "on-failure"), ("RestartSec", "10s"),
+                       ("RestartPreventExitStatus", "2 65 78"), ("EnvironmentFile", ROLLUP_ENV),
+                       ("User", "ordersync"), ("Group", "ordersync"), ("StateDirectory", "ordersync"),
+                       ("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("PrivateTmp", "yes"),
+                       ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK")):
+        assert settings.get(key) == [value], (key, settings.get(key))
+    after = " ".join(settings["After"]).split()
+    assert {"ordersync-master.service", "ordersync-slave.service", "network-online.target"} <= set(after), after
+    argv = _exec_start("ordersync-rollup.service")
+    assert argv == ["/usr/bin/ordersync", "rollup", "--data-dir", DATA_DIR], argv
+    shipped = dict(line.split("=", 1) for line in open(ROLLUP_ENV).read().splitlines()
+                   if line and not line.startswith("#"))
+    assert shipped == {"ORDERSYNC_DATABASE_URL": ""}, shipped
+
+    # The unit as shipped, before anyone sets the URL: a usage error (2), which the unit does not
+    # restart, with nothing written into the data directory.
+    data_dir = tempfile.mkdtemp(prefix="ordersync-rollup-")
+    try:
+        user = pwd.getpwnam("ordersync")
+        os.chown(data_dir, user.pw_uid, user.pw_gid)
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **shipped}
+        refused = subprocess.run(_as_service_user(argv[:-1] + [data_dir]), env=env, capture_output=True, text=True,
+                                 timeout=60)
+        assert refused.returncode == 2 and "ORDERSYNC_DATABASE_URL" in refused.stderr, (refused.returncode, refused.stderr)
+        assert os.listdir(data_dir) == [], os.listdir(data_dir)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _refusal_codes():
