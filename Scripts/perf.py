@@ -641,9 +641,9 @@ def report(r):
 
 
 def join_report(j):
-    """(g)'s lines: a paired slave's and a StorePOS app's join of a large store."""
+    """(h)'s lines: a paired slave's and a StorePOS app's join of a large store."""
     sp, pp = j["slave_probe"], j["storepos_probe"]
-    return [f"(g) A store of {j['orders']:,} orders joined, the local API asked meanwhile (one request after another):", "",
+    return [f"(h) A store of {j['orders']:,} orders joined, the local API asked meanwhile (one request after another):", "",
             "| | paired slave | StorePOS app |", "| --- | --- | --- |",
             f"| join (s) | {fmt(j['slave_s'], 2)} | {fmt(j['storepos_s'], 2)} |",
             f"| local API p50 / p99 / max (ms) | {sp['p50_ms']:.1f} / {sp['p99_ms']:.1f} / {sp['max_ms']:.1f} | "
@@ -702,7 +702,7 @@ def main():
     parser.add_argument("--largest-store", type=int, default=1_000_000,
                         help="the last store size of the sweep (OrderSync only; 100000 or less: none beyond 100k)")
     parser.add_argument("--sweeps", default="terminals,size,store", help="which cost sweeps: terminals,size,store")
-    parser.add_argument("--join-orders", type=int, default=1_000_000, help="the store size of (g), the join (--only join)")
+    parser.add_argument("--join-orders", type=int, default=1_000_000, help="the store size of (h), the join (--only join)")
     parser.add_argument("--out-json")
     parser.add_argument("--plots", help="write the sweeps' PNG plots into this folder")
     parser.add_argument("--smoke", action="store_true", help="every scenario, tiny: checks the pipeline, not the speed")
