@@ -30,7 +30,7 @@ final class RollupMetricsServer: @unchecked Sendable {
         let thread = Thread {
             do {
                 let loop = try EventLoop()
-                let listener = try MetricsListener(address: address, loop: loop, logger: logger)
+                let listener = try MetricsListener(listener: MetricsListener.bind(address), loop: loop, logger: logger)
                 listener.start { server.render() }
                 ready.signal()
                 loop.run()
