@@ -141,8 +141,9 @@ class Prober:
                 "rss_median_mib": statistics.median(self.rss) if self.rss else None}
 
 
-def join(bench, orders):
-    """The figures of one run: a paired slave's join, then a StorePOS app's."""
+def join(bench, orders, apps=1):
+    """The figures of one run: a paired slave's join, then `apps` StorePOS apps' at once (a power
+    cut brings every till back together)."""
     s, known = make_store(bench, orders)
     s.log = open(os.path.join(s.dir, "server.log"), "ab")
     s.start()
@@ -161,11 +162,23 @@ def join(bench, orders):
             slave.stop()
         out["slave_probe"] = prober.stop()
         prober = Prober(s, known).start()
-        figures = bench.gen.run(s.port, mode="snapshot", expect=orders)
+        # One generator per app (its snapshot mode is one terminal), all started at once.
+        runs = [None] * apps
+
+        def app(k):
+            runs[k] = bench.gen.run(s.port, mode="snapshot", expect=orders)
+
+        threads = [threading.Thread(target=app, args=(k,)) for k in range(apps)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         out["storepos_probe"] = prober.stop()
-        if not figures["complete"] or figures["snapshot_orders"] < orders:
-            raise perf.PerfError(f"the StorePOS app got {figures['snapshot_orders']} of {orders} orders")
-        out["storepos_s"] = figures["snapshot_s"]
+        out["apps"] = apps
+        for figures in runs:
+            if not figures or not figures["complete"] or figures["snapshot_orders"] < orders:
+                raise perf.PerfError(f"a StorePOS app did not get every order: {figures}")
+        out["storepos_s"] = max(f["snapshot_s"] for f in runs)
         out["hwm_mib"] = perf.memory_mib(s.pid)[1]
         out["load"] = os.getloadavg()
     finally:
@@ -177,11 +190,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", default=os.path.join(perf.REPO, ".build", "release", "ordersync"))
     parser.add_argument("--orders", type=int, default=1_000_000)
+    parser.add_argument("--apps", type=int, default=1, help="StorePOS apps connecting at once")
     parser.add_argument("--out-json")
     args = parser.parse_args()
     bench = perf.Bench(argparse.Namespace(bin=args.bin, smoke=False, repeat=1))
     try:
-        result = join(bench, args.orders)
+        result = join(bench, args.orders, args.apps)
     finally:
         bench.cleanup()
     text = json.dumps(result, indent=1)
