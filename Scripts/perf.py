@@ -702,6 +702,7 @@ def main():
     parser.add_argument("--only", default="a,b,c,d,e,f,g,sweeps", help="scenarios: a,b,c,d,e,f,g,sweeps,join")
     parser.add_argument("--largest-store", type=int, default=1_000_000,
                         help="the last store size of the sweep (OrderSync only; 100000 or less: none beyond 100k)")
+    parser.add_argument("--rollup-entries", type=int, default=100_000, help="(g): entries the roll-up catches up")
     parser.add_argument("--sweeps", default="terminals,size,store", help="which cost sweeps: terminals,size,store")
     parser.add_argument("--join-orders", type=int, default=1_000_000, help="the store size of (h), the join (--only join)")
     parser.add_argument("--out-json")

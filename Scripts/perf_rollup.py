@@ -139,7 +139,7 @@ def measure(bench, free_port, api, median) -> dict:
     """The three figures, medians of `bench.args.repeat` runs; `bench` is perf.py's Bench (its
     load generator, fresh masters, `--smoke` and `--repeat`)."""
     smoke = bench.args.smoke
-    entries = 2000 if smoke else 100_000
+    entries = 2000 if smoke else bench.args.rollup_entries
     rate, duration = (100, 1) if smoke else (100, 10)
     pg = Postgres(free_port())
     runs = {"catch_up_rows_per_s": [], "catch_up_s": [], "link_up_s": [], "lag_p50_ms": [], "lag_p99_ms": [],
