@@ -82,6 +82,13 @@ address_track() {
     return "$rc"
 }
 
+# The roll-up's fault drills against a real PostgreSQL on a simulated host of its own (kill -9
+# mid-batch, PostgreSQL stopped and restarted, the WAN link down, shaped slow, a promotion): they
+# mostly wait on links and restarts, so they run beside the other tracks instead of after them.
+rollup_track() {
+    stage rollup-faults "${PYTEST[@]}" Tests/lan/test_rollup_faults.py Tests/lan/test_postgres_lab.py
+}
+
 # track NAME FUNCTION: runs FUNCTION in the background, its output into $RESULTS/NAME.log; $! is
 # its process, which exits non-zero if one of its stages failed.
 # The tracks run at a lower priority (nice 10): the main track's tests measure timers and
@@ -107,6 +114,9 @@ track tsan thread_track
 THREAD_TRACK=$!
 track asan address_track
 ADDRESS_TRACK=$!
+PYTEST=(env ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v --durations=30 -p no:cacheprovider)
+track rollup rollup_track
+ROLLUP_TRACK=$!
 
 foreground_rc=0
 # AvahiDiscoveryLanTests need an avahi-daemon on a D-Bus system bus: they run inside a simulated
@@ -121,12 +131,11 @@ stage unit-tests swift_tests "$RESULTS/unit-tests.log" --skip AvahiDiscoveryLanT
 # tracks are done.
 ALONE=(Tests/lan/test_preauth_limits.py Tests/lan/test_insider_limits.py Tests/conformance/test_bounds.py
     Tests/lan/test_auto_failover.py Tests/lan/test_bulk_changes.py)
-PYTEST=(env ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v --durations=30 -p no:cacheprovider)
 
 # WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise
 # interop, LAN scenarios. Autobahn results go to a temporary folder; Docs/CONFORMANCE.md is
 # regenerated only by running Scripts/conformance.py by hand.
-stage pytest "${PYTEST[@]}" "${ALONE[@]/#/--ignore=}" \
+stage pytest "${PYTEST[@]}" "${ALONE[@]/#/--ignore=}" --ignore=Tests/lan/test_rollup_faults.py --ignore=Tests/lan/test_postgres_lab.py \
     Tests/conformance Tests/noise Tests/lan Tests/bench Tests/package Tests/metrics Tests/api Tests/dashboard ||
     foreground_rc=1
 
@@ -134,7 +143,8 @@ echo "test: waiting for the sanitizers, fuzzing and instruction counts"
 background_rc=0
 wait "$THREAD_TRACK" || background_rc=1
 wait "$ADDRESS_TRACK" || background_rc=1
-for name in tsan asan; do
+wait "$ROLLUP_TRACK" || background_rc=1
+for name in tsan asan rollup; do
     echo "test: ---- what the [$name] track printed ----"
     cat "$RESULTS/$name.log"
 done
