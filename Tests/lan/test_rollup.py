@@ -19,6 +19,7 @@ import pytest
 from lan_support import require
 from lanharness import wait_until
 from ordersync_lab import OrderSyncNode, ordersync_binary, read_sqlite
+from postgres_lab import postgres_tool
 
 pytestmark = pytest.mark.usefixtures("ordersync_built")
 
@@ -35,7 +36,9 @@ class HeadOffice:
     """A throw-away PostgreSQL: initdb in a temporary folder, listening on 127.0.0.1 only."""
 
     def __init__(self):
-        require(shutil.which("initdb") is not None and shutil.which("pg_ctl") is not None and shutil.which("psql") is not None,
+        # Debian keeps initdb and pg_ctl in /usr/lib/postgresql/<version>/bin, off PATH.
+        self.initdb, self.pg_ctl = postgres_tool("initdb"), postgres_tool("pg_ctl")
+        require(self.initdb is not None and self.pg_ctl is not None and shutil.which("psql") is not None,
                 "PostgreSQL's initdb, pg_ctl and psql are needed (apt: postgresql, or Scripts/setup.sh)")
         self.dir = tempfile.mkdtemp(prefix="ordersync-rollup-pg-")
         os.chmod(self.dir, 0o755)
@@ -45,9 +48,9 @@ class HeadOffice:
         if run_as:
             shutil.chown(self.dir, "postgres")
         self.run_as = run_as
-        subprocess.run(run_as + ["initdb", "-D", self.data, "-U", "postgres", "--auth=trust"], check=True,
+        subprocess.run(run_as + [self.initdb, "-D", self.data, "-U", "postgres", "--auth=trust"], check=True,
                        capture_output=True, timeout=120)
-        subprocess.run(run_as + ["pg_ctl", "-D", self.data, "-w", "-l", os.path.join(self.dir, "pg.log"), "-o",
+        subprocess.run(run_as + [self.pg_ctl, "-D", self.data, "-w", "-l", os.path.join(self.dir, "pg.log"), "-o",
                                  f"-k {self.dir} -p {self.port} -c listen_addresses=127.0.0.1", "start"],
                        check=True, capture_output=True, timeout=120)
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
@@ -63,7 +66,7 @@ class HeadOffice:
         return [line.split("\t") for line in result.stdout.splitlines() if line]
 
     def stop(self):
-        subprocess.run(self.run_as + ["pg_ctl", "-D", self.data, "-m", "immediate", "stop"], capture_output=True, timeout=60)
+        subprocess.run(self.run_as + [self.pg_ctl, "-D", self.data, "-m", "immediate", "stop"], capture_output=True, timeout=60)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
