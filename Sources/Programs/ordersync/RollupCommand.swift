@@ -62,6 +62,9 @@ struct RollupShipCommand: ParsableCommand {
         LoggingSystem.bootstrap { label in EventLogHandler(logLevel: level, format: format, label: label) }
         var logger = Logger(label: "ordersync.rollup")
         logger.logLevel = level
+        // Blocked before any thread starts, so that only the stop thread below takes them.
+        var stopSignals = Self.stopSignals
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         let runner: RollupRunner
         do {
             runner = try RollupRunner(
@@ -72,9 +75,31 @@ struct RollupShipCommand: ParsableCommand {
             FileHandle.standardError.write(Data("ordersync: \(message)\n".utf8))
             throw ExitCode(exit.rawValue)
         }
+        Self.stopOnSignal(runner.stopHandle)
         let exit = runner.run()
         if json, once, let state = try? RollupStatus.read(dataDirectory: dir) { print(JSONValue.object(state).serialized()) }
         if exit != .ok { throw ExitCode(exit.rawValue) }
+    }
+
+    /// SIGINT and SIGTERM.
+    private static var stopSignals: sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        return set
+    }
+
+    /// A thread that waits for SIGINT or SIGTERM, stops the roll-up gracefully (the batch in
+    /// flight finishes, the state file says `running:false`) and exits 0.
+    private static func stopOnSignal(_ handle: RollupStopHandle) {
+        Thread.detachNewThread {
+            var set = stopSignals
+            var signal: Int32 = 0
+            while sigwait(&set, &signal) != 0 {}
+            handle.stop()
+            Foundation.exit(0)
+        }
     }
 }
 

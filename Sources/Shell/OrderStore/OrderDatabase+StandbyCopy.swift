@@ -60,13 +60,20 @@ extension OrderDatabase {
     static let standbyCompactionEvery: Int64 = 1000
 
     /// Bounds the standby journal as a master bounds its own (`MasterEngine.maintenance`): the
-    /// newest `keepNewest` entries and those younger than `keepMillis` stay, and tombstones
-    /// go with the entries. Returns how many entries went.
+    /// newest `keepNewest` entries and those younger than `keepMillis` stay, and so do the
+    /// entries after head office's checkpoint (`rollupCheckpoint`) unless that would keep more
+    /// than `rollupKeepMost`; tombstones go with the entries. Returns how many entries went.
     @discardableResult
-    public func compactStandbyJournal(now: Int64, keepNewest: Int64 = 100_000, keepMillis: Int64 = 30 * 24 * 3600 * 1000)
-        throws -> Int
-    {
-        let through = try lastJournalSeq() - keepNewest
+    public func compactStandbyJournal(
+        now: Int64, keepNewest: Int64 = 100_000, keepMillis: Int64 = 30 * 24 * 3600 * 1000, rollupKeepMost: Int64 = 1_000_000
+    ) throws -> Int {
+        let last = try lastJournalSeq()
+        var through = last - keepNewest
+        if through > 0, let ask = rollupCheckpoint, let store = try metadata("replica.store"),
+            let lineage = try metadata("replica.epoch"), let shipped = ask(store, lineage)
+        {
+            through = min(through, max(shipped, last - rollupKeepMost))
+        }
         guard through > 0 else { return 0 }
         return try transaction {
             let dropped = try compactJournal(through: through, recordedBefore: now - keepMillis)

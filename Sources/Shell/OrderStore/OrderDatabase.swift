@@ -34,6 +34,12 @@ public final class OrderDatabase {
     /// runs on another thread.
     var transactionState = TransactionState.none
 
+    /// Head office's checkpoint for (store, lineage) as a roll-up on this terminal last wrote it,
+    /// asked when a standby bounds its journal (`compactStandbyJournal`) with the copy's
+    /// `replica.store` and `replica.epoch`: the entries after it stay. Nil, or an answer of nil:
+    /// no roll-up of this copy here.
+    public var rollupCheckpoint: ((_ store: String, _ lineage: String) -> Int64?)?
+
     /// The database file.
     public var path: String { connection.path }
 

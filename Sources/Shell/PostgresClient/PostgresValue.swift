@@ -6,14 +6,18 @@ public enum PostgresValue: Sendable, Equatable {
     case text(String?)
     case bytes([UInt8]?)
     case bool(Bool?)
+    /// A one-dimensional array in PostgreSQL's text form, with its array type's OID; made by
+    /// `PostgresValue.intArray(_:)`, `textArray(_:)`, … (PostgresArray.swift).
+    case array(typeOID: UInt32, literal: String)
 
-    /// The type's OID (`pg_type.oid`): int8 20, text 25, bytea 17, bool 16.
+    /// The type's OID (`pg_type.oid`): int8 20, text 25, bytea 17, bool 16; an array its own.
     var typeOID: UInt32 {
         switch self {
         case .int: return 20
         case .text: return 25
         case .bytes: return 17
         case .bool: return 16
+        case .array(let oid, _): return oid
         }
     }
 
@@ -30,6 +34,7 @@ public enum PostgresValue: Sendable, Equatable {
         case .text(let v): return v.map { Array($0.utf8) + [0] }
         case .bytes(let v): return v
         case .bool(let v): return v.map { Array(($0 ? "t" : "f").utf8) + [0] }
+        case .array(_, let literal): return Array(literal.utf8) + [0]
         }
     }
 }

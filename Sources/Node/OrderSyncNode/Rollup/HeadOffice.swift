@@ -90,23 +90,25 @@ final class HeadOffice {
         return outcome
     }
 
+    /// The batch's journal rows in one statement: each column one array parameter, so that a
+    /// batch is 11 parameters whatever its size; a row already there is left as it is.
     private func insertJournal(_ batch: RollupBatch) throws {
-        var values: [String] = []
-        var params: [PostgresValue] = [.text(store), .text(lineage)]
-        for row in batch.rows {
-            let e = row.entry
-            let n = params.count
-            values.append(
-                "($1, $2, $\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4), $\(n + 5), $\(n + 6), "
-                    + "timestamptz 'epoch' + $\(n + 7) * interval '1 millisecond', $\(n + 8), $\(n + 9))")
-            params += [
-                .int(e.seq), .int(e.term), .text(e.opId), .text(e.origin), .int(Int64(e.operation)),
-                .text(String(decoding: e.message, as: UTF8.self)), .int(e.recordedAtMillis), .bytes(row.hash), .bytes(row.rolling),
-            ]
-        }
+        let e = batch.rows.map(\.entry)
         try pg.execute(
-            "INSERT INTO ordersync.journal (store_id, lineage, seq, term, op_id, origin, operation, message, recorded_at, hash, rolling) VALUES "
-                + values.joined(separator: ", ") + " ON CONFLICT DO NOTHING", params)
+            """
+            INSERT INTO ordersync.journal (store_id, lineage, seq, term, op_id, origin, operation, message, recorded_at, hash, rolling)
+            SELECT $1, $2, r.seq, r.term, r.op_id, r.origin, r.operation, r.message,
+                timestamptz 'epoch' + r.ms * interval '1 millisecond', r.hash, r.rolling
+            FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::bigint[],
+                $10::bytea[], $11::bytea[]) AS r(seq, term, op_id, origin, operation, message, ms, hash, rolling)
+            ON CONFLICT DO NOTHING
+            """,
+            [
+                .text(store), .text(lineage), .intArray(e.map(\.seq)), .intArray(e.map(\.term)), .textArray(e.map(\.opId)),
+                .textArray(e.map(\.origin)), .intArray(e.map { Int64($0.operation) }),
+                .textArray(e.map { String(decoding: $0.message, as: UTF8.self) }), .intArray(e.map(\.recordedAtMillis)),
+                .bytesArray(batch.rows.map(\.hash)), .bytesArray(batch.rows.map(\.rolling)),
+            ])
     }
 
     /// The first seq of the batch whose row in head office has another hash (a row that was
@@ -120,24 +122,12 @@ final class HeadOffice {
         return batch.rows.first { held[$0.entry.seq] != $0.hash }?.entry.seq
     }
 
+    /// The batch's orders, created or removed ones in one statement each (column arrays through
+    /// `unnest`): a row changes only for a higher version, or for a removal.
     private func upsertOrders(_ rows: [OrderRow]) throws {
         for removed in [false, true] {
             let part = rows.filter { $0.removed == removed }
             guard !part.isEmpty else { continue }
-            var values: [String] = []
-            var params: [PostgresValue] = [.text(store), .text(lineage)]
-            for r in part {
-                let n = params.count
-                values.append(
-                    "($1, $\(n + 1), $\(n + 2), $\(n + 3), $\(n + 4), $\(n + 5), $\(n + 6), $\(n + 7), $\(n + 8), "
-                        + "$\(n + 9)::jsonb, $\(n + 10)::jsonb, $\(n + 11), $\(n + 12), $2, $\(n + 13))")
-                let items = r.order["items"].map { $0.serialized() }
-                params += [
-                    .text(r.uuid), .text(r.text("customerName")), .text(r.text("created")), .text(r.text("shippingMethod")),
-                    .text(r.text("tableName")), .int(r.int("tableSize")), .text(r.text("status")), .text(r.text("note")),
-                    .text(items), .text(JSONValueText.object(r.order)), .int(r.version), .bool(r.removed), .int(r.seq),
-                ]
-            }
             let update =
                 removed
                 ? "removed = true, version = GREATEST(o.version, excluded.version), lineage = excluded.lineage, "
@@ -148,9 +138,26 @@ final class HeadOffice {
                     + "removed = false, lineage = excluded.lineage, seq = excluded.seq, updated_at = now() "
                     + "WHERE excluded.version > o.version"
             try pg.execute(
-                "INSERT INTO ordersync.orders AS o (store_id, uuid, customer_name, created, shipping_method, table_name, "
-                    + "table_size, status, note, items, \"order\", version, removed, lineage, seq) VALUES "
-                    + values.joined(separator: ", ") + " ON CONFLICT (store_id, uuid) DO UPDATE SET " + update, params)
+                """
+                INSERT INTO ordersync.orders AS o (store_id, uuid, customer_name, created, shipping_method, table_name,
+                    table_size, status, note, items, "order", version, removed, lineage, seq)
+                SELECT $1, r.uuid, r.customer_name, r.created, r.shipping_method, r.table_name, r.table_size, r.status,
+                    r.note, r.items::jsonb, r.o::jsonb, r.version, r.removed, $2, r.seq
+                FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[],
+                    $10::text[], $11::text[], $12::text[], $13::bigint[], $14::boolean[], $15::bigint[])
+                    AS r(uuid, customer_name, created, shipping_method, table_name, table_size, status, note, items, o,
+                        version, removed, seq)
+                ON CONFLICT (store_id, uuid) DO UPDATE SET
+                """ + " " + update,
+                [
+                    .text(store), .text(lineage), .textArray(part.map(\.uuid)), .textArray(part.map { $0.text("customerName") }),
+                    .textArray(part.map { $0.text("created") }), .textArray(part.map { $0.text("shippingMethod") }),
+                    .textArray(part.map { $0.text("tableName") }), .intArray(part.map { $0.int("tableSize") }),
+                    .textArray(part.map { $0.text("status") }), .textArray(part.map { $0.text("note") }),
+                    .textArray(part.map { $0.order["items"].map { $0.serialized() } }),
+                    .textArray(part.map { JSONValueText.object($0.order) }), .intArray(part.map(\.version)),
+                    .boolArray(part.map(\.removed)), .intArray(part.map(\.seq)),
+                ])
         }
     }
 

@@ -33,6 +33,10 @@ public final class RollupRunner {
     private let wakeup: RollupWakeup
     private var metrics: RollupMetricsServer?
     private var waitingForStable = false
+    private let gate = RollupStopGate()
+
+    /// What stops this roll-up from another thread (SIGTERM): see `RollupStopGate`.
+    public var stopHandle: RollupStopHandle { RollupStopHandle(gate: gate) }
 
     /// A roll-up of the store in `dataDirectory` into `databaseURL`. Throws `RollupFailure`
     /// (configuration) when either is unusable, or the metrics address cannot be bound.
@@ -50,6 +54,7 @@ public final class RollupRunner {
             checkpointAtMillis: nil, stableSeq: 0, localLastSeq: 0, lagEntries: 0, lagSeconds: 0, lastError: nil,
             state: "shipping", up: false)
         if let metrics { self.metrics = try RollupMetricsServer.start(address: metrics, logger: logger) }
+        gate.onStop = { [unowned self] in _ = self.finish(.ok) }
     }
 
     /// The message of a failure to start (for the CLI), and its exit status.
@@ -58,8 +63,10 @@ public final class RollupRunner {
         return ("\(error)", .configuration)
     }
 
-    /// Runs until done (`--once`) or stopped; returns the exit status.
+    /// Runs until done (`--once`) or stopped; returns the exit status. Every step runs under the
+    /// stop gate's lock, every wait without it (`RollupStopGate`).
     public func run() -> RollupExit {
+        gate.lock.lock()
         logger.info(
             "rollup.started",
             metadata: [
@@ -85,7 +92,7 @@ public final class RollupRunner {
                 if announce { logger.info("rollup.caught_up", metadata: ["seq": "\(status.checkpointSeq)"]) }
                 publish()
                 if !once { wakeup.arm() }
-                wakeup.wait(feed: !waitingForStable)
+                gate.unlocked { wakeup.wait(feed: !waitingForStable) }
                 action = machine.woke() ?? action
             case .backoff(let seconds, let attempt):
                 office?.close()
@@ -94,13 +101,14 @@ public final class RollupRunner {
                 logger.warning(
                     "rollup.backoff", metadata: ["attempt": "\(attempt)", "delay_s": "\(String(format: "%.2f", seconds))"])
                 publish()
-                Thread.sleep(forTimeInterval: seconds)
+                gate.unlocked { Thread.sleep(forTimeInterval: seconds) }
                 action = machine.backoffElapsed()
             case .stop(let reason):
                 publish()
                 if once { return finish(.conflictOrGap) }
                 logger.error("rollup.stopped", metadata: ["reason": "\(reason)"])
                 // An error state that stays visible (status, metrics) until an operator acts.
+                gate.lock.unlock()
                 while true { Thread.sleep(forTimeInterval: 3600) }
             case .finish: return finish(.ok)
             case .giveUp: return finish(.unreachable)

@@ -125,6 +125,7 @@ public final class SlaveNode {
         self.loop = loop
         self.discovery = configuration.masterURL == nil ? discovery : nil
         let writer = handedOver?.writer ?? StoreWriter(store: dataDirectory.store, loop: loop, label: "slave")
+        dataDirectory.store.database.rollupCheckpoint = Self.standbyRollupCheckpoint(dataDirectory: dataDirectory.path)
         terminalId = try writer.identity(key: "terminal.id") { UUID().uuidString.lowercased() }
         followedTerm = try writer.read { MasterNode.storedTerm(try $0.metadata(MasterCandidacy.termKey)) }
         terminalName = configuration.name ?? DataDirectory.hostName()
