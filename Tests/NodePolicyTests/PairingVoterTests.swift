@@ -22,6 +22,23 @@ final class PairingVoterTests: XCTestCase {
         }
     }
 
+    func testANameOverSixtyThreeBytesIsTooLargeNotInvalid() throws {
+        // 20 four-byte characters: within any character bound the document could state, 80 bytes.
+        let long = String(repeating: "\u{1D54B}", count: 20)
+        for path in ["/v1/pairing", "/v1/dashboard/tokens"] {
+            let body = Array(#"{"name":"\#(long)"}"#.utf8)
+            guard case .failure(let f)? = MasterAPIRoute.decode(method: "POST", path: path, body: body) else {
+                return XCTFail("accepted an 80-byte name on \(path)")
+            }
+            XCTAssertEqual(f.status, 413, path)
+            XCTAssertEqual(f.code, "too_large", path)
+        }
+        let fits = String(repeating: "\u{1D54B}", count: 15) // 60 bytes
+        XCTAssertEqual(try route(#"{"name":"\#(fits)"}"#)?.get(), .openPairing(name: fits, validForSeconds: 600, voter: true))
+        guard case .failure(let empty)? = route(#"{"name":""}"#) else { return XCTFail("accepted an empty name") }
+        XCTAssertEqual(empty.status, 400)
+    }
+
     func testAWindowKeepsItsVoterFlag() throws {
         var windows = PairingWindows()
         let code = PairingCode.generate()

@@ -154,13 +154,17 @@ public enum MasterAPIRoute: Equatable {
         }
     }
 
-    /// A body that is empty or a JSON object with an optional `name` (1-63 bytes).
+    /// A body that is empty or a JSON object with an optional `name` (1-63 bytes). A name over 63
+    /// bytes is a field too large (`413 too_large`, as an order's field over its bound is): the
+    /// document can bound only characters, and 20 four-byte characters are 80 bytes.
     private static func namedObject(_ body: [UInt8]) -> Result<(object: JSONObject, name: String?), LocalAPIRoute.Failure> {
         guard !body.isEmpty else { return .success((JSONObject(), nil)) }
         return jsonObject(body).flatMap { object in
             switch object["name"] {
             case nil, .null?: return .success((object, nil))
             case .string(let n)? where !n.isEmpty && n.utf8.count <= 63: return .success((object, n))
+            case .string(let n)? where n.utf8.count > 63:
+                return .failure(.init(status: 413, code: "too_large", message: "'name' is \(n.utf8.count) bytes; at most 63"))
             default: return .failure(.init(status: 400, code: "invalid_field", message: "'name' must be a string of 1-63 bytes"))
             }
         }
