@@ -26,6 +26,19 @@ final class TermStartsSharedSeqTests: XCTestCase {
         XCTAssertEqual(shared([1: 1, 2: 11], 20, [:], 0), 0, "an empty journal shares nothing")
     }
 
+    func testATermThatAppliedNothingHereSharesNothing() {
+        // The term-1026 master was a slave at 47 of a term-4 master that started at 48: it kept
+        // term 4's start from that master's `ready`, then was promoted at 47 itself. Its entries
+        // from 48 on are term 1026's; the deposed term-4 master holds 48-52 of term 4, and those
+        // are not shared.
+        let master: [Int64: Int64] = [1: 1, 4: 48, 1026: 48]
+        let deposed: [Int64: Int64] = [1: 1, 4: 48]
+        XCTAssertEqual(shared(master, 55, deposed, 52), 47)
+        XCTAssertEqual(shared(deposed, 52, master, 55), 47, "symmetric")
+        XCTAssertEqual(TermStarts(master).term(ofSeq: 52), 1026, "term(ofSeq:) reads the same history")
+        XCTAssertEqual(shared(master, 55, [1: 1, 4: 48, 1026: 48], 50), 50, "a slave of term 1026 shares all it has")
+    }
+
     func testTermOneIsImpliedFromSeqOne() {
         // Starts that do not name term 1 (a store from before terms) still hold term 1 from seq 1.
         XCTAssertEqual(shared([:], 8, [1: 1, 2: 11], 20), 8)

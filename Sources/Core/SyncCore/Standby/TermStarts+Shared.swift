@@ -31,10 +31,14 @@ extension TermStarts {
         return s
     }
 
-    /// The last seq of term `term`'s entries in `starts`: before the next term's start.
+    /// The last seq of term `term`'s entries in `starts`: before the first start of a later
+    /// term (as in `term(ofSeq:)`, a later term owns the seqs from its start on). Below `term`'s
+    /// start when a later term starts at the same seq: a term that never applied an entry here,
+    /// as a slave records it from a master's `ready` before that master's first entry reached
+    /// it, and then is promoted at that seq itself.
     private static func segmentEnd(of term: Int64, in starts: [Int64: Int64]) -> Int64 {
-        guard let start = starts[term] else { return 0 }
-        let next = starts.filter { $0.key != term && $0.value > start }.map(\.value).min()
+        guard starts[term] != nil else { return 0 }
+        let next = starts.filter { $0.key > term }.map(\.value).min()
         return (next ?? Int64.max) - 1
     }
 }
