@@ -6,25 +6,17 @@ import SyncCore
 extension MasterNode {
     /// In the open group: computes the stable seq from what the connected voting standbys said
     /// they hold (a voter not connected holds nothing as far as the master knows) and, when it
-    /// rose, writes `sync.stable_seq` in the group's transaction (with the entries it may cover:
-    /// never on disk before them) and gives it to the engine for the standbys' heartbeats. It
-    /// never goes down.
+    /// rose above the value on disk (`engine.rollup.stableSeq`, read once at start), writes
+    /// `sync.stable_seq` in the group's transaction (with the entries it may cover: never on
+    /// disk before them) and gives it to the engine for the standbys' heartbeats. It never goes
+    /// down.
     func noteStableSeq() {
         let voting = engine.standbys.filter(\.voter)
         let voters =
             engine.members.map { m in m.terminals.filter { $0.voter && $0.revokedMillis == nil }.count } ?? voting.count
         let stable = StableSeq.compute(masterSeq: engine.lastSeq, voterHeld: voting.compactMap(\.held), voters: voters)
         guard stable > engine.rollup.stableSeq else { return }
-        let kept = writer.collect { db -> Int64 in
-            let onDisk = Int64((try? db.metadata(StableSeq.metadataKey)) ?? nil ?? "") ?? 0
-            guard stable > onDisk else { return onDisk }
-            do {
-                try db.setMetadata(StableSeq.metadataKey, String(stable))
-                return stable
-            } catch {
-                return onDisk
-            }
-        }
-        engine.rollup.stableSeq = max(engine.rollup.stableSeq, kept)
+        let written = writer.collect { db -> Bool in (try? db.setMetadata(StableSeq.metadataKey, String(stable))) != nil }
+        if written { engine.rollup.stableSeq = stable }
     }
 }

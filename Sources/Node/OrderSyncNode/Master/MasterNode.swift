@@ -137,6 +137,8 @@ public final class MasterNode {
         let lineage = try promotion?.lineage ?? writer.read { try $0.metadata(MasterCandidacy.lineageKey) ?? $0.databaseEpoch() }
         engine = try MasterEngine(store: writer.masterStore(), storeId: storeId, epoch: lineage)
         term = try promotion?.term ?? writer.read { Self.storedTerm(try $0.metadata(MasterCandidacy.termKey)) }
+        // The stable seq already on disk: the groups only ever raise it (PROTOCOL 7.18).
+        engine.rollup.stableSeq = try writer.read { Int64(try $0.metadata(StableSeq.metadataKey) ?? "") ?? 0 }
         engine.snapshotChunk = NodeDefaults.snapshotChunk
         engine.pacesSnapshots = true
         engine.maxHeldSnapshotBytes = configuration.maxHeldSnapshotBytes
