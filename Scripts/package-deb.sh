@@ -118,10 +118,11 @@ mkdir -p "$WORK/man"
 "$MANUAL_TOOL" "$STAGE/usr/bin/ordersync" --multi-page --date "$(date -u +%Y-%m-%d)" \
     --authors "OrderSync developers" -o "$WORK/man" >&2
 # The generated pages end with a generic EXIT STATUS (`.Ex -std`): each gets the real codes
-# (`check`: a monitoring plugin's 0-3; the others: sysexits) and a FILES section before it.
+# (`check`: a monitoring plugin's 0-3; `rollup`: its own; the others: sysexits) and a FILES section before it.
 for page in "$WORK"/man/*.1; do
     case "$(basename "$page")" in
         ordersync.check.1) codes=Packaging/man/exit-status-check.mdoc ;;
+        ordersync.rollup*.1) codes=Packaging/man/exit-status-rollup.mdoc ;;
         *) codes=Packaging/man/exit-status.mdoc ;;
     esac
     grep -qx '.Ex -std' "$page" || { echo "package-deb: no EXIT STATUS in $page" >&2; exit 1; }
