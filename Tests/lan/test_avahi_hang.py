@@ -52,7 +52,8 @@ def test_a_master_started_while_avahi_daemon_hangs_serves_at_once_and_publishes_
         master.kill()
         master.args = ["--port", "17901", "--store", "shop1", "--name", "Counter"]
         master.start()
-        master.wait_event("node.started")
+        # The log file is appended to: wait for the restarted master's own start, on its new port.
+        master.wait_event("node.started", where=lambda e: int(e.get("port", 0)) == 17901)
         url = f"ws://{h1.address}:17901/"
         timings = []
         # Probed twice in a row: the second probe comes well after discovery started.
