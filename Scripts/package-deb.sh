@@ -88,6 +88,7 @@ install -d "$STAGE/usr/share/ordersync/postgresql"
 install -m 0644 Packaging/postgresql/ordersync-head-office.sql Packaging/postgresql/ordersync-add-shop.sql \
     "$STAGE/usr/share/ordersync/postgresql/"
 install -D -m 0644 Packaging/debian/ordersync-alerts.yml "$STAGE/usr/share/ordersync/ordersync-alerts.yml"
+install -D -m 0644 Packaging/debian/ordersync-rollup-alerts.yml "$STAGE/usr/share/ordersync/ordersync-rollup-alerts.yml"
 install -m 0755 Packaging/debian/postinst Packaging/debian/prerm Packaging/debian/postrm "$STAGE/DEBIAN/"
 printf '%s\n' /etc/ordersync/ordersync.conf /etc/ordersync/rollup.env >"$STAGE/DEBIAN/conffiles"
 for doc in README.md Docs/OPERATIONS.md Docs/API.md Docs/SECURITY.md; do

@@ -16,21 +16,27 @@ PACKAGING = os.path.join(ROOT, "Packaging", "debian")
 RULES = os.path.join(PACKAGING, "ordersync-alerts.yml")
 
 
-def alert_metric_names() -> set[str]:
-    """The `ordersync_*` metric names the rules' expressions use."""
-    with open(RULES) as f:
+def alert_metric_names(rules: str = RULES) -> set[str]:
+    """The `ordersync_*` metric names the expressions of the rules file `rules` use."""
+    with open(rules) as f:
         exprs = [line.split("expr:", 1)[1] for line in f if line.strip().startswith("expr:")]
     return {name for e in exprs for name in re.findall(r"\bordersync_[a-z_]+", e)}
 
 
-def test_promtool_checks_and_unit_tests_the_alert_rules():
+def promtool_checks_and_tests(rules: str, tests: str, count: int) -> None:
+    """`promtool check rules` accepts `rules` with `count` rules, and `promtool test rules`
+    passes `tests` (a file beside it in Packaging/debian)."""
     require(shutil.which("promtool") is not None, "promtool is missing (apt-get install prometheus)")
-    check = subprocess.run(["promtool", "check", "rules", RULES], capture_output=True, text=True, timeout=60)
+    check = subprocess.run(["promtool", "check", "rules", rules], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "SUCCESS: 9 rules found" in check.stdout, check.stdout
-    test = subprocess.run(["promtool", "test", "rules", "ordersync-alerts.test.yml"], cwd=PACKAGING,
+    assert f"SUCCESS: {count} rules found" in check.stdout, check.stdout
+    test = subprocess.run(["promtool", "test", "rules", tests], cwd=PACKAGING,
                           capture_output=True, text=True, timeout=120)
     assert test.returncode == 0 and "SUCCESS" in test.stdout, test.stdout + test.stderr
+
+
+def test_promtool_checks_and_unit_tests_the_alert_rules():
+    promtool_checks_and_tests(RULES, "ordersync-alerts.test.yml", 9)
 
 
 def test_every_metric_the_alerts_use_is_documented():
