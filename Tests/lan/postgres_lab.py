@@ -93,9 +93,12 @@ class Shop:
 class HeadOffice:
     """One PostgreSQL cluster on ``host``, listening on the host's address at ``port``."""
 
-    def __init__(self, host: Host, port: int = 5432):
+    def __init__(self, host: Host, port: int = 5432, tls: tuple[str, str] | None = None):
+        """``tls`` = (certificate, key) PEM files: the server speaks TLS with them and lets the
+        LAN in over TLS only (``hostssl``), as the setup guide asks."""
         self.host = host
         self.port = port
+        self.tls = tls
         self.dir = os.path.join(host.dir, "postgres")
         self.data = os.path.join(self.dir, "data")
         self.sockets = os.path.join(self.dir, "run")
@@ -120,7 +123,15 @@ class HeadOffice:
         self._as_postgres([postgres_tool("initdb"), "--no-sync", "-D", self.data, "-U", "postgres",
                            "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"])
         with open(os.path.join(self.data, "pg_hba.conf"), "a") as hba:
-            hba.write(f"host all all {self.host.lan.subnet} scram-sha-256\n")
+            hba.write(f"{'hostssl' if self.tls else 'host'} all all {self.host.lan.subnet} scram-sha-256\n")
+        if self.tls:
+            # "the file must be owned by the database user ... and must disallow any access to
+            # world or group" (PostgreSQL, 19.9.3): copies the server reads as its own.
+            for source, name in zip(self.tls, ("server.crt", "server.key")):
+                target = os.path.join(self.data, name)
+                shutil.copyfile(source, target)
+                os.chown(target, account.pw_uid, account.pw_gid)
+                os.chmod(target, 0o600)
         self._initialised = True
 
     def start(self, timeout: float = 30) -> "HeadOffice":
@@ -131,6 +142,8 @@ class HeadOffice:
             self.initdb()
         options = (f"-p {self.port} -k {self.sockets} -c listen_addresses={self.host.address} "
                    "-c fsync=on -c log_connections=off")
+        if self.tls:
+            options += " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
         self._as_postgres([postgres_tool("pg_ctl"), "-D", self.data, "-l", self.log, "-w", "-t", str(int(timeout)),
                            "-o", options, "start"], timeout=timeout + 10)
         if fresh:

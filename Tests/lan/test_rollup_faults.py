@@ -39,7 +39,7 @@ import pytest
 from failover_lab import Promotion, Writer, figure, first_accepted_write, store, wait_following
 from lan_support import require
 from lanharness import wait_until
-from ordersync_lab import OrderSyncNode
+from ordersync_lab import OrderSyncNode, ordersync_binary
 from postgres_lab import REPO, HeadOffice, check_equals_journal, require_postgres
 from rollup_lab import EXIT_DIFFERENT, EXIT_OK, EXIT_UNREACHABLE, Rollup, once, rollup_available, verify, \
     wait_status
@@ -150,6 +150,8 @@ def test_b_postgres_stopped_immediately_and_restarted_the_rollup_reconnects_and_
     wait_status(master, lambda s: s.get("lastError") is not None and s.get("state") == "backoff", timeout=60,
                 what="the roll-up's status to show its last error, backing off")
     wait_until(lambda: rollup.metrics().get("ordersync_rollup_up") == 0, 30, what="ordersync_rollup_up 0")
+    wait_until(lambda: rollup.metrics().get('ordersync_rollup_state{state="backoff"}') == 1, 30,
+               what='ordersync_rollup_state{state="backoff"} 1 (the alert rules read it)')
     committed_before = len(rollup.events("rollup.batch_committed"))
     office.start()
     restarted = time.monotonic()
@@ -157,10 +159,16 @@ def test_b_postgres_stopped_immediately_and_restarted_the_rollup_reconnects_and_
     back_s = time.monotonic() - restarted
     stop_taking(writers, tills)
     checked = caught_up(master, office, "shopB", url)
-    # Caught up; the last error stays in the status, older than the checkpoint committed since.
+    # Caught up: the status says healthy (no current error); the outage is history, over by the
+    # time of the first checkpoint committed since.
     final = wait_status(master, lambda s: (s.get("lag") or {}).get("entries") == 0 and s.get("state") == "idle"
-                        and s["checkpoint"]["at"] > s["lastError"]["at"],
+                        and s.get("lastError") is None and s.get("previousError") is not None,
                         timeout=60, what="the roll-up's status to be caught up, its error behind it")
+    previous = final["previousError"]
+    assert previous["code"] in ("unreachable", "query"), final
+    assert previous["at"] <= previous["clearedAt"], final
+    text = master.host.run([ordersync_binary(), "rollup", "status", "--data-dir", master.data_dir], timeout=30).stdout
+    assert "previous error (over)" in text and "\nerror:" not in text, text
     figure(down_s=restarted - stopped, first_batch_after_restart_s=back_s, backoffs=len(rollup.events("rollup.backoff")),
            rows=checked["rows"],
            state=final["state"])

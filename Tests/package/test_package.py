@@ -105,7 +105,7 @@ def test_files_user_modes_and_dependencies(package):
                  "/usr/share/man/man1/ordersync.1.gz", "/usr/share/man/man1/ordersync.master.1.gz",
                  "/usr/share/man/man1/ordersync.slave.1.gz", "/usr/share/bash-completion/completions/ordersync",
                  "/usr/share/zsh/vendor-completions/_ordersync", "/usr/share/fish/vendor_completions.d/ordersync.fish",
-                 "/usr/share/ordersync/ordersync-alerts.yml"):
+                 "/usr/share/ordersync/ordersync-alerts.yml", "/usr/share/ordersync/ordersync-rollup-alerts.yml"):
         assert path in files, path
         info = os.stat(path)
         assert info.st_uid == 0 and info.st_gid == 0, path
@@ -188,7 +188,7 @@ def test_man_pages_list_the_exit_codes_and_the_files(package):
         if path.endswith("/ordersync.check.1.gz"):
             expected = {0, 1, 2, 3}
         elif os.path.basename(path).startswith("ordersync.rollup"):
-            expected = {0, 1, 2, 65, 69, 78}  # the roll-up's own codes (OPERATIONS, "Head office roll-up")
+            expected = {0, 1, 64, 65, 69, 78}  # the roll-up's own codes (OPERATIONS, "Head office roll-up")
         else:
             expected = codes
         assert listed == expected, (path, sorted(listed))
@@ -252,7 +252,7 @@ def test_the_rollup_unit_keeps_the_password_off_the_command_line(package):
     """ordersync-rollup.service (issue 28): after the daemon of the store it reads, its URL (with
     the password) from a conffile only root reads (systemd reads it before dropping to the service
     user) into the environment, nothing of it on the command line; restarted on a crash, not on
-    what a restart cannot mend (2 no URL, 65 conflict or gap, 78 configuration). Head office's
+    what a restart cannot mend (64 no URL, 65 conflict or gap, 78 configuration). Head office's
     setup SQL ships with it."""
     files = set(sh(["dpkg", "-L", "ordersync"]).stdout.split())
     sql = ("/usr/share/ordersync/postgresql/ordersync-head-office.sql", "/usr/share/ordersync/postgresql/ordersync-add-shop.sql")
@@ -271,7 +271,7 @@ def test_the_rollup_unit_keeps_the_password_off_the_command_line(package):
     assert result.returncode == 0, result.stderr + result.stdout
     settings = _unit_settings(ROLLUP_UNIT)
     for key, value in (("Type", "exec"), ("Restart", "on-failure"), ("RestartSec", "10s"),
-                       ("RestartPreventExitStatus", "2 65 78"), ("EnvironmentFile", ROLLUP_ENV),
+                       ("RestartPreventExitStatus", "64 65 78"), ("EnvironmentFile", ROLLUP_ENV),
                        ("User", "ordersync"), ("Group", "ordersync"), ("StateDirectory", "ordersync"),
                        ("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("PrivateTmp", "yes"),
                        ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK")):
@@ -284,7 +284,7 @@ def test_the_rollup_unit_keeps_the_password_off_the_command_line(package):
                    if line and not line.startswith("#"))
     assert shipped == {"ORDERSYNC_DATABASE_URL": ""}, shipped
 
-    # The unit as shipped, before anyone sets the URL: a usage error (2), which the unit does not
+    # The unit as shipped, before anyone sets the URL: a usage error (64), which the unit does not
     # restart, with nothing written into the data directory.
     data_dir = tempfile.mkdtemp(prefix="ordersync-rollup-")
     try:
@@ -293,7 +293,7 @@ def test_the_rollup_unit_keeps_the_password_off_the_command_line(package):
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **shipped}
         refused = subprocess.run(_as_service_user(argv[:-1] + [data_dir]), env=env, capture_output=True, text=True,
                                  timeout=60)
-        assert refused.returncode == 2 and "ORDERSYNC_DATABASE_URL" in refused.stderr, (refused.returncode, refused.stderr)
+        assert refused.returncode == 64 and "ORDERSYNC_DATABASE_URL" in refused.stderr, (refused.returncode, refused.stderr)
         assert os.listdir(data_dir) == [], os.listdir(data_dir)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)

@@ -53,7 +53,7 @@ struct OrderSyncCommand: ParsableCommand {
                     Foundation.exit(refusal.exitStatus.rawValue)
                 }
                 if arguments.first == RollupCommand._commandName, exitCode(for: error) == .validationFailure {
-                    // The roll-up's contract: 2 for a bad command line (Docs/OPERATIONS.md).
+                    // A bad command line: 64, as every other command (Docs/OPERATIONS.md).
                     FileHandle.standardError.write(Data("\(fullMessage(for: error))\n".utf8))
                     Foundation.exit(RollupExit.usage.rawValue)
                 }

@@ -6,7 +6,7 @@ import OrderSyncNode
 
 /// `ordersync rollup`: ships the store's journal to head office's PostgreSQL (Docs/OPERATIONS.md,
 /// "Roll-up into head office"); `verify` and `status` check it. Exit codes: 0 ok, 1 verify found
-/// a difference, 2 usage, 65 conflict or gap (`--once`), 69 head office unreachable, 78
+/// a difference, 64 usage, 65 conflict or gap (`--once`), 69 head office unreachable, 78
 /// configuration.
 struct RollupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -157,7 +157,11 @@ struct RollupStatusCommand: ParsableCommand {
         print("stable seq: \(state["stableSeq"]?.intValue ?? 0), local last seq: \(state["localLastSeq"]?.intValue ?? 0)")
         print("lag: \(lag?["entries"]?.intValue ?? 0) entries, \(lag?["seconds"].map { $0.serialized() } ?? "0") s")
         if let e = state["lastError"]?.objectValue {
-            print("last error: \(e["code"]?.stringValue ?? "") \(e["message"]?.stringValue ?? "") at \(e["at"]?.stringValue ?? "")")
+            print("error: \(e["code"]?.stringValue ?? "") \(e["message"]?.stringValue ?? "") since \(e["at"]?.stringValue ?? "")")
+        } else if let e = state["previousError"]?.objectValue {
+            print(
+                "previous error (over): \(e["code"]?.stringValue ?? "") \(e["message"]?.stringValue ?? ""), "
+                    + "\(e["at"]?.stringValue ?? "") to \(e["clearedAt"]?.stringValue ?? "")")
         }
     }
 }

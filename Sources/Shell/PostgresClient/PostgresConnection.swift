@@ -70,6 +70,9 @@ public final class PostgresConnection {
         guard let handle, PQstatus(handle) == CONNECTION_OK else {
             let reason = handle.map { Self.oneLine(String(cString: PQerrorMessage($0))) } ?? "out of memory"
             close()
+            if Self.isCertificateRefusal(reason) {
+                throw PostgresError(kind: .configuration, message: "TLS check of the server failed: " + reason)
+            }
             throw PostgresError(kind: .connection, message: reason)
         }
         let current = try execute("SHOW statement_timeout")
@@ -156,6 +159,18 @@ public final class PostgresConnection {
             if isConnected { _ = try? execute("ROLLBACK") }
             throw error
         }
+    }
+
+    /// Whether libpq's reason for a failed connect is TLS refusing the server or the settings
+    /// for it (`sslmode=verify-ca`/`verify-full`): a server certificate not signed by the root
+    /// certificate, a name that does not match the host, a root certificate file that is not
+    /// there, a server without TLS. Waiting does not mend these: the URL, the CA file or head
+    /// office's certificate must change. libpq's words (fe-secure-openssl.c, fe-connect.c).
+    static func isCertificateRefusal(_ reason: String) -> Bool {
+        [
+            "certificate verify failed", "does not match host name", "root certificate file",
+            "could not read root certificate", "server does not support SSL", "server certificate for",
+        ].contains { reason.contains($0) }
     }
 
     /// libpq's messages end with a newline and may span lines: one line for logs.

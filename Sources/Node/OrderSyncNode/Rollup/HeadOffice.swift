@@ -58,11 +58,12 @@ final class HeadOffice {
         return (seq, rolling)
     }
 
-    /// Ships `batch` (after the checkpoint at `after`) in one transaction: journal rows that
+    /// Ships `shipment` (after the checkpoint at `after`) in one transaction: journal rows that
     /// ignore a repeat, a check that every row of the range has this batch's hash, the orders
     /// (only a higher version), and the checkpoint.
-    func ship(_ batch: RollupBatch, after: Int64) throws -> ShipOutcome {
+    func ship(_ shipment: RollupShipment, after: Int64) throws -> ShipOutcome {
         let key: [PostgresValue] = [.text(store), .text(lineage)]
+        let batch = shipment.batch
         var outcome = ShipOutcome.committed
         try pg.execute("BEGIN")
         do {
@@ -72,11 +73,13 @@ final class HeadOffice {
             if current != after {
                 outcome = .moved
             } else {
-                try insertJournal(batch)
-                if let seq = try firstMismatch(batch) {
+                let inserted = try insertJournal(shipment)
+                // Every row new (none of the range was there): each holds this batch's hash, so
+                // the check can only pass; a repeat (a batch shipped again after a crash) is checked.
+                if inserted < batch.rows.count, let seq = try firstMismatch(batch) {
                     outcome = .conflict(seq: seq)
                 } else {
-                    try upsertOrders(OrderRow.collapse(batch.rows.map(\.entry)))
+                    try upsertOrders(shipment)
                     try pg.execute(
                         "UPDATE ordersync.checkpoints SET seq = $3, rolling = $4, updated_at = now() WHERE store_id = $1 AND lineage = $2",
                         key + [.int(batch.lastSeq), .bytes(batch.lastRolling)])
@@ -91,9 +94,10 @@ final class HeadOffice {
     }
 
     /// The batch's journal rows in one statement: each column one array parameter, so that a
-    /// batch is 11 parameters whatever its size; a row already there is left as it is.
-    private func insertJournal(_ batch: RollupBatch) throws {
-        let e = batch.rows.map(\.entry)
+    /// batch is 11 parameters whatever its size; a row already there is left as it is. Returns
+    /// how many rows were inserted ("the count is the number of rows inserted or updated": a row
+    /// skipped by `ON CONFLICT DO NOTHING` is not counted).
+    private func insertJournal(_ shipment: RollupShipment) throws -> Int {
         try pg.execute(
             """
             INSERT INTO ordersync.journal (store_id, lineage, seq, term, op_id, origin, operation, message, recorded_at, hash, rolling)
@@ -103,12 +107,8 @@ final class HeadOffice {
                 $10::bytea[], $11::bytea[]) AS r(seq, term, op_id, origin, operation, message, ms, hash, rolling)
             ON CONFLICT DO NOTHING
             """,
-            [
-                .text(store), .text(lineage), .intArray(e.map(\.seq)), .intArray(e.map(\.term)), .textArray(e.map(\.opId)),
-                .textArray(e.map(\.origin)), .intArray(e.map { Int64($0.operation) }),
-                .textArray(e.map { String(decoding: $0.message, as: UTF8.self) }), .intArray(e.map(\.recordedAtMillis)),
-                .bytesArray(batch.rows.map(\.hash)), .bytesArray(batch.rows.map(\.rolling)),
-            ])
+            [.text(store), .text(lineage)] + shipment.journalColumns
+        ).affected
     }
 
     /// The first seq of the batch whose row in head office has another hash (a row that was
@@ -124,10 +124,8 @@ final class HeadOffice {
 
     /// The batch's orders, created or removed ones in one statement each (column arrays through
     /// `unnest`): a row changes only for a higher version, or for a removal.
-    private func upsertOrders(_ rows: [OrderRow]) throws {
-        for removed in [false, true] {
-            let part = rows.filter { $0.removed == removed }
-            guard !part.isEmpty else { continue }
+    private func upsertOrders(_ shipment: RollupShipment) throws {
+        for (removed, columns) in shipment.orderParts {
             let update =
                 removed
                 ? "removed = true, version = GREATEST(o.version, excluded.version), lineage = excluded.lineage, "
@@ -149,15 +147,7 @@ final class HeadOffice {
                         version, removed, seq)
                 ON CONFLICT (store_id, uuid) DO UPDATE SET
                 """ + " " + update,
-                [
-                    .text(store), .text(lineage), .textArray(part.map(\.uuid)), .textArray(part.map { $0.text("customerName") }),
-                    .textArray(part.map { $0.text("created") }), .textArray(part.map { $0.text("shippingMethod") }),
-                    .textArray(part.map { $0.text("tableName") }), .intArray(part.map { $0.int("tableSize") }),
-                    .textArray(part.map { $0.text("status") }), .textArray(part.map { $0.text("note") }),
-                    .textArray(part.map { $0.order["items"].map { $0.serialized() } }),
-                    .textArray(part.map { JSONValueText.object($0.order) }), .intArray(part.map(\.version)),
-                    .boolArray(part.map(\.removed)), .intArray(part.map(\.seq)),
-                ])
+                [.text(store), .text(lineage)] + columns)
         }
     }
 

@@ -8,12 +8,13 @@ public enum RollupExit: Int32, Sendable {
     case ok = 0
     /// verify found a difference.
     case different = 1
-    case usage = 2
+    /// A bad command line (as every other command: sysexits' EX_USAGE).
+    case usage = 64
     /// A conflict or a gap (`--once`).
     case conflictOrGap = 65
     /// Head office unreachable (`--once`, verify).
     case unreachable = 69
-    /// A bad URL, a data directory that is not a store.
+    /// A bad URL, a data directory that is not a store, a server refused by the TLS check.
     case configuration = 78
 }
 
@@ -28,11 +29,14 @@ public final class RollupRunner {
     private var machine: RollupMachine
     private var status: RollupStatus
     private let local: RollupLocalJournal
+    private let reader: RollupReader
     private var office: HeadOffice?
     private var rolling: [UInt8] = []
     private let wakeup: RollupWakeup
     private var metrics: RollupMetricsServer?
     private var waitingForStable = false
+    /// When the state file was last written (uptime, ns).
+    private var stateWrittenAt: UInt64 = 0
     private let gate = RollupStopGate()
 
     /// What stops this roll-up from another thread (SIGTERM): see `RollupStopGate`.
@@ -49,6 +53,7 @@ public final class RollupRunner {
         machine = RollupMachine(once: once)
         local = try RollupLocalJournal(dataDirectory: dataDirectory)
         wakeup = RollupWakeup(dataDirectory: dataDirectory)
+        reader = RollupReader(dataDirectory: dataDirectory, identity: local.identity, limits: limits)
         status = RollupStatus(
             running: true, pid: getpid(), storeId: local.identity.storeId, lineage: local.identity.lineage, checkpointSeq: 0,
             checkpointAtMillis: nil, stableSeq: 0, localLastSeq: 0, lagEntries: 0, lagSeconds: 0, lastError: nil,
@@ -111,12 +116,15 @@ public final class RollupRunner {
                 gate.lock.unlock()
                 while true { Thread.sleep(forTimeInterval: 3600) }
             case .finish: return finish(.ok)
-            case .giveUp: return finish(.unreachable)
+            case .giveUp:
+                // `--once`: a TLS check that failed (or another setting) is no reason to wait.
+                return finish(status.lastError?.code == "config" ? .configuration : .unreachable)
             }
         }
     }
 
     private func finish(_ exit: RollupExit) -> RollupExit {
+        reader.close()
         office?.close()
         status.running = false
         status.up = false
@@ -167,25 +175,26 @@ public final class RollupRunner {
             status.lastError = ("gap", detail, Self.nowMillis())
             try? office?.alarm(kind: "gap", seq: first, detail: detail)
         }
+        if case .caughtUp = range { status.recovered(atMillis: Self.nowMillis()) }
         let next = machine.planned(range)
         status.state = machine.phase.rawValue
         return next
     }
 
+    /// Ships the batch after `checkpoint` (read ahead while the previous one was at head office,
+    /// or read now), and starts reading the one after it before head office answers.
     private func ship(after checkpoint: Int64, first: Int64, last: Int64) throws -> RollupMachine.Action {
-        let candidates: [RollupEntry]
-        do {
-            candidates = try local.entries(after: checkpoint, through: last, limit: limits.maxEntries)
-        } catch { throw RollupFailure.local("cannot read the local journal: \(error)") }
-        let entries = Array(candidates.prefix(limits.count(sizes: candidates.map(\.byteCount))))
-        guard let batch = RollupBatch(entries: entries, after: checkpoint, rolling: rolling), !batch.rows.isEmpty else {
-            throw RollupFailure.local("the local journal has a hole after seq \(checkpoint)")
+        let shipment = try reader.batch(RollupReader.Request(after: checkpoint, rolling: rolling, through: last))
+        let batch = shipment.batch
+        if batch.lastSeq < last {
+            reader.prefetch(RollupReader.Request(after: batch.lastSeq, rolling: batch.lastRolling, through: last))
         }
         let started = DispatchTime.now().uptimeNanoseconds
-        switch try office!.ship(batch, after: checkpoint) {
+        switch try office!.ship(shipment, after: checkpoint) {
         case .committed:
             let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
             rolling = batch.lastRolling
+            status.recovered(atMillis: Self.nowMillis())
             status.checkpointSeq = batch.lastSeq
             status.checkpointAtMillis = Self.nowMillis()
             status.batches += 1
@@ -197,7 +206,7 @@ public final class RollupRunner {
                     "first": "\(batch.firstSeq)", "last": "\(batch.lastSeq)", "entries": "\(batch.rows.count)",
                     "bytes": "\(batch.bytes)", "ms": "\(String(format: "%.1f", ms))",
                 ])
-            publish()
+            publish(batch: true)
             return machine.committed(through: batch.lastSeq)
         case .conflict(let seq):
             let detail = "head office holds another entry at seq \(seq) of store \(status.storeId), lineage \(status.lineage)"
@@ -221,14 +230,24 @@ public final class RollupRunner {
         publish()
     }
 
-    /// The state file and the metrics, after each batch and each error.
-    private func publish() {
+    /// The metrics, and the state file: after each error, each wait and at the end; after a
+    /// batch (`batch`) only when the last write is `stateFileInterval` old, so that a catch-up
+    /// of many batches writes it a few times a second, not per batch (whoever reads it, status or
+    /// the journal's retention, sees a checkpoint at most that old, never one ahead).
+    private func publish(batch: Bool = false) {
         status.state = machine.phase.rawValue
-        if let e = status.write(to: dataDirectory) {
-            logger.warning("rollup.state_unwritten", metadata: ["error": "\(e)"])
+        let now = DispatchTime.now().uptimeNanoseconds
+        if !batch || now &- stateWrittenAt >= Self.stateFileInterval {
+            stateWrittenAt = now
+            if let e = status.write(to: dataDirectory) {
+                logger.warning("rollup.state_unwritten", metadata: ["error": "\(e)"])
+            }
         }
         metrics?.publish(status.metricsText)
     }
+
+    /// The state file's age after which a batch writes it again: 0.5 s.
+    private static let stateFileInterval: UInt64 = 500_000_000
 
     static func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }

@@ -22,8 +22,12 @@ public struct RollupStatus: Sendable {
     /// oldest of them in seconds (0 when none waits).
     public var lagEntries: Int64
     public var lagSeconds: Double
-    /// The last failure: code, message and when.
+    /// The current failure: code, message and when; nil once the roll-up recovered from it
+    /// (`recovered(atMillis:)`), so that status reads as healthy while it is.
     public var lastError: (code: String, message: String, atMillis: Int64)?
+    /// The failure recovered from most recently, and when it was over (history: what the link
+    /// went through, not what it is doing).
+    public var previousError: (code: String, message: String, atMillis: Int64, clearedAtMillis: Int64)?
     /// `shipping`, `idle`, `backoff`, `conflict` or `gap`.
     public var state: String
     /// True while connected to head office.
@@ -60,8 +64,26 @@ public struct RollupStatus: Sendable {
         } else {
             o["lastError"] = .null
         }
+        if let e = previousError {
+            var err = JSONObject()
+            err["code"] = .string(e.code)
+            err["message"] = .string(e.message)
+            err["at"] = .string(Self.iso(e.atMillis))
+            err["clearedAt"] = .string(Self.iso(e.clearedAtMillis))
+            o["previousError"] = .object(err)
+        } else {
+            o["previousError"] = .null
+        }
         o["state"] = .string(state)
         return o
+    }
+
+    /// The roll-up works again (a batch committed, or everything shipped after a fresh look at
+    /// head office and the journal): the current error, if any, becomes `previousError`.
+    public mutating func recovered(atMillis now: Int64) {
+        guard let e = lastError else { return }
+        previousError = (e.code, e.message, e.atMillis, now)
+        lastError = nil
     }
 
     /// RFC 3339 UTC with milliseconds.
@@ -116,6 +138,11 @@ public struct RollupStatus: Sendable {
         }
         gauge("ordersync_rollup_conflicts_total", "Conflicts found at head office.", "\(conflicts)", type: "counter")
         gauge("ordersync_rollup_up", "1 while connected to head office.", up ? "1" : "0")
+        lines.append("# HELP ordersync_rollup_state 1 for the roll-up's state (status `state`), 0 for the others.")
+        lines.append("# TYPE ordersync_rollup_state gauge")
+        for name in ["shipping", "idle", "backoff", "conflict", "gap"] {
+            lines.append("ordersync_rollup_state{state=\"\(name)\"} \(state == name ? 1 : 0)")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 }
