@@ -74,7 +74,9 @@ final class RollupReaderTests: XCTestCase {
         reader.prefetch(RollupReader.Request(after: 5, rolling: grown.batch.lastRolling, through: 10))
         let again = try reader.batch(RollupReader.Request(after: 4, rolling: first.batch.lastRolling, through: 10))
         XCTAssertEqual(again.batch.rows.map(\.entry.seq), [5, 6, 7, 8])
-        // Another rolling hash at the same place is another request: its rows chain from it.
+        // Read ahead with one rolling hash, asked at the same place with another: read again, its
+        // rows chained from the hash asked for.
+        reader.prefetch(RollupReader.Request(after: 4, rolling: first.batch.lastRolling, through: 10))
         let other = [UInt8](repeating: 7, count: 32)
         let rechained = try reader.batch(RollupReader.Request(after: 4, rolling: other, through: 10))
         XCTAssertEqual(rechained.batch.rows.first?.rolling, RollupHash.rolling(previous: other, hash: again.batch.rows[0].hash))
