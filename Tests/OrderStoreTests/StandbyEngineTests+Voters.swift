@@ -42,4 +42,24 @@ extension StandbyEngineTests {
         XCTAssertTrue(held.replicated)
         XCTAssertEqual(held.heldBy, ["till-1"])
     }
+
+    /// The voter flags are worked out when the members change (`MasterEngine.voters`): a
+    /// standby revoked, then named again as a voter, is read so at once by `standbys`.
+    func testTheStandbysVoterFlagFollowsEachMembersChange() throws {
+        let master = try MasterEngine(store: SQLiteMasterStore(db: .inMemory()), storeId: "s", epoch: "e")
+        _ = try join(master, on: try OrderDatabase.inMemory())
+        XCTAssertEqual(master.standbys.map(\.voter), [true], "no members yet: a voter")
+        XCTAssertNil(master.voters.count)
+        var m = members(voter: true)
+        _ = master.membersChanged(m)
+        XCTAssertEqual(master.standbys.map(\.voter), [true])
+        XCTAssertEqual(master.voters.count, 1)
+        m.terminals[0].revokedMillis = 7
+        _ = master.membersChanged(m)
+        XCTAssertEqual(master.standbys.map(\.voter), [false], "revoked")
+        XCTAssertEqual(master.voters.count, 0)
+        m.terminals[0].revokedMillis = nil
+        _ = master.membersChanged(m)
+        XCTAssertEqual(master.standbys.map(\.voter), [true])
+    }
 }

@@ -103,6 +103,18 @@ final class StandbyStoreTests: StoreTestCase {
         XCTAssertEqual(try db.isVoter(nodeId: "MMMM-0001"), true)
     }
 
+    /// Seed 1666's slave kept term 4's start (48) from its master's `ready` and was promoted at
+    /// 47: the start of a term that applied nothing here is dropped in the promotion's commit.
+    func testBecomingMasterDropsAStartOfATermThatAppliedNothingHere() throws {
+        let db = try openDatabase()
+        try db.appendJournal(broadcast(.create, "u1", seq: 1, term: 1))
+        try db.appendJournal(broadcast(.create, "u2", seq: 2, term: 3))
+        try db.setTermStarts(TermStarts([1: 1, 3: 2, 4: 3]))
+        try db.becomeMasterFromStandby(term: 1026, lineage: "E-master", oldMaster: nil)
+        XCTAssertEqual(try db.termStarts().starts, [1: 1, 3: 2, 1026: 3])
+        XCTAssertEqual(try db.term(), 1026)
+    }
+
     func testMembersReplaceThePairedTerminals() throws {
         let db = try openDatabase()
         try db.addPairedTerminal(PairedTerminal(nodeId: "OLD", publicKey: [UInt8](repeating: 1, count: 32), name: "old", pairedAtMillis: 1))

@@ -66,4 +66,18 @@ final class TermStartsSharedSeqTests: XCTestCase {
             XCTAssertTrue(error.message.contains("termStarts"), error.message)
         }
     }
+
+    /// A promotion's starts (`TermStarts.beginning`): an earlier term that starts at or after
+    /// the new term's first seq applied nothing here and goes; the others stay.
+    func testAPromotionDropsAnEarlierTermThatAppliedNothingHere() {
+        XCTAssertEqual(TermStarts([1: 1, 4: 48]).beginning(term: 1026, at: 48).starts, [1: 1, 1026: 48])
+        XCTAssertEqual(TermStarts([1: 1, 4: 50]).beginning(term: 1026, at: 41).starts, [1: 1, 1026: 41], "a start beyond it")
+        XCTAssertEqual(TermStarts([1: 1, 4: 47]).beginning(term: 1026, at: 48).starts, [1: 1, 4: 47, 1026: 48], "term 4 holds 47")
+        XCTAssertEqual(TermStarts([:]).beginning(term: 2, at: 1).starts, [1: 1, 2: 1], "an empty journal")
+        XCTAssertEqual(TermStarts([3: 11]).beginning(term: 5, at: 20).starts, [1: 1, 3: 11, 5: 20], "term 1 named")
+        // What it shares with the deposed term-4 master is the same with or without the start.
+        let pruned = TermStarts([1: 1, 4: 48]).beginning(term: 1026, at: 48)
+        XCTAssertEqual(pruned.sharedSeq(lastSeq: 60, with: TermStarts([1: 1, 4: 48]), otherLastSeq: 52), 47)
+        XCTAssertEqual(shared([1: 1, 4: 48, 1026: 48], 60, [1: 1, 4: 48], 52), 47)
+    }
 }

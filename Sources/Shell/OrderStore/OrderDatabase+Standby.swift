@@ -266,7 +266,8 @@ extension OrderDatabase {
     }
 
     /// A standby becomes the master of term `term`, in one transaction: `sync.term`, the term's
-    /// start (the seq after its journal's last), `sync.lineage`, and the old master among its
+    /// start (the seq after its journal's last; the starts of earlier terms at or after it
+    /// dropped), `sync.lineage`, and the old master among its
     /// paired terminals (so it can connect again, as a slave).
     public func becomeMasterFromStandby(term: Int64, lineage: String, oldMaster: StoreMember?, atMillis now: Int64 = 0)
         throws
@@ -278,7 +279,8 @@ extension OrderDatabase {
             // master's sequence goes on from the replica's, never again from an earlier one.
             let replica = Int64(try metadata("replica.last_seq") ?? "") ?? 0
             if replica > (try lastJournalSeq()) { try setMetadata("journal.floor", String(replica)) }
-            try addTermStart(term: term, seq: try lastJournalSeq() + 1)
+            // A term recorded from a master's `ready` that applied nothing here goes (7.6).
+            try setTermStarts(try termStarts().beginning(term: term, at: try lastJournalSeq() + 1))
             try setLineage(lineage)
             if let m = oldMaster {
                 try connection.execute(

@@ -33,8 +33,7 @@ extension MasterEngine {
     /// Whether the terminal `id` votes, as the store's members say: a handheld or a revoked
     /// terminal does not; one the members do not name (or no members yet) counts as a voter.
     private func isVoter(_ id: String) -> Bool {
-        guard let t = members?.terminals.first(where: { $0.member.id == id }) else { return true }
-        return t.voter && t.revokedMillis == nil
+        voters.votes(id)
     }
 
     /// Marks the broadcasts among `out` `ackNow` for the OrderSync slaves they go to; a
@@ -49,5 +48,31 @@ extension MasterEngine {
             if !apps.isEmpty { split.append(.broadcast(bytes: bytes, peers: apps)) }
             return split
         }
+    }
+}
+
+/// Who votes among the store's members (`MasterEngine.voters`): each named terminal's voter flag
+/// and how many vote, read from the members once when they change instead of scanning them for
+/// each standby in every group.
+public struct MemberVoters: Equatable, Sendable {
+    /// Each terminal the members name: false for a handheld or a revoked one (the first entry
+    /// wins when an id is named twice, as a scan from the front would find it).
+    private let flags: [String: Bool]
+    /// How many of the named terminals vote; nil while the node gave no members.
+    public let count: Int?
+
+    /// The voters of `members` (none given: every terminal counts as a voter, `count` nil).
+    public init(_ members: StoreMembers?) {
+        var flags: [String: Bool] = [:]
+        for t in members?.terminals ?? [] where flags[t.member.id] == nil {
+            flags[t.member.id] = t.voter && t.revokedMillis == nil
+        }
+        self.flags = flags
+        self.count = members.map { m in m.terminals.filter { $0.voter && $0.revokedMillis == nil }.count }
+    }
+
+    /// Whether the terminal `id` votes; one the members do not name counts as a voter.
+    public func votes(_ id: String) -> Bool {
+        flags[id] ?? true
     }
 }

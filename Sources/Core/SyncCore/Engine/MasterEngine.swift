@@ -176,7 +176,12 @@ public final class MasterEngine {
     /// The master's term and its lineage's term starts, read from the store (`Docs/PROTOCOL.md` 7.1).
     public var terms: MasterTerms
     /// The store's members and settings as the node last gave them (`membersChanged(_:)`).
-    public internal(set) var members: StoreMembers?
+    public internal(set) var members: StoreMembers? {
+        didSet { voters = MemberVoters(members) }
+    }
+    /// The voter flags and count the members give, worked out once each time they change: every
+    /// group reads them for each standby (`standbys`, the stable seq).
+    public internal(set) var voters = MemberVoters(nil)
 
     public init(store: any MasterStore, storeId: String, epoch: String) throws {
         self.store = store

@@ -32,6 +32,17 @@ public struct TermStarts: Equatable, Sendable {
         starts.filter { $0.value <= seq }.map(\.key).max() ?? 1
     }
 
+    /// The starts once term `term` begins at `seq` here (a promotion, `Docs/PROTOCOL.md` 7.6):
+    /// `term` added, term 1 named, and every earlier term that starts at or after `seq` dropped:
+    /// such a term applied nothing in this history (a slave keeps a master's `ready` starts
+    /// before that master's first entry reaches it), and from `seq` on the entries are `term`'s.
+    public func beginning(term: Int64, at seq: Int64) -> TermStarts {
+        var s = starts.filter { $0.key >= term || $0.value < seq }
+        if s[1] == nil { s[1] = 1 }
+        s[term] = seq
+        return TermStarts(s)
+    }
+
     /// Divergence (`Docs/PROTOCOL.md` 7.5): how much of a terminal's journal, ending at
     /// (`lastSeq`, `lastTerm`), is also in this master's history (`masterLastSeq` its last
     /// entry). `lastSeq` when its last entry is the master's; else the seq before the first term

@@ -12,8 +12,7 @@ extension MasterNode {
     /// down.
     func noteStableSeq() {
         let voting = engine.standbys.filter(\.voter)
-        let voters =
-            engine.members.map { m in m.terminals.filter { $0.voter && $0.revokedMillis == nil }.count } ?? voting.count
+        let voters = engine.voters.count ?? voting.count
         let stable = StableSeq.compute(masterSeq: engine.lastSeq, voterHeld: voting.compactMap(\.held), voters: voters)
         guard stable > engine.rollup.stableSeq else { return }
         let written = writer.collect { db -> Bool in (try? db.setMetadata(StableSeq.metadataKey, String(stable))) != nil }
