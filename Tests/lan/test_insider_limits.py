@@ -141,8 +141,9 @@ def test_a_flooding_insider_is_limited_by_bytes_and_by_its_journal_budget_and_an
                                               "FROM journal WHERE origin LIKE 'insider [%'")[0]
     assert journalled["bytes"] <= budget + MiB, journalled
     assert journalled["bytes"] >= budget, f"the budget is used before it refuses: {journalled}"
-    master.wait_event("peer.journal_budget_exceeded")
+    warned = master.wait_event("peer.journal_budget_exceeded")
     assert len(master.events("peer.journal_budget_exceeded")) == 1, "the operator is warned once per episode"
+    assert warned["level"] == "warning" and warned.get("terminal") == "insider", warned
     wait_until(lambda: till.status()["seq"] == master.status()["seq"], 30, what="the till to catch up")
     master_growth, till_growth = disk_bytes(master.data_dir) - master_before, disk_bytes(till.data_dir) - till_before
     # SQLite keeps each change in its write-ahead log as well as in the file: twice the budget

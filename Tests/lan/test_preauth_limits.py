@@ -29,6 +29,8 @@ BURST, RATE, BURST_TOTAL, RATE_TOTAL = 10, 2, 64, 32
 #: What one unauthenticated connection is charged (PreAuthenticationBudget): the upgrade head
 #: limit, the message limit before authentication and the connection's own state.
 PER_CONNECTION = 8192 + 1024 + 7 * 1024
+#: What all unauthenticated connections may hold together (NodeDefaults).
+MEMORY_CAP = 16 << 20
 
 
 class SummarisingMaster(OrderSyncNode):
@@ -175,7 +177,10 @@ def test_a_thousand_unauthenticated_connections_from_140_addresses_leave_paired_
     # The 960 slots for unauthenticated connections were full: each connection beyond closed
     # the oldest one, and so did the slave's first (once authenticated it left a slot free).
     assert result["closed_by_master"] >= 1100 - 960 + 1, result
-    assert rss_held - rss_before <= 960 * PER_CONNECTION + (8 << 20), (rss_before, rss_held)
+    # What they hold together, measured, stays under the cap the issue names (16 MiB whatever
+    # the number of addresses), not only under what they are charged plus slack.
+    assert 960 * PER_CONNECTION <= MEMORY_CAP
+    assert rss_held - rss_before <= MEMORY_CAP, (rss_before, rss_held)
     figure(unauthenticated_connections=1100, addresses=len(sources), closed_to_make_room=result["closed_by_master"],
            rss_before_mb=rss_before / 2**20, rss_held_mb=rss_held / 2**20,
            per_connection_kb=(rss_held - rss_before) / 960 / 1024, paired_connects=f"{len(live)}/5",

@@ -11,8 +11,9 @@ public struct HandshakeLedger: Sendable {
         public var succeeded = 0
         /// Of those, failed, refused, timed out or abandoned by the peer.
         public var failed = 0
-        /// Connections refused before any handshake work (over the rate, or evicted before
-        /// authenticating).
+        /// Connections refused before any handshake work (over the rate or the address's caps,
+        /// evicted before authenticating, a client the master does not admit, an upgrade refused
+        /// or not finished in time).
         public var refused = 0
         /// Failures and refusals counted without a line of their own.
         public var unlogged = 0
@@ -68,6 +69,14 @@ public struct HandshakeLedger: Sendable {
     public mutating func refused(_ host: String) {
         entries[host, default: Entry()].counts.refused += 1
         entries[host, default: Entry()].counts.unlogged += 1
+    }
+
+    /// A connection of `host` refused before any handshake work that may have a line of its
+    /// own: whether to log it in full (true while the address's allowance of full lines in
+    /// this interval lasts; false: it is only counted, in the next summary).
+    public mutating func refusedLogsInFull(_ host: String) -> Bool {
+        entries[host, default: Entry()].counts.refused += 1
+        return logsFailureInFull(host)
     }
 
     /// Whether a failure of `host` is logged in full (true while its interval's allowance

@@ -24,7 +24,7 @@ extension MasterNode {
         }
         let counts = terminals.counts(host: host)
         if let reason = terminals.addressLimitReached(host, counts) {
-            logger.warning("peer.refused", metadata: ["peer.address": "\(a.peerAddress)", "reason": "\(reason)"])
+            logger.log(level: refusalLevel(host), "peer.refused", metadata: ["peer.address": "\(a.peerAddress)", "reason": "\(reason)"])
             a.socket.close()
             return false
         }
@@ -37,8 +37,8 @@ extension MasterNode {
         case .refuse:
             // Full of authenticated terminals: refuse at once rather than let a flood of idle
             // sockets starve the loop. A legitimate slave retries with backoff.
-            logger.warning(
-                "peer.refused",
+            logger.log(
+                level: refusalLevel(host), "peer.refused",
                 metadata: [
                     "peer.address": "\(a.peerAddress)", "reason": "connection limit",
                     "limit": "\(configuration.maxConnections)",
@@ -91,6 +91,17 @@ extension MasterNode {
     /// full lines lasts, then debug (counted in its summary).
     func handshakeFailureLevel(_ s: TerminalSession) -> Logger.Level {
         handshakeLedger.logsFailureInFull(s.host) ? .warning : .debug
+    }
+
+    /// The level of the line about a connection of `host` refused before any handshake work (a
+    /// plain client the master does not admit, an upgrade refused or not finished in time, an
+    /// address over its caps): counted in the address's summary, and logged at `level` while
+    /// the address's allowance of full lines lasts, then at debug, so that a host refused again
+    /// and again costs a few lines and one summary per interval.
+    func refusalLevel(_ host: String, _ level: Logger.Level = .warning) -> Logger.Level {
+        let inFull = handshakeLedger.refusedLogsInFull(host)
+        ensureHandshakeSummaryTimer()
+        return inFull ? level : .debug
     }
 
     private func handshakeRefused(_ host: String) {

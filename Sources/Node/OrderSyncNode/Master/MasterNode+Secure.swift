@@ -88,7 +88,7 @@ extension MasterNode {
     func refuse(_ s: TerminalSession, why: String, reason: String, nodeId: String? = nil) {
         var meta: Logger.Metadata = ["peer.address": "\(s.address)", "reason": "\(why)"]
         if let nodeId { meta["node.id"] = "\(nodeId)" }
-        logger.log(level: s.handshakePending ? handshakeFailureLevel(s) : .warning, "peer.unauthenticated", metadata: meta)
+        logger.log(level: s.handshakePending ? handshakeFailureLevel(s) : refusalLevel(s.host), "peer.unauthenticated", metadata: meta)
         s.close(code: .policyViolation, reason: reason)
     }
 

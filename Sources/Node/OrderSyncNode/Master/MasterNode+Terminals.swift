@@ -89,10 +89,11 @@ extension MasterNode {
         case .ended(let ending):
             switch ending.cause {
             case .handshakeTimedOut:
-                logger.warning("peer.handshake_timeout", metadata: ["peer.address": "\(s.address)"])
+                let level = s.handshakePending ? handshakeFailureLevel(s) : refusalLevel(s.host)
+                logger.log(level: level, "peer.handshake_timeout", metadata: ["peer.address": "\(s.address)"])
             case .rejected(let rejection):
-                logger.notice(
-                    "peer.handshake_rejected",
+                logger.log(
+                    level: refusalLevel(s.host, .notice), "peer.handshake_rejected",
                     metadata: [
                         "peer.address": "\(s.address)", "http.status": "\(rejection.status)",
                         "reason": "\(rejection.reason)",
