@@ -141,6 +141,28 @@ final class StorePOSPutRightTests: XCTestCase {
         XCTAssertEqual(exists[1]["orders"]?.arrayValue?.first?.objectValue?["customerName"], .string("Kept"))
     }
 
+    /// The app reads the table size typed on its form with `integerValue` (EditOrderViewController.m
+    /// line 111), so staff can take an order the master refuses (`invalid_field`): the app inserted
+    /// it in its list and Realm before sending it, and is sent a Remove of it; nobody else is.
+    func testACreateRefusedForWhatItHoldsIsTakenOffTheSendersScreen() throws {
+        write(.create, UUID().uuidString.lowercased(), [("customerName", .string("Kept"))])
+        connect(1)
+        connect(2)
+        let uuid = UUID().uuidString
+        _ = apps[1]?.create(uuid, "Big table")
+        let text = OperationMessage(
+            operation: .create, orders: [order(uuid, [("customerName", .string("Big table")), ("tableSize", .int(500_000))])]
+        ).encoded()
+        XCTAssertEqual(try shows(1).count, 2, "the app shows its order before the master answers")
+        let answer = try send(text, from: 1)
+        XCTAssertEqual(answer.map(kind), ["error", "operation 2"])
+        XCTAssertEqual(answer.first?["code"], .string("invalid_field"))
+        XCTAssertEqual(answer.dropFirst().first.flatMap(uuidOf), uuid, "spelled as the app sent it")
+        XCTAssertEqual(try shows(1), try mastersRows())
+        XCTAssertNil(apps[1]?.persisted[uuid], "gone from the app's Realm too")
+        XCTAssertEqual(try shows(2), try mastersRows())
+    }
+
     /// Streams the rest of terminal 1's connect sequence to its app, past its pauses.
     private func streamRest() -> [JSONObject] {
         var received: [JSONObject] = []

@@ -5,7 +5,8 @@ both parts (issue 23, items 2 and 3):
 * refusals put right: app A edits a completed order (its table size) and removes another completed
   one; the master refuses both (`invalid_transition`) and sends A what undoes them (an Update, a
   Create): A shows the master's 4 orders with the master's table size within a second, and the
-  master, app B and the OrderSync slave are unchanged;
+  master, app B and the OrderSync slave are unchanged; an order A takes with a table size out of
+  range is refused (`invalid_field`) and taken off A's screen by a Remove within a second;
 * an iPad coming from StorePOS: app O starts with 3 old orders in its store; its staff edit one,
   remove one and edit the third; the master lists the three (`ordersync storepos foreign`) with
   the app's copy; `adopt` brings the edited one into the store (the slave gets it, every app
@@ -84,6 +85,21 @@ def test_refusals_put_right_and_an_ipad_coming_from_storepos(make_lan, apps):  #
     assert next(r for r in screen["rows"] if r["uuid"] == edited)["tableSize"] == 4
     assert sorted(r["uuid"] for r in screen["stored"]) == sorted(o["uuid"] for o in before), \
         "app A's store holds the master's orders again"
+
+    # A takes an order with a table size out of range (the app reads the field with
+    # `integerValue`, EditOrderViewController.m line 111): refused (`invalid_field`) and taken
+    # off A's screen and store by a Remove.
+    started = time.monotonic()
+    a.create(customerName="Big table", tableSize=500000)
+    wait_shows(a, before, timeout=5)
+    elapsed = time.monotonic() - started
+    print(f"FIGURE refused Create put right: app A shows the master's {len(before)} orders again "
+          f"{elapsed * 1000:.0f} ms after taking an order with table size 500000")
+    assert elapsed < 1.0, f"app A took {elapsed:.2f}s to drop the refused order"
+    master.wait_event("storepos.put_right", count=3)
+    assert [e["sent"] for e in master.events("storepos.put_right")][2:] == ["remove"]
+    assert sorted(r["uuid"] for r in a.screen()["stored"]) == sorted(o["uuid"] for o in before)
+    assert master.orders() == before
 
     # (3) An iPad coming from StorePOS: 3 old orders in its store, which the master never had.
     old = [{"uuid": new_uuid(), "customerName": f"Old {i}", "created": "2015-03-01T10:00:0{i}+0000",

@@ -12,8 +12,11 @@ import JSON
 ///   connect sequence is still going out and its Create of the order is still to come, nothing:
 ///   that Create puts the order back, and a second one would crash the app (a Remove of an
 ///   order the app held from before, sent before it handled the sequence's Remove of it);
-/// * a Create refused as `removed`: a Remove of that uuid; as `already_exists`: an Update with
-///   the master's copy.
+/// * a Create of an order the master does not have, refused for what it holds (a table size
+///   out of range, a text too long; or as `removed`): a Remove of that uuid (the app inserted
+///   the order in its Realm before sending it, so it holds it and the Remove finds it); as
+///   `already_exists`: an Update with the master's copy. A Create that failed to commit
+///   (`storage_failed`) is left on the app: it was not judged, and the app holds the only copy.
 ///
 /// The uuid is spelled as the app sent it, since the app compares uuids exactly. OrderSync
 /// slaves get none of this: their `error` (and `conflict`) carry what they need.
@@ -36,7 +39,7 @@ extension MasterEngine {
             return (.create, Self.storePOSMessage(.create, order, spelled: sent))
         case (.create, let order?) where e.code == .alreadyExists:
             return (.update, Self.storePOSMessage(.update, order, spelled: sent))
-        case (.create, nil) where e.code == .removed:
+        case (.create, nil) where e.code != .storageFailed:
             let orders: [JSONValue] = [.object(JSONObject([("uuid", .string(sent))]))]
             return (.remove, OperationMessage(operation: .remove, orders: orders).encodedBytes())
         default:
