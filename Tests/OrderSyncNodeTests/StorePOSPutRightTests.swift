@@ -21,19 +21,7 @@ final class StorePOSPutRightTests: XCTestCase {
     /// Carries the master's messages to the apps; returns the texts sent to `peer`.
     @discardableResult
     private func deliver(_ actions: [MasterEngine.Action], to peer: Int = 1) -> [JSONObject] {
-        var texts: [String] = []
-        for action in actions {
-            switch action {
-            case .send(let p, let bytes):
-                apps[p]?.receive(bytes.text)
-                if p == peer { texts.append(bytes.text) }
-            case .broadcast(let bytes, let peers):
-                for p in peers { apps[p]?.receive(bytes.text) }
-                if peers.contains(peer) { texts.append(bytes.text) }
-            default: break
-            }
-        }
-        return texts.compactMap { try? JSONParser.parse($0).objectValue }
+        apps.deliver(actions, to: peer).compactMap { try? JSONParser.parse($0).objectValue }
     }
 
     private func connect(_ id: Int) {

@@ -49,6 +49,7 @@ extension MasterEngine {
                 logParts(seq: seq, bytes: text.count, parts: texts.count, &out)
             }
             let to = recipients(of: message.operation, from: sender)
+            if message.operation == .create { removeHeldCopies(of: outcome.applied, before: to, now: now, &out) }
             spaceForStorePOS(
                 to, naming: outcome.applied.map(\.uuid),
                 promises: StorePOSSpacing.promises(of: message.operation, orders: outcome.applied.count), &out)

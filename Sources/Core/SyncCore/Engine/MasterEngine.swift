@@ -80,6 +80,9 @@ public final class MasterEngine {
         public var spacing = StorePOSSpacing(distance: 0)
         /// An OrderSync slave's wall clock against the master's (`MasterEngine+Clock.swift`).
         public var clock = ClockSkew()
+        /// When its link opened (master's wall clock, ms); nil when the caller did not say
+        /// (`MasterEngine+HeldCopies.swift`).
+        public var connectedMillis: Int64?
 
         /// Who sent an operation, for the journal: the authenticated terminal
         /// (`till-2 [ABCD-EFGH]@10.0.0.3:5555`), or the address of a StorePOS terminal.
@@ -199,12 +202,13 @@ public final class MasterEngine {
     /// A terminal is connected: an OrderSync slave once its secure link proved it is the
     /// paired `terminal` (it says hello next), a StorePOS terminal (`terminal` nil) once its
     /// WebSocket opened; a StorePOS terminal sends no hello: it gets the snapshot at once.
-    public func peerConnected(_ id: Int, address: String, terminal: AuthenticatedTerminal?) -> [Action] {
+    /// `now`: the master's wall clock (ms) as the link opened.
+    public func peerConnected(_ id: Int, address: String, terminal: AuthenticatedTerminal?, now: Int64? = nil) -> [Action] {
         let speaksOrderSync = terminal != nil
         peers[id] = Peer(
             id: id, address: address, speaksOrderSync: speaksOrderSync,
             phase: speaksOrderSync ? .awaitingHello : .live, authenticated: terminal,
-            spacing: StorePOSSpacing(distance: speaksOrderSync ? 0 : storePOSFence))
+            spacing: StorePOSSpacing(distance: speaksOrderSync ? 0 : storePOSFence), connectedMillis: now)
         guard !speaksOrderSync else { return [] }
         var out: [Action] = []
         sendSnapshot(to: id, &out)

@@ -122,7 +122,7 @@ extension MasterNode {
         // write's), which has the connection.
         writer.whenIdle { [weak self, weak s] in
             guard let self, let s, s.phase == .open else { return }
-            self.perform(self.engine.peerConnected(s.id, address: s.address, terminal: nil))
+            self.perform(self.engine.peerConnected(s.id, address: s.address, terminal: nil, now: WallClock.nowMillis()))
             self.sendSnapshotParts(to: s)
         }
     }
