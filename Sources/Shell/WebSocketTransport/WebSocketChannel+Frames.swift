@@ -21,6 +21,7 @@ extension WebSocketChannel {
 
     /// Handles every event the bytes appended so far produce, writing each reply in order.
     func drainEvents() {
+        var completedMessages = false
         while true {
             let channel: StreamChannel
             switch state {
@@ -33,9 +34,11 @@ extension WebSocketChannel {
             switch event {
             case .text(let text):
                 traffic.messagesIn += 1
+                completedMessages = true
                 if isOpen { onEvent?(.text(text)) }
             case .binary(let bytes):
                 traffic.messagesIn += 1
+                completedMessages = true
                 if !configuration.acceptsBinary {
                     close(code: .unsupportedData, reason: "only text messages are accepted")
                 } else if isOpen {
@@ -57,13 +60,20 @@ extension WebSocketChannel {
                 return
             }
         }
-        watchFrameDeadline()
+        watchFrameDeadline(restart: completedMessages)
     }
 
     /// A peer that starts a frame and then stalls (slowloris) is dropped: the frame must be
     /// complete within the frame deadline of its first byte, however slowly bytes trickle in.
-    func watchFrameDeadline() {
+    /// The deadline is the started message's: when a message completed in these bytes
+    /// (`restart`), the one now started gets a deadline of its own. A steady stream of large
+    /// messages read in chunks that each end mid-frame is progress, never a stall.
+    func watchFrameDeadline(restart: Bool = false) {
         guard let limit = configuration.frameDeadline else { return }
+        if restart, let frameTimer {
+            loop.cancel(frameTimer)
+            self.frameTimer = nil
+        }
         guard connection.isAwaitingRestOfFrame else {
             if let frameTimer {
                 loop.cancel(frameTimer)
