@@ -14,24 +14,36 @@ internal import CSQLite3
 public final class DetachedCommit: @unchecked Sendable {
     private let handle: OpaquePointer
     private let path: String
+    /// Statements of the group run before its COMMIT (a staged snapshot's switch).
+    private let before: [String]
     /// How `run()` went: nil before it ran.
     public private(set) var result: Result<Void, StoreError>?
 
-    init(handle: OpaquePointer, path: String) {
+    init(handle: OpaquePointer, path: String, before: [String] = []) {
         self.handle = handle
         self.path = path
+        self.before = before
     }
 
-    /// Commits (with the connection's `synchronous` setting: FULL syncs the WAL before
-    /// returning) or, when the COMMIT fails, rolls the transaction back so nothing of the group
+    /// Runs the statements kept for the group's end (a staged snapshot's switch), then commits
+    /// (with the connection's `synchronous` setting: FULL syncs the WAL before returning) or,
+    /// when either fails, rolls the transaction back so nothing of the group
     /// stays. Call once, on the committing thread.
     @discardableResult
     public func run() -> Result<Void, StoreError> {
         precondition(result == nil, "a group's COMMIT runs once")
         var outcome = Result<Void, StoreError>.success(())
-        let rc = sqlite3_exec(handle, "COMMIT", nil, nil, nil)
-        if rc != SQLITE_OK {
-            outcome = .failure(SQLiteConnection.error(rc: rc, db: handle, sql: "COMMIT", path: path))
+        var failed: (rc: Int32, sql: String)?
+        for sql in before where failed == nil {
+            let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+            if rc != SQLITE_OK { failed = (rc, sql) }
+        }
+        if failed == nil {
+            let rc = sqlite3_exec(handle, "COMMIT", nil, nil, nil)
+            if rc != SQLITE_OK { failed = (rc, "COMMIT") }
+        }
+        if let (rc, sql) = failed {
+            outcome = .failure(SQLiteConnection.error(rc: rc, db: handle, sql: sql, path: path))
             // "If certain kinds of errors occur ... the transaction might be rolled back
             // automatically"; otherwise it is still open and is rolled back here.
             if sqlite3_get_autocommit(handle) == 0 { _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }

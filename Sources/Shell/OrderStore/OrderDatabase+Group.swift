@@ -52,7 +52,8 @@ extension OrderDatabase {
         }
         transactionState.groupDetached()
         connection.isLent = true
-        return DetachedCommit(handle: handle, path: path)
+        defer { beforeGroupCommit = [] }
+        return DetachedCommit(handle: handle, path: path, before: beforeGroupCommit)
     }
 
     /// Takes the connection back after `commit.run()` returned; its outcome, for the caller.
@@ -67,6 +68,7 @@ extension OrderDatabase {
     /// Ends the group without committing anything of it.
     public func rollbackGroup() {
         guard isInGroup else { return }
+        beforeGroupCommit = []
         transactionState.groupRolledBack()
         if !connection.isAutocommit { _ = try? connection.execute("ROLLBACK") }
     }

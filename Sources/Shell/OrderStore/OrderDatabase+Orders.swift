@@ -151,7 +151,7 @@ extension OrderDatabase {
     }
 
     /// The bound values of `order` for an INSERT, in column order (key first).
-    private static func values(of order: Order) -> [SQLiteValue] {
+    static func values(of order: Order) -> [SQLiteValue] {
         [
             .text(order.key),
             .text(order.uuid),

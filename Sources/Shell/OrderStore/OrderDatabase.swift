@@ -33,6 +33,9 @@ public final class OrderDatabase {
     /// says whether a transaction or a group is open, how deep, or whether a group's COMMIT
     /// runs on another thread.
     var transactionState = TransactionState.none
+    /// Statements run just before the open group's COMMIT, on the committing thread (a staged
+    /// snapshot's switch, `switchAtGroupCommit()`); taken when the group ends.
+    var beforeGroupCommit: [String] = []
 
     /// Head office's checkpoint for (store, lineage) as a roll-up on this terminal last wrote it,
     /// asked when a standby bounds its journal (`compactStandbyJournal`) with the copy's

@@ -90,7 +90,8 @@ public final class SQLiteSlaveStore: SlaveStore {
         try db.transaction {
             try db.applyStandbyBefore(c)
             if let all = c.replaceAll { try db.replaceAllOrders(with: all) }
-            for change in c.changes {
+            if c.replaceAllWithStaged { try db.switchToStagedSnapshot(changes: c.changes) }
+            for change in c.changes where !c.replaceAllWithStaged {
                 switch change {
                 case .insert(let o), .update(let o):
                     try db.upsertOrder(o)
@@ -111,5 +112,12 @@ public final class SQLiteSlaveStore: SlaveStore {
             if !c.feed.isEmpty { try db.appendFeed(c.feed, atMillis: Int64(Date().timeIntervalSince1970 * 1000)) }
             try db.applyStandbyAfter(c)
         }
+        // Armed only once the rest of the commit stands (a failure above rolled it back).
+        if c.replaceAllWithStaged, db.isInGroup { db.switchAtGroupCommit() }
     }
+}
+
+extension SQLiteSlaveStore: SnapshotStagingStore {
+    public func stageSnapshot(_ orders: [Order], first: Bool) throws { try db.stageSnapshotOrders(orders, first: first) }
+    public func stagedOrder(uuid: String) throws -> Order? { try db.stagedOrder(uuid: uuid) }
 }

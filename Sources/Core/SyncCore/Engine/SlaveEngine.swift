@@ -23,8 +23,8 @@ public final class SlaveEngine {
     public let configuredStore: String?
 
     public internal(set) var lastSeq: Int64
-    public private(set) var epoch: String?
-    public private(set) var joinedStore: String?
+    public internal(set) var epoch: String?
+    public internal(set) var joinedStore: String?
     /// The master's latest sequence as last heard (broadcasts, ready, heartbeats).
     public internal(set) var masterSeq: Int64 = 0
     /// The store's stable seq as the master's last heartbeat said (Docs/PROTOCOL.md 7.18); the
@@ -49,6 +49,8 @@ public final class SlaveEngine {
     var syncErrors: [String: WireError]
     private var snapshotParts: [Int: [Order]] = [:]
     private var snapshotInfo: SnapshotPart?
+    /// The snapshot being staged part by part, when the store stages (`SnapshotStagingStore`).
+    var stagedReceipt = StagedSnapshotReceipt()
     /// Outbox entries the snapshot being received already holds, with their sequence numbers.
     private var snapshotApplied: [String: Int64] = [:]
     /// The operation ids leading the snapshot being received (`AppliedIdsPart`).
@@ -138,6 +140,7 @@ public final class SlaveEngine {
         snapshotParts = [:]
         snapshotApplied = [:]
         snapshotInfo = nil
+        stagedReceipt.interrupted()
         appliedIds = nil
         collecting = nil
         inFlight.removeAll()
@@ -247,6 +250,10 @@ public final class SlaveEngine {
     // MARK: Applying the master's messages
 
     private func snapshotPart(_ snap: SnapshotPart, _ orders: [Order], _ out: inout [Action]) {
+        if let staging = store as? any SnapshotStagingStore {
+            stagedSnapshotPart(snap, orders, into: staging, &out)
+            return
+        }
         if snapshotInfo == nil || snapshotInfo?.seq != snap.seq || snap.part == 1 {
             snapshotParts = [:]
             snapshotApplied = [:]
@@ -281,20 +288,7 @@ public final class SlaveEngine {
             // lowercases its UUID on every comparison: with 100k orders that was a third of the
             // slave's CPU in a snapshot.
             c.replaceAll = overlay.keys.sorted().compactMap { overlay[$0] ?? nil }
-            c.lastSeq = snap.seq
-            c.epoch = snap.epoch
-            c.needsSnapshot = false
-            if let s = configuredStore { c.store = s }
-            snapshotTerms(snap, into: &c)
-            try store.commit(c)
-            adoptTerms(of: c)
-            lastSeq = snap.seq
-            epoch = snap.epoch
-            if let s = configuredStore { joinedStore = s }
-            needsSnapshot = false
-            masterSeq = max(masterSeq, snap.seq)
-            for st in settledHere { forget(st.opId, keys: st.keys, errors: [], &out) }
-            out.append(.log(EngineLog(.info, "snapshot.received", [("orders", "\(all.count)"), ("seq", "\(snap.seq)")])))
+            try commitSnapshot(&c, snap, orders: all.count, settled: settledHere, &out)
         } catch {
             out.append(.log(EngineLog(.error, "replica.write_failed", [("error", "\(error)")])))
             out.append(.abort(reason: "replica write failed"))
@@ -369,32 +363,5 @@ public final class SlaveEngine {
             }
         }
         out.append(.log(EngineLog(.debug, "op.applied", [("op.seq", "\(seq ?? 0)"), ("op.kind", "\(op)"), ("orders", "\(orders.count)")])))
-    }
-
-    /// Re-plans the outbox entries touching `keys` (all entries when nil) on top of `overlay`,
-    /// in outbox order, updating `overlay`. Lookups not in the overlay read the store unless
-    /// `fallBackToStore` is false (a snapshot replaces everything).
-    private func rebase(_ overlay: inout [String: Order?], keys: Set<String>?, fallBackToStore: Bool, skipping: Set<String> = []) throws {
-        for e in outbox where !skipping.contains(e.opId) {
-            if let t = keys, !e.orderKeys.contains(where: { t.contains($0) }) { continue }
-            guard let m = outboxOperations[e.opId] else { continue }
-            let current = overlay
-            let plan = try OperationPlanner.plan(
-                m, now: OrderTimestamp(epochMillis: 0),
-                lookup: { uuid in
-                    let k = uuid.lowercased()
-                    if let v = current[k] { return v }
-                    return fallBackToStore ? try self.store.order(uuid: uuid) : nil
-                }, wasRemoved: { _ in false })
-            for change in plan.changes {
-                // Only the orders the master's message changes are re-planned: the replica's
-                // copy of any other order already holds this entry's change.
-                if let t = keys, !t.contains(change.order.key) { continue }
-                switch change {
-                case .insert(let o), .update(let o): overlay[o.key] = .some(o)
-                case .delete(let o): overlay[o.key] = .some(nil)
-                }
-            }
-        }
     }
 }

@@ -118,6 +118,9 @@ public struct ReplicaState: Equatable, Sendable {
 public struct SlaveCommit: Equatable, Sendable {
     /// A snapshot: every order, replacing what the replica holds.
     public var replaceAll: [Order]?
+    /// A snapshot staged part by part (`SnapshotStagingStore`): the staged orders, with
+    /// `changes` on top, replace what the replica holds.
+    public var replaceAllWithStaged = false
     /// Inserts and updates are upserts; a delete of an absent order does nothing.
     public var changes: [OrderChange] = []
     public var lastSeq: Int64?
@@ -161,6 +164,7 @@ public struct SlaveCommit: Equatable, Sendable {
     /// True when there is nothing to write.
     public var isEmpty: Bool {
         replaceAll == nil && changes.isEmpty && lastSeq == nil && epoch == nil && store == nil && appendOutbox.isEmpty
+            && !replaceAllWithStaged
             && prependOutbox.isEmpty && deleteOutbox.isEmpty && syncErrors.isEmpty && rejections.isEmpty
             && needsSnapshot == nil && answered.isEmpty && feed.isEmpty && standbyBase == nil && truncateJournal == nil
             && journal.isEmpty && term == nil && termStarts == nil && members == nil

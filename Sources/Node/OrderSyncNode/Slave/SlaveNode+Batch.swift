@@ -33,9 +33,17 @@ extension SlaveNode {
 
     /// The master's messages that arrived during the last commit, in the order they came.
     private func applyWaitingMessages() {
-        let texts = waitingMessages
+        var texts = waitingMessages[...]
         waitingMessages = []
-        for text in texts { applyMasterMessage(text) }
+        while let text = texts.popFirst() {
+            applyMasterMessage(text)
+            // A snapshot's switch committed its batch early: the rest waits for that COMMIT.
+            if writer.phase == .committing, !texts.isEmpty {
+                waitingMessages = Array(texts)
+                writer.whenIdle { [weak self] in self?.applyWaitingMessages() }
+                return
+            }
+        }
     }
 
     private func applyMasterMessage(_ text: [UInt8]) {
@@ -67,6 +75,10 @@ extension SlaveNode {
         }) {
             batch?.closing = true
         }
+        // A snapshot's last part: the staged orders replace the replica's at this batch's
+        // COMMIT, on the commit thread (Docs/PROTOCOL.md 4.2.2). Nothing else may write the
+        // replica in this batch: it is committed now, and what comes next waits for it.
+        if writer.switchesAtCommit { commitBatch() }
     }
 
     /// Hands the open batch to the store writer, whose COMMIT runs off the loop; what its

@@ -67,6 +67,10 @@ final class StoreWriter {
     /// True while a group's COMMIT runs off the loop.
     var isCommitting: Bool { state.phase == .committing }
 
+    /// True when the open group switches the replica to a staged snapshot at its COMMIT
+    /// (`OrderDatabase.switchAtGroupCommit()`): nothing else may write the replica in it.
+    var switchesAtCommit: Bool { database.switchesAtGroupCommit }
+
     /// The database file.
     var path: String { database.path }
 
