@@ -1,8 +1,8 @@
 import Glibc
 
 /// Closing: at once (`close()`), or after sending what is pending and a half-close
-/// (`closeAfterFlush()`), bounded by `closeTimeout`; `finish(_:)` releases everything and
-/// reports `onClose` once.
+/// (`closeAfterFlush()`), bounded by a ``CloseDeadline`` (`closeTimeout` without progress,
+/// `closeLimit` in all); `finish(_:)` releases everything and reports `onClose` once.
 extension StreamChannel {
     /// Closes now, dropping unsent bytes; ``onClose`` gets ``CloseReason/localClose``.
     public func close() {
@@ -11,7 +11,8 @@ extension StreamChannel {
     }
 
     /// Sends what is pending, then shuts down the sending side (`SHUT_WR`) and closes once the
-    /// peer closes too (input meanwhile is discarded), or after ``closeTimeout``.
+    /// peer closes too (input meanwhile is discarded), or once the socket took no byte for
+    /// ``closeTimeout``, or after ``closeLimit`` in all.
     /// Later writes are ignored. ``onClose`` gets ``CloseReason/localClose`` (or an error if the
     /// pending bytes could not be sent in time).
     public func closeAfterFlush() {
@@ -39,15 +40,52 @@ extension StreamChannel {
         }
     }
 
-    /// Bounds a close after flush by `closeTimeout`.
+    /// Bounds a close after flush: `closeTimeout` without progress, `closeLimit` in all.
     func startCloseTimer() {
-        closeTimer = loop.schedule(after: closeTimeout) { [self] in
+        let deadline = CloseDeadline(started: loop.now, idleLimit: closeTimeout, totalLimit: closeLimit)
+        closeDeadline = deadline
+        armCloseTimer(at: deadline.due)
+    }
+
+    /// Records that the socket accepted bytes while closing.
+    func closeProgressed() {
+        closeDeadline?.progressed(at: loop.now)
+    }
+
+    private func armCloseTimer(at instant: MonotonicInstant) {
+        closeTimer = loop.schedule(after: instant - loop.now) { [self] in
             closeTimer = nil
-            if state == .halfClosed {
-                finish(reasonAfterFlush)
-            } else {
-                finish(.error(PosixError(call: "closeAfterFlush", errno: ETIMEDOUT)))
-            }
+            closeTimerFired()
+        }
+    }
+
+    /// The close's timer ran out: wait longer if bytes went meanwhile, else give up.
+    private func closeTimerFired() {
+        guard state == .flushingBeforeClose || state == .halfClosed else { return }
+        // Timers run before readiness in a loop turn: after a long handler (a busy loop) the
+        // timer is due though the peer may have been reading all along. Whether the socket
+        // takes bytes now is the answer.
+        if state == .flushingBeforeClose && pendingBytes > 0 {
+            flush()
+        }
+        guard state == .flushingBeforeClose || state == .halfClosed, let deadline = closeDeadline else { return }
+        switch deadline.verdict(at: loop.now) {
+        case .wait(let until):
+            armCloseTimer(at: until)
+        case .idle:
+            gaveUpClosing(call: "closeAfterFlush")
+        case .overLimit:
+            gaveUpClosing(call: "closeAfterFlush (its limit)")
+        }
+    }
+
+    /// Ends a close that ran out of time: everything was sent (only the peer's close is
+    /// missing), or `ETIMEDOUT` naming which bound ended it.
+    private func gaveUpClosing(call: String) {
+        if state == .halfClosed {
+            finish(reasonAfterFlush)
+        } else {
+            finish(.error(PosixError(call: call, errno: ETIMEDOUT)))
         }
     }
 
@@ -79,6 +117,7 @@ extension StreamChannel {
             loop.cancel(closeTimer)
             self.closeTimer = nil
         }
+        closeDeadline = nil
         loop.unregister(fd: descriptor)
         socket.close()
         outbound = []

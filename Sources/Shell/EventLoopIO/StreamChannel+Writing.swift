@@ -170,6 +170,7 @@ extension StreamChannel {
     /// Sends as much of the outbound buffer as the kernel takes.
     func flush() {
         let wasAboveThreshold = pendingBytes > drainedThreshold
+        let pendingBefore = pendingBytes
         do {
             while outboundHead < outbound.count {
                 let chunk = outbound[outboundHead]
@@ -200,6 +201,9 @@ extension StreamChannel {
         } else if outboundHead > 16 && outboundHead * 2 > outbound.count {
             outbound.removeFirst(outboundHead)
             outboundHead = 0
+        }
+        if pendingBytes < pendingBefore && state == .flushingBeforeClose {
+            closeProgressed()
         }
         if pendingBytes == 0 && state == .flushingBeforeClose {
             flushedBeforeClose()

@@ -41,8 +41,14 @@ public final class StreamChannel {
     public var maxPendingBytes = 16 << 20
     /// The most bytes read per readiness notification (default 64 KiB, at most 256 KiB).
     public var maxReadBytes = 64 << 10
-    /// How long ``closeAfterFlush()`` may take before the channel is closed anyway.
+    /// How long ``closeAfterFlush()`` may go without the socket accepting a byte (a peer that
+    /// stopped reading, or that never closes its end) before the channel is closed anyway.
+    /// A loop busy past it does not count as the peer's silence: the channel tries to send first.
     public var closeTimeout: Duration = .seconds(5)
+    /// The longest ``closeAfterFlush()`` may take however steadily the peer reads (default
+    /// 120 s: a 16 MiB answer, the most ``maxPendingBytes`` holds, at 140 KB/s), so a peer that
+    /// reads a trickle cannot hold the connection and its buffer for ever.
+    public var closeLimit: Duration = .seconds(120)
     /// Bytes accepted by ``write(_:)`` but not yet handed to the kernel.
     public internal(set) var pendingBytes = 0
     /// Called on the loop thread when a flush brings ``pendingBytes`` from above
@@ -63,6 +69,7 @@ public final class StreamChannel {
     var peerEnded = false
     var reasonAfterFlush = CloseReason.localClose
     var closeTimer: TimerHandle?
+    var closeDeadline: CloseDeadline?
     var closeWhenConnected = false
     var onConnected: ((StreamChannel) -> Void)?
 

@@ -72,10 +72,11 @@ final class LocalAPIServer {
             guard let self = self, let client = client else { return }
             self.receive(bytes, from: client)
         }
-        channel.onClose = { [weak self, weak client] _ in
+        channel.onClose = { [weak self, weak client] reason in
             if let t = client?.deadline { self?.loop.cancel(t) }
             client?.changes?.closed()
             self?.clients[id] = nil
+            self?.logCut(reason)
         }
     }
 
@@ -228,6 +229,22 @@ extension LocalAPIServer {
                 return
             }
             promoteHandler(request, respond)
+        }
+    }
+}
+
+extension LocalAPIServer {
+    /// An answer the reader did not take in time (``StreamChannel/closeTimeout`` without a byte
+    /// taken, or ``StreamChannel/closeLimit`` in all) or left over the send buffer is cut: the
+    /// client sees the connection end before the answer is complete, the log says why.
+    fileprivate func logCut(_ reason: StreamChannel.CloseReason) {
+        switch reason {
+        case .error(let error) where error.errno == ETIMEDOUT:
+            logger.warning("api.answer_cut", metadata: ["reason": "\(reason)"])
+        case .sendBufferOverflow:
+            logger.warning("api.answer_cut", metadata: ["reason": "\(reason)"])
+        case .error, .endOfFile, .localClose:
+            return
         }
     }
 }
