@@ -42,7 +42,7 @@ public struct ReplicationWaits<Answer, Instant: Comparable> {
         /// Notes the standbys that hold it now; true when it need wait no longer.
         mutating func heard(_ all: [MasterEngine.Standby]) -> Bool {
             let standbys = all.filter(\.voter)
-            for s in standbys where (s.held ?? -1) >= seq && !heldBy.contains(where: { $0.id == s.terminalId }) {
+            for s in standbys where s.holds(seq) && !heldBy.contains(where: { $0.id == s.terminalId }) {
                 heldBy.append((s.terminalId, s.name))
             }
             if heldBy.count >= wanted { return true }

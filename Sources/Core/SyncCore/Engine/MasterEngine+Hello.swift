@@ -71,6 +71,7 @@ extension MasterEngine {
         do {
             if diverged == nil, let missed = try catchUp(from: hello.lastSeq, epoch: hello.epoch, peer: id, &out) {
                 // Resumable catch-up: exactly the operations it missed, then "ready".
+                peers[id]?.copyFloor = hello.lastSeq
                 for m in missed { out.append(.send(peer: id, bytes: m)) }
                 out.append(.send(peer: id, bytes: terms.readyBytes(seq: lastSeq, epoch: epoch, store: storeId)))
                 sendMembers(to: id, &out)

@@ -16,6 +16,14 @@ extension MasterEngine {
         /// pair --handheld`): elections ignore its copy, so a write it holds is not counted as
         /// replicated (`ReplicationWaits`). True while the node gave no members.
         public var voter: Bool = true
+        /// The seq its copy on this link starts after (`Peer.copyFloor`): a snapshot's, or the
+        /// position a catch-up started from. 0 when not known.
+        public var floor: Int64 = 0
+
+        /// Whether its copy holds the write at `seq` as a journal entry it can hand over or
+        /// re-queue: `held` reaches it and it came after `floor`. A seq it holds only inside a
+        /// snapshot is not counted (Docs/PROTOCOL.md 7.19).
+        public func holds(_ seq: Int64) -> Bool { (held ?? -1) >= seq && seq > floor }
     }
 
     /// The connected standbys, by link: paired OrderSync slaves past their hello (live, or
@@ -25,7 +33,9 @@ extension MasterEngine {
             .sorted { $0.id < $1.id }
             .compactMap { p in
                 p.terminalId.map {
-                    Standby(peer: p.id, terminalId: $0, name: p.terminalName ?? $0, held: p.held, voter: isVoter($0))
+                    Standby(
+                        peer: p.id, terminalId: $0, name: p.terminalName ?? $0, held: p.held, voter: isVoter($0),
+                        floor: p.copyFloor)
                 }
             }
     }

@@ -72,6 +72,11 @@ public final class MasterEngine {
         public var outbox: Int?
         /// The highest seq its standby copy holds on disk, as its last ack said (`held`); nil until then.
         public var held: Int64?
+        /// The seq this link's copy starts after: the snapshot's sent to it, or the hello's
+        /// `lastSeq` for a catch-up. At or below it the copy may hold a write only as orders,
+        /// which a `diverged` cannot re-queue (Docs/PROTOCOL.md 7.19), so `held` vouches only
+        /// for the seqs above it (`Standby.holds`).
+        public var copyFloor: Int64 = 0
         public var messagesIn = 0
         public var rejected = 0
         /// Whether its operations are let through (the rate limit).

@@ -102,6 +102,7 @@ extension MasterEngine {
             var stream = try snapshotStream(
                 applied: applied, sendsReady: p.speaksOrderSync, clearsStorePOSApp: !p.speaksOrderSync)
             stream.lead = lead
+            peers[id]?.copyFloor = stream.seq
             if pacesSnapshots {
                 snapshots[id] = stream
                 peers[id]?.phase = .receivingSnapshot
