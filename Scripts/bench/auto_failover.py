@@ -233,6 +233,11 @@ def one_round(store: Store, number: int, kind: str, args, acked: list[dict]) -> 
     """One fault and recovery; returns the round's figures. Raises BenchError when it broke a rule."""
     old, old_term = store.master, store.term
     survivors = store.slaves()
+    # Every slave holds the master's last entry before the writers start: a slave that took a
+    # snapshot (an old master whose tail diverged) journals only from its seq on.
+    seq = (status_of(old) or {}).get("seq")
+    wait_until(lambda: all((status_of(n) or {}).get("seq") == seq for n in survivors), 60, interval=0.1,
+               what=f"every slave to hold seq {seq}")
     pollers = {n.host.name: Poller(n) for n in survivors + [old]}
     for p in pollers.values():
         p.start()
@@ -382,6 +387,9 @@ def main() -> int:
                 break
             rows.append(row)
             print(" ".join(f"{k}={v}" for k, v in row.items()) + f" load={loadavg().split()[0]}", flush=True)
+            if args.out_json:
+                with open(args.out_json, "w") as f:
+                    json.dump({"rounds": rows, "loadavg_start": load_start, "failed": None}, f, indent=1)
         if status == 0 and rows:
             try:
                 check_final_orders(expected_orders(acked), store.master.orders())
