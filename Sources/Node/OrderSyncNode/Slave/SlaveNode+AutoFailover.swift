@@ -106,8 +106,12 @@ extension SlaveNode {
         guard var watch = autoFailover, !shuttingDown else { return }
         watch.timer = nil
         if linkState.isUp, let heard = linkState.link?.lastHeard { watch.policy.heard(atMillis: millis(heard)) }
-        // The most current voter stands first: its lag behind the master's last seq it knew.
-        if watch.place == nil { watch.place = votingPlace() }
+        // The most current voter stands first: its lag behind the master's last seq it knew; of
+        // voters equally current, by place. The place is worked out again while the master is
+        // heard (terminals paired later, a new master followed): taken once, at the first
+        // members, two voters could hold the same place and split the vote, and after a
+        // promotion no survivor might hold place 0. Once the master is silent it is kept.
+        if watch.place == nil || linkState.isUp { watch.place = votingPlace() ?? watch.place }
         let lag = engine.masterSeq - engine.lastSeq
         watch.policy.rerank(AutoFailover.rank(lagEntries: lag, placeAmongVoters: watch.place ?? 0), seed: watch.seed)
         let action = watch.policy.tick(nowMillis: millis(loop.now))
