@@ -7,23 +7,17 @@ import os
 import subprocess
 import sys
 
-import pytest
-from ci_mode import in_ci  # Tests/support, on the path through Tests/conftest.py
-
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "Tests", "lan"))
 
+from lan_support import require  # noqa: E402
 from lanharness import missing_prerequisites  # noqa: E402
 
 
 def prerequisites() -> str:
     binary = os.environ.get("ORDERSYNC_BIN", os.path.join(REPO, ".build", "debug", "ordersync"))
     missing = missing_prerequisites() + ([] if os.access(binary, os.X_OK) else [binary])
-    if missing:
-        why = "the failover benchmark needs " + ", ".join(missing)
-        if in_ci():
-            pytest.fail(why)
-        pytest.skip(why)
+    require(not missing, "the failover benchmark needs " + ", ".join(missing))
     return binary
 
 
