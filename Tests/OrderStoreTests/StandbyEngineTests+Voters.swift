@@ -62,4 +62,20 @@ extension StandbyEngineTests {
         _ = master.membersChanged(m)
         XCTAssertEqual(master.standbys.map(\.voter), [true])
     }
+
+    /// A voter's place among the voting slaves is read from the store again only when the
+    /// members were committed since (`SlaveEngine.membersCommitted`), not on every tick: the
+    /// count moves with each members message kept, and not with an order's broadcast.
+    func testTheMembersCommittedCountMovesWithEachMembersMessageOnly() throws {
+        let master = try MasterEngine(store: SQLiteMasterStore(db: .inMemory()), storeId: "s", epoch: "e")
+        let (slave, _) = try join(master, on: try OrderDatabase.inMemory())
+        let before = slave.membersCommitted
+        _ = slave.received(members(voter: true).encodedBytes(), now: 1_000)
+        XCTAssertEqual(slave.membersCommitted, before + 1)
+        let a = master.apply(create([uuid(1)], opId: "op-a"), origin: "main", now: 2_000)
+        _ = slave.received(try XCTUnwrap(a.broadcast), now: 2_000)
+        XCTAssertEqual(slave.membersCommitted, before + 1, "an order's broadcast changes no member")
+        _ = slave.received(members(voter: false).encodedBytes(), now: 3_000)
+        XCTAssertEqual(slave.membersCommitted, before + 2)
+    }
 }

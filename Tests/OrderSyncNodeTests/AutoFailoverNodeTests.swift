@@ -77,7 +77,7 @@ final class AutoFailoverNodeTests: XCTestCase {
         XCTAssertEqual(refused.status, 503, "\(refused.body)")
         XCTAssertEqual(refused.body.objectValue?["error"]?.objectValue?["code"]?.stringValue, "no_quorum")
         guard case .master(let lapsed) = try master.status() else { return XCTFail("not a master") }
-        XCTAssertEqual(lapsed.autoFailover, AutoFailoverStatus(state: .lapsed, leaseMillis: 3_000, heard: 1, majority: 2))
+        XCTAssertEqual(lapsed.autoFailover, AutoFailoverStatus(state: .lapsed, leaseMillis: 2_500, heard: 1, majority: 2))
 
         let a = try RunningNode(role: .slave, dataDirectory: aDir, name: "bar-2", discovery: bus.discovery(), configure: auto)
         let b = try RunningNode(role: .slave, dataDirectory: bDir, name: "patio", discovery: bus.discovery(), configure: auto)
@@ -91,8 +91,8 @@ final class AutoFailoverNodeTests: XCTestCase {
         for node in [a, b] {
             guard case .slave(let s) = try node.status(), let watch = s.autoFailover else { return XCTFail("no watch in status") }
             XCTAssertEqual(watch.state, .watching)
-            XCTAssertTrue((3_500..<5_100).contains(watch.standAfterMillis ?? 0), "the first or second of two: \(watch)")
-            XCTAssertLessThan(watch.silentMillis ?? .max, 3_000, "a live master is heard")
+            XCTAssertTrue((3_000..<4_600).contains(watch.standAfterMillis ?? 0), "the first or second of two: \(watch)")
+            XCTAssertLessThan(watch.silentMillis ?? .max, 2_500, "a live master is heard")
         }
 
         // With the master alive, nothing happens over 10 s (3 lease lengths and more).

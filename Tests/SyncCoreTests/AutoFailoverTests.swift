@@ -43,11 +43,12 @@ final class AutoFailoverTests: XCTestCase {
     }
 
     func testTheMostCurrentVoterStandsFirstAndEqualsDiffer() {
-        XCTAssertEqual(AutoFailover.rank(lagEntries: 0, placeAmongVoters: 0), 0)
-        XCTAssertEqual(AutoFailover.rank(lagEntries: 1, placeAmongVoters: 0), 1)
-        XCTAssertEqual(AutoFailover.rank(lagEntries: 500, placeAmongVoters: 1), 3, "the lag counts at most 2 steps")
+        XCTAssertEqual(AutoFailover.rank(currency: .current, placeAmongVoters: 0, votingSlaves: 3), 0)
+        XCTAssertEqual(AutoFailover.rank(currency: .current, placeAmongVoters: 2, votingSlaves: 3), 2)
+        XCTAssertEqual(AutoFailover.rank(currency: .behindMaster, placeAmongVoters: 0, votingSlaves: 3), 3)
         let first = AutoFailover(timing: exact, rank: 0, seed: 7, nowMillis: 0)
-        let behind = AutoFailover(timing: exact, rank: AutoFailover.rank(lagEntries: 3, placeAmongVoters: 0), seed: 7, nowMillis: 0)
+        let behind = AutoFailover(
+            timing: exact, rank: AutoFailover.rank(currency: .behindMaster, placeAmongVoters: 0, votingSlaves: 2), seed: 7, nowMillis: 0)
         let far = AutoFailover(timing: exact, rank: 99, seed: 7, nowMillis: 0)
         XCTAssertEqual(first.standAfterMillis, 3_500)
         XCTAssertEqual(behind.standAfterMillis, 3_800)
@@ -55,6 +56,49 @@ final class AutoFailoverTests: XCTestCase {
         var catching = behind
         catching.rerank(0, seed: 7)
         XCTAssertEqual(catching.standAfterMillis, 3_500, "a voter that caught up goes first again")
+    }
+
+    /// Cause 2 of Docs/PERFORMANCE.md's automatic failover: with the rank `min(lag, 2) + place`,
+    /// a voter one entry behind at place 0 and a current one at place 1 tied (both 1) and stood
+    /// together. How current a voter is now dominates; the place breaks ties among equals.
+    func testHowCurrentAVoterIsDominatesAndNoTwoVotersTie() {
+        XCTAssertNotEqual(
+            AutoFailover.rank(currency: .behindMaster, placeAmongVoters: 0, votingSlaves: 3),
+            AutoFailover.rank(currency: .current, placeAmongVoters: 1, votingSlaves: 3))
+        for slaves in 1...4 {
+            var seen: [Int: (AutoFailover.Currency, Int)] = [:]
+            for currency in [AutoFailover.Currency.current, .behindMaster, .behindMajority] {
+                for place in 0..<slaves {
+                    let rank = AutoFailover.rank(currency: currency, placeAmongVoters: place, votingSlaves: slaves)
+                    XCTAssertNil(seen[rank], "\(slaves) slaves: \(currency) at \(place) ties \(String(describing: seen[rank]))")
+                    seen[rank] = (currency, place)
+                    for other in 0..<slaves {
+                        for worse in [AutoFailover.Currency.current, .behindMaster, .behindMajority] where worse > currency {
+                            XCTAssertLessThan(
+                                rank, AutoFailover.rank(currency: worse, placeAmongVoters: other, votingSlaves: slaves),
+                                "a more current voter stands before any less current one, whatever their places")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    func testHowCurrentIsJudgedAgainstWhatEveryVoterWasTold() {
+        XCTAssertEqual(AutoFailover.Currency(lastSeq: 10, masterSeq: 10, stableSeq: 8), .current)
+        XCTAssertEqual(AutoFailover.Currency(lastSeq: 9, masterSeq: 10, stableSeq: 8), .behindMaster)
+        XCTAssertEqual(AutoFailover.Currency(lastSeq: 8, masterSeq: 10, stableSeq: 8), .behindMaster)
+        XCTAssertEqual(AutoFailover.Currency(lastSeq: 7, masterSeq: 10, stableSeq: 8), .behindMajority)
+        // Not every voter is ever behind a majority: the stable seq is what a majority holds,
+        // so the farthest deferral never delays them all.
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let masterSeq = Int64.random(in: 5...20, using: &rng)
+            let held = (0..<3).map { _ in Int64.random(in: 0...masterSeq, using: &rng) }
+            let stable = StableSeq.compute(masterSeq: masterSeq, voterHeld: held, voters: 3)
+            let classes = held.map { AutoFailover.Currency(lastSeq: $0, masterSeq: masterSeq, stableSeq: stable) }
+            XCTAssertTrue(classes.contains { $0 != .behindMajority }, "\(held) of \(masterSeq), stable \(stable)")
+        }
     }
 
     func testTheJitterIsSeededAndBounded() {
@@ -78,7 +122,10 @@ final class AutoFailoverTests: XCTestCase {
         XCTAssertFalse(
             auto.grantsAutomaticPreVote(nowMillis: 13_499), "past the lease, but the master may have heard this voter a heartbeat later")
         XCTAssertTrue(auto.grantsAutomaticPreVote(nowMillis: 13_500), "silent for the lease and the margin")
-        XCTAssertEqual(AutoFailoverTiming.standard.heartbeatMillis, 250)
+        XCTAssertEqual(AutoFailoverTiming.standard.heartbeatMillis, 208)
+        // Docs/PROTOCOL.md 7.14: the heartbeat and both timers' 100 ms fit in the margin, with
+        // 92 ms left for the link's delay (a LAN's is under a few ms).
+        XCTAssertLessThan(AutoFailoverTiming.standard.heartbeatMillis + 2 * 100 + 90, AutoFailoverTiming.standard.marginMillis)
         XCTAssertLessThanOrEqual(
             AutoFailoverTiming.standard.heartbeatMillis * 2, AutoFailoverTiming.standard.marginMillis,
             "the margin covers a heartbeat's gap and as much again for delays")
@@ -95,27 +142,44 @@ final class AutoFailoverTests: XCTestCase {
         XCTAssertEqual(lease.majority, 2)
         XCTAssertFalse(lease.isHeld, "a master starts lapsed")
         XCTAssertNil(lease.tick(nowMillis: 0))
-        XCTAssertNil(lease.heard(from: "pos-app", atMillis: 100), "a non-voter does not count")
-        XCTAssertEqual(lease.heard(from: "A", atMillis: 100), .regained(heard: 2, majority: 2))
+        XCTAssertNil(lease.heard(from: "pos-app", atMillis: 100, nowMillis: 100), "a non-voter does not count")
+        XCTAssertEqual(lease.heard(from: "A", atMillis: 100, nowMillis: 100), .regained(heard: 2, majority: 2))
         XCTAssertTrue(lease.isHeld)
-        XCTAssertNil(lease.heard(from: "B", atMillis: 2_000))
+        XCTAssertNil(lease.heard(from: "B", atMillis: 2_000, nowMillis: 2_000))
         XCTAssertNil(lease.tick(nowMillis: 3_099), "B still heard, A's message within the lease")
         XCTAssertNil(lease.tick(nowMillis: 4_999), "B alone with the master is a majority")
         XCTAssertEqual(lease.tick(nowMillis: 5_000), .lapsed(heard: 1, majority: 2))
         XCTAssertFalse(lease.isHeld)
         XCTAssertNil(lease.tick(nowMillis: 9_000))
-        XCTAssertEqual(lease.heard(from: "B", atMillis: 9_100), .regained(heard: 2, majority: 2), "it comes back")
+        XCTAssertEqual(lease.heard(from: "B", atMillis: 9_100, nowMillis: 9_100), .regained(heard: 2, majority: 2), "it comes back")
         XCTAssertTrue(lease.isHeld)
+    }
+
+    /// The lease flap of a cut master: its links stay open, and each tick reported their last
+    /// frames, heard long ago. Judged at that past instant the lease came back (and the held
+    /// messages were sent again) only to lapse at the tick: `lease.lapsed`/`lease.regained`
+    /// every 100 ms. Judged now, it stays lapsed.
+    func testAFrameHeardLongAgoDoesNotBringTheLeaseBack() {
+        var lease = MasterLease(leaseMillis: 2_500, voters: ["M", "A", "B"], ownId: "M")
+        XCTAssertEqual(lease.heard(from: "A", atMillis: 1_000, nowMillis: 1_000), .regained(heard: 2, majority: 2))
+        XCTAssertEqual(lease.tick(nowMillis: 3_500), .lapsed(heard: 1, majority: 2))
+        for now in stride(from: Int64(3_600), through: 6_000, by: 100) {
+            XCTAssertNil(lease.heard(from: "A", atMillis: 1_000, nowMillis: now), "A's last frame is 1 s old at \(now)")
+            XCTAssertNil(lease.heard(from: "B", atMillis: 900, nowMillis: now))
+            XCTAssertNil(lease.tick(nowMillis: now))
+            XCTAssertFalse(lease.isHeld)
+        }
+        XCTAssertEqual(lease.heard(from: "B", atMillis: 6_050, nowMillis: 6_100), .regained(heard: 2, majority: 2), "a fresh frame")
     }
 
     func testFiveVotersNeedTwoOthersAndARevokedVoterStopsCounting() {
         var lease = MasterLease(leaseMillis: 3_000, voters: ["M", "A", "B", "C", "D"], ownId: "M")
         XCTAssertEqual(lease.majority, 3)
-        XCTAssertNil(lease.heard(from: "A", atMillis: 0))
-        XCTAssertEqual(lease.heard(from: "B", atMillis: 10), .regained(heard: 3, majority: 3))
+        XCTAssertNil(lease.heard(from: "A", atMillis: 0, nowMillis: 0))
+        XCTAssertEqual(lease.heard(from: "B", atMillis: 10, nowMillis: 10), .regained(heard: 3, majority: 3))
         XCTAssertEqual(
             lease.votersChanged(["M", "A", "C", "D"], ownId: "M", nowMillis: 20), .lapsed(heard: 2, majority: 3),
             "B revoked: 2 of 4 is no majority")
-        XCTAssertEqual(lease.heard(from: "C", atMillis: 30), .regained(heard: 3, majority: 3))
+        XCTAssertEqual(lease.heard(from: "C", atMillis: 30, nowMillis: 30), .regained(heard: 3, majority: 3))
     }
 }

@@ -36,6 +36,7 @@ extension SlaveEngine {
         do {
             try store.commit(c)
             adoptTerms(of: c)
+            if c.members != nil { membersCommitted += 1 }
         } catch {
             out.append(.log(EngineLog(.error, "replica.write_failed", [("error", "\(error)")])))
             out.append(.abort(reason: "replica write failed"))

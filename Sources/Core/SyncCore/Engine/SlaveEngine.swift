@@ -30,6 +30,9 @@ public final class SlaveEngine {
     /// The store's stable seq as the master's last heartbeat said (Docs/PROTOCOL.md 7.18); the
     /// node keeps it with the replica (`sync.stable_seq`). 0 until one says.
     public internal(set) var stableSeq: Int64 = 0
+    /// How many times the store's members were committed to the standby copy: a node that
+    /// derives something from them (a voter's place) works it out again when this changes.
+    public internal(set) var membersCommitted = 0
     public private(set) var link: LinkState = .offline
     /// Set when the replica may differ from the master's truth: the next hello asks for a snapshot.
     public internal(set) var needsSnapshot = false

@@ -12,19 +12,19 @@ public struct AutoFailoverTiming: Equatable, Sendable {
     /// election timeout is `leaseMillis + marginMillis`; a voter stands after it plus its
     /// stagger and jitter). It must exceed the heartbeat interval plus the network's delay.
     public var marginMillis: Int64
-    /// The wait added per step of a voter's rank (its lag, then its place among the voters).
+    /// The wait added per step of a voter's rank (how current it is, then its place among the voters).
     public var staggerStepMillis: Int64
     /// The highest rank counted (a voter further behind waits no longer than this rank).
     public var maxRank: Int
     /// The seeded jitter's range: [0, jitterMillis).
     public var jitterMillis: Int64
 
-    /// The defaults: a 3 s lease, 3.5 s before a voter stands, 1.5 s per rank (at most 4: a
+    /// The defaults: a 2.5 s lease, 3 s before a voter stands, 1.5 s per rank (at most 4: a
     /// candidate's announcement, about 1 s of mDNS probing, reaches the next voter before it
-    /// would stand), 100 ms of jitter: the first voter stands 3.5 to 3.6 s after its master went
+    /// would stand), 100 ms of jitter: the first voter stands 3.0 to 3.1 s after its master went
     /// silent.
     public static let standard = AutoFailoverTiming(
-        leaseMillis: 3_000, marginMillis: 500, staggerStepMillis: 1_500, maxRank: 4, jitterMillis: 100)
+        leaseMillis: 2_500, marginMillis: 500, staggerStepMillis: 1_500, maxRank: 4, jitterMillis: 100)
 
     /// Timings from their fields.
     public init(leaseMillis: Int64, marginMillis: Int64, staggerStepMillis: Int64, maxRank: Int, jitterMillis: Int64) {
@@ -40,7 +40,7 @@ public struct AutoFailoverTiming: Equatable, Sendable {
     public var electionTimeoutMillis: Int64 { leaseMillis + marginMillis }
 
     /// How often an idle link is pinged with automatic failover: a twelfth of the lease
-    /// (250 ms by default), well within the margin.
+    /// (208 ms by default), well within the margin.
     public var heartbeatMillis: Int64 { leaseMillis / 12 }
 }
 
@@ -99,11 +99,44 @@ public struct AutoFailover: Equatable, Sendable {
         return stagger + Int64(z % UInt64(timing.jitterMillis))
     }
 
-    /// The rank of a voter from what it knows: how many entries it lags behind the last seq its
-    /// master announced (capped at 2), then its place among the store's voters sorted by node id
-    /// (so two voters equally current never stand at the same moment).
-    public static func rank(lagEntries: Int64, placeAmongVoters: Int) -> Int {
-        Int(min(max(lagEntries, 0), 2)) + max(placeAmongVoters, 0)
+    /// How current a voter is, from what every voter of the store was told alike (the master's
+    /// last seq and its stable seq, Docs/PROTOCOL.md 7.18) and its own last seq.
+    public enum Currency: Int, Comparable, Sendable {
+        /// It holds the master's last seq.
+        case current = 0
+        /// It lacks some of the master's last entries but holds the stable seq: another voter
+        /// may hold more, or none.
+        case behindMaster = 1
+        /// It lacks entries a majority holds: a more current voter surely survives.
+        case behindMajority = 2
+
+        /// The class of a voter at `lastSeq` whose master announced `masterSeq` and `stableSeq`.
+        public init(lastSeq: Int64, masterSeq: Int64, stableSeq: Int64) {
+            if lastSeq >= masterSeq {
+                self = .current
+            } else if lastSeq >= stableSeq {
+                self = .behindMaster
+            } else {
+                self = .behindMajority
+            }
+        }
+
+        public static func < (a: Currency, b: Currency) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// The rank of a voter: how current it is dominates, its place among the voting slaves
+    /// sorted by node id (0 first) breaks the tie among voters equally current. Ranks are
+    /// distinct for distinct (currency, place): a voter behind stands only after every more
+    /// current voter had its turn (a voter promises only a candidate at least as current as
+    /// itself, Docs/PROTOCOL.md 7.9, so a lagging candidate standing first would split the
+    /// vote). The class is judged against what all voters were told, not against the others'
+    /// own journals (no voter knows them): `behindMajority` never holds for every voter, as a
+    /// majority holds the stable seq; when every voter is `behindMaster` (the master's last
+    /// entries reached none), all wait `votingSlaves` steps more, at most `maxRank` in all.
+    public static func rank(currency: Currency, placeAmongVoters: Int, votingSlaves: Int) -> Int {
+        let slaves = max(votingSlaves, 1)
+        let place = min(max(placeAmongVoters, 0), slaves - 1)
+        return currency.rawValue * slaves + place
     }
 
     /// The voter's rank changed (it fell behind or caught up): its stagger follows.

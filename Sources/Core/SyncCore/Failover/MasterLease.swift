@@ -51,11 +51,14 @@ public struct MasterLease: Equatable, Sendable {
         1 + voters.filter { id in lastHeard[id].map { nowMillis - $0 < leaseMillis } ?? false }.count
     }
 
-    /// A message of `id` arrived at `atMillis` (a non-voter changes nothing).
-    public mutating func heard(from id: String, atMillis: Int64) -> Change? {
+    /// A message of `id` arrived at `atMillis`, reported at `nowMillis` (a non-voter changes
+    /// nothing). The lease is judged at `nowMillis`, never at the past instant the message
+    /// arrived: judged then, a voter last heard 3 s ago would regain a lease that has lapsed
+    /// since, only for the next tick to lapse it again.
+    public mutating func heard(from id: String, atMillis: Int64, nowMillis: Int64) -> Change? {
         guard voters.contains(id) else { return nil }
         lastHeard[id] = max(lastHeard[id] ?? atMillis, atMillis)
-        return evaluate(nowMillis: atMillis)
+        return evaluate(nowMillis: max(nowMillis, atMillis))
     }
 
     /// The store's voters changed (a pairing, a revocation, a voter flag).

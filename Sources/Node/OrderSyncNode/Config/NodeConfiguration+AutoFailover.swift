@@ -1,7 +1,7 @@
 import SyncCore
 
 extension NodeConfiguration {
-    /// Turns `--auto-failover` on (when `on`): idle links are pinged at least every 250 ms
+    /// Turns `--auto-failover` on (when `on`): idle links are pinged at least every 208 ms
     /// (`AutoFailoverTiming.heartbeatMillis`), so that a healthy peer is heard well within the
     /// lease and the margin covers the gap between two heartbeats.
     public mutating func enableAutoFailover(_ on: Bool) {

@@ -75,7 +75,8 @@ extension MasterNode {
 
     private func millis(_ instant: MonotonicInstant) -> Int64 { instant.sinceBoot.wholeMilliseconds }
 
-    /// Counts the voters heard on their open links and carries out a change of the lease.
+    /// Counts the voters heard on their open links and carries out a change of the lease, judged
+    /// now (a link's last frame is in the past: judged then, a cut master's lease would flap).
     private func leaseTick() {
         guard var watch = lease, !shuttingDown else { return }
         watch.timer = nil
@@ -83,7 +84,7 @@ extension MasterNode {
         var changes: [MasterLease.Change] = []
         for s in sessions.values where s.phase == .open {
             guard let id = s.secure?.terminal?.nodeId else { continue }
-            changes += [watch.lease.heard(from: id, atMillis: millis(s.transport.lastHeard))].compactMap { $0 }
+            changes += [watch.lease.heard(from: id, atMillis: millis(s.transport.lastHeard), nowMillis: now)].compactMap { $0 }
         }
         changes += [watch.lease.tick(nowMillis: now)].compactMap { $0 }
         lease = watch
@@ -125,6 +126,28 @@ extension MasterNode {
                     "this master hears \(heard) of the \(watch.lease.majority) voters a write needs; nothing was written, try again in a moment"
             ))
         return true
+    }
+
+    /// The answer to a local write committed earlier and answered only now (it waited for a
+    /// standby until `--sync-timeout`), when the lease has lapsed since: `503 no_quorum`, not
+    /// acknowledged. A new master may have acknowledged writes by now (its voters waited out
+    /// this lease), so this one must not; the write stays in this journal, and if another
+    /// master took over it is queued again with its op id when this node steps down (7.13).
+    /// Nil while the lease is held or off.
+    func leaseRefusesLateAnswer(seq: Int64) -> (status: Int, body: JSONValue)? {
+        guard let watch = lease, !watch.lease.isHeld else { return nil }
+        let heard = watch.lease.heardCount(nowMillis: millis(loop.now))
+        logger.warning(
+            "lease.late_answer_refused",
+            metadata: ["seq": "\(seq)", "heard": "\(heard)", "majority": "\(watch.lease.majority)"])
+        return (
+            503,
+            LocalAPIRoute.errorBody(
+                code: "no_quorum",
+                message:
+                    "written on this master only and not acknowledged: it lost a majority of the voters (\(heard) of \(watch.lease.majority)) while waiting for a standby; send it again with the same opId"
+            )
+        )
     }
 
     /// A terminal's message while the lease is lapsed: an operation (and whatever follows it on

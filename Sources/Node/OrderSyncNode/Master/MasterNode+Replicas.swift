@@ -90,8 +90,14 @@ extension MasterNode {
     /// Answers a write that waited. An unreplicated one is counted and, when it waited for a
     /// standby, logged; when the kept answer said otherwise it is rewritten first, so a retry
     /// of its `opId` gets these very bytes.
+    /// With `--auto-failover`, an answer given once the lease has lapsed is a refusal instead
+    /// (`leaseRefusesLateAnswer`): the write is not acknowledged.
     func answerReplicated(_ done: ReplicationWaits<PendingReplication, MonotonicInstant>.Finished) {
         let p = done.answer
+        if let refusal = leaseRefusesLateAnswer(seq: done.seq) {
+            p.respond(refusal.status, refusal.body)
+            return
+        }
         let body = done.replicated ? p.replicated : p.unreplicated
         if !done.replicated {
             metrics.counts.unreplicatedWrites += 1

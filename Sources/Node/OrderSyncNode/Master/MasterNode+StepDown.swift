@@ -80,10 +80,19 @@ extension MasterNode {
         group.answers = []
         // Writes that waited for standbys: on this disk, not known to be on another (a write of
         // the failed group gets its refusal); the kept answer of a retried opId stands.
+        // With `--auto-failover` and the lease lapsed, they are refused instead (not acknowledged).
         for w in takeCommittingReplications() {
-            if failed, let f = w.failed { w.respond(f.status, f.body) } else { w.respond.send(w.status, w.unreplicated) }
+            if failed, let f = w.failed {
+                w.respond(f.status, f.body)
+            } else if let r = leaseRefusesLateAnswer(seq: w.seq) {
+                w.respond(r.status, r.body)
+            } else {
+                w.respond.send(w.status, w.unreplicated)
+            }
         }
-        for w in replicas.waits.drain().map(\.answer) { w.respond.send(w.status, w.unreplicated) }
+        for w in replicas.waits.drain().map(\.answer) {
+            if let r = leaseRefusesLateAnswer(seq: w.seq) { w.respond(r.status, r.body) } else { w.respond.send(w.status, w.unreplicated) }
+        }
         var kept: [GroupWork] = []
         for work in group.queue[group.queueHead...] {
             switch work {

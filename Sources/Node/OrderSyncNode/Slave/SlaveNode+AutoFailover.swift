@@ -12,7 +12,7 @@ struct AutoFailoverWatch {
     var policy: AutoFailover
     /// Its place among the store's voting slaves sorted by node id (nil until the standby copy
     /// names them), and its jitter's seed.
-    var place: Int?
+    var place: VotingPlace?
     let seed: UInt64
     /// The next tick.
     var timer: TimerHandle?
@@ -21,6 +21,19 @@ struct AutoFailoverWatch {
     /// An automatic candidate refused while the master was still heard: considered again on
     /// each tick, and pre-voted for once the master has been silent for the whole lease.
     var refusedCandidate: (service: ResolvedService, atMillis: Int64)?
+}
+
+/// A voter's place among the store's voting slaves, and what it was worked out from: it is
+/// read from the store again only when the members were committed since, or the slave follows
+/// another master (not on every tick).
+struct VotingPlace: Equatable {
+    /// 0 for the first voting slave by node id.
+    var place: Int
+    /// The voting slaves (the master they watch left out).
+    var votingSlaves: Int
+    /// `SlaveEngine.membersCommitted` and the master followed when it was read.
+    var membersCommitted: Int
+    var master: String?
 }
 
 /// Automatic failover on a voter slave (Docs/PROTOCOL.md, "Automatic failover"): when its master
@@ -67,7 +80,8 @@ extension SlaveNode {
         let place = votingPlace()
         let seed = me.utf8.reduce(UInt64(14_695_981_039_346_656_037)) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 }
         let policy = AutoFailover(
-            rank: AutoFailover.rank(lagEntries: 0, placeAmongVoters: place ?? 0), seed: seed, nowMillis: millis(loop.now))
+            rank: AutoFailover.rank(currency: .current, placeAmongVoters: place?.place ?? 0, votingSlaves: place?.votingSlaves ?? 1),
+            seed: seed, nowMillis: millis(loop.now))
         autoFailover = AutoFailoverWatch(policy: policy, place: place, seed: seed)
         logger.info(
             "auto_failover.on",
@@ -80,11 +94,21 @@ extension SlaveNode {
 
     /// Voters equally current stand one after the other, by their place among the slaves that
     /// vote (the master they all watch left out); nil while the standby copy names no voters.
-    private func votingPlace() -> Int? {
+    private func votingPlace() -> VotingPlace? {
         let voters = standbyVoters()
         guard !voters.isEmpty else { return nil }
         let master = try? writer.read { try $0.standbyMaster()?.id }
-        return voters.keys.filter { $0 != master }.sorted().firstIndex(of: nodeIdentity.nodeId) ?? 0
+        let slaves = voters.keys.filter { $0 != master }.sorted()
+        return VotingPlace(
+            place: slaves.firstIndex(of: nodeIdentity.nodeId) ?? 0, votingSlaves: slaves.count,
+            membersCommitted: engine.membersCommitted, master: trust.current?.master)
+    }
+
+    /// True when `place` was worked out before the members last committed or before this
+    /// slave followed another master.
+    private func placeIsStale(_ place: VotingPlace?) -> Bool {
+        guard let place else { return true }
+        return place.membersCommitted != engine.membersCommitted || place.master != trust.current?.master
     }
 
     private func logTooFewVoters(_ count: Int) {
@@ -106,14 +130,16 @@ extension SlaveNode {
         guard var watch = autoFailover, !shuttingDown else { return }
         watch.timer = nil
         if linkState.isUp, let heard = linkState.link?.lastHeard { watch.policy.heard(atMillis: millis(heard)) }
-        // The most current voter stands first: its lag behind the master's last seq it knew; of
-        // voters equally current, by place. The place is worked out again while the master is
-        // heard (terminals paired later, a new master followed): taken once, at the first
-        // members, two voters could hold the same place and split the vote, and after a
-        // promotion no survivor might hold place 0. Once the master is silent it is kept.
-        if watch.place == nil || linkState.isUp { watch.place = votingPlace() ?? watch.place }
-        let lag = engine.masterSeq - engine.lastSeq
-        watch.policy.rerank(AutoFailover.rank(lagEntries: lag, placeAmongVoters: watch.place ?? 0), seed: watch.seed)
+        // The most current voter stands first: how current it is (Currency), then its place.
+        // The place is worked out again while the master is heard, when the members were
+        // committed or another master is followed (terminals paired later, a promotion): taken
+        // once, two voters could hold the same place and split the vote, and after a promotion
+        // no survivor might hold place 0. Once the master is silent it is kept.
+        if watch.place == nil || (linkState.isUp && placeIsStale(watch.place)) { watch.place = votingPlace() ?? watch.place }
+        let currency = AutoFailover.Currency(lastSeq: engine.lastSeq, masterSeq: engine.masterSeq, stableSeq: engine.stableSeq)
+        let rank = AutoFailover.rank(
+            currency: currency, placeAmongVoters: watch.place?.place ?? 0, votingSlaves: watch.place?.votingSlaves ?? 1)
+        watch.policy.rerank(rank, seed: watch.seed)
         let action = watch.policy.tick(nowMillis: millis(loop.now))
         autoFailover = watch
         guard case .standForElection(let silent)? = action else {
