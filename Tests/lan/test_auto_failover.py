@@ -81,3 +81,36 @@ def test_the_master_dies_a_slave_takes_over_by_itself_within_5_s(make_lan):
                what="the other slave to follow the new master")
     names = {o["customerName"] for o in other.orders()}
     assert "before" in names and f"after-{new_master.host.name}" in names, names
+
+
+def test_a_write_answered_after_the_lease_lapsed_is_not_acknowledged(make_lan):
+    """The master's cable is pulled while a write of its own till waits for a standby: committed
+    within the lease, it would be answered when `--sync-timeout` ends (4 s), after the lease
+    (2.5 s) lapsed and a slave may have taken over. That late answer is `503 no_quorum`, not an
+    acknowledgement; the write stays in the old master's journal (for the diverged re-queue when
+    it steps down)."""
+    lan = make_lan(3)
+    auto = ["--auto-failover"]
+    master = OrderSyncNode.master(lan.hosts[0], store="shop28", name=lan.hosts[0].name, port=17280,
+                                  extra=auto + ["--sync-timeout", "4"])
+    slaves = [OrderSyncNode.slave(h, store="shop28", pair_name=h.name, extra=auto) for h in lan.hosts[1:]]
+    for slave in slaves:
+        slave.wait_live()
+    wait_until(lambda: write(master, "before")[0] in (200, 201), timeout=20, what="the master's lease")
+    assert master.status()["autoFailover"]["state"] == "held"
+
+    master.host.link_down()
+    uuid = str(uuidlib.uuid4()).upper()
+    sent = time.monotonic()
+    status, answer = master.operation(0, {"uuid": uuid, "customerName": "late"}, "late-answer")
+    waited = time.monotonic() - sent
+    assert status == 503, (status, answer)
+    assert answer["error"]["code"] == "no_quorum", answer
+    assert 3.5 < waited < 10, f"answered after {waited:.2f} s: not at the end of the sync timeout"
+    assert master.wait_event("lease.late_answer_refused", timeout=5)
+
+    # Not acknowledged, not lost: the write stays in this master's journal, for the diverged
+    # re-queue (Docs/PROTOCOL.md 7.13) when it steps down to the slave that takes over.
+    names = [o["customerName"] for o in master.orders()]
+    assert names.count("late") == 1, names
+    master.host.link_up()
