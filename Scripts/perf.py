@@ -214,11 +214,12 @@ class PythonServer(Server):
 class Generator:
     def __init__(self, tmp):
         self.binary = os.path.join(tmp, "loadgen")
-        source = os.path.join(HERE, "bench", "loadgen.c")
+        sources = [os.path.join(HERE, "bench", name) for name in ("loadgen.c", "loadgen_noise.c")]
         gcc = shutil.which("gcc") or shutil.which("cc")
         if not gcc:
             raise PerfError("gcc is needed to build the load generator (apt-get install gcc)")
-        subprocess.run([gcc, "-O2", "-Wall", "-Wextra", "-o", self.binary, source, "-lm"], check=True)
+        # libcrypto (OpenSSL, apt-get install libssl-dev) for the secure link of paired terminals.
+        subprocess.run([gcc, "-O2", "-Wall", "-Wextra", "-o", self.binary, *sources, "-lm", "-lcrypto"], check=True)
 
     def run(self, port, on_measuring=None, **options):
         """Runs the generator; `on_measuring()` is called when it starts the measured phase
