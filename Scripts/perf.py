@@ -721,6 +721,8 @@ def main():
     parser.add_argument("--rollup-entries", type=int, default=100_000, help="(g): entries the roll-up catches up")
     parser.add_argument("--sweeps", default="terminals,size,store", help="which cost sweeps: terminals,size,store")
     parser.add_argument("--join-orders", type=int, default=1_000_000, help="the store size of (h), the join (--only join)")
+    parser.add_argument("--paired-terminals", type=lambda v: [int(x) for x in v.split(",")], default=[8, 64, 256],
+                        help="(p): the terminal counts of its latency rows at 1,000 ops/s")
     parser.add_argument("--out-json")
     parser.add_argument("--plots", help="write the sweeps' PNG plots into this folder")
     parser.add_argument("--smoke", action="store_true", help="every scenario, tiny: checks the pipeline, not the speed")
