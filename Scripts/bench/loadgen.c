@@ -140,13 +140,20 @@ static void watch(struct conn *c, int want_out) {
     epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+/* A link that ended: out of the epoll set, so that its hang-up does not wake the loop for ever. */
+static void drop(struct conn *c) {
+    c->closed = 1;
+    epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
+}
+
 static void flush_out(struct conn *c) {
+    if (c->closed) return;
     while (c->out.len > c->out.off) {
         ssize_t n = send(c->fd, c->out.data + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) break;
             error_note("send: %s", strerror(errno));
-            c->closed = 1;
+            drop(c);
             return;
         }
         buf_consume(&c->out, (size_t)n);
@@ -394,11 +401,11 @@ static void on_readable(struct conn *c) {
     unsigned char chunk[65536];
     for (;;) {
         ssize_t n = recv(c->fd, chunk, sizeof chunk, 0);
-        if (n == 0) { if (!c->closed) error_note("a terminal's link was closed by the master"); c->closed = 1; return; }
+        if (n == 0) { if (!c->closed) error_note("a terminal's link was closed by the master"); drop(c); return; }
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) break;
             error_note("recv: %s", strerror(errno));
-            c->closed = 1;
+            drop(c);
             return;
         }
         buf_append(&c->in, chunk, (size_t)n);
