@@ -14,7 +14,10 @@ deliveries per server CPU-second; (b) latency p50/p99/p99.9 at 100, 1,000 and 5,
 connected terminals: server RSS and CPU; (e) idle CPU and RSS; (f) the store of 100k orders to a
 new terminal (a StorePOS terminal's connect sequence on both masters; a new OrderSync slave's
 snapshot); (g) the roll-up into PostgreSQL: catch-up rows/s, head office back to the first
-committed batch, lag per entry at 100 ops/s (Scripts/perf_rollup.py). Then the cost as the work grows (OrderSync): terminals 1 -> 50 -> 500, order size
+committed batch, lag per entry at 100 ops/s (Scripts/perf_rollup.py); (p) paired terminals (the generator on the
+secure link) against StorePOS terminals: ops/s and master CPU per delivery with 1 and 10 receivers,
+p99 at 1,000 ops/s with 8, 64 and 256 terminals, memory per connected terminal
+(Scripts/perf_paired.py; pairing needs the project's .venv). Then the cost as the work grows (OrderSync): terminals 1 -> 50 -> 500, order size
 200 B -> 16 KiB, store size 1k -> 1M orders: server CPU per operation and latency, as tables and
 PNG plots. Also the disk's fdatasync time, measured beside them. With `--only join`: (h) a
 store of `--join-orders` (1M) orders joined by a new paired slave and a new StorePOS app while
@@ -179,9 +182,10 @@ class Server:
 class OrderSyncServer(Server):
     kind = "OrderSync"
 
-    def __init__(self, tmp, name, binary):
+    def __init__(self, tmp, name, binary, extra=()):
         super().__init__(tmp, name)
         self.binary = binary
+        self.extra = list(extra)
         self.data = os.path.join(self.dir, "data")
 
     def argv(self):
@@ -189,7 +193,7 @@ class OrderSyncServer(Server):
         return [self.binary, "master", "--data-dir", self.data, "--store", "bench", "--port", str(self.port),
                 "--listen", "127.0.0.1", "--insecure-storepos", "--log-level", "warning", "--rate-limit", big,
                 "--rate-burst", big, "--max-connections", "5000", "--max-connections-per-address", "5000",
-                "--max-handshakes-per-address", "5000"]
+                "--max-handshakes-per-address", "5000", *self.extra]
 
     def status(self):
         return api(self.data, "GET", "/v1/status")[1]
@@ -214,11 +218,12 @@ class PythonServer(Server):
 class Generator:
     def __init__(self, tmp):
         self.binary = os.path.join(tmp, "loadgen")
-        source = os.path.join(HERE, "bench", "loadgen.c")
+        sources = [os.path.join(HERE, "bench", name) for name in ("loadgen.c", "loadgen_noise.c")]
         gcc = shutil.which("gcc") or shutil.which("cc")
         if not gcc:
             raise PerfError("gcc is needed to build the load generator (apt-get install gcc)")
-        subprocess.run([gcc, "-O2", "-Wall", "-Wextra", "-o", self.binary, source, "-lm"], check=True)
+        # libcrypto (OpenSSL, apt-get install libssl-dev) for the secure link of paired terminals.
+        subprocess.run([gcc, "-O2", "-Wall", "-Wextra", "-o", self.binary, *sources, "-lm", "-lcrypto"], check=True)
 
     def run(self, port, on_measuring=None, **options):
         """Runs the generator; `on_measuring()` is called when it starts the measured phase
@@ -260,11 +265,14 @@ class Bench:
                         "smoke": args.smoke, "repeat": args.repeat}
         self.runs = 0
         self.servers = []
+        #: Flags added to every OrderSync master started (the paired scenario lifts limits with them).
+        self.extra_master_args = []
 
     def server(self, kind):
         self.runs += 1
         name = f"{kind}-{self.runs}"
-        s = OrderSyncServer(self.tmp, name, self.args.bin) if kind == "ordersync" else PythonServer(self.tmp, name)
+        s = OrderSyncServer(self.tmp, name, self.args.bin, self.extra_master_args) if kind == "ordersync" \
+            else PythonServer(self.tmp, name)
         self.servers.append(s)
         return s.start()
 
@@ -431,6 +439,11 @@ class Bench:
         sys.path.insert(0, os.path.join(HERE, "bench"))  # Scripts/bench.py hides the folder as a package
         import join_big
         self.results["join"] = join_big.join(self, 2000 if self.args.smoke else self.args.join_orders)
+
+    # (p) paired terminals against StorePOS terminals, 8 to 256 terminals (Scripts/perf_paired.py)
+    def paired(self):
+        import perf_paired
+        self.results["paired"] = perf_paired.measure(self, memory_mib, cpu_seconds, median, PerfError, api)
 
     # (g)
     def rollup(self):
@@ -622,6 +635,9 @@ def report(r):
                   f"| server peak RSS (MiB) | {fmt(s['ordersync']['hwm_mib'], 1)} | {fmt(s['python']['hwm_mib'], 1)} |", ""]
     if "join" in r:
         lines += join_report(r["join"])
+    if "paired" in r:
+        import perf_paired
+        lines += perf_paired.report_lines(r["paired"], fmt)
     if "rollup" in r:
         import perf_rollup
         lines += perf_rollup.report_lines(r["rollup"], fmt)
@@ -699,12 +715,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", default=os.path.join(REPO, ".build", "release", "ordersync"))
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--only", default="a,b,c,d,e,f,g,sweeps", help="scenarios: a,b,c,d,e,f,g,sweeps,join")
+    parser.add_argument("--only", default="a,b,c,d,e,f,g,paired,sweeps", help="scenarios: a,b,c,d,e,f,g,paired,sweeps,join")
     parser.add_argument("--largest-store", type=int, default=1_000_000,
                         help="the last store size of the sweep (OrderSync only; 100000 or less: none beyond 100k)")
     parser.add_argument("--rollup-entries", type=int, default=100_000, help="(g): entries the roll-up catches up")
     parser.add_argument("--sweeps", default="terminals,size,store", help="which cost sweeps: terminals,size,store")
     parser.add_argument("--join-orders", type=int, default=1_000_000, help="the store size of (h), the join (--only join)")
+    parser.add_argument("--paired-terminals", type=lambda v: [int(x) for x in v.split(",")], default=[8, 64, 256],
+                        help="(p): the terminal counts of its latency rows at 1,000 ops/s")
     parser.add_argument("--out-json")
     parser.add_argument("--plots", help="write the sweeps' PNG plots into this folder")
     parser.add_argument("--smoke", action="store_true", help="every scenario, tiny: checks the pipeline, not the speed")
@@ -716,7 +734,8 @@ def main():
     only = set(args.only.split(","))
     bench = Bench(args)
     steps = [("fsync", bench.fsync), ("a", bench.throughput), ("b", bench.latency), ("c", bench.catch_up),
-             ("d", bench.many_terminals), ("e", bench.idle), ("f", bench.snapshot), ("g", bench.rollup), ("sweeps", bench.sweeps),
+             ("d", bench.many_terminals), ("e", bench.idle), ("f", bench.snapshot), ("g", bench.rollup), ("paired", bench.paired),
+             ("sweeps", bench.sweeps),
              ("join", bench.join)]
     failures = []
     try:

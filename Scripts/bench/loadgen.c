@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loadgen_noise.h"
+
 enum mode { MODE_MAX, MODE_RATE, MODE_HOLD, MODE_SNAPSHOT };
 
 struct buf {
@@ -41,12 +43,20 @@ struct buf {
 struct conn {
     int fd;
     int index;          /* receiver index, or -1 for the sender */
-    int open;           /* WebSocket handshake done */
+    int open;           /* ready for operations: upgraded (StorePOS), or `ready` received (paired) */
+    int upgraded;       /* WebSocket handshake done */
     int closed;
     struct buf in, out, msg;
     int msg_opcode;
     long messages;      /* data messages received */
     uint64_t connected_ns;
+    /* A paired terminal (--paired): its secure link, the stage of its handshake (1: Noise message
+       sent, 2: hello sent, 3: live), the chunks of a message in parts, the last seq it got and
+       the last it acknowledged. */
+    struct noise_link *nl;
+    int stage, key_index;
+    struct buf plain;
+    long last_seq, acked_seq;
 };
 
 static const char *host = "127.0.0.1";
@@ -63,6 +73,13 @@ static unsigned marker = 0;
 static int json_only = 0;
 static double settle_ms = 0;
 static uint64_t last_rx_ns = 0;
+/* --paired FILE: the master's public key, then one private key per terminal (hex, a line each). */
+static const char *paired_file = NULL;
+static const char *store_name = "bench";
+static unsigned char master_key[32];
+static unsigned char (*terminal_keys)[32];
+static int terminal_key_count = 0;
+static uint64_t last_ack_ns = 0;
 
 static struct conn *conns;
 static int nconns;
@@ -123,13 +140,20 @@ static void watch(struct conn *c, int want_out) {
     epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+/* A link that ended: out of the epoll set, so that its hang-up does not wake the loop for ever. */
+static void drop(struct conn *c) {
+    c->closed = 1;
+    epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
+}
+
 static void flush_out(struct conn *c) {
+    if (c->closed) return;
     while (c->out.len > c->out.off) {
         ssize_t n = send(c->fd, c->out.data + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) break;
             error_note("send: %s", strerror(errno));
-            c->closed = 1;
+            drop(c);
             return;
         }
         buf_consume(&c->out, (size_t)n);
@@ -180,11 +204,17 @@ static struct conn *open_conn(int index) {
     c->fd = fd;
     c->index = index;
     c->connected_ns = now_ns();
-    char req[256];
+    char req[320];
     int n = snprintf(req, sizeof req,
                      "GET / HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-                     host, port);
+                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n%s\r\n",
+                     host, port, paired_file ? "Sec-WebSocket-Protocol: ordersync.ik.v1\r\n" : "");
+    if (paired_file) {
+        int k = index >= 0 ? index : receivers;
+        if (k >= terminal_key_count) { error_note("--paired holds %d terminal keys, %d needed", terminal_key_count, k + 1); exit(2); }
+        c->nl = calloc(1, sizeof *c->nl);
+        c->key_index = k;
+    }
     buf_append(&c->out, req, (size_t)n);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
     epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
@@ -266,29 +296,132 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n) {
     }
 }
 
+/* Whether the n bytes at p hold the literal s. */
+#define HAS(p, n, s) (memmem((p), (n), (s), sizeof(s) - 1) != NULL)
+
+/* One sync message sealed for a paired terminal's link (chunks of at most 65,518 bytes; a rekey
+   every 10,000 messages sent), as a masked binary frame. */
+static void secure_send(struct conn *c, const char *p, size_t n) {
+    unsigned char sealed[65536 + 32];
+    size_t off = 0;
+    do {
+        size_t chunk = n - off > 65518 ? 65518 : n - off;
+        unsigned char header = off + chunk < n ? 0x01 : 0;
+        size_t m = noise_seal(c->nl, header, (const unsigned char *)p + off, chunk, sealed, 10000);
+        send_frame(c, 0x2, (const char *)sealed, m);
+        off += chunk;
+    } while (off < n);
+}
+
+static void send_ack(struct conn *c) {
+    char ack[128];
+    int n = snprintf(ack, sizeof ack, "{\"type\":\"ack\",\"seq\":%ld,\"outbox\":0,\"held\":%ld}", c->last_seq, c->last_seq);
+    secure_send(c, ack, (size_t)n);
+    c->acked_seq = c->last_seq;
+    flush_out(c);
+}
+
+/* What an OrderSync slave acknowledges: the seq it applied, at most every 200 ms (PROTOCOL 4.5). */
+static void ack_round(void) {
+    if (!paired_file) return;
+    uint64_t now = now_ns();
+    if (now - last_ack_ns < 200000000ull) return;
+    last_ack_ns = now;
+    for (int k = 0; k < nconns; k++) {
+        struct conn *c = &conns[k];
+        if (c->stage == 3 && !c->closed && c->last_seq > c->acked_seq) send_ack(c);
+    }
+}
+
+/* The WebSocket is open: the IK handshake's first message. */
+static void secure_start(struct conn *c) {
+    unsigned char first[96];
+    if (noise_ik_start(c->nl, terminal_keys[c->key_index], master_key, "ordersync.ik.v1", first) != 0) {
+        error_note("noise: could not start the handshake");
+        c->closed = 1;
+        return;
+    }
+    send_frame(c, 0x2, (const char *)first, sizeof first);
+    flush_out(c);
+    c->stage = 1;
+}
+
+/* A whole sync message on a paired terminal's link. */
+static void on_sync_message(struct conn *c, const unsigned char *p, size_t n) {
+    if (n > 12 && !memcmp(p, "{\"operation\"", 12)) {
+        const unsigned char *q = memmem(p, n, "\"seq\":", 6);
+        if (q && !HAS(p, n, "\"snapshot\"")) c->last_seq = strtol((const char *)q + 6, NULL, 10);
+        on_message(c, p, n);
+        return;
+    }
+    if (HAS(p, n, "\"type\":\"ready\"")) {
+        const unsigned char *q = memmem(p, n, "\"seq\":", 6);
+        if (q) c->last_seq = strtol((const char *)q + 6, NULL, 10);
+        c->stage = 3;
+        c->open = 1;
+        send_ack(c);
+    } else if (HAS(p, n, "\"type\":\"heartbeat\"")) {
+        send_ack(c);
+    } else if (HAS(p, n, "\"type\":\"error\"")) {
+        error_note("the master answered an error: %.*s", (int)(n > 200 ? 200 : n), p);
+    }
+}
+
+/* A whole WebSocket message: a StorePOS terminal's text, or a paired terminal's Noise message. */
+static void on_frame_message(struct conn *c, const unsigned char *p, size_t n) {
+    if (!c->nl) { on_message(c, p, n); return; }
+    if (c->stage == 1) {
+        unsigned char payload[1024];
+        long pn = noise_ik_finish(c->nl, p, n, payload, sizeof payload);
+        if (pn < 0) { error_note("noise: the master's handshake answer does not decrypt"); c->closed = 1; return; }
+        if (HAS(payload, (size_t)pn, "\"refused\"")) {
+            error_note("the master refused a paired terminal: %.*s", (int)pn, payload);
+            c->closed = 1;
+            return;
+        }
+        char hello[256];
+        int hn = snprintf(hello, sizeof hello,
+                          "{\"type\":\"hello\",\"proto\":\"ordersync/1\",\"terminal\":\"loadgen-%d\",\"name\":\"loadgen-%d\","
+                          "\"store\":\"%s\",\"lastSeq\":0,\"outbox\":0}", c->key_index, c->key_index, store_name);
+        secure_send(c, hello, (size_t)hn);
+        flush_out(c);
+        c->stage = 2;
+        return;
+    }
+    long pn = noise_open(c->nl, (unsigned char *)p, n);
+    if (pn < 0) { error_note("noise: a transport message does not decrypt"); c->closed = 1; return; }
+    unsigned char header = p[0];
+    if (header & 0x04) return; /* a control message (paired, masterKey) */
+    if (!(header & 0x01) && c->plain.len == 0) { on_sync_message(c, p + 1, (size_t)pn - 1); return; }
+    buf_append(&c->plain, p + 1, (size_t)pn - 1);
+    if (!(header & 0x01)) { on_sync_message(c, c->plain.data, c->plain.len); c->plain.len = 0; }
+}
+
 static void on_readable(struct conn *c) {
     unsigned char chunk[65536];
     for (;;) {
         ssize_t n = recv(c->fd, chunk, sizeof chunk, 0);
-        if (n == 0) { if (!c->closed) error_note("a terminal's link was closed by the master"); c->closed = 1; return; }
+        if (n == 0) { if (!c->closed) error_note("a terminal's link was closed by the master"); drop(c); return; }
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) break;
             error_note("recv: %s", strerror(errno));
-            c->closed = 1;
+            drop(c);
             return;
         }
         buf_append(&c->in, chunk, (size_t)n);
         last_rx_ns = now_ns();
         if ((size_t)n < sizeof chunk) break;
     }
-    if (!c->open) {
+    if (!c->upgraded) {
         unsigned char *d = c->in.data + c->in.off;
         size_t len = c->in.len - c->in.off;
         unsigned char *end = memmem(d, len, "\r\n\r\n", 4);
         if (!end) return;
         if (len < 12 || memcmp(d, "HTTP/1.1 101", 12) != 0) { error_note("handshake refused"); c->closed = 1; return; }
         buf_consume(&c->in, (size_t)(end + 4 - d));
-        c->open = 1;
+        c->upgraded = 1;
+        if (c->nl) secure_start(c);
+        else c->open = 1;
     }
     for (;;) {
         unsigned char *d = c->in.data + c->in.off;
@@ -306,10 +439,10 @@ static void on_readable(struct conn *c) {
         else if (opcode == 0x8) { c->closed = 1; error_note("the master closed a terminal's link"); }
         else if (opcode == 0x1 || opcode == 0x2 || opcode == 0x0) {
             if (opcode != 0) c->msg_opcode = opcode;
-            if (fin && opcode != 0 && c->msg.len == 0) on_message(c, payload, (size_t)plen);
+            if (fin && opcode != 0 && c->msg.len == 0) on_frame_message(c, payload, (size_t)plen);
             else {
                 buf_append(&c->msg, payload, (size_t)plen);
-                if (fin) { on_message(c, c->msg.data, c->msg.len); c->msg.len = 0; }
+                if (fin) { on_frame_message(c, c->msg.data, c->msg.len); c->msg.len = 0; }
             }
         }
         buf_consume(&c->in, h + (size_t)plen);
@@ -338,9 +471,15 @@ static void send_op(struct conn *s, long i) {
                      "\"shippingMethod\":\"pickup\",\"tableName\":\"T%ld\",\"tableSize\":%ld%s%.*s%s}]}",
                      uuid, name_len, name_pad, i % 40, 1 + i % 8, extra_len ? ",\"x-pad\":\"" : "", extra_len, name_pad,
                      extra_len ? "\"" : "");
+    if (s->nl) {
+        /* An OrderSync slave names each operation (opId) and gets its broadcast and `result` back. */
+        n--;
+        n += snprintf(order_text + n, order_text_cap - (size_t)n, ",\"opId\":\"%08X-%ld\"}", marker, i);
+    }
     sent_at[i] = now_ns();
     remaining[i] = receivers;
-    send_frame(s, 0x1, order_text, (size_t)n);
+    if (s->nl) secure_send(s, order_text, (size_t)n);
+    else send_frame(s, 0x1, order_text, (size_t)n);
     sent++;
 }
 
@@ -363,9 +502,35 @@ static double cpu_seconds(void) {
     return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
+static int hex32(const char *text, unsigned char out[32]) {
+    for (int i = 0; i < 32; i++) {
+        int a = hexval(text[2 * i]), b = a < 0 ? -1 : hexval(text[2 * i + 1]);
+        if (b < 0) return -1;
+        out[i] = (unsigned char)(a * 16 + b);
+    }
+    return 0;
+}
+
+static void load_keys(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) { perror(path); exit(2); }
+    char line[256];
+    int k = -1, cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strlen(line) < 64) continue;
+        if (k < 0) { if (hex32(line, master_key) != 0) { fprintf(stderr, "loadgen: %s: not a key\n", path); exit(2); } k = 0; continue; }
+        if (k == cap) { cap = cap ? cap * 2 : 64; terminal_keys = realloc(terminal_keys, (size_t)cap * 32); }
+        if (hex32(line, terminal_keys[k]) != 0) { fprintf(stderr, "loadgen: %s: not a key\n", path); exit(2); }
+        k++;
+    }
+    fclose(f);
+    terminal_key_count = k < 0 ? 0 : k;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: loadgen --port P [--host H] [--mode max|rate|hold|snapshot] [--receivers N] [--ops N] [--window N]\n"
-                    "               [--rate OPS/S] [--duration S] [--warmup S] [--expect N] [--order-bytes N] [--marker HEX]\n");
+                    "               [--rate OPS/S] [--duration S] [--warmup S] [--expect N] [--order-bytes N] [--marker HEX]\n"
+                    "               [--paired KEYFILE --store NAME]\n");
     exit(2);
 }
 
@@ -378,6 +543,7 @@ static void poll_once(int timeout_ms) {
         if (evs[k].events & EPOLLOUT) flush_out(c);
         if (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
     }
+    ack_round();
 }
 
 /* --settle-ms: read until the terminals have had nothing for that long (what a master sends a
@@ -413,11 +579,14 @@ int main(int argc, char **argv) {
         else if (OPT("--order-bytes")) order_bytes = atoi(v);
         else if (OPT("--marker")) marker = (unsigned)strtoul(v, NULL, 16);
         else if (OPT("--settle-ms")) settle_ms = atof(v);
+        else if (OPT("--paired")) paired_file = v;
+        else if (OPT("--store")) store_name = v;
         else if (!strcmp(a, "--json")) json_only = 1;
         else usage();
 #undef OPT
     }
     if (!port) usage();
+    if (paired_file) load_keys(paired_file);
     if (!marker) marker = (unsigned)(now_ns() ^ (uint64_t)getpid()) & 0x7FFFFFFF;
     rng_state ^= marker;
     struct rlimit rl;
@@ -525,6 +694,7 @@ int main(int argc, char **argv) {
             if (evs[k].events & EPOLLOUT) flush_out(c);
             if (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(c);
         }
+        ack_round();
     }
     uint64_t stop = now_ns();
     double cpu = cpu_seconds() - cpu0;

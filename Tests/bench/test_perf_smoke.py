@@ -66,6 +66,17 @@ def test_every_scenario_gives_well_formed_figures_for_both_masters(tmp_path):
         for row in rows:
             assert row["ordersync"]["cpu_us_per_op"] > 0 and row["ordersync"]["p99_ms"] > 0, row
     assert r["fdatasync_ms"]["p50"] > 0
+    # Paired terminals (the generator on the secure link) beside StorePOS terminals.
+    p = r["paired"]
+    for row in p["throughput"]:
+        for kind in ("storepos", "paired"):
+            assert row[kind]["ops_per_s"] > 0 and row[kind]["cpu_us_per_delivery"] > 0, (kind, row)
+    for row in p["terminals"]:
+        for kind in ("storepos", "paired"):
+            assert 0 < row[kind]["p50"] <= row[kind]["p99"] <= row[kind]["p999"], (kind, row)
+    for row in p["memory"]:
+        for kind in ("storepos", "paired"):
+            assert row[kind]["rss_connected_mib"] > 0, (kind, row)
     g = r["rollup"]
     assert g["catch_up_rows_per_s"] > 0 and g["link_up_s"] > 0, g
     assert 0 < g["lag_p50_ms"] <= g["lag_p99_ms"] <= g["lag_max_ms"], g
@@ -76,4 +87,5 @@ def test_every_scenario_gives_well_formed_figures_for_both_masters(tmp_path):
     # The tables printed for Docs/PERFORMANCE.md name both masters and the command.
     assert "| receivers | OrderSync ops/s | Python ops/s |" in result.stdout
     assert "(g) The roll-up into PostgreSQL on loopback" in result.stdout
+    assert "(p) Paired terminals (secure link) against StorePOS terminals" in result.stdout
     assert "Command: `Scripts/perf.py --smoke" in result.stdout
