@@ -19,15 +19,15 @@ import XCTest
 /// term 2 without X. X then says hello to M: op-d goes back into X's outbox, op-c (answered
 /// `"replicated":false`, lost with Q's disk as 7.8 says) does not.
 final class DivergenceBelowSnapshotBaseTests: StoreTestCase {
-    private let till = AuthenticatedTerminal(nodeId: "TILL-000X-AAAA", name: "till-x")
+    let till = AuthenticatedTerminal(nodeId: "TILL-000X-AAAA", name: "till-x")
 
-    private func create(_ n: Int, opId: String) -> OperationMessage {
+    func create(_ n: Int, opId: String) -> OperationMessage {
         let uuid = String(format: "7a0b3c4d-5e6f-4a1b-8c2d-%012d", n)
         return OperationMessage(
             operation: .create, orders: [.object(JSONObject([("uuid", .string(uuid)), ("customerName", .string("c\(n)"))]))], opId: opId)
     }
 
-    private func texts(_ actions: [MasterEngine.Action], to peer: Int) -> [[UInt8]] {
+    func texts(_ actions: [MasterEngine.Action], to peer: Int) -> [[UInt8]] {
         actions.compactMap {
             switch $0 {
             case .send(let p, let bytes) where p == peer: return bytes
@@ -39,18 +39,30 @@ final class DivergenceBelowSnapshotBaseTests: StoreTestCase {
 
     /// A slave engine on `db` says hello to `master` on link `peer`, takes every answer and acks.
     @discardableResult
-    private func connect(_ db: OrderDatabase, to master: MasterEngine, peer: Int) throws -> (SlaveEngine, [String]) {
-        let slave = try SlaveEngine(store: SQLiteSlaveStore(db: db), terminalId: till.nodeId, terminalName: till.name, configuredStore: "s")
+    func connect(_ db: OrderDatabase, to master: MasterEngine, peer: Int, staged: Bool = true) throws -> (SlaveEngine, [String]) {
+        let (slave, seen, _) = try join(db, to: master, peer: peer, staged: staged)
+        return (slave, seen)
+    }
+
+    /// `connect`, also returning what the slave sent besides its hello and ack (its outbox,
+    /// undelivered: `deliver` takes it to the master).
+    /// `staged: false` takes snapshots whole (a store that does not stage them), as the
+    /// simulation's stores do.
+    func join(_ db: OrderDatabase, to master: MasterEngine, peer: Int, staged: Bool = true) throws -> (SlaveEngine, [String], [[UInt8]]) {
+        let sqlite = SQLiteSlaveStore(db: db)
+        let store: any SlaveStore = staged ? sqlite : WholeSnapshotSlaveStore(sqlite)
+        let slave = try SlaveEngine(store: store, terminalId: till.nodeId, terminalName: till.name, configuredStore: "s")
         _ = master.peerConnected(peer, address: "x", terminal: till)
         var seen: [String] = []
+        var sent: [[UInt8]] = []
         for case .send(let hello) in slave.linkOpened() {
             for bytes in texts(master.received(hello, from: peer, now: 1_000), to: peer) {
                 seen.append(String(decoding: bytes, as: UTF8.self))
-                _ = slave.received(bytes, now: 1_000)
+                for case .send(let s) in slave.received(bytes, now: 1_000) { sent.append(s) }
             }
         }
         for case .send(let ack) in slave.ackDue() { _ = master.received(ack, from: peer, now: 1_000) }
-        return (slave, seen)
+        return (slave, seen, sent)
     }
 
     func testAWriteHeldOnlyInsideASnapshotIsNotAnsweredReplicated() throws {

@@ -60,7 +60,9 @@ final class StandbyEngineTests: StoreTestCase {
         XCTAssertEqual(journal.map(\.term), [1, 1])
         XCTAssertTrue(try db.hasTombstone(uuid: uuid(1)))
         XCTAssertEqual(try db.journalEntry(opId: "op-a")?.seq, 1, "a promoted master finds the op id")
-        // A snapshot empties the standby journal and records its base.
+        // A snapshot records its base; of the lineage the slave followed, it keeps the journal's
+        // entries above the stable seq (none heard: 0) below that base (7.19), outside the
+        // gapless journal a catch-up or a fetch reads.
         XCTAssertEqual(slave.lastTerm, 1)
         let (again, _) = try join(
             master, peer: 2,
@@ -68,7 +70,8 @@ final class StandbyEngineTests: StoreTestCase {
                 try db.setMetadata("replica.needs_snapshot", "1"); return db
             }())
         XCTAssertEqual(again.lastSeq, 2)
-        XCTAssertEqual(try db.journalEntries(after: 0, limit: 10), [])
+        XCTAssertEqual(try db.journalEntries(after: 0, limit: 10).map(\.seq), [1, 2])
+        XCTAssertNil(try db.firstJournalSeq())
         XCTAssertEqual(try db.standbyBase(), 2)
     }
 
@@ -187,6 +190,8 @@ final class StandbyEngineTests: StoreTestCase {
         XCTAssertEqual(slave.term, 2)
         XCTAssertNotNil(try old.order(uuid: uuid(3)), "the requeued order stays on top of the snapshot")
         XCTAssertNotNil(try old.order(uuid: uuid(4)))
-        XCTAssertEqual(try old.journalEntries(after: 0, limit: 10), [], "the snapshot emptied the journal")
+        XCTAssertEqual(
+            try old.journalEntries(after: 0, limit: 10).map(\.seq), [1, 2], "the shared entries stay, below the snapshot's base (7.19)")
+        XCTAssertNil(try old.firstJournalSeq(), "nothing above the base")
     }
 }

@@ -19,8 +19,8 @@ class InMemorySlaveStore: SlaveStore {
     private(set) var needsSnapshot = false
     /// Kept answers, oldest first (the newest `SlaveCommit.answeredKept`).
     private(set) var answered: [AnsweredOperation] = []
-    /// The standby copy: the master's entries applied since the last snapshot, their
-    /// tombstones, and the terms (`Docs/PROTOCOL.md` 7).
+    /// The standby copy: the master's entries applied since the last snapshot (and those kept
+    /// through it, 7.19), their tombstones, and the terms (`Docs/PROTOCOL.md` 7).
     private(set) var journal: [JournalEntry] = []
     private(set) var tombstones: [String: Int64] = [:]
     private(set) var term: Int64 = 1
@@ -122,8 +122,18 @@ class InMemorySlaveStore: SlaveStore {
 
     /// The standby copy of `c`, as `SQLiteSlaveStore` writes it.
     private func applyStandby(_ c: SlaveCommit) {
-        if c.standbyBase != nil {
-            journal = []
+        if let base = c.standbyBase {
+            // A snapshot of the history it followed keeps what `diverged` would re-queue (7.19).
+            if let above = c.keepJournalAbove, c.epoch == nil || c.epoch == epoch {
+                journal.removeAll { $0.seq <= above || $0.seq > base }
+                for e in c.keptEntries where e.seq > above && e.seq <= base {
+                    guard !journal.contains(where: { $0.seq == e.seq || ($0.opId != nil && $0.opId == e.opId) }) else { continue }
+                    journal.append(e)
+                }
+                journal.sort { $0.seq < $1.seq }
+            } else {
+                journal = []
+            }
             baseTerm = c.baseTerm ?? 1
         }
         if let keep = c.truncateJournal { journal.removeAll { $0.seq > keep } }

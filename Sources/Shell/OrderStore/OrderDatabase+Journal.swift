@@ -119,9 +119,13 @@ extension OrderDatabase {
     }
 
     /// The lowest recorded sequence number, or nil when the journal is empty. After compaction
-    /// the journal covers only `firstJournalSeq()...lastJournalSeq()`.
+    /// the journal covers only `firstJournalSeq()...lastJournalSeq()`. The entries a standby
+    /// kept through a snapshot (at or below `standby.base`, Docs/PROTOCOL.md 7.19) are not
+    /// counted: the journal from here on is gapless, they are there for `diverged` only.
     public func firstJournalSeq() throws -> Int64? {
-        try connection.scalarInt("SELECT min(seq) FROM journal")
+        try connection.scalarInt(
+            "SELECT min(seq) FROM journal WHERE seq > coalesce((SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'standby.base'), 0)"
+        )
     }
 
     /// Removes every entry with `seq <= through` (journal compaction), and the operation ids

@@ -248,7 +248,8 @@ extension OrderDatabase {
     /// deleted. Throws for any other: its earlier state is not known.
     private func restoreOrders(_ uuids: Set<String>, created: Set<String>) throws {
         for uuid in uuids.sorted() {
-            if let e = try journal(since: 0, orderUUID: uuid, limit: Int.max).last {
+            // Entries kept below a snapshot's base (7.19) may be older than the snapshot's orders.
+            if let e = try journal(since: try standbyBase(), orderUUID: uuid, limit: Int.max).last {
                 guard case .success(.applied(let op, let orders, _, _, _, nil, _)) = ServerMessage.decode(e.message) else {
                     throw StoreError(kind: .invalidArgument, message: "journal entry \(e.seq) is not a broadcast", path: path)
                 }

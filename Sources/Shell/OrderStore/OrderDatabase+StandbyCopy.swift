@@ -6,13 +6,19 @@ import SyncCore
 /// that applies them.
 extension OrderDatabase {
     /// The parts of `c` that come before its order changes: a snapshot empties the standby
-    /// journal (`standby.base`), keeping the operation ids below it, a divergence drops its
-    /// entries after `truncateJournal`.
+    /// journal (`standby.base`), keeping the operation ids below it and, of the lineage it
+    /// followed, the entries it would re-queue (`keepJournalAbove`, `keptEntries`), a divergence
+    /// drops its entries after `truncateJournal`.
     func applyStandbyBefore(_ c: SlaveCommit) throws {
         if let base = c.standbyBase {
+            let followed = try metadata("replica.epoch")
             try keepAppliedOpIds(base: base, epoch: c.epoch, from: c.appliedOpIds)
-            try connection.execute("DELETE FROM journal_orders")
-            try connection.execute("DELETE FROM journal")
+            if let above = c.keepJournalAbove, c.epoch == nil || c.epoch == followed {
+                try keepJournal(above: above, through: base, adding: c.keptEntries)
+            } else {
+                try connection.execute("DELETE FROM journal_orders")
+                try connection.execute("DELETE FROM journal")
+            }
             try setMetadata("standby.base", String(base))
             try setMetadata("standby.base_term", String(c.baseTerm ?? 1))
         }
@@ -36,6 +42,23 @@ extension OrderDatabase {
         if let t = c.term { try setTerm(t) }
         if let s = c.termStarts { try setTermStarts(s) }
         if let m = c.members { try saveMembers(m) }
+    }
+
+    /// A snapshot at `base` of the history this standby followed (Docs/PROTOCOL.md 7.19): of its
+    /// journal only the entries in (`above`, `base`] stay (those at or below the stable seq no
+    /// promotion undoes, those above the base are not the master's), with `kept` (its own
+    /// writes the snapshot answered) added where the journal holds neither their seq nor their
+    /// operation id. They stay below `standby.base`, outside the gapless journal a catch-up or
+    /// a fetch reads (`firstJournalSeq`), for a later `diverged` to re-queue.
+    func keepJournal(above: Int64, through base: Int64, adding kept: [JournalEntry]) throws {
+        for table in ["journal_orders", "journal"] {
+            try connection.execute("DELETE FROM \(table) WHERE seq <= ? OR seq > ?", [.integer(above), .integer(base)])
+        }
+        for e in kept where e.seq > above && e.seq <= base {
+            if try journalEntry(seq: e.seq) != nil { continue }
+            if let id = e.opId, try journalEntry(opId: id) != nil { continue }
+            try appendJournal(e)
+        }
     }
 
     /// Records a master's entry in the standby journal (a broadcast, or a fetched tail). An

@@ -29,6 +29,8 @@ struct EngineFailoverStats {
     var ownOutboxApplied = 0
     var rogueIgnored = 0
     var snapshots = 0
+    /// Journal entries standbys kept below a snapshot's base (Docs/PROTOCOL.md 7.19).
+    var keptBelowBase = 0
     var connections = 0
     var cuts = 0
     var messages = 0
@@ -57,6 +59,7 @@ struct EngineFailoverStats {
         ownOutboxApplied += o.ownOutboxApplied
         rogueIgnored += o.rogueIgnored
         snapshots += o.snapshots
+        keptBelowBase += o.keptBelowBase
         connections += o.connections
         cuts += o.cuts
         messages += o.messages
@@ -73,7 +76,7 @@ struct EngineFailoverStats {
             + "(\(fetchedEntries) entries), \(stepDowns) step-downs, \(divergedSlaves) slaves told diverged, \(requeued) "
             + "entries re-queued, \(ownOutboxApplied) own-outbox entries applied by promoted nodes; \(rogueIgnored) rogue "
             + "announcements ignored; "
-            + "highest term \(highestTerm); \(snapshots) snapshots, \(connections) connections, "
+            + "highest term \(highestTerm); \(snapshots) snapshots (\(keptBelowBase) entries kept below their base), \(connections) connections, "
             + "\(cuts) cuts, \(crashes) crashes, \(messages) messages; \(virtualMillis / 1000) virtual s"
     }
 }

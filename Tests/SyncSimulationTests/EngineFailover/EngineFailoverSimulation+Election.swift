@@ -171,6 +171,7 @@ extension EngineFailoverSimulation {
             return checker.fail(self, "store", "\(n.tag) could not commit its promotion: \(error)")
         }
         engine.snapshotChunk = 5
+        engine.maxCatchUpEntries = catchUpBound
         n.role = .master(engine)
         n.incarnation += 1
         n.followed = n.id

@@ -157,7 +157,12 @@ extension EngineFailoverSimulation {
                     stats.divergedSlaves += 1
                     stats.requeued += Int(l.metadata.first { $0.0 == "requeued" }?.1 ?? "") ?? 0
                 }
-                if l.event == "snapshot.received" { stats.snapshots += 1 }
+                if l.event == "snapshot.received" {
+                    stats.snapshots += 1
+                    if let db = n.db, let base = try? db.standbyBase() {
+                        stats.keptBelowBase += (try? db.journalEntries(after: 0, limit: Int.max).filter { $0.seq <= base }.count) ?? 0
+                    }
+                }
                 trace.log(clock.now, n.tag, l)
             }
         }

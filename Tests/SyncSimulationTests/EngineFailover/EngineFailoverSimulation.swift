@@ -56,6 +56,11 @@ final class EngineFailoverSimulation: SimOrderWriting {
     let rogue: Bool
     /// The code of the last promotion refused, for the operator's next move.
     var lastRefusal: PromotionReport.Refusal.Code?
+    /// The masters' catch-up bound (`MasterEngine.maxCatchUpEntries`): a few entries in a third
+    /// of the seeds, so that a standby that was away comes back by a snapshot of the history it
+    /// followed rather than a catch-up, and keeps through it what a later `diverged` below the
+    /// snapshot's base re-queues (Docs/PROTOCOL.md 7.19).
+    let catchUpBound: Int
     /// How long a master's local API write waits for a standby (`--sync-timeout`).
     static let syncTimeoutMillis: Int64 = 2000
 
@@ -71,6 +76,7 @@ final class EngineFailoverSimulation: SimOrderWriting {
         }
         masterDiesForGood = rng.chance(0.6)
         rogue = rng.chance(0.3)
+        catchUpBound = rng.chance(0.33) ? rng.int(2...8) : 10_000
         network.longDelayChance = rng.unit() * 0.03
         network.onMessage = { [unowned self] c, side, text in self.arrived(text, on: c, at: side) }
         network.onClosed = { [unowned self] c, side in self.closed(c, at: side) }
@@ -174,6 +180,7 @@ final class EngineFailoverSimulation: SimOrderWriting {
             if try db.metadata("node.role") == "master" {
                 let e = try MasterEngine(store: SQLiteMasterStore(db: db), storeId: storeId, epoch: try db.lineage())
                 e.snapshotChunk = 5
+                e.maxCatchUpEntries = catchUpBound
                 n.role = .master(e)
                 n.followed = n.id
                 membersChanged(n)

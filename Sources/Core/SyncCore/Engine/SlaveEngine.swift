@@ -278,12 +278,12 @@ public final class SlaveEngine {
             c.feed.append(.snapshot(masterSeq: snap.seq, epoch: snap.epoch, orders: all.count))
             // Outbox entries the master already applied are in the snapshot: answered, they
             // leave the outbox in this transaction and are not applied again on top.
-            var settledHere: [(opId: String, keys: [String])] = []
+            var settledHere: [(opId: String, keys: [String], seq: Int64?)] = []
             for e in outbox where held[e.opId] != nil {
                 // Its orders as the snapshot holds them (the answer a retry of it gets).
                 let orders = e.orderKeys.compactMap { overlay[$0] ?? nil }
                 settle(e.opId, keys: e.orderKeys, seq: held[e.opId], applied: orders, errors: [], into: &c)
-                settledHere.append((e.opId, e.orderKeys))
+                settledHere.append((e.opId, e.orderKeys, held[e.opId]))
             }
             // Pending local changes go on top of the master's state in the same transaction.
             try rebase(&overlay, keys: nil, fallBackToStore: false, skipping: Set(held.keys))

@@ -155,6 +155,12 @@ public struct SlaveCommit: Equatable, Sendable {
     /// With `standbyBase`: the operation ids the master's history holds up to the snapshot, with
     /// their seqs, kept below the emptied journal (with the journal's own).
     public var appliedOpIds: [String: Int64] = [:]
+    /// With `standbyBase` (`Docs/PROTOCOL.md` 7.19): the journal entries above this seq (the
+    /// stable seq the slave knew) and at or below the base stay through a snapshot of the
+    /// lineage it followed, with `keptEntries` (its own writes the snapshot answered), so that a
+    /// later `diverged` below the base re-queues them; nil empties the journal.
+    public var keepJournalAbove: Int64?
+    public var keptEntries: [JournalEntry] = []
 
     /// How many answered operation ids a slave remembers.
     public static let answeredKept = 10_000

@@ -40,12 +40,12 @@ extension SlaveEngine {
             c.feed.append(.snapshot(masterSeq: snap.seq, epoch: snap.epoch, orders: count))
             // Outbox entries the master already applied are in the snapshot: answered, they
             // leave the outbox in this commit and are not applied again on top.
-            var settledHere: [(opId: String, keys: [String])] = []
+            var settledHere: [(opId: String, keys: [String], seq: Int64?)] = []
             for e in outbox where held[e.opId] != nil {
                 // Its orders as the snapshot holds them (the answer a retry of it gets).
                 let orders = try e.orderKeys.compactMap { try staging.stagedOrder(uuid: $0) }
                 settle(e.opId, keys: e.orderKeys, seq: held[e.opId], applied: orders, errors: [], into: &c)
-                settledHere.append((e.opId, e.orderKeys))
+                settledHere.append((e.opId, e.orderKeys, held[e.opId]))
             }
             // Pending local changes go on top of the staged orders, in the same commit.
             var overlay: [String: Order?] = [:]
@@ -63,10 +63,10 @@ extension SlaveEngine {
     }
 
     /// A snapshot's commit `c` (its orders, the outbox entries it answers), completed with what
-    /// every snapshot brings (position, epoch, store, the standby journal's base and term
-    /// starts), committed; then the engine follows it.
+    /// every snapshot brings (position, epoch, store, the standby journal's base, what it keeps
+    /// through the snapshot, term starts), committed; then the engine follows it.
     func commitSnapshot(
-        _ c: inout SlaveCommit, _ snap: SnapshotPart, orders count: Int, settled: [(opId: String, keys: [String])],
+        _ c: inout SlaveCommit, _ snap: SnapshotPart, orders count: Int, settled: [(opId: String, keys: [String], seq: Int64?)],
         _ out: inout [Action]
     ) throws {
         c.lastSeq = snap.seq
@@ -74,6 +74,7 @@ extension SlaveEngine {
         c.needsSnapshot = false
         if let s = configuredStore { c.store = s }
         snapshotTerms(snap, into: &c)
+        keepThroughSnapshot(snap, settled: settled, into: &c)
         try store.commit(c)
         adoptTerms(of: c)
         lastSeq = snap.seq
