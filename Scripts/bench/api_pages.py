@@ -6,8 +6,8 @@ For each `--bin` in turn: a master on loopback (no Avahi), 1,000 orders of about
 through its local API, then `--rounds` rounds of: client A asks for all of them in one page
 (`GET /v1/orders?page=1&per=1000`, about 15 MB), and while A waits client B sends small requests
 one after another on a keep-alive connection (`GET /v1/status` and `GET /v1/orders?page=1&per=1`
-in turn). Prints, per binary, A's first byte and whole answer, B's answers while A waited for its
-first byte (count, p50, p99, max), and the load average before and after.
+in turn). Prints, per binary, A's first byte and whole answer, B's requests sent while A waited for
+its first byte (count, p50, p99, max), and the load average before and after.
 
     python3 Scripts/bench/api_pages.py --bin .build/debug/ordersync --bin /tmp/old/ordersync
 """
@@ -92,18 +92,18 @@ def one_round(sock_path: str) -> dict:
     n = 0
     while "done" not in marks:
         target = "/v1/status" if n % 2 == 0 else "/v1/orders?page=1&per=1"
-        sent = time.monotonic()
+        sent, building = time.monotonic(), "first" not in marks
         small.sendall(f"GET {target} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
         status, _ = read_response(small, buffer)
         took = (time.monotonic() - sent) * 1000
         assert status == 200, status
-        (waiting if "first" not in marks else during).append(took)
+        (waiting if building else during).append(took)
         n += 1
     reader.join()
     small.close()
     big.close()
     return {"first_byte_s": round(marks["first"], 3), "whole_s": round(marks["done"], 3), "bytes": marks["bytes"],
-            "b_answers_before_first_byte": len(waiting),
+            "b_sent_before_first_byte": len(waiting),
             "b_p50_ms": round(percentile(waiting, 0.5), 1), "b_p99_ms": round(percentile(waiting, 0.99), 1),
             "b_max_ms": round(max(waiting), 1) if waiting else None,
             "b_answers_while_sent": len(during)}
