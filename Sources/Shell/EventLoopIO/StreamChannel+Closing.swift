@@ -42,6 +42,7 @@ extension StreamChannel {
 
     /// Bounds a close after flush: `closeTimeout` without progress, `closeLimit` in all.
     func startCloseTimer() {
+        stopPendingDeadline()
         let deadline = CloseDeadline(started: loop.now, idleLimit: closeTimeout, totalLimit: closeLimit)
         closeDeadline = deadline
         armCloseTimer(at: deadline.due)
@@ -118,6 +119,7 @@ extension StreamChannel {
             self.closeTimer = nil
         }
         closeDeadline = nil
+        stopPendingDeadline()
         loop.unregister(fd: descriptor)
         socket.close()
         outbound = []

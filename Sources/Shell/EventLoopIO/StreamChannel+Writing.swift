@@ -55,6 +55,7 @@ extension StreamChannel {
             finish(.sendBufferOverflow)
             return
         }
+        pendingChanged(progressed: false)
         updateInterest()
     }
 
@@ -92,6 +93,7 @@ extension StreamChannel {
             finish(.sendBufferOverflow)
             return
         }
+        pendingChanged(progressed: false)
         updateInterest()
     }
 
@@ -205,6 +207,7 @@ extension StreamChannel {
         if pendingBytes < pendingBefore && state == .flushingBeforeClose {
             closeProgressed()
         }
+        pendingChanged(progressed: pendingBytes < pendingBefore)
         if pendingBytes == 0 && state == .flushingBeforeClose {
             flushedBeforeClose()
         } else {

@@ -49,6 +49,11 @@ public final class StreamChannel {
     /// 120 s: a 16 MiB answer, the most ``maxPendingBytes`` holds, at 140 KB/s), so a peer that
     /// reads a trickle cannot hold the connection and its buffer for ever.
     public var closeLimit: Duration = .seconds(120)
+    /// Whether bytes waiting while the channel is open are bounded as a close is
+    /// (`StreamChannel+PendingDeadline.swift`): once the socket has taken no byte for
+    /// ``closeTimeout``, or bytes have waited without a break for ``closeLimit``, the channel
+    /// closes with `ETIMEDOUT`. Off by default (a WebSocket link has its own heartbeat).
+    public var boundsPendingWrites = false
     /// Bytes accepted by ``write(_:)`` but not yet handed to the kernel.
     public internal(set) var pendingBytes = 0
     /// Called on the loop thread when a flush brings ``pendingBytes`` from above
@@ -70,6 +75,8 @@ public final class StreamChannel {
     var reasonAfterFlush = CloseReason.localClose
     var closeTimer: TimerHandle?
     var closeDeadline: CloseDeadline?
+    var pendingTimer: TimerHandle?
+    var pendingDeadline: CloseDeadline?
     var closeWhenConnected = false
     var onConnected: ((StreamChannel) -> Void)?
 

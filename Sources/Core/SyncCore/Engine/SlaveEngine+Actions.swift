@@ -15,6 +15,23 @@ extension SlaveEngine {
         case rejected(WireError)
     }
 
+    /// Every order's sync state as it stands now: a value that can be read on another thread
+    /// while the engine goes on (a local API page is encoded off the node's loop).
+    public struct SyncStates: Sendable {
+        fileprivate let pending: [String: Int]
+        fileprivate let errors: [String: WireError]
+
+        /// The sync state of the order with this key (lower-case UUID).
+        public func of(_ key: String) -> SyncState {
+            if pending[key] != nil { return .pending }
+            if let e = errors[key] { return .rejected(e) }
+            return .synced
+        }
+    }
+
+    /// Every order's sync state now (copies of the engine's tables, shared until it changes).
+    public var syncStates: SyncStates { SyncStates(pending: pendingKeys, errors: syncErrors) }
+
     public enum Action: Equatable, Sendable {
         /// Send `bytes` (one message, UTF-8 JSON text) to the master.
         case send([UInt8])

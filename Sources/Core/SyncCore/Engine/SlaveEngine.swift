@@ -112,9 +112,7 @@ public final class SlaveEngine {
 
     /// The sync state of the order with this key (lower-case UUID).
     public func syncState(of key: String) -> SyncState {
-        if pendingKeys[key] != nil { return .pending }
-        if let e = syncErrors[key] { return .rejected(e) }
-        return .synced
+        syncStates.of(key)
     }
 
     // MARK: Link events

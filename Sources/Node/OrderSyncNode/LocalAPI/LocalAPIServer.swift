@@ -65,6 +65,9 @@ final class LocalAPIServer {
             return
         }
         // The uid of whoever connected, as the kernel saw it at connect(2): the journal names it.
+        // An answer the client stops taking is cut as a close is (5 s without a byte, 120 s in
+        // all), on a keep-alive connection too: logged as `api.answer_cut`.
+        channel.boundsPendingWrites = true
         let client = APIClientConnection(channel: channel, caller: LocalAPICaller(uid: try? channel.peerCredentials().uid))
         let id = ObjectIdentifier(client)
         clients[id] = client

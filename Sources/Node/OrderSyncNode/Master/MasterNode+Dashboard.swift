@@ -24,7 +24,7 @@ extension MasterNode: DashboardSource {
         if case .status = route {
             respond.encoded(200, NodeStatus.master(status()))
         } else {
-            _ = NodeStartup.answerRead(route, store: writer, respond: respond)
+            _ = NodeStartup.answerRead(route, store: writer, respond: respond, offLoop: false)
         }
         return answer
     }

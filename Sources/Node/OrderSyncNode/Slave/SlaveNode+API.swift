@@ -39,7 +39,9 @@ extension SlaveNode {
                     code: "no_journal",
                     message: "this node is a slave; the journal is kept by the master (run this on the master's data directory)"))
         case .list, .show:
-            _ = NodeStartup.answerRead(route, store: writer, respond: respond, decorate: { [unowned self] in self.decorated($0) })
+            // The sync states as they stand now: the page is encoded off the loop.
+            let states = engine.syncStates
+            _ = NodeStartup.answerRead(route, store: writer, respond: respond, decorate: { SlaveNode.decorated($0, states: states) })
         case .write(let message, let single):
             localWrite(message, single: single, respond: respond)
         }

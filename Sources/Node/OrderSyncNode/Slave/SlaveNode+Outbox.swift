@@ -152,8 +152,14 @@ extension SlaveNode {
 
     /// An order as the local API shows it on a slave: with its sync state.
     func decorated(_ order: Order) -> JSONObject {
+        Self.decorated(order, states: engine.syncStates)
+    }
+
+    /// An order as the local API shows it on a slave, with its state in `states` (taken on the
+    /// loop; a page is encoded off it).
+    static func decorated(_ order: Order, states: SlaveEngine.SyncStates) -> JSONObject {
         var o = order.json
-        switch engine.syncState(of: order.key) {
+        switch states.of(order.key) {
         case .pending:
             o["sync"] = .string("pending")
         case .rejected(let e):

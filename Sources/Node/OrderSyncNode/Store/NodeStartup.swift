@@ -26,38 +26,67 @@ enum NodeStartup {
         }
     }
 
-    /// Handles the read-only routes every node answers from its own store (read through its
-    /// writer: never waiting for a commit); false for others.
+    /// Handles the read-only routes every node answers from its own store; false for others.
+    /// One order is read on the loop (through the writer: never waiting for a commit); pages
+    /// (orders, journal, rejections) are read and encoded off the loop (`offLoop`, as the local
+    /// API does: `StoreWriter.readOffLoop`) or on it (the dashboard's synchronous answers), each
+    /// page in one read transaction. `decorate` may run on another thread.
     static func answerRead(
-        _ route: LocalAPIRoute, store: StoreWriter, respond: LocalAPIServer.Respond,
-        decorate: (Order) -> JSONObject = { $0.json }
+        _ route: LocalAPIRoute, store: StoreWriter, respond: LocalAPIServer.Respond, offLoop: Bool = true,
+        decorate: @escaping @Sendable (Order) -> JSONObject = { $0.json }
     ) -> Bool {
-        if case .status = route { return false }
-        if case .write = route { return false }
-        do {
-            try store.read { db in
-                switch route {
-                case .list(let page, let per, let status, let newestFirst):
-                    let r = try db.orders(page: page, per: per, status: status, newestFirst: newestFirst)
-                    respond(200, LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders.map(decorate)))
-                case .show(let uuid):
-                    if let o = try db.order(uuid: uuid) {
-                        respond(200, .object(decorate(o)))
-                    } else {
-                        respond(404, LocalAPIRoute.errorBody(code: "not_found", message: "no order with this uuid", uuid: uuid))
-                    }
-                case .journal(let since, let order, let limit):
-                    respond(200, LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit)))
-                case .rejections(let since, let order, let limit):
-                    respond(200, LocalAPIRoute.rejectionsBody(try db.rejections(since: since, orderUUID: order, limit: limit)))
-                case .status, .write:
-                    break
+        guard let read = readAnswer(route, decorate: decorate) else { return false }
+        var onLoop = !offLoop
+        if case .show = route { onLoop = true }
+        if !onLoop {
+            store.readOffLoop(read) { result in
+                switch result {
+                case .success(let answer): respond.send(answer.status, answer.body)
+                case .failure(let error): respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
                 }
             }
+            return true
+        }
+        do {
+            let answer = try store.read(read)
+            respond.send(answer.status, answer.body)
         } catch {
             respond(500, LocalAPIRoute.errorBody(code: "storage_failed", message: "\(error)"))
         }
         return true
+    }
+
+    /// The read that answers `route` (a status and a JSON body), nil for routes that are not
+    /// reads of the store.
+    private static func readAnswer(
+        _ route: LocalAPIRoute, decorate: @escaping @Sendable (Order) -> JSONObject
+    ) -> (@Sendable (OrderDatabase) throws -> (status: Int, body: [UInt8]))? {
+        switch route {
+        case .status, .write:
+            return nil
+        case .list(let page, let per, let status, let newestFirst):
+            return { db in
+                let r = try db.orders(page: page, per: per, status: status, newestFirst: newestFirst)
+                let body = LocalAPIRoute.listBody(page: page, per: per, total: r.total, orders: r.orders.map(decorate))
+                return (200, body.serializedBytes())
+            }
+        case .show(let uuid):
+            return { db in
+                guard let o = try db.order(uuid: uuid) else {
+                    let body = LocalAPIRoute.errorBody(code: "not_found", message: "no order with this uuid", uuid: uuid)
+                    return (404, body.serializedBytes())
+                }
+                return (200, JSONValue.object(decorate(o)).serializedBytes())
+            }
+        case .journal(let since, let order, let limit):
+            return { db in
+                (200, LocalAPIRoute.journalBody(try db.journal(since: since, orderUUID: order, limit: limit)).serializedBytes())
+            }
+        case .rejections(let since, let order, let limit):
+            return { db in
+                (200, LocalAPIRoute.rejectionsBody(try db.rejections(since: since, orderUUID: order, limit: limit)).serializedBytes())
+            }
+        }
     }
 }
 

@@ -43,6 +43,8 @@ final class StoreWriter {
     private var idleWaiters: [() -> Void] = []
     /// True while a finished commit is handed back (its callback and then the waiters run).
     private var handingBack = false
+    /// The reads of many rows, pinned on the loop and run off it (`OffLoopReads`).
+    let offLoopReads: OffLoopReads
     /// Whether the last commit succeeded, or the streak of failed ones (`StoreWriter+Health`).
     var health = StoreHealth()
     /// The failing store's recovery probe (`StoreWriter+Health`).
@@ -54,11 +56,13 @@ final class StoreWriter {
         self.init(database: store.database, loop: loop, label: label, commitQueue: commitQueue)
     }
 
-    /// The writer of `database`, owned by `loop` (tests build one on a database of their own).
-    init(database: OrderDatabase, loop: EventLoop, label: String, commitQueue: DispatchQueue? = nil) {
+    /// The writer of `database`, owned by `loop` (tests build one on a database of their own, and
+    /// may hand in the queues its COMMITs and its off-loop reads run on).
+    init(database: OrderDatabase, loop: EventLoop, label: String, commitQueue: DispatchQueue? = nil, readQueue: DispatchQueue? = nil) {
         self.database = database
         self.loop = loop
         self.commitQueue = commitQueue ?? DispatchQueue(label: "ordersync.\(label).commit")
+        self.offLoopReads = OffLoopReads(loop: loop, label: label, queue: readQueue)
     }
 
     /// Where the writer is in its group commit.
@@ -168,6 +172,15 @@ final class StoreWriter {
         if reader == nil { reader = try OrderDatabase.openReader(of: database) }
         guard let reader else { preconditionFailure("the reader was just opened") }
         return try body(reader)
+    }
+
+    /// Runs `body` off the loop on a reader connection, inside a read transaction begun now (it
+    /// sees what `read` would show now, but for an open group); `finished` gets its value on the
+    /// loop. For reads of many rows (`OffLoopReads`).
+    func readOffLoop<T: Sendable>(
+        _ body: @escaping @Sendable (OrderDatabase) throws -> T, then finished: @escaping (Result<T, any Error>) -> Void
+    ) {
+        offLoopReads.read(self, body, then: finished)
     }
 
     /// A write outside the roles' groups (a pairing, a revocation, a dashboard token, a slave's
