@@ -163,7 +163,7 @@ let package = Package(
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
                 "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "FaultVFS", "CIMode", "NodePolicy",
-                "WireTestSupport",
+                "WireTestSupport", "PostgresClient", "RollupCore",
             ]),
         .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore", "NodePolicy"]),
     ],

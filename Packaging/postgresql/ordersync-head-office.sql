@@ -59,6 +59,9 @@ GRANT SELECT ON ordersync.schema_version, ordersync.shops TO ordersync_shop;
 GRANT SELECT, INSERT ON ordersync.journal, ordersync.alarms TO ordersync_shop;
 GRANT SELECT, INSERT, UPDATE ON ordersync.orders, ordersync.checkpoints TO ordersync_shop;
 GRANT USAGE ON SEQUENCE ordersync.alarms_id_seq TO ordersync_shop;
+-- The roll-up copies each batch into two temporary tables of its session (COPY), then into the
+-- tables above: PUBLIC may create temporary tables unless that was revoked; granted here all the same.
+DO $$ BEGIN EXECUTE format('GRANT TEMPORARY ON DATABASE %I TO ordersync_shop', current_database()); END $$;
 
 -- Row-level security: a shop's role sees and writes only the rows of the store its ordersync.shops
 -- row names; readers see all. The owner (no shop, no login) is not bound by the policies.

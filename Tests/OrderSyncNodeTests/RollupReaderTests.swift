@@ -97,14 +97,14 @@ final class RollupReaderTests: XCTestCase {
         XCTAssertThrowsError(try reader.batch(RollupReader.Request(after: 0, rolling: start(local), through: 10)))
     }
 
-    func testTheShipmentsColumnsHoldEveryRow() throws {
+    func testTheShipmentsRowsHoldEveryEntry() throws {
         let (reader, local) = try reader()
         defer { reader.close() }
         let shipment = try reader.batch(RollupReader.Request(after: 0, rolling: start(local), through: 10))
-        XCTAssertEqual(shipment.journalColumns.count, 9)
-        guard case .array(_, let seqs) = shipment.journalColumns[0] else { return XCTFail("\(shipment.journalColumns[0])") }
-        XCTAssertEqual(seqs, #"{"1","2","3","4"}"#)
-        XCTAssertEqual(shipment.orderParts.map(\.removed), [false])
-        XCTAssertEqual(shipment.orderParts.first?.columns.count, 13)
+        XCTAssertEqual(shipment.journalRows.rows, 4)
+        let seqs = String(decoding: shipment.journalRows.bytes, as: UTF8.self).split(separator: "\n").map { $0.prefix { $0 != "\t" } }
+        XCTAssertEqual(seqs, ["1", "2", "3", "4"])
+        XCTAssertEqual([shipment.liveOrders, shipment.removedOrders], [4, 0])
+        XCTAssertEqual(shipment.orderRows.rows, 4)
     }
 }

@@ -64,6 +64,12 @@ final class RollupPlanningTests: XCTestCase {
         XCTAssertEqual(RollupRange.decide(checkpoint: 10, oldest: 50, newest: 100, stable: 100), .gap(first: 11, last: 49))
         // A standby's copy after a snapshot at 40: the journal is empty, its floor 40.
         XCTAssertEqual(RollupRange.decide(checkpoint: 0, oldest: nil, newest: 40, stable: 40), .gap(first: 1, last: 40))
+        // The same copy before it heard a stable seq (0): the gap, not "caught up".
+        XCTAssertEqual(RollupRange.decide(checkpoint: 0, oldest: nil, newest: 40, stable: 0), .gap(first: 1, last: 40))
+        XCTAssertEqual(RollupRange.decide(checkpoint: 10, oldest: 50, newest: 100, stable: 5), .gap(first: 11, last: 49))
+        // Head office at or past the snapshot's base: nothing missing.
+        XCTAssertEqual(RollupRange.decide(checkpoint: 40, oldest: nil, newest: 40, stable: 0), .caughtUp)
+        XCTAssertEqual(RollupRange.decide(checkpoint: 40, oldest: 41, newest: 45, stable: 0), .caughtUp)
         // Right at the edge: the checkpoint is the entry before the oldest kept.
         XCTAssertEqual(RollupRange.decide(checkpoint: 49, oldest: 50, newest: 100, stable: 100), .ship(first: 50, last: 100))
     }

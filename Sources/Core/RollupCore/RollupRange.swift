@@ -12,13 +12,16 @@ public enum RollupRange: Equatable, Sendable {
 
     /// The decision for a checkpoint at `checkpoint`, a local journal holding
     /// `oldest...newest` (nil `oldest`: it holds none, and `newest` is its floor: a standby's
-    /// snapshot or a compacted journal) and the stable seq `stable`.
+    /// snapshot or a compacted journal) and the stable seq `stable`. A gap is decided before the
+    /// stable seq: the entries below what this copy keeps are missing whatever is stable (a
+    /// standby that has not yet heard a stable seq, 0, still reports the entries its snapshot
+    /// skipped instead of reading as caught up).
     public static func decide(checkpoint: Int64, oldest: Int64?, newest: Int64, stable: Int64) -> RollupRange {
-        let last = min(stable, newest)
-        guard last > checkpoint else { return .caughtUp }
         let first = checkpoint + 1
         let kept = oldest ?? (newest + 1)
         if kept > first { return .gap(first: first, last: kept - 1) }
+        let last = min(stable, newest)
+        guard last > checkpoint else { return .caughtUp }
         return .ship(first: first, last: last)
     }
 }

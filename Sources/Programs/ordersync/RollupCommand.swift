@@ -7,7 +7,7 @@ import OrderSyncNode
 /// `ordersync rollup`: ships the store's journal to head office's PostgreSQL (Docs/OPERATIONS.md,
 /// "Roll-up into head office"); `verify` and `status` check it. Exit codes: 0 ok, 1 verify found
 /// a difference, 64 usage, 65 conflict or gap (`--once`), 69 head office unreachable, 78
-/// configuration.
+/// configuration, 130/143 a `--once` stopped by SIGINT/SIGTERM.
 struct RollupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rollup",
@@ -75,7 +75,7 @@ struct RollupShipCommand: ParsableCommand {
             FileHandle.standardError.write(Data("ordersync: \(message)\n".utf8))
             throw ExitCode(exit.rawValue)
         }
-        Self.stopOnSignal(runner.stopHandle)
+        Self.stopOnSignal(runner.stopHandle, once: once, logger: logger)
         let exit = runner.run()
         if json, once, let state = try? RollupStatus.read(dataDirectory: dir) { print(JSONValue.object(state).serialized()) }
         if exit != .ok { throw ExitCode(exit.rawValue) }
@@ -90,15 +90,20 @@ struct RollupShipCommand: ParsableCommand {
         return set
     }
 
-    /// A thread that waits for SIGINT or SIGTERM, stops the roll-up gracefully (the batch in
-    /// flight finishes, the state file says `running:false`) and exits 0.
-    private static func stopOnSignal(_ handle: RollupStopHandle) {
+    /// A thread that waits for SIGINT or SIGTERM and stops the roll-up: head office's call in
+    /// flight is broken (a batch not committed is rolled back by head office, its checkpoint
+    /// unmoved), the state file says `running:false`. A follower exits 0 (a service stopped); a
+    /// `--once` exits 128 + the signal's number (130, 143), as a shell reports a command killed
+    /// by it, so that a script never takes a partial shipment for a complete one.
+    private static func stopOnSignal(_ handle: RollupStopHandle, once: Bool, logger: Logger) {
         Thread.detachNewThread {
             var set = stopSignals
             var signal: Int32 = 0
             while sigwait(&set, &signal) != 0 {}
-            handle.stop()
-            Foundation.exit(0)
+            if !handle.stop() {
+                logger.warning("rollup.stop_forced", metadata: ["signal": "\(signal)", "waited_s": "3"])
+            }
+            Foundation.exit(once ? 128 + signal : 0)
         }
     }
 }

@@ -30,7 +30,8 @@ public final class PostgresConnection {
         public init() {}
     }
 
-    private var handle: OpaquePointer?
+    private(set) var handle: OpaquePointer?
+    private let interrupt: PostgresInterrupt?
 
     /// Checks that `url` is a connection string libpq accepts (a `postgresql://` URI or
     /// `key=value` pairs) without connecting; throws `.configuration` with libpq's reason.
@@ -46,7 +47,11 @@ public final class PostgresConnection {
 
     /// Connects to `url` with `deadlines` for what the URL leaves unset; throws `.configuration`
     /// for a URL libpq does not accept and `.connection` when no session could be opened.
-    public init(url: String, applicationName: String, deadlines: Deadlines = Deadlines()) throws(PostgresError) {
+    /// `interrupt`, when given, can break any call of this connection from another thread.
+    public init(
+        url: String, applicationName: String, deadlines: Deadlines = Deadlines(), interrupt: PostgresInterrupt? = nil
+    ) throws(PostgresError) {
+        self.interrupt = interrupt
         try Self.validate(url: url)
         // "When key words are repeated, the last processed value is retained": our defaults come
         // first and `dbname` (expanded from the URL, expand_dbname = 1) last, so the URL wins.
@@ -75,6 +80,7 @@ public final class PostgresConnection {
             }
             throw PostgresError(kind: .connection, message: reason)
         }
+        interrupt?.attach(socket: PQsocket(handle))
         let current = try execute("SHOW statement_timeout")
         if current.text(0, 0) == "0" {
             _ = try execute(
@@ -86,6 +92,7 @@ public final class PostgresConnection {
 
     /// Closes the connection; safe to call more than once.
     public func close() {
+        interrupt?.detach()
         if let handle { PQfinish(handle) }
         handle = nil
     }
@@ -116,16 +123,11 @@ public final class PostgresConnection {
         let lengths: [Int32] = wire.map { Int32($0?.count ?? 0) }
         let formats: [Int32] = parameters.map(\.format)
         guard let result = PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0) else {
-            throw PostgresError(kind: .connection, message: Self.oneLine(String(cString: PQerrorMessage(handle))), sql: sql)
+            throw lastFailure(sql)
         }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
-        guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else {
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            let message = Self.oneLine(String(cString: PQresultErrorMessage(result)))
-            let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_OK ? .query : .connection
-            throw PostgresError(kind: kind, sqlState: state, message: message, sql: sql)
-        }
+        guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else { throw failure(of: result, sql: sql) }
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
         var rows: [[String?]] = []
@@ -144,6 +146,22 @@ public final class PostgresConnection {
         }
         let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
         return PostgresRows(rows: rows, affected: affected)
+    }
+
+    /// The error of a failed `result`: `.connection` when the link is gone, else `.query` with
+    /// the server's SQLSTATE.
+    func failure(of result: OpaquePointer, sql: String) -> PostgresError {
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        let message = Self.oneLine(String(cString: PQresultErrorMessage(result)))
+        let kind: PostgresError.Kind = handle.map { PQstatus($0) == CONNECTION_OK } == true ? .query : .connection
+        return PostgresError(kind: kind, sqlState: state, message: message, sql: sql)
+    }
+
+    /// The connection's last error, when libpq gave no result at all (out of memory, or the
+    /// link is gone).
+    func lastFailure(_ sql: String) -> PostgresError {
+        let message = handle.map { Self.oneLine(String(cString: PQerrorMessage($0))) } ?? "the connection is closed"
+        return PostgresError(kind: .connection, message: message, sql: sql)
     }
 
     /// Runs `body` in one transaction: `BEGIN` … `COMMIT`, or `ROLLBACK` when it throws (a

@@ -19,13 +19,16 @@ final class HeadOffice {
     let pg: PostgresConnection
     private let store: String
     private let lineage: String
+    /// Whether this session's staging tables (`stagingTables`) exist yet.
+    private var staged = false
 
-    /// Connects to `url` and makes sure the schema is there. Throws `RollupFailure`.
-    init(url: String, storeId: String, lineage: String) throws(RollupFailure) {
+    /// Connects to `url` and makes sure the schema is there; `interrupt` can break any of its
+    /// calls from another thread. Throws `RollupFailure`.
+    init(url: String, storeId: String, lineage: String, interrupt: PostgresInterrupt? = nil) throws(RollupFailure) {
         store = storeId
         self.lineage = lineage
         do {
-            pg = try PostgresConnection(url: url, applicationName: "ordersync-rollup")
+            pg = try PostgresConnection(url: url, applicationName: "ordersync-rollup", interrupt: interrupt)
         } catch {
             throw error.kind == .configuration ? .configuration(error.message) : .unreachable(error.description)
         }
@@ -65,6 +68,10 @@ final class HeadOffice {
         let key: [PostgresValue] = [.text(store), .text(lineage)]
         let batch = shipment.batch
         var outcome = ShipOutcome.committed
+        if !staged {
+            for statement in Self.stagingTables { try pg.execute(statement) }
+            staged = true
+        }
         try pg.execute("BEGIN")
         do {
             let current = try pg.execute(
@@ -93,21 +100,39 @@ final class HeadOffice {
         return outcome
     }
 
-    /// The batch's journal rows in one statement: each column one array parameter, so that a
-    /// batch is 11 parameters whatever its size; a row already there is left as it is. Returns
-    /// how many rows were inserted ("the count is the number of rows inserted or updated": a row
-    /// skipped by `ON CONFLICT DO NOTHING` is not counted).
+    /// This session's staging tables, which each batch's rows are copied into (`COPY … FROM
+    /// STDIN`, the cheapest way into PostgreSQL) before one `INSERT … SELECT` takes them into
+    /// head office's tables with `ON CONFLICT`, which COPY has not. Temporary: never written to
+    /// the WAL, seen by this session only, emptied at each commit ("ON COMMIT DELETE ROWS: All
+    /// rows in the temporary table will be deleted at the end of each transaction block"), and
+    /// by a rollback like any row.
+    static let stagingTables = [
+        """
+        CREATE TEMPORARY TABLE IF NOT EXISTS rollup_journal (seq bigint, term bigint, op_id text, origin text,
+            operation smallint, message text, ms bigint, hash bytea, rolling bytea) ON COMMIT DELETE ROWS
+        """,
+        """
+        CREATE TEMPORARY TABLE IF NOT EXISTS rollup_orders (uuid text, customer_name text, created text,
+            shipping_method text, table_name text, table_size bigint, status text, note text, o jsonb, version bigint,
+            removed boolean, seq bigint) ON COMMIT DELETE ROWS
+        """,
+    ]
+
+    /// The batch's journal rows: copied into the staging table, then inserted in one statement;
+    /// a row already there is left as it is. Returns how many rows were inserted ("the count is
+    /// the number of rows inserted or updated": a row skipped by `ON CONFLICT DO NOTHING` is not
+    /// counted).
     private func insertJournal(_ shipment: RollupShipment) throws -> Int {
-        try pg.execute(
+        try pg.copyIn("COPY pg_temp.rollup_journal FROM STDIN", shipment.journalRows)
+        return try pg.execute(
             """
             INSERT INTO ordersync.journal (store_id, lineage, seq, term, op_id, origin, operation, message, recorded_at, hash, rolling)
             SELECT $1, $2, r.seq, r.term, r.op_id, r.origin, r.operation, r.message,
                 timestamptz 'epoch' + r.ms * interval '1 millisecond', r.hash, r.rolling
-            FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::smallint[], $8::text[], $9::bigint[],
-                $10::bytea[], $11::bytea[]) AS r(seq, term, op_id, origin, operation, message, ms, hash, rolling)
+            FROM pg_temp.rollup_journal AS r
             ON CONFLICT DO NOTHING
             """,
-            [.text(store), .text(lineage)] + shipment.journalColumns
+            [.text(store), .text(lineage)]
         ).affected
     }
 
@@ -122,10 +147,13 @@ final class HeadOffice {
         return batch.rows.first { held[$0.entry.seq] != $0.hash }?.entry.seq
     }
 
-    /// The batch's orders, created or removed ones in one statement each (column arrays through
-    /// `unnest`): a row changes only for a higher version, or for a removal.
+    /// The batch's orders: copied into the staging table (each order's JSON parsed into `jsonb`
+    /// once, its `items` taken from it), then created or removed ones in one statement each: a
+    /// row changes only for a higher version, or for a removal.
     private func upsertOrders(_ shipment: RollupShipment) throws {
-        for (removed, columns) in shipment.orderParts {
+        guard shipment.orderRows.rows > 0 else { return }
+        try pg.copyIn("COPY pg_temp.rollup_orders FROM STDIN", shipment.orderRows)
+        for (removed, count) in [(false, shipment.liveOrders), (true, shipment.removedOrders)] where count > 0 {
             let update =
                 removed
                 ? "removed = true, version = GREATEST(o.version, excluded.version), lineage = excluded.lineage, "
@@ -140,14 +168,11 @@ final class HeadOffice {
                 INSERT INTO ordersync.orders AS o (store_id, uuid, customer_name, created, shipping_method, table_name,
                     table_size, status, note, items, "order", version, removed, lineage, seq)
                 SELECT $1, r.uuid, r.customer_name, r.created, r.shipping_method, r.table_name, r.table_size, r.status,
-                    r.note, r.items::jsonb, r.o::jsonb, r.version, r.removed, $2, r.seq
-                FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[],
-                    $10::text[], $11::text[], $12::text[], $13::bigint[], $14::boolean[], $15::bigint[])
-                    AS r(uuid, customer_name, created, shipping_method, table_name, table_size, status, note, items, o,
-                        version, removed, seq)
+                    r.note, r.o -> 'items', r.o, r.version, r.removed, $2, r.seq
+                FROM pg_temp.rollup_orders AS r WHERE r.removed = $3
                 ON CONFLICT (store_id, uuid) DO UPDATE SET
                 """ + " " + update,
-                [.text(store), .text(lineage)] + columns)
+                [.text(store), .text(lineage), .bool(removed)])
         }
     }
 

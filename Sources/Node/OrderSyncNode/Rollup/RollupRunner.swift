@@ -81,6 +81,8 @@ public final class RollupRunner {
         if !once { wakeup.arm() }
         var action = machine.start()
         while true {
+            // A stop (SIGTERM) broke the step in flight, or comes between two steps: no further one.
+            if gate.isStopping { gate.park() }
             switch action {
             case .connect: action = connect()
             case .readCheckpoint:
@@ -134,10 +136,12 @@ public final class RollupRunner {
 
     private func connect() -> RollupMachine.Action {
         do {
-            office = try HeadOffice(url: url, storeId: status.storeId, lineage: status.lineage)
+            office = try HeadOffice(url: url, storeId: status.storeId, lineage: status.lineage, interrupt: gate.interrupt)
             status.up = true
             return machine.connected()
         } catch {
+            // Broken by a stop: not an error; the loop's head stops.
+            if gate.isStopping { return .finish }
             logger.warning("rollup.connect_failed", metadata: ["error": "\(error)"])
             record(HeadOffice.failure(error))
             return machine.failed(unit: Double.random(in: 0..<1))
@@ -149,6 +153,8 @@ public final class RollupRunner {
         do {
             return try step()
         } catch {
+            // Broken by a stop: not an error; the loop's head stops.
+            if gate.isStopping { return .finish }
             let failure = HeadOffice.failure(error)
             logger.warning("rollup.failed", metadata: ["error": "\(failure)", "code": "\(failure.code)"])
             record(failure)

@@ -1,47 +1,60 @@
 import PostgresClient
 import RollupCore
 
-/// A batch made ready to go to head office: its rows and hashes (`RollupBatch`) and the column
-/// arrays of `HeadOffice.ship`'s statements, built once, off the runner's thread
-/// (`RollupReader`), so that the runner's own work per batch is the PostgreSQL round trips.
+/// A batch made ready to go to head office: its rows and hashes (`RollupBatch`) and the rows of
+/// `HeadOffice.ship`'s two `COPY`s in PostgreSQL's COPY text format, built once, off the
+/// runner's thread (`RollupReader`), so that the runner's own work per batch is the PostgreSQL
+/// round trips.
 struct RollupShipment: Sendable {
     /// The entries, their hashes and the rolling hash at the last one.
     let batch: RollupBatch
-    /// The journal insert's column arrays, its parameters $3…$11 in order: seq, term, op_id,
-    /// origin, operation, message, recorded_at (ms), hash, rolling.
-    let journalColumns: [PostgresValue]
-    /// The orders' upserts (created or updated ones, then removed ones, each present only when
-    /// not empty): the column arrays, parameters $3…$15 in order: uuid, customer_name,
-    /// created, shipping_method, table_name, table_size, status, note, items, order, version,
-    /// removed, seq.
-    let orderParts: [(removed: Bool, columns: [PostgresValue])]
+    /// The journal's rows, the columns of `HeadOffice.journalStage` in order: seq, term, op_id,
+    /// origin, operation, message, recorded_at (ms since the epoch), hash, rolling.
+    let journalRows: PostgresCopyText
+    /// The orders the batch leaves behind (`OrderRow.collapse`), one row each, the columns of
+    /// `HeadOffice.ordersStage` in order: uuid, customer_name, created, shipping_method,
+    /// table_name, table_size, status, note, order (its JSON: `items` is taken from it at head
+    /// office, so that each order is parsed into `jsonb` once), version, removed, seq.
+    let orderRows: PostgresCopyText
+    /// How many of `orderRows` are removals, and how many are not.
+    let removedOrders: Int
+    let liveOrders: Int
 
     /// The shipment of `batch`: each order's last state in it (`OrderRow.collapse`) and the
-    /// column arrays.
+    /// rows of both COPYs.
     init(_ batch: RollupBatch) {
         self.batch = batch
-        let e = batch.rows.map(\.entry)
-        journalColumns = [
-            .intArray(e.map(\.seq)), .intArray(e.map(\.term)), .textArray(e.map(\.opId)), .textArray(e.map(\.origin)),
-            .intArray(e.map { Int64($0.operation) }), .textArray(e.map { String(decoding: $0.message, as: UTF8.self) }),
-            .intArray(e.map(\.recordedAtMillis)), .bytesArray(batch.rows.map(\.hash)), .bytesArray(batch.rows.map(\.rolling)),
-        ]
-        let rows = OrderRow.collapse(e)
-        orderParts = [false, true].compactMap { removed in
-            let part = rows.filter { $0.removed == removed }
-            guard !part.isEmpty else { return nil }
-            return (
-                removed,
-                [
-                    .textArray(part.map(\.uuid)), .textArray(part.map { $0.text("customerName") }),
-                    .textArray(part.map { $0.text("created") }), .textArray(part.map { $0.text("shippingMethod") }),
-                    .textArray(part.map { $0.text("tableName") }), .intArray(part.map { $0.int("tableSize") }),
-                    .textArray(part.map { $0.text("status") }), .textArray(part.map { $0.text("note") }),
-                    .textArray(part.map { $0.order["items"].map { $0.serialized() } }),
-                    .textArray(part.map { JSONValueText.object($0.order) }), .intArray(part.map(\.version)),
-                    .boolArray(part.map(\.removed)), .intArray(part.map(\.seq)),
-                ]
-            )
+        var journal = PostgresCopyText(capacity: batch.bytes + batch.rows.count * 200)
+        for row in batch.rows {
+            let e = row.entry
+            journal.int(e.seq)
+            journal.int(e.term)
+            journal.text(e.opId)
+            journal.text(e.origin)
+            journal.int(Int64(e.operation))
+            journal.text(String(decoding: e.message, as: UTF8.self))
+            journal.int(e.recordedAtMillis)
+            journal.bytea(row.hash)
+            journal.bytea(row.rolling)
+            journal.endRow()
         }
+        journalRows = journal
+        let orders = OrderRow.collapse(batch.rows.map(\.entry))
+        var copy = PostgresCopyText(capacity: batch.bytes + orders.count * 64)
+        for o in orders {
+            copy.text(o.uuid)
+            for key in ["customerName", "created", "shippingMethod", "tableName"] { copy.text(o.text(key)) }
+            copy.int(o.int("tableSize"))
+            copy.text(o.text("status"))
+            copy.text(o.text("note"))
+            copy.text(JSONValueText.object(o.order))
+            copy.int(o.version)
+            copy.bool(o.removed)
+            copy.int(o.seq)
+            copy.endRow()
+        }
+        orderRows = copy
+        removedOrders = orders.count { $0.removed }
+        liveOrders = orders.count - removedOrders
     }
 }

@@ -20,7 +20,8 @@ final class RollupLocalJournal {
     struct Extent: Equatable {
         /// The lowest seq it holds, nil when it holds none.
         var oldest: Int64?
-        /// The highest seq it holds (or its floor: a standby's snapshot, a compacted journal).
+        /// The highest seq it holds (or its floor: a standby's snapshot base, the replica's seq
+        /// on a standby whose journal is empty, a compacted journal).
         var newest: Int64
         /// The store's stable seq: what no promotion can undo.
         var stable: Int64
@@ -67,9 +68,14 @@ final class RollupLocalJournal {
     }
 
     /// The journal's extent and the stable seq (`sync.stable_seq`, Docs/PROTOCOL.md 7.18): on a
-    /// master with no voting terminal, every committed entry is stable.
+    /// master with no voting terminal, every committed entry is stable. A standby's copy ends at
+    /// its replica's seq when that is past its journal (`standbyPosition`): after a snapshot the
+    /// journal is empty and the replica stands at the snapshot's base, so the entries up to the
+    /// base are not here (a gap when head office's checkpoint is below it, never "caught up").
+    /// Every broadcast after the base is journalled in the transaction that moves the replica,
+    /// so past the base the two agree.
     func extent() throws -> Extent {
-        let newest = try db.lastJournalSeq()
+        let newest = identity.role == "slave" ? try db.standbyPosition().lastSeq : try db.lastJournalSeq()
         let oldest = try db.firstJournalSeq()
         var stable = Int64(try db.metadata(StableSeq.metadataKey) ?? "") ?? 0
         if identity.role != "slave", try !db.memberTerminals().contains(where: { $0.voter && $0.revokedMillis == nil }) {
