@@ -86,7 +86,7 @@ address_track() {
 # mid-batch, PostgreSQL stopped and restarted, the WAN link down, shaped slow, a promotion): they
 # mostly wait on links and restarts, so they run beside the other tracks instead of after them.
 rollup_track() {
-    stage rollup-faults "${PYTEST[@]}" Tests/lan/test_rollup_faults.py Tests/lan/test_postgres_lab.py Tests/lan/test_rollup_tls.py
+    stage rollup-faults "${PYTEST[@]}" Tests/lan/test_rollup_faults.py Tests/lan/test_postgres_lab.py Tests/lan/test_rollup_tls.py Tests/lan/test_rollup_stop.py
 }
 
 # track NAME FUNCTION: runs FUNCTION in the background, its output into $RESULTS/NAME.log; $! is
@@ -135,7 +135,7 @@ ALONE=(Tests/lan/test_preauth_limits.py Tests/lan/test_insider_limits.py Tests/c
 # WebSocket conformance (Autobahn cases through kosoku, hostile handshakes, limits), Noise
 # interop, LAN scenarios. Autobahn results go to a temporary folder; Docs/CONFORMANCE.md is
 # regenerated only by running Scripts/conformance.py by hand.
-stage pytest "${PYTEST[@]}" "${ALONE[@]/#/--ignore=}" --ignore=Tests/lan/test_rollup_faults.py --ignore=Tests/lan/test_postgres_lab.py --ignore=Tests/lan/test_rollup_tls.py \
+stage pytest "${PYTEST[@]}" "${ALONE[@]/#/--ignore=}" --ignore=Tests/lan/test_rollup_faults.py --ignore=Tests/lan/test_postgres_lab.py --ignore=Tests/lan/test_rollup_tls.py --ignore=Tests/lan/test_rollup_stop.py \
     Tests/conformance Tests/noise Tests/lan Tests/bench Tests/package Tests/metrics Tests/api Tests/dashboard ||
     foreground_rc=1
 
