@@ -26,6 +26,8 @@ class InMemorySlaveStore: SlaveStore {
     private(set) var term: Int64 = 1
     private(set) var termStarts = TermStarts()
     private var baseTerm: Int64 = 1
+    /// The seq of the last snapshot the standby copy starts after (`standby.base`).
+    private(set) var standbyBase: Int64?
     private var nextPosition: Int64 = 1
 
     /// The position set by each commit that set one, in commit order, across crashes.
@@ -135,6 +137,7 @@ class InMemorySlaveStore: SlaveStore {
                 journal = []
             }
             baseTerm = c.baseTerm ?? 1
+            standbyBase = base
         }
         if let keep = c.truncateJournal { journal.removeAll { $0.seq > keep } }
         for e in c.journal {
