@@ -225,8 +225,10 @@ final class SimChecker {
                 // and orders the master refused still in it, for the next master to judge), so only
                 // what a re-queue and a repeat's recognition read must be the master's.
                 let kept = copy.standbyBase.map { e.seq <= $0 } ?? false
+                func keys(_ j: JournalEntry) -> Set<String> { Set(j.orderUUIDs.map { $0.lowercased() }) }
                 guard let m = bySeq[e.seq], m.term == e.term, m.opId == e.opId,
-                    kept ? (m.operation == e.operation && Set(m.orderUUIDs.map { $0.lowercased() }).isSubset(of: e.orderUUIDs.map { $0.lowercased() }))
+                    kept
+                        ? (m.operation == e.operation && keys(m).isSubset(of: keys(e)))
                         : ServerMessage.decode(m.message) == ServerMessage.decode(e.message)
                 else {
                     fail(sim, "standby copy", "s\(i) journal entry \(e.seq) is not the master's")
