@@ -41,7 +41,7 @@ struct RollupShipCommand: ParsableCommand {
 
     @OptionGroup var data: DataDirOption
     @OptionGroup var database: DatabaseURLOption
-    @Flag(name: .long, help: "Ship everything shippable, then exit 0.") var once = false
+    @Flag(name: .long, help: "Ship everything shippable, then exit 0 (130/143 when stopped by SIGINT/SIGTERM first).") var once = false
     @Flag(name: .long, help: "Log as JSON lines; with --once, print the final state as JSON.") var json = false
     @Option(name: .long, help: ArgumentHelp("Serve Prometheus metrics on ADDR:PORT.", valueName: "addr:port"))
     var metricsListen: String?
