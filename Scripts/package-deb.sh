@@ -14,6 +14,8 @@
 #   Scripts/package-deb.sh --binary PATH        # package this ordersync binary instead of building one
 #                                               # (also ORDERSYNC_RELEASE_BIN=PATH)
 #   Scripts/package-deb.sh -Z gzip              # dpkg-deb's compression (default xz: smaller, slower)
+#   ORDERSYNC_RELEASE_SCRATCH=DIR Scripts/package-deb.sh   # the release build in DIR instead of .build
+#                                               # (Scripts/test.sh shares .build-release with callgrind.sh)
 #
 # The release build records the commit: Sources/Node/OrderSyncNode/Status/BuildCommit.swift is written
 # with it for the build and put back afterwards, so `ordersync --version` prints
@@ -58,8 +60,10 @@ if [ -z "$BINARY" ]; then
     echo "package-deb: release build of ordersync $VERSION (commit $COMMIT)" >&2
     # --static-swift-stdlib: the Swift runtime and Foundation are linked in, so the package
     # needs no toolchain at run time, only Debian's libraries.
-    swift build -c release --product ordersync --static-swift-stdlib 2>&1 | tail -n 2 >&2
-    BINARY="$(swift build -c release --show-bin-path)/ordersync"
+    SCRATCH=()
+    if [ -n "${ORDERSYNC_RELEASE_SCRATCH:-}" ]; then SCRATCH=(--scratch-path "$ORDERSYNC_RELEASE_SCRATCH"); fi
+    swift build -c release "${SCRATCH[@]}" --product ordersync --static-swift-stdlib 2>&1 | tail -n 2 >&2
+    BINARY="$(swift build -c release "${SCRATCH[@]}" --show-bin-path)/ordersync"
     restore
     trap - EXIT
 fi

@@ -738,24 +738,33 @@ def main():
              ("sweeps", bench.sweeps),
              ("join", bench.join)]
     failures = []
+
+    def save():
+        # After every scenario: a run cut short (or one scenario's crash) keeps the figures so far.
+        bench.results["failures"] = failures
+        if args.out_json:
+            with open(args.out_json + ".partial", "w") as f:
+                json.dump(bench.results, f, indent=1)
+            os.replace(args.out_json + ".partial", args.out_json)
+
     try:
         for name, step in steps:
             if name == "fsync" or name in only:
                 started = time.time()
                 try:
                     step()
-                except PerfError as e:
-                    # The other scenarios still run; the run fails at the end.
-                    failures.append(f"{name}: {e}")
-                    print(f"perf: {name} FAILED: {e}", file=sys.stderr, flush=True)
+                except (PerfError, OSError) as e:
+                    # A refused or reset connection (a master that died mid-scenario) is an
+                    # OSError: the other scenarios still run; the run fails at the end.
+                    failures.append(f"{name}: {type(e).__name__}: {e}")
+                    print(f"perf: {name} FAILED: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                    save()
                     continue
                 print(f"perf: {name} done in {time.time() - started:.1f}s", file=sys.stderr, flush=True)
+                save()
     finally:
         bench.cleanup()
-    bench.results["failures"] = failures
-    if args.out_json:
-        with open(args.out_json, "w") as f:
-            json.dump(bench.results, f, indent=1)
+    save()
     if args.plots:
         for path in plot(bench.results, args.plots):
             print(f"perf: wrote {path}", file=sys.stderr)

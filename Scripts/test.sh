@@ -4,9 +4,11 @@
 # independent peers (Python websockets and zeroconf, avahi-browse).
 #
 # This is CI mode whoever runs it: a missing prerequisite fails a test instead of skipping it,
-# and a skipped test fails the run. Two tracks run side by side once the debug build is done:
+# and a skipped test fails the run. Four tracks run side by side once the debug build is done:
 #   - the unit tests, then the LAN scenarios (pytest), mostly waiting on sockets and processes;
-#   - the sanitizer builds and runs, fuzzing and the instruction counts, mostly compiling.
+#   - [tsan] and [asan]: the sanitizer builds and runs, the simulation, fuzzing, mostly compiling;
+#   - [rollup]: the roll-up's fault drills, then the release builds (the package, the instruction
+#     counts).
 # Each stage prints its time; the table at the end lists them (Docs/TESTING.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,8 +60,8 @@ swift_tests() {
     Scripts/xctest-skips.sh "$log"
 }
 
-# The second and third tracks: sanitizers, discovery under TSAN, the simulation, fuzzing,
-# instruction counts. Their stage lines carry "[tsan]" and "[asan]".
+# The second and third tracks: sanitizers, discovery under TSAN, the simulation, fuzzing. Their
+# stage lines carry "[tsan]" and "[asan]".
 thread_track() {
     local rc=0
     stage tsan Scripts/sanitizers.sh thread || rc=1
@@ -69,10 +71,6 @@ thread_track() {
     # The deterministic simulation (pure CPU, minutes): here rather than before pytest, so that
     # the LAN scenarios start sooner.
     stage simulation swift_tests "$RESULTS/simulation.log" --filter '^SyncSimulationTests\.' || rc=1
-    # A release build folder of its own: in .build it would hold SwiftPM's lock against the main
-    # track's `swift test` and package build.
-    CALLGRIND_SCRATCH_PATH=.build-release stage callgrind Scripts/callgrind.sh --check Tests/bench/callgrind-baseline.json ||
-        rc=1
     return "$rc"
 }
 address_track() {
@@ -85,8 +83,18 @@ address_track() {
 # The roll-up's fault drills against a real PostgreSQL on a simulated host of its own (kill -9
 # mid-batch, PostgreSQL stopped and restarted, the WAN link down, shaped slow, a promotion): they
 # mostly wait on links and restarts, so they run beside the other tracks instead of after them.
+# Then the two release builds share one build folder, .build-release (in .build it would hold
+# SwiftPM's lock against the main track's `swift test`): the package (Scripts/package-deb.sh, the
+# static release build of ordersync) and its tests, then the instruction counts, whose benchmark
+# program reuses the modules the package's build compiled.
 rollup_track() {
-    stage rollup-faults "${PYTEST[@]}" Tests/lan/test_rollup_faults.py Tests/lan/test_postgres_lab.py Tests/lan/test_rollup_tls.py Tests/lan/test_rollup_stop.py
+    local rc=0
+    stage rollup-faults "${PYTEST[@]}" Tests/lan/test_rollup_faults.py Tests/lan/test_postgres_lab.py Tests/lan/test_rollup_tls.py Tests/lan/test_rollup_stop.py ||
+        rc=1
+    ORDERSYNC_RELEASE_SCRATCH=.build-release stage package "${PYTEST[@]}" Tests/package || rc=1
+    CALLGRIND_SCRATCH_PATH=.build-release stage callgrind Scripts/callgrind.sh --check Tests/bench/callgrind-baseline.json ||
+        rc=1
+    return "$rc"
 }
 
 # track NAME FUNCTION: runs FUNCTION in the background, its output into $RESULTS/NAME.log; $! is
@@ -110,11 +118,11 @@ export ORDERSYNC_WSECHO_BIN="$BIN_DIR/ordersync-wsecho"
 export ORDERSYNC_NOISE_PEER_BIN="$BIN_DIR/ordersync-noise-peer"
 export ORDERSYNC_QR_BIN="$BIN_DIR/ordersync-qr"
 
+PYTEST=(env ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v --durations=30 -p no:cacheprovider)
 track tsan thread_track
 THREAD_TRACK=$!
 track asan address_track
 ADDRESS_TRACK=$!
-PYTEST=(env ORDERSYNC_SWIFT_PACKAGE_DIR="$PWD" .venv/bin/python -m pytest -v --durations=30 -p no:cacheprovider)
 track rollup rollup_track
 ROLLUP_TRACK=$!
 
@@ -136,10 +144,10 @@ ALONE=(Tests/lan/test_preauth_limits.py Tests/lan/test_insider_limits.py Tests/c
 # interop, LAN scenarios. Autobahn results go to a temporary folder; Docs/CONFORMANCE.md is
 # regenerated only by running Scripts/conformance.py by hand.
 stage pytest "${PYTEST[@]}" "${ALONE[@]/#/--ignore=}" --ignore=Tests/lan/test_rollup_faults.py --ignore=Tests/lan/test_postgres_lab.py --ignore=Tests/lan/test_rollup_tls.py --ignore=Tests/lan/test_rollup_stop.py \
-    Tests/conformance Tests/noise Tests/lan Tests/bench Tests/package Tests/metrics Tests/api Tests/dashboard ||
+    Tests/conformance Tests/noise Tests/lan Tests/bench Tests/metrics Tests/api Tests/dashboard ||
     foreground_rc=1
 
-echo "test: waiting for the sanitizers, fuzzing and instruction counts"
+echo "test: waiting for the sanitizers, fuzzing, the package and the instruction counts"
 background_rc=0
 wait "$THREAD_TRACK" || background_rc=1
 wait "$ADDRESS_TRACK" || background_rc=1

@@ -19,6 +19,12 @@ if SUPPORT not in sys.path:
 
 from ci_mode import in_ci  # noqa: E402
 
+# Every daemon and command a test starts reads no settings file unless the test names one: the
+# package's tests (Tests/package, in another track of Scripts/test.sh) install
+# /etc/ordersync/ordersync.conf, the default, while the other tests run. The package's own
+# tests give their units an environment of their own, as systemd would.
+os.environ.setdefault("ORDERSYNC_CONFIG", "/dev/null")
+
 #: "nodeid: reason" of every skip turned into a failure in this run.
 _hidden: list[str] = []
 
