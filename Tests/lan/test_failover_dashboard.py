@@ -10,7 +10,7 @@ same h2 process still running:
 * its dashboard lets in the token made on the old master (the tokens reach every standby with
   the store's settings), and shows it as master with the new term;
 * its status (`ordersync status --json`) shows role master, the new term, the three voters and
-  h3's standby lag; its metrics the new term and h3's standby lag;
+  h3's standby lag; its metrics the new term, the voters and h3's standby lag;
 * it serves the terminals on the store's usual port (`--port`, 7420 by default), and h3 follows
   it there (its status names that port), as published through Avahi.
 
@@ -122,6 +122,7 @@ def test_a_promoted_slave_serves_the_store_dashboard_at_once(make_lan):
         status = wait_until(bar_lag, 15, what="the bar's standby lag in the promoted node's status")
         text = metrics(counter)
         assert series(text, "ordersync_term") == [("", float(term))], series(text, "ordersync_term")
+        assert series(text, "ordersync_voters") == [("", 3.0)], series(text, "ordersync_voters")
         lags = series(text, "ordersync_standby_lag_operations")
         assert any('name="bar"' in labels and value == 0 for labels, value in lags), lags
         assert any('role="master"' in labels for labels, _ in series(text, "ordersync_node_info")), text
