@@ -125,7 +125,7 @@ final class SettingsTests: XCTestCase {
     func testTheWordOptionsAreEnumsAndAWrongWordNamesTheAllowedOnes() throws {
         XCTAssertEqual(try MasterCommand.parse(["--log-level", "trace"]).node.logging.logLevel, .trace)
         XCTAssertEqual(try MasterCommand.parse(["--log-format", "json"]).node.logging.logFormat, .json)
-        XCTAssertEqual(try MasterCommand.parse(["--http-tls", "off"]).httpTLS, .off)
+        XCTAssertEqual(try MasterCommand.parse(["--http-tls", "off"]).served.httpTLS, .off)
         XCTAssertEqual(try ExportCommand.parse(["--format", "ndjson", "--status", "in_progress"]).format, .ndjson)
         XCTAssertEqual(try ExportCommand.parse(["--status", "in_progress"]).status, .inProgress)
         XCTAssertEqual(try OrderCommand.List.parse(["--status", "completed"]).status, .completed)
@@ -175,6 +175,33 @@ final class SettingsTests: XCTestCase {
         }
         flags.subtract(["help", "version", "config"])
         XCTAssertEqual(flags, Set(ConfigKey.allCases.map(\.rawValue)))
-        XCTAssertTrue(MasterCommand.helpMessage(columns: 400).contains("TCP port for terminals; 0 picks any free port. (default: 7420)"))
+        XCTAssertTrue(
+            MasterCommand.helpMessage(columns: 400).contains(
+                "TCP port for terminals (a slave: once promoted); 0 picks any free port. (default: 7420)"))
+    }
+
+    /// A slave takes what a master serves (the terminals' port, the dashboard), from its flags or
+    /// the file's top: it serves them once promoted, in the same process.
+    func testASlaveTakesWhatItServesOncePromoted() throws {
+        let config = try ConfigFile(path: "/etc/o.conf", text: "port = 7500\nhttp-listen = 0.0.0.0:8080\n[slave]\nlisten = 10.0.0.2")
+        try SettingsFile.$current.withValue(config) {
+            let fromFile = try SlaveCommand.parse([]).nodeConfiguration(dataDirectory: "/d")
+            XCTAssertEqual(fromFile.port, 7500)
+            XCTAssertEqual(fromFile.listenAddress, "10.0.0.2")
+            XCTAssertEqual(fromFile.httpListen, MetricsAddress(host: "0.0.0.0", port: 8080))
+            XCTAssertEqual(fromFile.httpTLS, .auto)
+            let fromFlags = try SlaveCommand.parse(["--http-listen", "127.0.0.1:8081", "--http-tls", "on", "--port", "0"])
+                .nodeConfiguration(dataDirectory: "/d")
+            XCTAssertEqual(fromFlags.httpListen, MetricsAddress(host: "127.0.0.1", port: 8081))
+            XCTAssertEqual(fromFlags.httpTLS, .on)
+            XCTAssertEqual(fromFlags.port, 0)
+        }
+        let plain = try parse(SlaveCommand.self, [], file: nil).nodeConfiguration(dataDirectory: "/d")
+        XCTAssertEqual(plain.port, NodeDefaults.port)
+        XCTAssertNil(plain.httpListen)
+        XCTAssertEqual(
+            failure(SlaveCommand.self, ["--http-listen", "8080"]), "--http-listen must look like 0.0.0.0:8080 or [::1]:8080 (got '8080').")
+        XCTAssertEqual(
+            failure(SlaveCommand.self, [], file: "[slave]\nport = 70000"), "--port must be 0-65535. (port is set at /etc/o.conf:2)")
     }
 }

@@ -1,6 +1,7 @@
 import EventLoopIO
 import Foundation
 import JSON
+import SecureLink
 import XCTest
 
 @testable import NodePolicy
@@ -8,7 +9,8 @@ import XCTest
 
 /// The store dashboard: its tokens, routes and query parsing (pure), and a master serving it
 /// over TCP (`--http-listen`): 401 without a token, reads with one, a session cookie, the
-/// journal search, a revocation that closes the event stream.
+/// journal search, a revocation that closes the event stream; a slave serving the page and
+/// saying it is a standby (it serves the dashboard once promoted).
 final class DashboardTests: XCTestCase {
     private var dataDirectory = ""
 
@@ -202,5 +204,27 @@ final class DashboardTests: XCTestCase {
             XCTAssertTrue(after.hasPrefix("HTTP/1.1 401 "), after)
         }
         XCTAssertEqual(try api.send(method: "POST", path: "/v1/dashboard/tokens/office/revoke").status, 404)
+    }
+
+    func testASlaveServesThePageAndSaysItIsAStandby() throws {
+        let port = try freePort()
+        let nobody = try freePort()
+        let slave = try RunningNode(
+            role: .slave, dataDirectory: dataDirectory, name: "counter", masterURL: MasterURL(host: "127.0.0.1", port: nobody),
+            configure: {
+                $0.pairingCode = PairingCode.generate()
+                $0.httpListen = MetricsAddress(host: "127.0.0.1", port: port)
+            })
+        defer { slave.stop() }
+        let page = try httpExchange(port: port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(page.hasPrefix("HTTP/1.1 200 OK\r\n"), page)
+        let body = "{\"token\":\"\(String(repeating: "a", count: 64))\"}"
+        for request in [
+            "GET /api/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(String(repeating: "a", count: 64))\r\nConnection: close\r\n\r\n",
+            "POST /api/session HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)",
+        ] {
+            let answer = try httpExchange(port: port, request)
+            XCTAssertTrue(answer.hasPrefix("HTTP/1.1 503 ") && answer.contains("\"code\":\"standby\""), answer)
+        }
     }
 }

@@ -1,3 +1,6 @@
+import EventLoopIO
+import Logging
+
 /// What a node's role holds that the next role on the same node takes over (a slave promoted
 /// to master, a master stepping down): the claimed data directory (its lock, the node key, the
 /// store), the one ``StoreWriter`` of the store, and the running ``FrontEnds`` (the local API
@@ -11,7 +14,8 @@ final class RoleSeat {
     let dataDirectory: DataDirectory
     /// The one writer of the store, for every role the node plays.
     let writer: StoreWriter
-    /// The local API, `--metrics-listen` and (a master's) dashboard.
+    /// The local API, `--metrics-listen` and the dashboard (served by a master; a slave's page
+    /// says it is a standby).
     let frontEnds: FrontEnds
     /// True once the role leaves for another that takes this seat.
     var handingOver = false
@@ -24,6 +28,23 @@ final class RoleSeat {
         self.dataDirectory = dataDirectory
         self.writer = writer
         self.frontEnds = frontEnds
+    }
+
+    /// The seat of a role started on its own (not handed over by a role it takes over): its
+    /// data directory, its writer, and front-ends of its own, the dashboard among them when
+    /// `--http-listen` asks for it (a slave's is served once it is promoted). Serves the ports
+    /// the start bound (`ports`), else binds them.
+    static func own(
+        _ configuration: NodeConfiguration, _ loop: EventLoop, _ logger: Logger, dataDirectory: DataDirectory,
+        writer: StoreWriter, ports: StartupPorts?
+    ) throws -> RoleSeat {
+        let dashboard = try (ports?.dashboard ?? StartupPorts.dashboard(configuration, logger)).map {
+            try DashboardServer(bound: $0, loop: loop, logger: logger)
+        }
+        return RoleSeat(
+            dataDirectory: dataDirectory, writer: writer,
+            frontEnds: try FrontEnds(
+                configuration: configuration, loop: loop, logger: logger, dashboard: dashboard, metrics: ports?.metrics))
     }
 
     /// The role's front-ends stop as the role leaves: closed for good, or handed over (the

@@ -14,12 +14,7 @@ struct MasterCommand: ParsableCommand {
 
     @OptionGroup var node: NodeOptions
 
-    @Option(
-        name: .long, help: ArgumentHelp("TCP port for terminals; 0 picks any free port. (default: \(NodeDefaults.port))", valueName: "n"))
-    var port: Int?
-
-    @Option(name: .long, help: ArgumentHelp("Address to listen on. (default: 0.0.0.0)", valueName: "address"))
-    var listen: String?
+    @OptionGroup var served: ServedPortsOptions
 
     @Option(name: .long, help: ArgumentHelp("Most terminal connections at once. (default: \(NodeDefaults.maxConnections))", valueName: "n"))
     var maxConnections: Int?
@@ -138,20 +133,6 @@ struct MasterCommand: ParsableCommand {
             valueName: "seconds"))
     var storePOSKeepAlive: Double?
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Serve the store dashboard (a read-only web page, login with `ordersync dashboard`) on this TCP address; off by default.",
-            valueName: "addr:port"))
-    var httpListen: String?
-
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Serve the dashboard over TLS (a self-signed certificate kept in the data directory): auto (when --http-listen is beyond loopback), on or off. (default: auto)",
-            valueName: "auto|on|off"))
-    var httpTLS: DashboardTLSMode?
-
     /// `--snapshot-interval`'s default, in seconds.
     static let defaultSnapshotInterval = Double(NodeDefaults.snapshotInterval.components.seconds)
 
@@ -159,8 +140,7 @@ struct MasterCommand: ParsableCommand {
     /// over the top of the file.
     func settings() -> NodeSettings {
         var s = node.flags()
-        s.port = port.given
-        s.listen = listen.given
+        served.flags(into: &s)
         s.maxConnections = maxConnections.given
         s.maxHandshakesPerAddress = maxHandshakesPerAddress.given
         s.maxConnectionsPerAddress = maxConnectionsPerAddress.given
@@ -181,8 +161,6 @@ struct MasterCommand: ParsableCommand {
         s.insecureStorePOS = insecureStorePOS ? Setting(true, .commandLine) : nil
         s.storePOSAllow = storePOSAllow.map { Setting($0, .commandLine) }
         s.storePOSKeepAlive = storePOSKeepAlive.given
-        s.httpListen = httpListen.given
-        s.httpTLS = httpTLS.given
         return s.over(SettingsFile.settings(for: .master))
     }
 
@@ -194,17 +172,8 @@ struct MasterCommand: ParsableCommand {
     /// cross-option checks of `validate()` and the values `run()` starts with.
     func nodeConfiguration(dataDirectory: String) throws -> NodeConfiguration {
         let s = settings()
-        let port = s.port.or(Int(NodeDefaults.port))
-        var config = try NodeOptions.configuration(
-            role: .master, dataDirectory: dataDirectory, s, port: UInt16(clamping: port.value), listenAddress: s.listen.or("0.0.0.0").value)
+        var config = try NodeOptions.configuration(role: .master, dataDirectory: dataDirectory, s)
         let maxMessage = s.maxMessageSize.or(NodeDefaults.maxMessageBytes)
-        let httpListen = try s.httpListen.map { h in
-            guard let address = MetricsAddress(parsing: h.value) else {
-                throw problem("--http-listen must look like 0.0.0.0:8080 or [::1]:8080 (got '\(h.value)').", h.origin)
-            }
-            return address
-        }
-        guard (0...65535).contains(port.value) else { throw problem("--port must be 0-65535.", port.origin) }
         let maxConnections = s.maxConnections.or(NodeDefaults.maxConnections)
         guard (1...100_000).contains(maxConnections.value) else {
             throw problem("--max-connections must be 1-100000.", maxConnections.origin)
@@ -272,8 +241,6 @@ struct MasterCommand: ParsableCommand {
         guard keepAlive.value >= 1, keepAlive.value <= 3600 else {
             throw problem("--storepos-keepalive must be between 1 and 3600 seconds.", keepAlive.origin)
         }
-        config.httpListen = httpListen
-        config.httpTLS = s.httpTLS.or(.auto).value
         config.maxConnections = maxConnections.value
         config.maxHandshakesPerAddress = perAddress[0].value
         config.maxConnectionsPerAddress = perAddress[1].value

@@ -189,11 +189,10 @@ struct NodeOptions: ParsableArguments {
     }
 
     /// A daemon's configuration with the settings shared by master and slave (`s`: flags over
-    /// the file), checked: a value out of range is a usage error naming the file and line that
+    /// the file), the served ports among them (``ServedPortsOptions``), checked: a value out of range is a usage error naming the file and line that
     /// set it, if the file did.
     static func configuration(
-        role: NodeRole, dataDirectory: String, _ s: NodeSettings, port: UInt16 = 0, listenAddress: String = "0.0.0.0",
-        masterURL: MasterURL? = nil
+        role: NodeRole, dataDirectory: String, _ s: NodeSettings, masterURL: MasterURL? = nil
     ) throws -> NodeConfiguration {
         let timeouts = [
             ("--ping-interval", s.pingInterval.or(NodeDefaults.pingInterval.seconds)),
@@ -230,7 +229,9 @@ struct NodeOptions: ParsableArguments {
         }
         var c = NodeConfiguration(
             role: role, dataDirectory: dataDirectory, store: s.store?.value, name: s.name?.value, serviceType: serviceType.value,
-            port: port, listenAddress: listenAddress, masterURL: masterURL)
+            port: 0, listenAddress: "0.0.0.0", masterURL: masterURL)
+        // The terminals' port and the dashboard: a master's, and a slave's once promoted.
+        try ServedPortsOptions.apply(s, to: &c)
         c.pingInterval = .seconds(ping.value)
         c.peerTimeout = .seconds(peer.value)
         c.handshakeTimeout = .seconds(timeouts[2].1.value)

@@ -13,6 +13,8 @@ struct SlaveCommand: ParsableCommand {
 
     @OptionGroup var node: NodeOptions
 
+    @OptionGroup var served: ServedPortsOptions
+
     @Option(name: .long, help: ArgumentHelp("Connect to this master (ws://HOST:PORT/) instead of discovering one.", valueName: "url"))
     var master: String?
 
@@ -36,6 +38,7 @@ struct SlaveCommand: ParsableCommand {
     /// the top of the file.
     func settings() -> NodeSettings {
         var s = node.flags()
+        served.flags(into: &s)
         s.master = master.given
         s.pair = pair.given
         s.pairFile = pairFile.given

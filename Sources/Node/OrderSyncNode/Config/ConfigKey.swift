@@ -76,7 +76,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     public var roles: Set<Role> {
         switch self {
         case .dataDir, .store, .name, .serviceType, .logLevel, .logFormat, .metricsListen, .pingInterval, .peerTimeout,
-            .handshakeTimeout, .frameTimeout, .maxMessageSize, .autoFailover:
+            .handshakeTimeout, .frameTimeout, .maxMessageSize, .autoFailover, .port, .listen, .httpListen, .httpTLS:
             return [.master, .slave]
         case .master, .pair, .pairFile:
             return [.slave]

@@ -7,7 +7,8 @@ import TLS
 /// key or the store is made, before a schema migration or a restored backup's adoption) and
 /// handed to what serves them once the node is built. A master binds the terminals' port,
 /// `--metrics-listen` and `--http-listen` (then reads or makes the dashboard's certificate); a
-/// slave binds `--metrics-listen`. A port in use, a forbidden one or an address this host lacks
+/// slave binds `--metrics-listen` and `--http-listen` (the dashboard it serves once promoted;
+/// the terminals' port is bound at the promotion, ``SlaveNode/promotedPorts(_:)``). A port in use, a forbidden one or an address this host lacks
 /// refuses the start (`start.port_in_use`, `start.permission_denied`, `start.listen_failed`)
 /// with the data directory as it was, and nothing can take a port between that check and its
 /// use: the socket bound is the socket served.
@@ -26,7 +27,7 @@ struct StartupPorts {
     let terminals: TCPListener?
     /// `--metrics-listen`, bound; nil when not asked for.
     let metrics: TCPListener?
-    /// `--http-listen` (a master's dashboard), bound; nil when not asked for.
+    /// `--http-listen` (the dashboard, a slave's served once promoted), bound; nil when not asked for.
     let dashboard: Dashboard?
 
     /// Binds every port `configuration`'s role listens on, in the order an operator reads them
@@ -37,7 +38,8 @@ struct StartupPorts {
         let master = configuration.role == .master
         let terminals = master ? try MasterNode.bindTerminalPort(configuration) : nil
         let metrics = try configuration.metricsListen.map(MetricsListener.bind)
-        let dashboard = master ? try Self.dashboard(configuration, logger) : nil
+        // A slave binds the dashboard too: it serves it once promoted, in the same process.
+        let dashboard = try Self.dashboard(configuration, logger)
         return StartupPorts(terminals: terminals, metrics: metrics, dashboard: dashboard)
     }
 

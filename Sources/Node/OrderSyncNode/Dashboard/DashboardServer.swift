@@ -99,13 +99,28 @@ final class DashboardServer {
     /// `https` over TLS, else `http`.
     var scheme: String { listener.isTLS ? "https" : "http" }
 
-    /// Serves the page and its data from `source`.
-    func start(source: DashboardSource) {
+    /// Serves the page and its data from `source` (a master), or, with nil (a slave), the page
+    /// and `503 standby` for its data: the terminal serves the dashboard once promoted. Called
+    /// again by the next role on the same node (``FrontEnds``), the listener stays.
+    func start(source: DashboardSource?) {
         self.source = source
         listener.start { [weak self] request, client in
             guard let self else { return .response(HTTPListener.plain(503, "stopping\n")) }
             return self.answer(request, client)
         }
+    }
+
+    /// The role serving the dashboard leaves for another on the same node (a promotion, a
+    /// step-down): its sessions end and its streams and connections close (an open page
+    /// reconnects and logs in with the next role's tokens); the socket keeps listening.
+    func withdraw() {
+        source = nil
+        sessions.removeAll()
+        if let t = statusTimer { loop.cancel(t) }
+        statusTimer = nil
+        for s in streams.values { s.channel.close() }
+        streams.removeAll()
+        listener.closeConnections()
     }
 
     /// Closes every stream and connection.
@@ -151,6 +166,13 @@ final class DashboardServer {
                     HTTPResponse(
                         status: 200, headers: HTTPHeaders([("Content-Type", asset.type), ("Cache-Control", "no-cache")]),
                         body: asset.body)))
+        }
+        guard source != nil || !path.hasPrefix("/api/") else {
+            return .response(
+                Self.error(
+                    503, "standby",
+                    "this terminal is a standby (a slave): the store dashboard is served by the master; "
+                        + "this terminal serves it here once it is promoted"))
         }
         if path == "/api/session" {
             switch request.method {
@@ -349,44 +371,5 @@ final class DashboardServer {
         var r = Self.error(405, "method_not_allowed", "allowed here: \(allow)")
         r.headers.add(name: "Allow", value: allow)
         return r
-    }
-
-    /// The value of cookie `name` in a `Cookie` header.
-    static func cookie(_ name: String, in header: String?) -> String? {
-        guard let header else { return nil }
-        for part in header.split(separator: ";") {
-            let pair = part.trimmingCharacters(in: .whitespaces)
-            if pair.hasPrefix(name + "=") { return String(pair.dropFirst(name.count + 1)) }
-        }
-        return nil
-    }
-
-    /// `order`, `terminal`, `from`, `to` (milliseconds), `before` (seq), `limit` (1-1000).
-    static func journalQuery(_ query: [(String, String)]) -> Result<DashboardJournalQuery, LocalAPIRoute.Failure> {
-        func value(_ name: String) -> String? {
-            query.last { $0.0 == name }.map(\.1).flatMap { $0.isEmpty ? nil : $0 }
-        }
-        func invalid(_ message: String) -> Result<DashboardJournalQuery, LocalAPIRoute.Failure> {
-            .failure(.init(status: 400, code: "invalid_query", message: message))
-        }
-        var q = DashboardJournalQuery()
-        if let o = value("order") {
-            guard Order.isValidUUID(o) else { return invalid("'order' must be an order's UUID") }
-            q.order = o
-        }
-        if let t = value("terminal") {
-            guard t.utf8.count <= 200 else { return invalid("'terminal' is too long") }
-            q.terminal = t
-        }
-        for (name, keyPath) in [("from", \DashboardJournalQuery.fromMillis), ("to", \.toMillis), ("before", \.beforeSeq)] {
-            guard let raw = value(name) else { continue }
-            guard let n = Int64(raw), n >= 0 else { return invalid("'\(name)' must be a non-negative integer") }
-            q[keyPath: keyPath] = n
-        }
-        if let raw = value("limit") {
-            guard let n = Int(raw), (1...1000).contains(n) else { return invalid("'limit' must be an integer in 1...1000") }
-            q.limit = n
-        }
-        return .success(q)
     }
 }

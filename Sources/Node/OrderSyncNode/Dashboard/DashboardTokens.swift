@@ -4,7 +4,8 @@ import NodePolicy
 
 /// The dashboard's access tokens (`ordersync dashboard`): each has an id, a label and its
 /// creation time; only the SHA-256 of the secret is kept, in the master's database (metadata
-/// `dashboard.tokens`). The secret is shown once, when the token is made.
+/// `dashboard.tokens`) and, sent with the store's settings, in every standby's copy
+/// (`standby.settings`). The secret is shown once, when the token is made.
 struct DashboardTokens: Equatable {
     struct Token: Equatable {
         var id: String
@@ -16,6 +17,9 @@ struct DashboardTokens: Equatable {
 
     /// The metadata key the list is kept under.
     static let metadataKey = "dashboard.tokens"
+    /// The key of the list among the store's settings a master sends its standbys
+    /// (`members`, Docs/PROTOCOL.md 7): a promoted standby serves the dashboard to the same tokens.
+    static let settingsKey = "dashboardTokens"
     /// Most tokens kept at once.
     static let maxTokens = 100
 

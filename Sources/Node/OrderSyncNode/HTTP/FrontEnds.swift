@@ -3,7 +3,8 @@ import Logging
 import NodePolicy
 
 /// A node's HTTP front-ends, owned together: the local API socket (every node), `--metrics-listen`
-/// (`GET /metrics` over TCP) and, on a master with `--http-listen`, the store dashboard.
+/// (`GET /metrics` over TCP) and, with `--http-listen`, the store dashboard (a master serves it;
+/// a slave answers that it is a standby, and serves it once promoted).
 ///
 /// Built with the node (the TCP ports are bound then, so a busy port fails the start), started
 /// together once the node is wired and stopped together when it shuts down; its phase is a
@@ -14,14 +15,14 @@ final class FrontEnds {
     let api: LocalAPIServer
     /// `--metrics-listen`, or nil.
     let metricsListener: MetricsListener?
-    /// The store dashboard (`--http-listen`, masters only), or nil.
+    /// The store dashboard (`--http-listen`), or nil.
     let dashboard: DashboardServer?
     private var state = FrontEndsPhase()
     /// What `GET /metrics` renders: the role playing now (`--metrics-listen` keeps its listener
     /// across a hand-over and asks this each time).
     private var renderMetrics: () -> [UInt8] = { [] }
 
-    /// The front-ends `configuration` asks for on `loop`, with `dashboard` (built by a master)
+    /// The front-ends `configuration` asks for on `loop`, with `dashboard` (`--http-listen`)
     /// or nil. Serves `--metrics-listen` on `metrics` (bound by the start, ``StartupPorts``),
     /// else binds it; nothing is answered before ``start(_:handler:metrics:dashboard:)``.
     init(
@@ -40,7 +41,8 @@ final class FrontEnds {
     var phase: FrontEndsPhase.Phase { state.phase }
 
     /// Opens the local API socket with `handler`, serves `GET /metrics` from `metrics` on it and
-    /// on `--metrics-listen`, and the dashboard from `source`. Throws (with nothing left
+    /// on `--metrics-listen`, and the dashboard from `source` (a master; nil: a slave, whose
+    /// dashboard answers that it is a standby). Throws (with nothing left
     /// listening) when the API socket cannot be opened.
     func start(
         _ configuration: NodeConfiguration, handler: @escaping LocalAPIServer.Handler,
@@ -51,7 +53,7 @@ final class FrontEnds {
             // A role took the seat of another (`RoleSeat`): the listeners run, it answers now.
             api.handler = handler
             renderMetrics = metrics
-            if let source { dashboard?.start(source: source) }
+            dashboard?.start(source: source)
             return
         }
         state.start()
@@ -63,14 +65,15 @@ final class FrontEnds {
             throw error
         }
         NodeMetrics.serve(api: api, listener: metricsListener) { [unowned self] in self.renderMetrics() }
-        if let source { dashboard?.start(source: source) }
+        dashboard?.start(source: source)
         state.started()
     }
 
     /// A role leaves its seat to another: the local API and `--metrics-listen` keep listening
     /// (their connections too: an answer the next role gives still reaches its caller), the
     /// leaving role's own routes are withdrawn and requests wait a moment with `503 switching`;
-    /// the dashboard (a master's) stops. Does nothing when they are not running.
+    /// the dashboard keeps listening, its sessions and streams end (the next role's tokens
+    /// decide who logs in again). Does nothing when they are not running.
     func handOver() {
         loop.assertInEventLoop()
         guard state.phase == .running else { return }
@@ -80,7 +83,7 @@ final class FrontEnds {
         api.masterHandler = nil
         api.promoteHandler = nil
         api.changesHandler = nil
-        dashboard?.stop()
+        dashboard?.withdraw()
     }
 
     /// Closes every listener and connection (the API socket file is removed); does nothing when

@@ -88,6 +88,11 @@ final class HTTPListener {
     /// Stops accepting and closes every connection.
     func stop() {
         acceptor.close()
+        closeConnections()
+    }
+
+    /// Closes every connection; the listener goes on accepting.
+    func closeConnections() {
         for c in clients.values { c.channel.close() }
         clients.removeAll()
     }

@@ -75,7 +75,7 @@ extension MasterNode {
         status.lastError = configuration.errorLog.lastError
         status.term = FailoverStatus.term(writer)
         status.syncReplicas = configuration.syncReplicas
-        status.voters = FailoverStatus.voters(writer, masterName: terminalName)
+        status.voters = FailoverStatus.voters(writer, masterName: terminalName, masterId: nodeIdentity.nodeId)
         status.autoFailover = autoFailoverStatus()
         let nowMillis = WallClock.nowMillis()
         status.away = terminalPresence(nowMillis: nowMillis).compactMap { $0.away(lastSeq: lastSeq, nowMillis: nowMillis) }

@@ -8,9 +8,16 @@ import TLS
 
 /// The store dashboard (`--http-listen`) and its tokens (`ordersync dashboard`).
 extension MasterNode: DashboardSource {
-    /// Loads the tokens the dashboard (`--http-listen`) accepts, before it starts.
+    /// Loads the tokens the dashboard (`--http-listen`) accepts, before it starts: its own
+    /// (`dashboard.tokens`), or those of the master its standby copy came from
+    /// (`standby.settings`). A promoted node takes the latter first: they are the newest, so
+    /// the store's tokens open its dashboard after a failover; it stores them with the next change.
     func loadDashboardTokens() throws {
-        dashboardTokens = try DashboardTokens(stored: writer.read { try $0.metadata(DashboardTokens.metadataKey) })
+        let (own, standby) = try writer.read { db in
+            (try db.metadata(DashboardTokens.metadataKey), try db.standbySettings()?[DashboardTokens.settingsKey])
+        }
+        let inherited = standby.map { $0.serialized() }
+        dashboardTokens = try DashboardTokens(stored: candidacy != nil ? inherited ?? own : own ?? inherited)
     }
 
     func dashboardTokenId(secret: String) -> String? {
@@ -79,6 +86,7 @@ extension MasterNode: DashboardSource {
                     o["url"] = self.dashboardURL(secret: made.secret).map { .string($0) } ?? .null
                     o["certificateSha256"] = self.dashboard?.tlsFingerprint.map { .string($0) } ?? .null
                     self.logger.info("dashboard.token_made", metadata: ["token": "\(made.token.id)", "name": "\(made.token.name)"])
+                    self.announceMembers()
                     respond(201, .object(o))
                 }
             }
@@ -90,6 +98,7 @@ extension MasterNode: DashboardSource {
             save(tokens, respond) { [weak self] in
                 self?.dashboard?.revoked(tokenId: gone.id)
                 self?.logger.info("dashboard.token_revoked", metadata: ["token": "\(gone.id)", "name": "\(gone.name)"])
+                self?.announceMembers()
                 respond(200, .object(DashboardTokens.object(gone)))
             }
         default:

@@ -6,7 +6,7 @@ import SyncCore
 
 /// The store's members and settings as the master hands them to its engine, which sends them to
 /// every standby (`{"type":"members"}`, Docs/PROTOCOL.md 7): at start, and whenever a pairing,
-/// a revocation or a key rotation changes them. A slave without them cannot be promoted
+/// a revocation, a key rotation or a dashboard token changes them. A slave without them cannot be promoted
 /// (`no_standby_copy`).
 extension MasterNode {
     /// The members as the store holds them now: this master (its current key), every paired
@@ -17,6 +17,8 @@ extension MasterNode {
         var settings = JSONObject()
         settings["storePOS"] = .bool(configuration.insecureStorePOS)
         settings["storePOSRanges"] = .array(configuration.storePOSAllow.map { .string($0.description) })
+        // The dashboard's tokens (digests only): a promoted standby lets the same tokens in.
+        settings[DashboardTokens.settingsKey] = dashboardTokens.tokens.jsonValue
         let number = try? writer.read { try $0.ownMemberNumber() }
         return StoreMembers(
             term: term, master: StoreMember(id: keys.current.nodeId, key: key, name: terminalName, number: number),

@@ -14,6 +14,7 @@ extension MasterNode {
         snapshot.terminals = status.terminals.map { .init(id: $0.terminalId, name: $0.name, lag: $0.lag, outbox: $0.outbox) }
         for s in sessions.values { snapshot.liveTraffic.add(s.transport.traffic) }
         snapshot.term = status.term ?? 1
+        if let voters = status.voters { metrics.voters.set(Int64(voters.count)) }
         snapshot.standbyLag = status.peers.compactMap { p in
             guard let id = p.terminalId, let lag = p.standbyLag else { return nil }
             return (id, p.terminal ?? id, lag)

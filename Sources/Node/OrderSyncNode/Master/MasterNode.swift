@@ -171,7 +171,7 @@ public final class MasterNode {
         port = listener.localPort
         // Connections queue in the backlog until `run()` sets the handler and the loop turns.
         acceptor = try Acceptor(listener: listener, loop: loop) { accepted in accepted.socket.close() }
-        seat = try handedOver ?? Self.ownSeat(configuration, loop, logger, dataDirectory: dataDirectory, writer: writer, ports: ports)
+        seat = try handedOver ?? RoleSeat.own(configuration, loop, logger, dataDirectory: dataDirectory, writer: writer, ports: ports)
         // Snapshots read their orders a page at a time, off the loop (`PagedSnapshotRead`).
         engine.pagedSnapshots = { [unowned self] seq in self.openSnapshotRead(at: seq) }
     }

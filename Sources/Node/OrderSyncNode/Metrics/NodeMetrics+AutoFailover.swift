@@ -1,8 +1,18 @@
 import Prometheus
 
-/// Automatic failover's metrics (Docs/OPERATIONS.md, "Metrics"): registered by the master that
-/// runs with `--auto-failover` (the registry hands back the same series on every call).
+/// Failover's metrics (Docs/OPERATIONS.md, "Metrics"): the voters, on every master; automatic
+/// failover's, registered by the master that runs with `--auto-failover` (the registry hands
+/// back the same series on every call).
 extension NodeMetrics {
+    /// `ordersync_voters`: the store's voters as the master's status counts them (itself and
+    /// every paired terminal that votes); a promotion needs a majority of them.
+    var voters: Prometheus.Gauge {
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "ordersync", metricName: "voters",
+                helpText: "The store's voters (the master and every paired terminal that votes); a promotion needs a majority."))
+    }
+
     /// `ordersync_automatic_promotions_total`: promotions this node won on its own, without
     /// `ordersync promote` (0 or 1 per process: the node is master afterwards).
     var automaticPromotions: Prometheus.Counter {

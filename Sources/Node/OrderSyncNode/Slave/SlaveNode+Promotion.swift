@@ -85,10 +85,29 @@ extension SlaveNode {
         linkState.link?.abort(reason: "promoting this terminal")
         let (seat, loop, discovery, logger) = (self.seat, self.loop, self.discovery, self.logger)
         requestHandOver("promote") {
-            .master(
+            var master = master
+            let ports = Self.promotedPorts(&master, logger: logger)
+            return .master(
                 try MasterNode(
                     configuration: master, loop: loop, dataDirectory: seat.dataDirectory, discovery: discovery, logger: logger,
-                    seat: seat, promotion: candidacy))
+                    seat: seat, promotion: candidacy, ports: ports))
+        }
+    }
+
+    /// The terminals' port a promoted node serves: its `--port` (the store's usual one, 7420 by
+    /// default), so that terminals, StorePOS apps and firewalls find the master where they
+    /// always did. When another program holds it, any free port (`promote.port_busy`, warning):
+    /// the node is published with the port it got, so terminals that discover it still connect.
+    /// The dashboard and `--metrics-listen` were bound when the slave started (``RoleSeat``).
+    static func promotedPorts(_ c: inout NodeConfiguration, logger: Logger) -> StartupPorts? {
+        do {
+            return StartupPorts(terminals: try MasterNode.bindTerminalPort(c), metrics: nil, dashboard: nil)
+        } catch {
+            guard c.port != 0 else { return nil }
+            logger.warning(
+                "promote.port_busy", metadata: ["port": "\(c.port)", "listen": "\(c.listenAddress)", "error": "\(error)"])
+            c.port = 0
+            return nil
         }
     }
 }

@@ -171,12 +171,7 @@ public final class SlaveNode {
             jitter: reconnectJitter)
         candidates.trustedIds = trust.trustedIds
         connectFailures = FailureSummary(interval: configuration.logSummaryInterval)
-        seat =
-            try handedOver
-            ?? RoleSeat(
-                dataDirectory: dataDirectory, writer: writer,
-                frontEnds: FrontEnds(
-                    configuration: configuration, loop: loop, logger: logger, dashboard: nil, metrics: ports?.metrics))
+        seat = try handedOver ?? RoleSeat.own(configuration, loop, logger, dataDirectory: dataDirectory, writer: writer, ports: ports)
     }
 
     /// A slave for the `ordersync slave` command: prepares the process (signals), claims the
@@ -234,6 +229,7 @@ public final class SlaveNode {
                 "master": "\(configuration.masterURL?.description ?? "discover")", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? writer.read { try $0.orderCount() }) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "outbox": "\(engine.outboxCount)", "metrics.listen": "\(frontEnds.metricsListener?.localAddress ?? "-")",
+                "http.listen": "\(frontEnds.dashboard?.localAddress ?? "-")",
             ])
 
         if let url = configuration.masterURL {

@@ -9,13 +9,14 @@ enum FailoverStatus {
         return text.flatMap { Int64($0) } ?? 1
     }
 
-    /// The store's voters: the master (`masterName`) and every paired terminal not revoked
-    /// whose voter flag is set, by name. Nil when the store cannot be read.
-    static func voters(_ writer: StoreWriter, masterName: String) -> MasterStatus.Voters? {
+    /// The store's voters: the master (`masterName`, node id `masterId`) and every other paired
+    /// terminal not revoked whose voter flag is set, by name. A promoted master is among the
+    /// paired terminals of its standby copy: it is counted once. Nil when the store cannot be read.
+    static func voters(_ writer: StoreWriter, masterName: String, masterId: String) -> MasterStatus.Voters? {
         guard
             let names = try? writer.read({ db -> [String] in
                 let nonVoters = try db.nonVoters()
-                return try db.pairedTerminals().filter { !nonVoters.contains($0.nodeId) }.map(\.name)
+                return try db.pairedTerminals().filter { !nonVoters.contains($0.nodeId) && $0.nodeId != masterId }.map(\.name)
             })
         else { return nil }
         return MasterStatus.Voters(names: [masterName] + names)

@@ -93,7 +93,10 @@
       headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: token.trim() })
     });
     if (r.status !== 204) {
-      showLogin(r.status === 401 ? 'This token is not valid (revoked or mistyped).' : 'Login failed (HTTP ' + r.status + ').');
+      // A standby (a slave) says so: it serves the dashboard once promoted.
+      const body = await r.json().catch(() => ({}));
+      const said = body.error && body.error.code === 'standby' ? body.error.message : null;
+      showLogin(r.status === 401 ? 'This token is not valid (revoked or mistyped).' : said || 'Login failed (HTTP ' + r.status + ').');
       return;
     }
     start();
@@ -207,6 +210,8 @@
       ['Terminals up', (s.terminals || []).filter((t) => t.connected).length + ' / ' + (s.terminals || []).length],
       ['Uptime', Math.round((s.uptimeSeconds || 0) / 60) + ' min'],
       // Failover: the master's term, and the voters a promotion needs a majority of.
+      // The node serving the page: the master (a promoted till says so at once), or a candidate.
+      ['Role', s.role],
       ['Term', s.term],
       ['Voters', s.voters ? s.voters.count + ' (majority ' + s.voters.majority + ')' : null],
       // Clocks off by more than the bound (Docs/PROTOCOL.md 4.8), only when there are any.
