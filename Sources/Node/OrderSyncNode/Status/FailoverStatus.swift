@@ -9,13 +9,15 @@ enum FailoverStatus {
         return text.flatMap { Int64($0) } ?? 1
     }
 
-    /// The store's voters: the master (`masterName`) and every paired terminal not revoked
-    /// whose voter flag is set, by name. Nil when the store cannot be read.
-    static func voters(_ writer: StoreWriter, masterName: String) -> MasterStatus.Voters? {
+    /// The store's voters: the master (`masterId`, shown as `masterName`) and every other paired
+    /// terminal not revoked whose voter flag is set, by name. The master's own row among the
+    /// paired terminals (Docs/PROTOCOL.md 7.20) is the master: counted once. Nil when the store
+    /// cannot be read.
+    static func voters(_ writer: StoreWriter, masterId: String, masterName: String) -> MasterStatus.Voters? {
         guard
             let names = try? writer.read({ db -> [String] in
                 let nonVoters = try db.nonVoters()
-                return try db.pairedTerminals().filter { !nonVoters.contains($0.nodeId) }.map(\.name)
+                return try db.pairedTerminals().filter { !nonVoters.contains($0.nodeId) && $0.nodeId != masterId }.map(\.name)
             })
         else { return nil }
         return MasterStatus.Voters(names: [masterName] + names)
