@@ -95,4 +95,25 @@ final class MasterOwnRowNodeTests: XCTestCase {
         defer { last.close() }
         XCTAssertEqual(try last.memberTerminals(), [row], "added once: a later start keeps it as it is")
     }
+
+    func testAfterAKeyRotationTheMastersRowHoldsTheNewKey() throws {
+        let directory = temporaryDirectory()
+        let master = try RunningNode(role: .master, dataDirectory: directory, name: "front")
+        let before = try masterStatus(master).nodeId
+        let rotated = try LocalAPIClient(dataDirectory: directory).send(method: "POST", path: "/v1/key/rotate")
+        XCTAssertEqual(rotated.status, 200, "\(rotated.body)")
+        let after = try XCTUnwrap(rotated.body.objectValue?["master"]?.stringValue)
+        XCTAssertNotEqual(after, before)
+        let row = try waitForStatus(master, "the row to take the new key") { _ -> MemberTerminal? in
+            guard let db = try? OrderDatabase.openReadOnly(path: directory + "/" + NodeDefaults.databaseFile) else { return nil }
+            defer { db.close() }
+            return (try? db.memberTerminals())?.first { $0.member.id == after }
+        }
+        XCTAssertTrue(row.voter)
+        master.stop()
+        let db = try database(directory)
+        defer { db.close() }
+        XCTAssertEqual(try db.memberTerminals().map(\.member.id), [after], "the retired key is no member any more")
+        XCTAssertEqual(row.member.number, try db.ownMemberNumber())
+    }
 }
