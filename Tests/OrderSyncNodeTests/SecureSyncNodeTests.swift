@@ -81,7 +81,8 @@ final class SecureSyncNodeTests: XCTestCase {
         // The slave is a standby: the master's members, and both operations in its journal.
         let copy = try OrderDatabase.openReadOnly(path: slaveDirectory + "/" + NodeDefaults.databaseFile)
         XCTAssertEqual(try copy.standbyMaster()?.id, m.nodeId)
-        XCTAssertEqual(try copy.memberTerminals().map(\.member.name), ["bar-2"])
+        // The master is a member too, under its own row (Docs/PROTOCOL.md 7.20).
+        XCTAssertEqual(try copy.memberTerminals().map(\.member.name), ["bar-2", "front"])
         XCTAssertEqual(try copy.journalEntries(after: 0, limit: 10).map(\.term), [1, 1])
         copy.close()
 

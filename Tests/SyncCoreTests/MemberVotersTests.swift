@@ -44,4 +44,12 @@ final class MemberVotersTests: XCTestCase {
         XCTAssertEqual(v.count, 2, "two entries vote, as the scan counted them")
         for id in ["A", "B"] { XCTAssertEqual(v.votes(id), scanned(m, id), id) }
     }
+
+    /// The master's own row among the terminals (Docs/PROTOCOL.md 7.20) is the master, counted
+    /// apart (`StableSeq.compute` adds it): not a second voter.
+    func testTheMastersOwnRowIsNotCountedAsAVoterBesideIt() {
+        let m = members([terminal("MAIN"), terminal("A"), terminal("B")])
+        XCTAssertEqual(MemberVoters(m).count, 2)
+        XCTAssertEqual(StableSeq.compute(masterSeq: 10, voterHeld: [7], voters: MemberVoters(m).count ?? 0), 7, "2 of 3 hold 7")
+    }
 }

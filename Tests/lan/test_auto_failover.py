@@ -16,7 +16,7 @@ import uuid as uuidlib
 import pytest
 
 from lanharness import LanError, wait_until
-from ordersync_lab import OrderSyncNode
+from ordersync_lab import OrderSyncNode, journal_entries
 
 #: The bound on the promotion: from the kill to the first write the new master acknowledges.
 PROMOTE_BOUND = 5.0
@@ -88,11 +88,13 @@ def test_a_write_answered_after_the_lease_lapsed_is_not_acknowledged(make_lan):
     within the lease, it would be answered when `--sync-timeout` ends (4 s), after the lease
     (2.5 s) lapsed and a slave may have taken over. That late answer is `503 no_quorum`, not an
     acknowledgement; the write stays in the old master's journal (for the diverged re-queue when
-    it steps down)."""
+    it steps down). Plugged in again, the old master steps down and rejoins the new master with
+    no pairing (its own member row): the write is applied once there."""
     lan = make_lan(3)
     auto = ["--auto-failover"]
     master = OrderSyncNode.master(lan.hosts[0], store="shop28", name=lan.hosts[0].name, port=17280,
                                   extra=auto + ["--sync-timeout", "4"])
+    old_id = master.node_id()
     slaves = [OrderSyncNode.slave(h, store="shop28", pair_name=h.name, extra=auto) for h in lan.hosts[1:]]
     for slave in slaves:
         slave.wait_live()
@@ -113,4 +115,18 @@ def test_a_write_answered_after_the_lease_lapsed_is_not_acknowledged(make_lan):
     # re-queue (Docs/PROTOCOL.md 7.13) when it steps down to the slave that takes over.
     names = [o["customerName"] for o in master.orders()]
     assert names.count("late") == 1, names
+    new_master = wait_until(lambda: next((s for s in slaves if s.status()["role"] == "master"), None), timeout=20,
+                            what="a slave to take over")
     master.host.link_up()
+    back = time.monotonic()
+    # Back on the LAN it steps down and rejoins the new master by the key of its own member row
+    # (Docs/PROTOCOL.md 7.20), with nobody pairing it: its re-queued write is applied once there.
+    master.wait_event("master.stepped_down", timeout=30)
+    wait_until(lambda: [o["customerName"] for o in new_master.orders()].count("late") == 1, timeout=30,
+               what="the old master's re-queued write on the new master")
+    rejoined = time.monotonic() - back
+    refused = [e for e in new_master.events("peer.unauthenticated") if e.get("node.id") == old_id]
+    assert not refused, refused
+    journal = [e for e in journal_entries(new_master.data_dir) if e["opId"] == "late-answer"]
+    assert len(journal) == 1, journal
+    print(f"\nFIGURE late_write_on_new_master_s={rejoined:.3f}", flush=True)

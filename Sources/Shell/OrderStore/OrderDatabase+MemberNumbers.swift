@@ -59,3 +59,52 @@ extension OrderDatabase {
         try memberNumber(nodeId: nodeId) ?? nextMemberNumber()
     }
 }
+
+/// What `keepOwnMemberRow` did to the master's own row among the paired terminals.
+public enum OwnMemberRow: Equatable, Sendable {
+    /// It was there already, under the master's current key.
+    case kept
+    /// It was added: a new store, or a store made by a version that kept no such row.
+    case added(PairedTerminal)
+    /// The row of its number held an earlier key of the master (a key rotation): it now holds
+    /// the current one; `previousId` is the node id it had.
+    case rekeyed(PairedTerminal, previousId: String)
+}
+
+/// The master's own row (Docs/PROTOCOL.md 7.20): the store's master is one of its members like
+/// any paired fixed terminal, a voter, so that once it steps down the next master knows its key.
+extension OrderDatabase {
+    /// Makes sure the master `nodeId` (its static key `publicKey`) is among the paired terminals
+    /// under its member number (`claimOwnMemberNumber`), in one transaction: kept when it is
+    /// there; else the row of its number, when an earlier key of its own holds it, takes the
+    /// current key (voter flag and name kept); else a row is added, a voter, named `name` (or
+    /// `name (2)`, ... when a terminal has it). A row of its own that was revoked stays revoked.
+    @discardableResult
+    public func keepOwnMemberRow(nodeId: String, publicKey: [UInt8], name: String, atMillis now: Int64) throws -> OwnMemberRow {
+        try requireWritable()
+        return try transaction {
+            let number = try claimOwnMemberNumber(nodeId: nodeId)
+            if try pairedTerminal(publicKey: publicKey) != nil { return .kept }
+            let key = Self.hex(publicKey)
+            let earlier = try connection.withStatement(
+                "SELECT node_id FROM paired_terminals WHERE number = ?", [.integer(number)]
+            ) { s in try s.step() ? s.text(0) : nil }
+            if let earlier, earlier != nodeId {
+                try connection.execute(
+                    "UPDATE paired_terminals SET node_id = ?, public_key = ? WHERE node_id = ?",
+                    [.text(nodeId), .text(key), .text(earlier)])
+                try connection.execute("DELETE FROM terminals WHERE terminal_id = ?", [.text(earlier)])
+                guard let row = try pairedTerminal(publicKey: publicKey) else {
+                    throw StoreError(kind: .notFound, message: "the master's own row vanished while it was rekeyed", path: path)
+                }
+                return .rekeyed(row, previousId: earlier)
+            }
+            let row = PairedTerminal(
+                nodeId: nodeId, publicKey: publicKey, name: try unusedTerminalName(name, except: nodeId), pairedAtMillis: now)
+            try connection.execute(
+                "INSERT INTO paired_terminals (node_id, public_key, name, paired_ms, number) VALUES (?, ?, ?, ?, ?)",
+                [.text(nodeId), .text(key), .text(row.name), .integer(now), .integer(number)])
+            return .added(row)
+        }
+    }
+}

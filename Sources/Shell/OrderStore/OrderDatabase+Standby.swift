@@ -269,7 +269,7 @@ extension OrderDatabase {
     /// A standby becomes the master of term `term`, in one transaction: `sync.term`, the term's
     /// start (the seq after its journal's last; the starts of earlier terms at or after it
     /// dropped), `sync.lineage`, and the old master among its
-    /// paired terminals (so it can connect again, as a slave).
+    /// paired terminals (so it can connect again, as a slave) when its members did not list it.
     public func becomeMasterFromStandby(term: Int64, lineage: String, oldMaster: StoreMember?, atMillis now: Int64 = 0)
         throws
     {
@@ -286,7 +286,11 @@ extension OrderDatabase {
             if let m = oldMaster {
                 try connection.execute(
                     "DELETE FROM paired_terminals WHERE public_key = ? AND node_id <> ?", [.text(m.key.lowercased()), .text(m.id)])
-                try insertMember(MemberTerminal(member: m, pairedMillis: now))
+                // A master keeps its own row (7.20): then it is a member as its master listed it
+                // (its name, voter flag, pairing time); a store from before that gets one here.
+                if try isVoter(nodeId: m.id) == nil {
+                    try insertMember(MemberTerminal(member: m, pairedMillis: now))
+                }
             }
         }
     }

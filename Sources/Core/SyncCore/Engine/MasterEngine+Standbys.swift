@@ -68,7 +68,9 @@ public struct MemberVoters: Equatable, Sendable {
     /// Each terminal the members name: false for a handheld or a revoked one (the first entry
     /// wins when an id is named twice, as a scan from the front would find it).
     private let flags: [String: Bool]
-    /// How many of the named terminals vote; nil while the node gave no members.
+    /// How many of the named terminals vote, the master left out (it is counted apart, and the
+    /// members list it among the terminals too: Docs/PROTOCOL.md 7.20); nil while the node gave
+    /// no members.
     public let count: Int?
 
     /// The voters of `members` (none given: every terminal counts as a voter, `count` nil).
@@ -78,7 +80,9 @@ public struct MemberVoters: Equatable, Sendable {
             flags[t.member.id] = t.voter && t.revokedMillis == nil
         }
         self.flags = flags
-        self.count = members.map { m in m.terminals.filter { $0.voter && $0.revokedMillis == nil }.count }
+        self.count = members.map { m in
+            m.terminals.filter { $0.voter && $0.revokedMillis == nil && $0.member.id != m.master.id }.count
+        }
     }
 
     /// Whether the terminal `id` votes; one the members do not name counts as a voter.

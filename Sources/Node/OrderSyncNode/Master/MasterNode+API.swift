@@ -63,7 +63,7 @@ extension MasterNode {
             serviceType: configuration.serviceType, serviceName: publishedName, avahi: avahiState,
             uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)), peers: peers, terminals: terminals,
             tombstones: (try? writer.read { try $0.tombstoneCount() }) ?? 0, pairing: pairingStatus(),
-            pairedTerminals: (try? writer.read { try $0.pairedTerminals().count }) ?? 0,
+            pairedTerminals: (try? servedTerminals().count) ?? 0,
             previousNodeId: keys.previous?.nodeId)
         status.commits = group.stats
         status.storeposForeign = try? writer.read { try $0.foreignOrders(state: .seen).count }
@@ -75,7 +75,7 @@ extension MasterNode {
         status.lastError = configuration.errorLog.lastError
         status.term = FailoverStatus.term(writer)
         status.syncReplicas = configuration.syncReplicas
-        status.voters = FailoverStatus.voters(writer, masterName: terminalName, masterId: nodeIdentity.nodeId)
+        status.voters = FailoverStatus.voters(writer, masterId: nodeIdentity.nodeId, masterName: terminalName)
         status.autoFailover = autoFailoverStatus()
         let nowMillis = WallClock.nowMillis()
         status.away = terminalPresence(nowMillis: nowMillis).compactMap { $0.away(lastSeq: lastSeq, nowMillis: nowMillis) }

@@ -204,12 +204,13 @@ extension MasterNode {
 
     // MARK: Paired terminals
 
-    /// `GET /v1/terminals`: every paired terminal not revoked, with how far it got.
+    /// `GET /v1/terminals`: every paired terminal not revoked but this master's own row, with
+    /// how far it got.
     func pairedTerminals() throws -> [JSONObject] {
         let known = try writer.read { try $0.knownTerminals() }
         let now = WallClock.nowMillis()
         let nonVoters = try writer.read { try $0.nonVoters() }
-        return try writer.read { try $0.pairedTerminals() }.map { t in
+        return try servedTerminals().map { t in
             let saved = known.first { $0.id == t.nodeId }
             let live = engine.peers.values.filter { $0.terminalId == t.nodeId }.sorted { $0.id < $1.id }.last
             var o = Self.terminalObject(t)
@@ -233,6 +234,14 @@ extension MasterNode {
     /// `POST /v1/terminals/{id-or-name}/revoke`: its key is refused from now on and its open
     /// links close (1008 `revoked`).
     func revoke(_ idOrName: String, _ respond: LocalAPIServer.Respond) {
+        // The master's own row (7.20) is the master: revoked, it could not rejoin once stepped down.
+        if case .found(let t) = try? writer.read({ try $0.findPairedTerminal(idOrName) }), t.nodeId == nodeIdentity.nodeId {
+            respond(
+                409,
+                LocalAPIRoute.errorBody(
+                    code: "is_master", message: "'\(idOrName)' is this master itself: a master cannot revoke its own key"))
+            return
+        }
         // Committed off the loop; its links close and the caller is answered once on disk.
         let now = WallClock.nowMillis()
         storeWrite({ try $0.revokePairedTerminal(idOrName, atMillis: now) }) { [weak self] result in
@@ -286,7 +295,8 @@ extension MasterNode {
             handedOver += 1
         }
         publishService()
-        announceMembers()
+        // Its own row takes the new key (7.20), then the standbys get the members.
+        rekeyOwnRow()
         logger.info(
             "key.rotated", metadata: ["node.id": "\(keys.current.nodeId)", "previous.id": "\(old)", "links": "\(handedOver)"])
         respond(

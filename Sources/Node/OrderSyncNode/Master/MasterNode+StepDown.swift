@@ -40,7 +40,7 @@ extension MasterNode {
         }
         // Only voting standbys count: a handheld keeps a copy but has no say in an election.
         let votingStandbys = engine.standbys.filter(\.voter).count
-        if let voters = FailoverStatus.voters(writer, masterName: terminalName, masterId: nodeIdentity.nodeId), voters.count > 1,
+        if let voters = FailoverStatus.voters(writer, masterId: nodeIdentity.nodeId, masterName: terminalName), voters.count > 1,
             votingStandbys + 1 >= voters.majority
         {
             logger.warning(

@@ -127,9 +127,9 @@ public final class MasterNode {
                 configuration.store ?? String(UUID().uuidString.lowercased().prefix(8))
             }
         }
-        if promotion == nil { Self.claimMemberNumber(writer, nodeId: dataDirectory.nodeIdentity.nodeId, logger: logger) }
         candidacy = promotion
         terminalName = configuration.name ?? DataDirectory.hostName()
+        if promotion == nil { Self.claimMembership(writer, identity: dataDirectory.nodeIdentity, name: terminalName, logger: logger) }
         // A promoted node admitting StorePOS apps is published as the name they look for.
         serviceName =
             promotion != nil && configuration.insecureStorePOS ? NodeDefaults.storePOSServiceName : configuration.serviceInstanceName
@@ -221,7 +221,7 @@ public final class MasterNode {
                 "service_type": "\(configuration.serviceType)", "epoch": "\(engine.epoch)", "seq": "\(engine.lastSeq)",
                 "orders": "\((try? writer.read { try $0.orderCount() }) ?? 0)", "api.socket": "\(configuration.socketPath)",
                 "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(openFiles)",
-                "paired_terminals": "\((try? writer.read { try $0.pairedTerminals().count }) ?? 0)",
+                "paired_terminals": "\((try? servedTerminals().count) ?? 0)",
                 "metrics.listen": "\(frontEnds.metricsListener?.localAddress ?? "-")",
                 "http.listen": "\(dashboard?.localAddress ?? "-")",
                 "http.tls": "\(dashboard?.tlsFingerprint ?? "-")",

@@ -9,10 +9,11 @@ enum FailoverStatus {
         return text.flatMap { Int64($0) } ?? 1
     }
 
-    /// The store's voters: the master (`masterName`, node id `masterId`) and every other paired
-    /// terminal not revoked whose voter flag is set, by name. A promoted master is among the
-    /// paired terminals of its standby copy: it is counted once. Nil when the store cannot be read.
-    static func voters(_ writer: StoreWriter, masterName: String, masterId: String) -> MasterStatus.Voters? {
+    /// The store's voters: the master (`masterId`, shown as `masterName`) and every other paired
+    /// terminal not revoked whose voter flag is set, by name. The master's own row among the
+    /// paired terminals (Docs/PROTOCOL.md 7.20) is the master: counted once. Nil when the store
+    /// cannot be read.
+    static func voters(_ writer: StoreWriter, masterId: String, masterName: String) -> MasterStatus.Voters? {
         guard
             let names = try? writer.read({ db -> [String] in
                 let nonVoters = try db.nonVoters()
