@@ -159,10 +159,10 @@ final class ConfigFileTests: XCTestCase {
             XCTAssertEqual((error as? ConfigError)?.problem, .unknownKey("--port"))
             XCTAssertTrue("\(error)".hasPrefix("c:1: unknown key '--port' (write keys without their dashes)"), "\(error)")
         }
-        XCTAssertThrowsError(try ConfigFile(path: "c", text: "[slave]\nport = 1")) { error in
-            XCTAssertEqual(error as? ConfigError, ConfigError(.notAnOption(.port, of: .slave), path: "c", line: 2))
-            XCTAssertEqual((error as? ConfigError)?.key, .port)
-            XCTAssertEqual("\(error)", "c:2: 'port' is not an option of `ordersync slave`")
+        XCTAssertThrowsError(try ConfigFile(path: "c", text: "[slave]\nsync-replicas = 1")) { error in
+            XCTAssertEqual(error as? ConfigError, ConfigError(.notAnOption(.syncReplicas, of: .slave), path: "c", line: 2))
+            XCTAssertEqual((error as? ConfigError)?.key, .syncReplicas)
+            XCTAssertEqual("\(error)", "c:2: 'sync-replicas' is not an option of `ordersync slave`")
         }
         XCTAssertThrowsError(try ConfigFile(path: "c", text: "[pos]")) { error in
             XCTAssertEqual((error as? ConfigError)?.problem, .unknownSection("pos"))

@@ -124,7 +124,8 @@ final class MasterWritesOffTheLoopTests: XCTestCase {
             .revokeTerminal("till"),
             LocalAPIResponder { status, _ in
                 answered = status
-                revokedOnDisk = (try? master.writer.read { try $0.pairedTerminals() })?.isEmpty == true
+                // The master's own member row stays (PROTOCOL 7.20); the till is gone.
+                revokedOnDisk = (try? master.writer.read { try $0.pairedTerminals() })?.contains { $0.name == "till" } == false
             })
         XCTAssertEqual(master.writer.phase, .committing)
         XCTAssertNil(answered)
