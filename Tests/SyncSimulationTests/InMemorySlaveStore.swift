@@ -146,6 +146,8 @@ class InMemorySlaveStore: SlaveStore {
         }
         if let t = c.term { term = t }
         if let s = c.termStarts { termStarts = s }
+        // The stable seq passed entries kept through a snapshot: they go (7.19).
+        if let s = c.stableSeq, let base = standbyBase { journal.removeAll { $0.seq <= min(s, base) } }
     }
 
     /// The node's process died: what was committed stays (a subclass may lose more on purpose).

@@ -42,6 +42,29 @@ extension OrderDatabase {
         if let t = c.term { try setTerm(t) }
         if let s = c.termStarts { try setTermStarts(s) }
         if let m = c.members { try saveMembers(m) }
+        if let s = c.stableSeq { try raiseStableSeq(to: s) }
+    }
+
+    /// The store's stable seq is `seq` (Docs/PROTOCOL.md 7.18), in the caller's transaction:
+    /// `sync.stable_seq` is raised to it (never lowered), and the entries kept through a
+    /// snapshot (7.19: at or below `standby.base`, outside the gapless journal) at or below it
+    /// leave the journal: no promotion that was not forced undoes them, so no `diverged` has
+    /// them to re-queue. Their operation ids stay below the journal (`applied_op_ids`), where a
+    /// retry of them still finds its first seq. The gapless journal above the base is bounded
+    /// by compaction alone. Returns how many entries went.
+    @discardableResult
+    public func raiseStableSeq(to seq: Int64) throws -> Int {
+        let onDisk = Int64(try metadata(StableSeq.metadataKey) ?? "") ?? 0
+        if seq > onDisk { try setMetadata(StableSeq.metadataKey, String(seq)) }
+        let through = min(seq, Int64(try metadata("standby.base") ?? "") ?? 0)
+        guard through > 0 else { return 0 }
+        try connection.execute(
+            """
+            INSERT INTO applied_op_ids (op_id, seq) SELECT op_id, seq FROM journal WHERE op_id IS NOT NULL AND seq <= ?
+            ON CONFLICT (op_id) DO NOTHING
+            """, [.integer(through)])
+        try connection.execute("DELETE FROM journal_orders WHERE seq <= ?", [.integer(through)])
+        return try connection.execute("DELETE FROM journal WHERE seq <= ?", [.integer(through)])
     }
 
     /// A snapshot at `base` of the history this standby followed (Docs/PROTOCOL.md 7.19): of its

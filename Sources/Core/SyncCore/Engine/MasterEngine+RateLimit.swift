@@ -232,3 +232,17 @@ extension MasterEngine {
         limits.forgetFull(now: now, livePeers: Set(peers.keys))
     }
 }
+
+extension MasterEngine {
+    /// Refuses peer `id`'s operation `bytes` unapplied: the master cannot acknowledge it now and
+    /// holds the most it may (`LeaseHeldMessages`, `--auto-failover`). Answered as a rate limit
+    /// is: `rate_limited` with `reason` and the wait, and for an OrderSync slave the `result`
+    /// that keeps it in its outbox until it sends it again then. Nothing for a message that is not
+    /// an operation.
+    public func refuseUnheld(_ bytes: [UInt8], from id: Int, retryAfter: Int64, because reason: String) -> [Action] {
+        guard peers[id] != nil, case .success(.operation(let message)) = ClientMessage.decode(bytes) else { return [] }
+        var out: [Action] = []
+        refuseRateLimited(message, peer: id, retryAfter: retryAfter, because: reason, &out)
+        return out
+    }
+}

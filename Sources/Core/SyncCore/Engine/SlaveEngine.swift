@@ -242,7 +242,7 @@ public final class SlaveEngine {
             answered(opId: opId, seq: seq, failed: failed, &out)
             resyncIfSettled(&out)
         case .success(.heartbeat(let seq)):
-            if let s = reading.stableSeq, s > stableSeq { stableSeq = s }
+            if let s = reading.stableSeq, s > stableSeq { stableSeqRose(to: s, &out) }
             heartbeat(seq: seq, clock: reading.clock, &out)
         }
         return out

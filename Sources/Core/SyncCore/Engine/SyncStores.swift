@@ -161,6 +161,10 @@ public struct SlaveCommit: Equatable, Sendable {
     /// later `diverged` below the base re-queues them; nil empties the journal.
     public var keepJournalAbove: Int64?
     public var keptEntries: [JournalEntry] = []
+    /// The store's stable seq a heartbeat raised (`Docs/PROTOCOL.md` 7.18): kept unless lower
+    /// than the one on disk, and the entries kept through a snapshot at or below it leave the
+    /// journal in this commit (7.19: no promotion that was not forced undoes them).
+    public var stableSeq: Int64?
 
     /// How many answered operation ids a slave remembers.
     public static let answeredKept = 10_000
@@ -173,7 +177,7 @@ public struct SlaveCommit: Equatable, Sendable {
             && !replaceAllWithStaged
             && prependOutbox.isEmpty && deleteOutbox.isEmpty && syncErrors.isEmpty && rejections.isEmpty
             && needsSnapshot == nil && answered.isEmpty && feed.isEmpty && standbyBase == nil && truncateJournal == nil
-            && journal.isEmpty && term == nil && termStarts == nil && members == nil
+            && journal.isEmpty && term == nil && termStarts == nil && members == nil && stableSeq == nil
     }
 }
 

@@ -21,6 +21,22 @@ extension SlaveEngine {
         }
     }
 
+    /// A heartbeat said a higher stable seq `s`: it is committed (`SlaveCommit.stableSeq`), and
+    /// with it the entries kept through a snapshot at or below it leave the journal: no
+    /// promotion that was not forced undoes them, so no `diverged` re-queues them. A failed
+    /// write ends the link, as any failed write of the replica does.
+    func stableSeqRose(to s: Int64, _ out: inout [Action]) {
+        var c = SlaveCommit()
+        c.stableSeq = s
+        do {
+            try store.commit(c)
+            stableSeq = s
+        } catch {
+            out.append(.log(EngineLog(.error, "replica.write_failed", [("error", "\(error)")])))
+            out.append(.abort(reason: "replica write failed"))
+        }
+    }
+
     /// The journal entry of outbox entry `e` applied by the master at `seq` in term `term`: the
     /// operation as this slave sent it, in a broadcast's shape (what `OutboxEntry.requeued`
     /// reads back). Nil when the outbox message holds no operation.

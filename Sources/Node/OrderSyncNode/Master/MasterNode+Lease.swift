@@ -12,11 +12,10 @@ struct LeaseWatch {
     var lease: MasterLease
     /// The next tick.
     var timer: TimerHandle?
-    /// Terminals' operations held while the lease is lapsed, in arrival order: they are not
-    /// acknowledged, so they stay in the terminals' outboxes until they are taken.
-    var held: [(session: Int, bytes: [UInt8])] = []
-    /// Sessions with a message held: their later messages wait behind it.
-    var holding: Set<Int> = []
+    /// Terminals' operations held while the lease is lapsed (and the messages of their links
+    /// behind them), in arrival order and bounded: they are not acknowledged, so they stay in
+    /// the terminals' outboxes until they are taken.
+    var held = LeaseHeldMessages<Int>()
 }
 
 /// The lease of a master under automatic failover (Docs/PROTOCOL.md, "Automatic failover"): it
@@ -103,11 +102,10 @@ extension MasterNode {
                     "hint": "writes are refused no_quorum until a majority of the voters is heard again",
                 ])
         case .regained(let heard, let majority):
-            logger.notice("lease.regained", metadata: ["heard": "\(heard)", "majority": "\(majority)"])
+            let refused = lease?.held.refused ?? 0
+            logger.notice("lease.regained", metadata: ["heard": "\(heard)", "majority": "\(majority)", "refused": "\(refused)"])
             metrics.leaseHeld.set(Int64(1))
-            let held = lease?.held ?? []
-            lease?.held = []
-            lease?.holding = []
+            let held = lease?.held.release() ?? []
             for (session, bytes) in held where sessions[session] != nil {
                 enqueue(.message(session: session, bytes: bytes))
             }
@@ -150,16 +148,48 @@ extension MasterNode {
         )
     }
 
+    /// How long a terminal whose operation was refused (what the lapsed lease holds is at its
+    /// bound) waits before it sends it again.
+    static let leaseRefusedRetryMillis: Int64 = 1000
+
     /// A terminal's message while the lease is lapsed: an operation (and whatever follows it on
-    /// that link) is held unacknowledged; true when held.
+    /// that link) is held unacknowledged, within `LeaseHeldMessages`' bound; beyond it an
+    /// operation is refused `rate_limited` (the terminal sends it again), and a message that must
+    /// wait behind held ones ends its link. True when the message was taken care of here.
     func leaseHolds(_ bytes: [UInt8], from s: TerminalSession) -> Bool {
-        guard let watch = lease, !watch.lease.isHeld else { return false }
-        if !watch.holding.contains(s.id) {
-            guard let object = try? JSONParser.parse(bytes).objectValue, object["operation"] != nil else { return false }
+        guard var watch = lease, !watch.lease.isHeld else { return false }
+        let isOperation = (try? JSONParser.parse(bytes).objectValue)?["operation"] != nil
+        let decision = watch.held.offer(bytes, isOperation: isOperation, from: s.id)
+        lease = watch
+        let name = engine.peers[s.id]?.terminalName ?? s.address
+        switch decision {
+        case .pass:
+            return false
+        case .held:
+            return true
+        case .refuse:
+            metrics.leaseRefused.increment()
+            let heard = watch.lease.heardCount(nowMillis: millis(loop.now))
+            if watch.held.refused == 1 {
+                logger.warning(
+                    "lease.held_full",
+                    metadata: [
+                        "terminal": "\(name)", "held": "\(watch.held.held.count)", "bytes": "\(watch.held.bytes)",
+                        "most": "\(watch.held.mostMessages)", "most_bytes": "\(watch.held.mostBytes)",
+                    ])
+            }
+            let reason =
+                "this master cannot acknowledge writes now (it hears \(heard) of the \(watch.lease.majority) voters a write needs) "
+                + "and holds the most it may (\(watch.held.mostMessages) messages, \(watch.held.mostBytes) bytes); nothing was applied"
+            perform(engine.refuseUnheld(bytes, from: s.id, retryAfter: Self.leaseRefusedRetryMillis, because: reason))
+            return true
+        case .close:
+            logger.warning("lease.held_link_closed", metadata: ["terminal": "\(name)", "held": "\(watch.held.held.count)"])
+            perform([
+                .close(peer: s.id, code: MasterEngine.tryAgainLater, reason: "lease lapsed and held messages at their bound")
+            ])
+            return true
         }
-        lease?.held.append((s.id, bytes))
-        lease?.holding.insert(s.id)
-        return true
     }
 
     /// The lease as status shows it: nil without `--auto-failover`.

@@ -9,13 +9,14 @@ extension MasterNode {
     /// rose above the value on disk (`engine.rollup.stableSeq`, read once at start), writes
     /// `sync.stable_seq` in the group's transaction (with the entries it may cover: never on
     /// disk before them) and gives it to the engine for the standbys' heartbeats. It never goes
-    /// down.
+    /// down. A master promoted from a standby drops in the same transaction the entries it kept
+    /// through a snapshot at or below it (Docs/PROTOCOL.md 7.19).
     func noteStableSeq() {
         let voting = engine.standbys.filter(\.voter)
         let voters = engine.voters.count ?? voting.count
         let stable = StableSeq.compute(masterSeq: engine.lastSeq, voterHeld: voting.compactMap(\.held), voters: voters)
         guard stable > engine.rollup.stableSeq else { return }
-        let written = writer.collect { db -> Bool in (try? db.setMetadata(StableSeq.metadataKey, String(stable))) != nil }
+        let written = writer.collect { db -> Bool in (try? db.raiseStableSeq(to: stable)) != nil }
         if written { engine.rollup.stableSeq = stable }
     }
 }

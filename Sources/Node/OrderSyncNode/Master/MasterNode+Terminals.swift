@@ -120,6 +120,7 @@ extension MasterNode {
         s.settleTimer = nil
         terminals.remove(s)
         candidateLostLink(s)
+        lease?.held.ended(s.id)
         // After its messages still waiting (a StorePOS terminal may send and close at once), in
         // a group: what the engine saves of the terminal commits off the loop with the others.
         enqueue(.disconnected(session: s.id))

@@ -30,4 +30,13 @@ extension NodeMetrics {
                 namespace: "ordersync", metricName: "lease", unitName: "held",
                 helpText: "1 while the master hears a majority of the voters (--auto-failover), else 0."))
     }
+
+    /// `ordersync_lease_refused_total`: terminals' operations refused `rate_limited` because what
+    /// the master holds while its lease is lapsed was at its bound (`LeaseHeldMessages`).
+    var leaseRefused: Prometheus.Counter {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "ordersync", metricName: "lease_refused", unitName: "total",
+                helpText: "Terminals' operations refused while the lease was lapsed and the held ones at their bound (--auto-failover)."))
+    }
 }

@@ -66,7 +66,6 @@ extension SlaveNode {
         let actions = writer.collect { _ in engine.received(text, now: WallClock.nowMillis()) }
         batch?.messages += 1
         batch?.actions.append(contentsOf: actions)
-        keepStableSeq()
         if actions.contains(where: {
             switch $0 {
             case .resync, .abort: return true

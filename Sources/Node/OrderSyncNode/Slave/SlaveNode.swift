@@ -43,8 +43,6 @@ public final class SlaveNode {
     var exitError: NodeStartupError?
     /// Attempts the master refused because it does not know this terminal, in a row.
     var refusedAttempts = 0
-    /// The stable seq last kept with the replica (`SlaveNode+StableSeq.swift`).
-    var keptStableSeq: Int64 = 0
     var avahiState: AvahiState
     var shuttingDown = false
     /// Called when the shutdown is complete, instead of stopping the loop (a `Node` then decides
