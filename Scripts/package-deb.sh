@@ -117,8 +117,13 @@ export ORDERSYNC_CONFIG=/dev/null
 "$STAGE/usr/bin/ordersync" --generate-completion-script bash >"$STAGE/usr/share/bash-completion/completions/ordersync"
 "$STAGE/usr/bin/ordersync" --generate-completion-script zsh >"$STAGE/usr/share/zsh/vendor-completions/_ordersync"
 "$STAGE/usr/bin/ordersync" --generate-completion-script fish >"$STAGE/usr/share/fish/vendor_completions.d/ordersync.fish"
-swift build --product generate-manual 2>&1 | tail -n 1 >&2
-MANUAL_TOOL="$(swift build --show-bin-path)/generate-manual"
+# With ORDERSYNC_RELEASE_SCRATCH the tool is built there too (in release: swift-argument-parser is
+# compiled already), so that nothing waits for SwiftPM's lock on .build, which Scripts/test.sh's
+# other tracks hold while they run tests.
+MANUAL_BUILD=()
+if [ -n "${ORDERSYNC_RELEASE_SCRATCH:-}" ]; then MANUAL_BUILD=(-c release --scratch-path "$ORDERSYNC_RELEASE_SCRATCH"); fi
+swift build "${MANUAL_BUILD[@]}" --product generate-manual 2>&1 | tail -n 1 >&2
+MANUAL_TOOL="$(swift build "${MANUAL_BUILD[@]}" --show-bin-path)/generate-manual"
 mkdir -p "$WORK/man"
 "$MANUAL_TOOL" "$STAGE/usr/bin/ordersync" --multi-page --date "$(date -u +%Y-%m-%d)" \
     --authors "OrderSync developers" -o "$WORK/man" >&2

@@ -65,7 +65,9 @@ swift_tests() {
 thread_track() {
     local rc=0
     stage tsan Scripts/sanitizers.sh thread || rc=1
-    # The Avahi discovery tests with the ThreadSanitizer build, inside a simulated host.
+    # The Avahi discovery tests inside a simulated host, with the debug build, then with the
+    # ThreadSanitizer build: one after the other, here rather than in the main track's pytest.
+    stage discovery "${PYTEST[@]}" Tests/lan/test_discovery_swift.py || rc=1
     ORDERSYNC_SWIFT_SCRATCH="$PWD/.build-tsan" ORDERSYNC_SWIFT_SANITIZE=thread stage tsan-discovery \
         .venv/bin/python -m pytest -v -p no:cacheprovider Tests/lan/test_discovery_swift.py || rc=1
     # The deterministic simulation (pure CPU, minutes): here rather than before pytest, so that
@@ -128,7 +130,7 @@ ROLLUP_TRACK=$!
 
 foreground_rc=0
 # AvahiDiscoveryLanTests need an avahi-daemon on a D-Bus system bus: they run inside a simulated
-# host from the LAN tests below (Tests/lan/test_discovery_swift.py), not here.
+# host on the [tsan] track (Tests/lan/test_discovery_swift.py, debug and ThreadSanitizer builds), not here.
 # The simulation runs on the [tsan] track.
 stage unit-tests swift_tests "$RESULTS/unit-tests.log" --skip AvahiDiscoveryLanTests --skip '^SyncSimulationTests\.' ||
     foreground_rc=1
@@ -144,7 +146,7 @@ ALONE=(Tests/lan/test_preauth_limits.py Tests/lan/test_insider_limits.py Tests/c
 # interop, LAN scenarios. Autobahn results go to a temporary folder; Docs/CONFORMANCE.md is
 # regenerated only by running Scripts/conformance.py by hand.
 stage pytest "${PYTEST[@]}" "${ALONE[@]/#/--ignore=}" --ignore=Tests/lan/test_rollup_faults.py --ignore=Tests/lan/test_postgres_lab.py --ignore=Tests/lan/test_rollup_tls.py --ignore=Tests/lan/test_rollup_stop.py \
-    Tests/conformance Tests/noise Tests/lan Tests/bench Tests/metrics Tests/api Tests/dashboard ||
+    --ignore=Tests/lan/test_discovery_swift.py Tests/conformance Tests/noise Tests/lan Tests/bench Tests/metrics Tests/api Tests/dashboard ||
     foreground_rc=1
 
 echo "test: waiting for the sanitizers, fuzzing, the package and the instruction counts"

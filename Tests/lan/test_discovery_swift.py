@@ -58,14 +58,26 @@ def test_discovery_xctests_on_a_simulated_lan(lan2, tmp_path):
     env.pop("DBUS_SYSTEM_BUS_ADDRESS", None)
     started = time.monotonic()
     process = h1.popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    timed_out = False
     try:
         output, _ = process.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        # What it printed until then says which test hung: kept and shown, not lost with the exception.
+        timed_out = True
+        process.kill()
+        try:
+            output, _ = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired as still:
+            # A child of the killed process may hold the pipe open: take what was read so far.
+            partial = still.output or b""
+            output = partial.decode(errors="replace") if isinstance(partial, bytes) else partial
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
     log = tmp_path / "swift-test.log"
     log.write_text(output)
+    assert not timed_out, f"swift test still running after 900 s (all of its output in {log}); the last of it:\n{output[-4000:]}"
     print(f"FIGURE DiscoveryTests on a simulated LAN ({os.environ.get('ORDERSYNC_SWIFT_SANITIZE') or 'no sanitizer'}): "
           f"{time.monotonic() - started:.1f} s")
     outcomes = dict(re.findall(rf"Test Case '{LAN_TESTS}\.(\w+)' (passed|failed|skipped)", output))
