@@ -122,10 +122,15 @@ def test_the_wan_dropped_and_shaped(make_lan, postgres_ready):
         started = time.monotonic()
         shop_a.run(["psql", url, "-c", "SELECT 1"], timeout=120)
         return time.monotonic() - started
-    fast = connect_and_query(office.url("role_a"))
-    slow = connect_and_query(office.url("role_a", port=port))
+    # The least of three tries: psql's start and the server's fork vary with the machine's load by
+    # more than a second on two busy cores, the relay's delay is there every time.
+    def least(url: str) -> float:
+        return min(connect_and_query(url) for _ in range(3))
+    fast = least(office.url("role_a"))
+    slow = least(office.url("role_a", port=port))
     assert slow - fast >= 4 * 0.3 * 0.9, f"the shaped line added {slow - fast:.2f}s to a connection and a query"
     with pytest.raises(LanError, match="shaped already"):
         office.shape(shop_a)
     office.unshape(shop_a)
-    assert connect_and_query(office.url("role_a", port=port)) < slow, "the relay still delays after unshape"
+    unshaped = least(office.url("role_a", port=port))
+    assert unshaped < slow - 4 * 0.3 * 0.5, f"the relay still delays after unshape ({unshaped:.2f}s against {slow:.2f}s shaped)"

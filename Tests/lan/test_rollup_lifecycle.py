@@ -26,6 +26,17 @@ def state_file(node) -> dict:
         return json.load(f)
 
 
+def state_file_says(node, running: bool, seq: int) -> bool:
+    """Whether the state file exists yet and says ``running`` at checkpoint ``seq`` (the roll-up
+    writes it after head office's commit, so it may still be missing once head office has the
+    entries)."""
+    try:
+        state = state_file(node)
+    except FileNotFoundError:
+        return False
+    return state["running"] is running and (state.get("checkpoint") or {}).get("seq") == seq
+
+
 @pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_stops_a_following_rollup_cleanly(make_lan, head_office, signo):
     (h1,) = make_lan(1).hosts
@@ -38,7 +49,7 @@ def test_a_signal_stops_a_following_rollup_cleanly(make_lan, head_office, signo)
     try:
         wait_until(lambda: head_office.sql("SELECT seq FROM ordersync.checkpoints WHERE store_id = 'shop1'", check=False) == [["3"]], 30,
                    what="the three entries at head office")
-        wait_until(lambda: state_file(shop)["running"] is True and state_file(shop)["checkpoint"]["seq"] == 3, 10,
+        wait_until(lambda: state_file_says(shop, running=True, seq=3), 30,
                    what="the running roll-up's state file at seq 3")
         follower.send_signal(signo)
         assert follower.wait(timeout=15) == 0, follower.stderr.read()
