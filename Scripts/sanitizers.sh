@@ -18,7 +18,7 @@ run() {
     # AvahiDiscoveryLanTests need an avahi-daemon; they run on the simulated LAN instead
     # (Tests/lan/test_discovery_swift.py, also with this build: ORDERSYNC_SWIFT_SANITIZE). The store
     # simulation runs its full seed count in the plain run; here a sample of seeds is enough.
-    if ! ORDERSYNC_SIM_SEEDS=${ORDERSYNC_SIM_SEEDS:-40} ORDERSYNC_FAILOVER_SEEDS=${ORDERSYNC_FAILOVER_SEEDS:-100} ORDERSYNC_ENGINE_FAILOVER_SEEDS=${ORDERSYNC_ENGINE_FAILOVER_SEEDS:-20} swift test --skip-build --scratch-path ".build-$name" "$sanitizer" "$@" --skip AvahiDiscoveryLanTests > ".build-$name/test.log" 2>&1; then
+    if ! ORDERSYNC_SIM_SEEDS=${ORDERSYNC_SIM_SEEDS:-20} ORDERSYNC_FAILOVER_SEEDS=${ORDERSYNC_FAILOVER_SEEDS:-50} ORDERSYNC_ENGINE_FAILOVER_SEEDS=${ORDERSYNC_ENGINE_FAILOVER_SEEDS:-10} swift test --skip-build --scratch-path ".build-$name" "$sanitizer" "$@" --skip AvahiDiscoveryLanTests > ".build-$name/test.log" 2>&1; then
         grep -E "error|Sanitizer" ".build-$name/test.log" | head -n 40
         echo "sanitizers: $name tests failed (see .build-$name/test.log)" >&2
         return 1

@@ -74,7 +74,7 @@ final class SyncSimulationTests: XCTestCase {
     /// The run did the work its invariants speak about: enough acknowledged writes and faults of
     /// every kind (per 1,000 seeds, scaled; checked from 20 seeds up, unless a fault kind was
     /// left out on purpose). Below 1,000 seeds a count is a small sample of a rare event (the
-    /// sanitizers run 40 seeds: 2 rejection-record failures expected, 1 seen), so it may fall
+    /// AddressSanitizer run takes 20 seeds: 1 rejection-record failure expected), so it may fall
     /// two standard deviations (a Poisson count's: the square root) below the scaled minimum.
     private func assertMinimumVolumes(_ total: SimStats, seeds n: Int) {
         guard n >= 20 else { return }

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 /// The engine failover simulation (`EngineFailoverSimulation`) over many seeds, and its checker's
-/// self-checks. `ORDERSYNC_ENGINE_FAILOVER_SEEDS=N` (default 100, as CI runs it; 20 under the
+/// self-checks. `ORDERSYNC_ENGINE_FAILOVER_SEEDS=N` (default 100, as CI runs it; 10 under the
 /// sanitizers; 1,000 by hand, Docs/SIMULATION.md),
 /// `ORDERSYNC_ENGINE_FAILOVER_SEED=S` runs seed S alone and prints its trace,
 /// `ORDERSYNC_ENGINE_FAILOVER_TRACE=L` prints L trace lines with a failure,
