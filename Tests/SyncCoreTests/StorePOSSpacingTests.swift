@@ -40,6 +40,19 @@ final class StorePOSSpacingTests: XCTestCase {
         XCTAssertEqual(spacing.fencesBefore(naming: ["A"], promises: 1), 0)
     }
 
+    func testKeysComputedOnceForAMessageSpaceEveryTerminalAsItsUuidsWould() {
+        // The master computes a message's keys once and hands them to each StorePOS terminal.
+        XCTAssertEqual(StorePOSSpacing.keys(naming: ["ab-CD"]), StorePOSSpacing.keys(naming: ["AB-cd"]))
+        XCTAssertNotEqual(StorePOSSpacing.keys(naming: ["A"]), StorePOSSpacing.keys(naming: ["B"]))
+        let messages: [[String]] = [["A", "B"], ["a"], ["C"], ["b"], ["A"], ["D", "E", "F"], ["e"]]
+        var byName = StorePOSSpacing(distance: 3)
+        var byKeys = StorePOSSpacing(distance: 3)
+        let fences = messages.map { byName.fencesBefore(naming: $0, promises: $0.count) }
+        XCTAssertEqual(messages.map { byKeys.fencesBefore(keys: StorePOSSpacing.keys(naming: $0), promises: $0.count) }, fences)
+        XCTAssertEqual(fences, [0, 2, 0, 0, 0, 0, 2])
+        XCTAssertEqual(byKeys.promises, byName.promises)
+    }
+
     func testARemoveIsOnePromiseAndDistanceZeroSpacesNothing() {
         XCTAssertEqual(StorePOSSpacing.promises(of: .remove, orders: 9), 1)
         XCTAssertEqual(StorePOSSpacing.promises(of: .create, orders: 9), 9)

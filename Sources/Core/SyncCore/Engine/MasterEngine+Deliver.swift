@@ -84,8 +84,11 @@ extension MasterEngine {
     /// Removes each StorePOS terminal among `ids` needs so that its app cannot apply it before
     /// an earlier message about the same orders (`StorePOSSpacing`).
     func spaceForStorePOS(_ ids: [Int], naming uuids: [String], promises: Int, _ out: inout [Action]) {
-        for id in ids where peers[id]?.speaksOrderSync == false {
-            let fences = peers[id]?.spacing.fencesBefore(naming: uuids, promises: promises) ?? 0
+        let keys = StorePOSSpacing.keys(naming: uuids)
+        for id in ids {
+            // One in-place access per terminal (reading `peers[id]?.speaksOrderSync` first would
+            // copy the whole Peer).
+            let fences = peers[id]?.storePOSFences(keys: keys, promises: promises) ?? 0
             for _ in 0..<fences { out.append(.send(peer: id, bytes: StorePOSSpacing.fenceMessage)) }
         }
     }

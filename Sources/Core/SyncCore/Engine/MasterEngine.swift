@@ -92,6 +92,12 @@ public final class MasterEngine {
         /// Who sent an operation, for the journal: the authenticated terminal
         /// (`till-2 [ABCD-EFGH]@10.0.0.3:5555`), or the address of a StorePOS terminal.
         public var origin: String { authenticated.map { "\($0.label)@\(address)" } ?? address }
+
+        /// The empty Removes this terminal needs before a message about the orders of `keys`
+        /// (`StorePOSSpacing.keys(naming:)`) giving `promises` promises: none for an OrderSync slave.
+        mutating func storePOSFences(keys: [Int], promises: Int) -> Int {
+            speaksOrderSync ? 0 : spacing.fencesBefore(keys: keys, promises: promises)
+        }
     }
 
     public enum Action: Equatable, Sendable {
