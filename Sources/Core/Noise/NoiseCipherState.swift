@@ -6,15 +6,15 @@ public struct NoiseCipherState: Sendable {
     /// "The maximum n value (2^64-1) is reserved for other use" (5.1).
     static let reservedNonce = UInt64.max
 
-    /// `k`: 32 bytes, or `nil` for "empty".
-    private var key: [UInt8]?
+    /// `k`: 32 bytes, or `nil` for "empty" (made into a cipher key once, not once per message).
+    private var key: NoiseCrypto.Key?
     /// `n`: the nonce the next encryption or decryption uses.
     public private(set) var nonce: UInt64
 
     /// `InitializeKey(key)`: sets `k` (32 bytes, or `nil` for empty) and `n = 0`.
     init(key: [UInt8]?) {
         precondition(key == nil || key?.count == 32, "a CipherState key is 32 bytes")
-        self.key = key
+        self.key = key.map(NoiseCrypto.Key.init)
         self.nonce = 0
     }
 
@@ -53,7 +53,7 @@ public struct NoiseCipherState: Sendable {
         guard let key else { return }
         let encrypted = NoiseCrypto.encrypt(
             key: key, nonce: Self.reservedNonce, ad: [], plaintext: [UInt8](repeating: 0, count: 32))
-        self.key = Array(encrypted[..<32])
+        self.key = NoiseCrypto.Key(Array(encrypted[..<32]))
     }
 
     /// "If incrementing n results in 2^64-1, then any further EncryptWithAd() or

@@ -52,13 +52,36 @@ enum NoiseCrypto {
         return bytes
     }
 
+    /// A cipher key made once for a `CipherState` (`k`), not once per message: making a
+    /// `SymmetricKey` copies the 32 bytes into memory of its own, which is most of what a small
+    /// message's sealing cost besides the cipher itself. Unchecked Sendable: both properties are
+    /// constants, and swift-crypto only reads a `SymmetricKey` (it does not declare it Sendable).
+    final class Key: @unchecked Sendable {
+        let bytes: [UInt8]
+        let symmetric: SymmetricKey
+
+        init(_ bytes: [UInt8]) {
+            self.bytes = bytes
+            self.symmetric = SymmetricKey(data: bytes)
+        }
+    }
+
     /// `ENCRYPT(k, n, ad, plaintext)`: ciphertext followed by the 16-byte tag.
     static func encrypt(key: [UInt8], nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
+        encrypt(key: Key(key), nonce: nonce, ad: ad, plaintext: plaintext)
+    }
+
+    /// `ENCRYPT(k, n, ad, plaintext)` with a key made already.
+    static func encrypt(key: Key, nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
         do {
             let box = try ChaChaPoly.seal(
-                plaintext, using: SymmetricKey(data: key),
+                plaintext, using: key.symmetric,
                 nonce: ChaChaPoly.Nonce(data: nonceBytes(nonce)), authenticating: ad)
-            return Array(box.ciphertext) + Array(box.tag)
+            var sealed = [UInt8]()
+            sealed.reserveCapacity(plaintext.count + tagLength)
+            sealed.append(contentsOf: box.ciphertext)
+            sealed.append(contentsOf: box.tag)
+            return sealed
         } catch {
             // Key and nonce lengths are fixed by this module; a failure here is our bug.
             preconditionFailure("ChaChaPoly.seal failed with a 32-byte key and 12-byte nonce: \(error)")
@@ -67,6 +90,11 @@ enum NoiseCrypto {
 
     /// `DECRYPT(k, n, ad, ciphertext)`: the plaintext, or `.decryptFailed`.
     static func decrypt(key: [UInt8], nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
+        try decrypt(key: Key(key), nonce: nonce, ad: ad, ciphertext: ciphertext)
+    }
+
+    /// `DECRYPT(k, n, ad, ciphertext)` with a key made already.
+    static func decrypt(key: Key, nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
         guard ciphertext.count >= tagLength else {
             throw NoiseError(.badMessageLength, "a ciphertext of \(ciphertext.count) bytes is shorter than its tag")
         }
@@ -75,7 +103,7 @@ enum NoiseCrypto {
                 nonce: ChaChaPoly.Nonce(data: nonceBytes(nonce)),
                 ciphertext: ciphertext[..<(ciphertext.count - tagLength)],
                 tag: ciphertext[(ciphertext.count - tagLength)...])
-            return Array(try ChaChaPoly.open(box, using: SymmetricKey(data: key), authenticating: ad))
+            return Array(try ChaChaPoly.open(box, using: key.symmetric, authenticating: ad))
         } catch {
             throw NoiseError(.decryptFailed, "ChaChaPoly authentication failed (nonce \(nonce))")
         }
