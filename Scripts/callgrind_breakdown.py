@@ -152,29 +152,41 @@ def breakdown(path: str) -> tuple[dict[str, int], dict[str, int], int, dict[str,
         top[g][fn] += cost
     # Charged to callers: each helper function's own cost goes up its incoming call edges in
     # proportion to their inclusive cost, through other helpers, until it reaches a function of
-    # another group. Recursion and cycles among helpers are cut after a few levels.
+    # another group.
     incoming: dict[tuple[str, str], list[tuple[tuple[str, str], int]]] = defaultdict(list)
     for (caller, callee), cost in edges.items():
         if caller != callee:
             incoming[callee].append((caller, cost))
     charged: dict[str, float] = defaultdict(float)
+    # Where each helper function's calls come from, as fractions per non-helper group,
+    # computed once per function (a cycle among helpers keeps its cost in the helper's group).
+    shares: dict[tuple[str, str], dict[str, float]] = {}
+    visiting: set[tuple[str, str]] = set()
 
-    def charge(fnkey: tuple[str, str], amount: float, depth: int) -> None:
+    def share(fnkey: tuple[str, str]) -> dict[str, float]:
         g = group_of(*fnkey)
-        if g not in HELPERS or depth > 30:
-            charged[g] += amount
-            return
+        if g not in HELPERS:
+            return {g: 1.0}
+        if fnkey in shares:
+            return shares[fnkey]
         callers = incoming.get(fnkey, [])
         weight = sum(c for _, c in callers)
-        if weight <= 0:
-            charged[g] += amount
-            return
+        if weight <= 0 or fnkey in visiting:
+            return {g: 1.0}
+        visiting.add(fnkey)
+        out: dict[str, float] = defaultdict(float)
         for caller, c in callers:
-            charge(caller, amount * c / weight, depth + 1)
+            for group, fraction in share(caller).items():
+                out[group] += fraction * c / weight
+        visiting.discard(fnkey)
+        shares[fnkey] = dict(out)
+        return shares[fnkey]
 
+    sys.setrecursionlimit(100000)
     for key, cost in own.items():
         if cost:
-            charge(key, float(cost), 0)
+            for group, fraction in share(key).items():
+                charged[group] += cost * fraction
     return dict(groups), {k: int(round(v)) for k, v in charged.items()}, total or sum(own.values()), top
 
 
