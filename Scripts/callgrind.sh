@@ -8,6 +8,10 @@
 #   Scripts/callgrind.sh                 # N=2000, release build; prints a Markdown table
 #   Scripts/callgrind.sh --json out.json # also writes the figures as JSON
 #   Scripts/callgrind.sh --smoke         # N=20, debug build: checks the pipeline only
+#   Scripts/callgrind.sh --breakdown     # where apply's and fanout's instructions go (SQLite, JSON,
+#                                        # engine, Swift runtime, allocator), and the least SQLite
+#                                        # work for the same guarantees (Scripts/bench/sqlite_floor.c)
+#                                        # against the master's statements; Scripts/callgrind_breakdown.py
 #   Scripts/callgrind.sh --check Tests/bench/callgrind-baseline.json
 #                                        # N and build of the baseline; fails when a case takes more
 #                                        # instructions or allocations per op than the baseline
@@ -23,13 +27,15 @@ N=2000
 CONFIG=release
 JSON_OUT=""
 CHECK=""
+BREAKDOWN=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --smoke) N=20; CONFIG=debug ;;
         --json) JSON_OUT="$2"; shift ;;
         --check) CHECK="$2"; shift ;;
         -n) N="$2"; shift ;;
-        *) echo "usage: Scripts/callgrind.sh [--smoke] [--json FILE] [--check BASELINE] [-n N]" >&2; exit 2 ;;
+        --breakdown) BREAKDOWN=1 ;;
+        *) echo "usage: Scripts/callgrind.sh [--smoke] [--json FILE] [--check BASELINE] [--breakdown] [-n N]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -49,6 +55,13 @@ BIN="$(swift build -c "$CONFIG" "${SCRATCH[@]}" --show-bin-path)/ordersync-micro
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 strip --strip-debug -o "$WORK/microbench" "$BIN"
+
+if [ -n "$BREAKDOWN" ]; then
+    # The floor program against the system's libsqlite3, the library the microbench links.
+    gcc -O2 -Wall -Wextra -o "$WORK/sqlite_floor" Scripts/bench/sqlite_floor.c -lsqlite3
+    python3 Scripts/callgrind_breakdown.py --microbench "$WORK/microbench" --floor "$WORK/sqlite_floor" -n "$N" --top
+    exit 0
+fi
 
 instructions() {  # CASE ITERATIONS -> total Ir, and the program's own JSON line in $WORK/last.json
     # Only what runs inside MicroBenchCase.run is counted (not the inputs made beforehand).

@@ -322,6 +322,12 @@ static sqlite3_vfs fv_vfs = {
 int ordersync_fault_vfs_install(void) {
     pthread_mutex_lock(&fv_lock);
     if (!fv_global.real) {
+        // sqlite3_vfs_find initializes SQLite, after which it takes no process-wide setting: the
+        // one the store makes before its first connection (OrderStore's
+        // `SQLiteConnection.configured`, no memory statistics) is made here first, so a process
+        // that installs this VFS before opening a store runs SQLite as the store does. SQLITE_MISUSE
+        // (SQLite already initialized) changes nothing.
+        (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
         fv_global.real = sqlite3_vfs_find("unix");
         if (!fv_global.real) {
             pthread_mutex_unlock(&fv_lock);

@@ -18,11 +18,15 @@ public final class DetachedCommit: @unchecked Sendable {
     private let before: [String]
     /// How `run()` went: nil before it ran.
     public private(set) var result: Result<Void, StoreError>?
+    /// A write of the group that failed (`OrderDatabase.groupWrite`): the group is rolled back
+    /// instead of committed, and this is its outcome.
+    private let failure: StoreError?
 
-    init(handle: OpaquePointer, path: String, before: [String] = []) {
+    init(handle: OpaquePointer, path: String, before: [String] = [], failure: StoreError? = nil) {
         self.handle = handle
         self.path = path
         self.before = before
+        self.failure = failure
     }
 
     /// Runs the statements kept for the group's end (a staged snapshot's switch), then commits
@@ -32,6 +36,11 @@ public final class DetachedCommit: @unchecked Sendable {
     @discardableResult
     public func run() -> Result<Void, StoreError> {
         precondition(result == nil, "a group's COMMIT runs once")
+        if let failure {
+            if sqlite3_get_autocommit(handle) == 0 { _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
+            result = .failure(failure)
+            return .failure(failure)
+        }
         var outcome = Result<Void, StoreError>.success(())
         var failed: (rc: Int32, sql: String)?
         for sql in before where failed == nil {

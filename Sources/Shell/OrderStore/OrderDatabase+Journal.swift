@@ -15,25 +15,32 @@ extension OrderDatabase {
     /// nothing is stored then.
     public func appendJournal(_ entry: JournalEntry) throws {
         try requireWritable()
+        try transaction { try insertJournalRows(entry) }
+    }
+
+    /// `appendJournal` inside a transaction the caller holds (the master store's commit, whose
+    /// savepoint already covers the order's row and these): no savepoint of its own, which
+    /// would journal the same pages a second time (Docs/PERFORMANCE.md, "Where an operation's
+    /// instructions go"). If it throws, the caller's transaction undoes what it wrote.
+    func insertJournalRows(_ entry: JournalEntry) throws {
+        precondition(isInTransaction, "the journal's rows are written inside the caller's transaction")
         let uuids = JSONValue.array(entry.orderUUIDs.map { JSONValue.string($0) }).serialized()
         do {
-            try transaction {
+            try connection.execute(
+                """
+                INSERT INTO journal (seq, op_id, origin, operation, order_uuids, message, recorded_at_ms, term)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .integer(entry.seq), .text(entry.opId), .text(entry.origin),
+                    .integer(Int64(entry.operation.rawValue)), .text(uuids), .utf8(entry.message),
+                    .integer(entry.recordedAtMillis), .integer(entry.term),
+                ])
+            for uuid in entry.orderUUIDs {
+                // An order named twice in one message is indexed once.
                 try connection.execute(
-                    """
-                    INSERT INTO journal (seq, op_id, origin, operation, order_uuids, message, recorded_at_ms, term)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    [
-                        .integer(entry.seq), .text(entry.opId), .text(entry.origin),
-                        .integer(Int64(entry.operation.rawValue)), .text(uuids), .utf8(entry.message),
-                        .integer(entry.recordedAtMillis), .integer(entry.term),
-                    ])
-                for uuid in entry.orderUUIDs {
-                    // An order named twice in one message is indexed once.
-                    try connection.execute(
-                        "INSERT INTO journal_orders (uuid_key, seq) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                        [.text(uuid.lowercased()), .integer(entry.seq)])
-                }
+                    "INSERT INTO journal_orders (uuid_key, seq) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    [.text(uuid.lowercased()), .integer(entry.seq)])
             }
         } catch var error as StoreError where error.kind == .duplicate {
             error.message =

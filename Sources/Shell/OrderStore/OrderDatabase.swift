@@ -36,6 +36,9 @@ public final class OrderDatabase {
     /// Statements run just before the open group's COMMIT, on the committing thread (a staged
     /// snapshot's switch, `switchAtGroupCommit()`); taken when the group ends.
     var beforeGroupCommit: [String] = []
+    /// Set when a `groupWrite` failed part-way: the group was rolled back then, and its COMMIT
+    /// reports this instead of committing (`OrderDatabase+Group.swift`).
+    var groupFailure: StoreError?
 
     /// Head office's checkpoint for (store, lineage) as a roll-up on this terminal last wrote it,
     /// asked when a standby bounds its journal (`compactStandbyJournal`) with the copy's

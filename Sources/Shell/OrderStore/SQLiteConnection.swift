@@ -16,8 +16,21 @@ final class SQLiteConnection {
     /// Prepared statements by SQL text, reused across calls.
     private var cache: [String: SQLiteStatement] = [:]
 
+    /// The process-wide settings, made once before the first connection opens (SQLite takes
+    /// them only before it initializes): no memory statistics, so that no allocation of
+    /// SQLite's takes a global mutex (`ordersync_sqlite_configure`, Docs/PERFORMANCE.md "Where
+    /// an operation's instructions go"). SQLITE_MISUSE when something in the process
+    /// initialized SQLite first (a test's VFS): then the statistics stay on, which is slower
+    /// only.
+    static let configured: Int32 = ordersync_sqlite_configure()
+
+    /// The bytes SQLite counts as in use (`sqlite3_memory_used()`): 0 while it keeps no memory
+    /// statistics.
+    static var memoryUsed: Int64 { sqlite3_memory_used() }
+
     /// Opens `path`. Read-write opens create the file; read-only opens never do.
     init(path: String, readOnly: Bool) throws {
+        _ = SQLiteConnection.configured
         self.path = path
         self.isReadOnly = readOnly
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE

@@ -27,7 +27,8 @@ public final class SQLiteMasterStore: MasterStore {
     public func rejections(opId: String) throws -> [Rejection] { try db.rejections(opId: opId) }
 
     public func commit(_ changes: [OrderChange], entry: JournalEntry) throws {
-        try db.transaction {
+        // In a group: no savepoint per operation; a failure here fails the group (`groupWrite`).
+        try db.groupWrite {
             for change in changes {
                 switch change {
                 case .insert(let o): try db.insertOrder(o)
@@ -37,7 +38,8 @@ public final class SQLiteMasterStore: MasterStore {
                     try db.addTombstone(uuid: o.uuid, seq: entry.seq)
                 }
             }
-            try db.appendJournal(entry)
+            // Inside this transaction: no savepoint of its own.
+            try db.insertJournalRows(entry)
         }
     }
 
