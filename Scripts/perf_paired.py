@@ -163,14 +163,15 @@ def report_lines(p, fmt):
                       f"over {extra}): StorePOS {marginal['storepos']:.2f} µs, paired {marginal['paired']:.2f} µs per delivery."]
     lines += ["", "Latency from send until every receiving terminal has it, open loop:", "",
               "| terminals | ops/s | StorePOS p50 / p99 / p99.9 ms | paired p50 / p99 / p99.9 ms | StorePOS p99 runs | paired p99 runs | "
-              "kept up (S/P) | master CPU s/s (S / P) |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "kept up (S/P) | master CPU s/s (S / P) | generator CPU s/s (S / P) |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in p["terminals"]:
         s, q = row["storepos"], row["paired"]
         lines.append(f"| {row['receivers']} | {fmt(row['rate'])} | {s['p50']:.2f} / {s['p99']:.2f} / {s['p999']:.2f} | "
                      f"{q['p50']:.2f} / {q['p99']:.2f} / {q['p999']:.2f} | {', '.join(str(x) for x in s['p99_runs'])} | "
                      f"{', '.join(str(x) for x in q['p99_runs'])} | {'yes' if s['kept_up'] else 'no'} / {'yes' if q['kept_up'] else 'no'} | "
-                     f"{s['server_cpu_per_s']:.2f} / {q['server_cpu_per_s']:.2f} |")
+                     f"{s['server_cpu_per_s']:.2f} / {q['server_cpu_per_s']:.2f} | "
+                     f"{s['generator_cpu_per_s']:.2f} / {q['generator_cpu_per_s']:.2f} |")
     if p["terminals"]:
         base = p["terminals"][0]
         for row in p["terminals"][1:]:
