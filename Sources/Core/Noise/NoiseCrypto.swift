@@ -57,21 +57,14 @@ enum NoiseCrypto {
     /// message's sealing cost besides the cipher itself. Unchecked Sendable: both properties are
     /// constants, and swift-crypto only reads a `SymmetricKey` (it does not declare it Sendable).
     final class Key: @unchecked Sendable {
-        let bytes: [UInt8]
         let symmetric: SymmetricKey
 
         init(_ bytes: [UInt8]) {
-            self.bytes = bytes
             self.symmetric = SymmetricKey(data: bytes)
         }
     }
 
     /// `ENCRYPT(k, n, ad, plaintext)`: ciphertext followed by the 16-byte tag.
-    static func encrypt(key: [UInt8], nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
-        encrypt(key: Key(key), nonce: nonce, ad: ad, plaintext: plaintext)
-    }
-
-    /// `ENCRYPT(k, n, ad, plaintext)` with a key made already.
     static func encrypt(key: Key, nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
         do {
             let box = try ChaChaPoly.seal(
@@ -89,11 +82,6 @@ enum NoiseCrypto {
     }
 
     /// `DECRYPT(k, n, ad, ciphertext)`: the plaintext, or `.decryptFailed`.
-    static func decrypt(key: [UInt8], nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
-        try decrypt(key: Key(key), nonce: nonce, ad: ad, ciphertext: ciphertext)
-    }
-
-    /// `DECRYPT(k, n, ad, ciphertext)` with a key made already.
     static func decrypt(key: Key, nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
         guard ciphertext.count >= tagLength else {
             throw NoiseError(.badMessageLength, "a ciphertext of \(ciphertext.count) bytes is shorter than its tag")

@@ -95,7 +95,7 @@ extension OrderDatabase {
     }
 
     /// True when a `groupWrite` of the open group failed: the group will not commit.
-    public var groupHasFailed: Bool { groupFailure != nil }
+    var groupHasFailed: Bool { groupFailure != nil }
 
     /// Takes the connection back after `commit.run()` returned; its outcome, for the caller.
     @discardableResult
