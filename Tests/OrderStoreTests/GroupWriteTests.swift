@@ -74,11 +74,14 @@ final class GroupWriteTests: StoreTestCase {
     }
 
     /// SQLite keeps no memory statistics (so that none of its allocations takes a global
-    /// mutex): it counts nothing in use after a write.
+    /// mutex): it counts nothing in use after a write. The setting is SQLITE_OK when it came
+    /// before SQLite initialized; SQLITE_MISUSE when a test's fault VFS initialized SQLite
+    /// first in this process (it turns the statistics off itself), which depends on the order
+    /// the tests run in, so the count in use is what is checked either way.
     func testSQLiteKeepsNoMemoryStatistics() throws {
         let db = try openDatabase()
         try db.insertOrder(makeOrder())
-        XCTAssertEqual(SQLiteConnection.configured, 0, "SQLITE_OK: the setting was taken before SQLite initialized")
+        XCTAssertTrue([0, 21].contains(SQLiteConnection.configured), "SQLITE_OK or SQLITE_MISUSE, not \(SQLiteConnection.configured)")
         XCTAssertEqual(SQLiteConnection.memoryUsed, 0)
     }
 }
