@@ -358,11 +358,8 @@ public final class MasterEngine {
         guard !plan.changes.isEmpty else { return outcome }
         let seq = lastSeq + 1
         let orders = plan.changes.map(\.order)
-        var object = ServerMessage.applied(
-            operation: message.operation, orders: orders, seq: seq, opId: message.opId, origin: origin, snapshot: nil
-        ).jsonObject()
-        object["term"] = .int(terms.term)
-        let text = JSONValue.object(object).serializedBytes()
+        let text = ServerMessage.appliedBytes(
+            operation: message.operation, orders: orders, seq: seq, opId: message.opId, origin: origin, term: terms.term)
         let bytes = text.count
         guard bytes <= maxBroadcastBytes else {
             // Refused as a whole, before anything is stored: no terminal could be sent it.
