@@ -30,4 +30,36 @@ final class OrderTimestampTests: XCTestCase {
         }
         XCTAssertNotNil(OrderTimestamp(parsing: "2016-02-29T00:00:00Z"))
     }
+
+    /// The StorePOS form written digit by digit (years 0 to 9999, offsets under 100 hours) is
+    /// what padding each field does, and the same bytes `appendStorePOSText` gives.
+    func testStorePOSTextIsEachFieldPadded() {
+        func padded(_ t: OrderTimestamp) -> String {
+            let local = t.epochMillis + Int64(t.offsetMinutes) * 60_000
+            let secs = Int64((Double(local) / 1000).rounded(.down))
+            let days = Int64((Double(secs) / 86_400).rounded(.down))
+            let rem = secs - days * 86_400
+            let (y, m, d) = OrderTimestamp.civil(fromDays: days)
+            func p(_ v: Int64, _ width: Int) -> String { String(repeating: "0", count: max(0, width - String(v).count)) + String(v) }
+            let off = Int64(abs(t.offsetMinutes))
+            return "\(p(y, 4))-\(p(m, 2))-\(p(d, 2))T\(p(rem / 3600, 2)):\(p(rem / 60 % 60, 2)):\(p(rem % 60, 2))"
+                + "\(t.offsetMinutes < 0 ? "-" : "+")\(p(off / 60, 2))\(p(off % 60, 2))"
+        }
+        let instants: [Int64] = [
+            0, -1, 999, 1_452_605_716_250, -62_167_219_200_000, 253_402_300_799_999, 951_782_400_000, -2_208_988_800_001,
+        ]
+        for millis in instants {
+            for offset in [0, 480, -330, 59, -1, 1439, -1439, 5999, -5999] {
+                let t = OrderTimestamp(epochMillis: millis, offsetMinutes: offset)
+                var bytes: [UInt8] = Array("x".utf8)
+                t.appendStorePOSText(to: &bytes)
+                XCTAssertEqual(t.storePOSText, padded(t), "\(millis) \(offset)")
+                XCTAssertEqual(String(decoding: bytes, as: UTF8.self), "x" + padded(t), "\(millis) \(offset)")
+            }
+        }
+        // Outside four-digit years and two-digit offset hours the fields keep their own width.
+        XCTAssertEqual(OrderTimestamp(epochMillis: 253_402_300_800_000).storePOSText, "10000-01-01T00:00:00+0000")
+        XCTAssertEqual(OrderTimestamp(epochMillis: -62_167_219_200_001).storePOSText, "00-1-12-31T23:59:59+0000")
+        XCTAssertEqual(OrderTimestamp(epochMillis: 0, offsetMinutes: 6000).storePOSText, "1970-01-05T04:00:00+10000")
+    }
 }

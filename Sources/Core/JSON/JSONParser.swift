@@ -175,6 +175,17 @@ public struct JSONParser {
             while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
             if i == d { throw error("invalid number") }
         }
+        // The common case, an integer of at most 18 digits, is read straight from the bytes:
+        // it cannot overflow 64 bits, so no text is made for it.
+        if isInteger {
+            let negative = bytes[start] == UInt8(ascii: "-")
+            let digitsStart = negative ? start + 1 : start
+            if i - digitsStart <= 18 {
+                var v: Int64 = 0
+                for k in digitsStart..<i { v = v &* 10 &+ Int64(bytes[k] &- UInt8(ascii: "0")) }
+                return .int(negative ? -v : v)
+            }
+        }
         let text = String(decoding: bytes[start..<i], as: UTF8.self)
         if isInteger, let v = Int64(text) { return .int(v) }
         guard let d = Double(text), d.isFinite else { throw error("number out of range") }
@@ -201,8 +212,28 @@ public struct JSONParser {
 
     private mutating func string() throws -> String {
         i += 1 // opening quote
-        var out: [UInt8] = []
         var runStart = i
+        // Most strings have no escape: they are made from the input's bytes at once, with no
+        // buffer of their own in between, and when every byte is ASCII (an order's uuid, names,
+        // dates) there is nothing to validate.
+        var nonASCII: UInt8 = 0
+        while i < bytes.count {
+            let c = bytes[i]
+            if c == UInt8(ascii: "\"") {
+                let s = bytes.withUnsafeBufferPointer {
+                    let run = UnsafeBufferPointer(rebasing: $0[runStart..<i])
+                    return nonASCII < 0x80 ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)
+                }
+                i += 1
+                guard let s else { throw error("invalid UTF-8 in string") }
+                return s
+            }
+            if c < 0x20 { throw error("control character in string") }
+            if c == UInt8(ascii: "\\") { break }
+            nonASCII |= c
+            i += 1
+        }
+        var out: [UInt8] = []
         while true {
             guard i < bytes.count else { throw error("unterminated string") }
             let c = bytes[i]

@@ -28,11 +28,34 @@ extension JSONValue {
         }
     }
 
+    /// Appends this value's compact JSON (what `serializedBytes()` gives) to `out`: for a caller
+    /// that writes a larger text member by member, with no `JSONObject` built for it.
+    public func appendSerialized(to out: inout [UInt8]) { write(to: &out) }
+
+    /// Appends `s` as a JSON string, quoted and escaped as `serializedBytes()` writes it.
+    public static func appendSerialized(string s: String, to out: inout [UInt8]) { writeString(s, to: &out) }
+
+    /// Appends `v` in decimal, as `serializedBytes()` writes an integer, with no `String` made.
+    public static func appendSerialized(int v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(UInt8(ascii: "-")) }
+        var m = v.magnitude
+        // 20 digits hold any UInt64.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var at = 20
+            repeat {
+                at -= 1
+                digits[at] = UInt8(truncatingIfNeeded: m % 10) + UInt8(ascii: "0")
+                m /= 10
+            } while m > 0
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[at...]))
+        }
+    }
+
     func write(to out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .int(let v): out.append(contentsOf: String(v).utf8)
+        case .int(let v): JSONValue.appendSerialized(int: v, to: &out)
         case .double(let d):
             if d.rounded() == d && abs(d) < 1e15 {
                 out.append(contentsOf: String(Int64(d)).utf8)

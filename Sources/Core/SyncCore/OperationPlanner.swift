@@ -44,7 +44,11 @@ public enum OperationPlanner {
 
     /// The refusal for an order whose JSON is over `maxOrderBytes`; nil when it fits.
     static func oversized(_ value: JSONValue, uuid: String, index: Int, after change: Bool) -> WireError? {
-        let size = value.serializedByteCount
+        oversized(bytes: value.serializedByteCount, uuid: uuid, index: index, after: change)
+    }
+
+    /// The refusal for an order whose JSON is `size` bytes, when that is over `maxOrderBytes`.
+    static func oversized(bytes size: Int, uuid: String, index: Int, after change: Bool) -> WireError? {
         guard size > maxOrderBytes else { return nil }
         let what = change ? "with this change the order would encode to" : "the order encodes to"
         return WireError(
@@ -134,7 +138,7 @@ public enum OperationPlanner {
                     }
                     continue
                 }
-                if let e = oversized(.object(order.json), uuid: uuid, index: index, after: true) {
+                if let e = oversized(bytes: order.jsonBytes.count, uuid: uuid, index: index, after: true) {
                     plan.errors.append(e)
                     continue
                 }
@@ -174,7 +178,7 @@ public enum OperationPlanner {
                     continue
                 }
                 order.version = before.version + 1
-                if let e = oversized(.object(order.json), uuid: order.uuid, index: index, after: true) {
+                if let e = oversized(bytes: order.jsonBytes.count, uuid: order.uuid, index: index, after: true) {
                     plan.errors.append(e)
                     continue
                 }

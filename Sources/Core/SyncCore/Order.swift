@@ -78,6 +78,65 @@ public struct Order: Equatable, Sendable {
         return o
     }
 
+    /// Appends the order's JSON to `out`: the bytes `JSONValue.object(json).serializedBytes()`
+    /// gives, written straight from the fields with no `JSONObject` built (the master writes
+    /// every order it applies twice: for its size, and in the broadcast).
+    public func appendJSON(to out: inout [UInt8]) {
+        func raw(_ text: StaticString) { text.withUTF8Buffer { out.append(contentsOf: $0) } }
+        func string(_ member: StaticString, _ value: String) {
+            raw(member)
+            JSONValue.appendSerialized(string: value, to: &out)
+        }
+        func int(_ member: StaticString, _ value: Int64) {
+            raw(member)
+            JSONValue.appendSerialized(int: value, to: &out)
+        }
+        string(#"{"uuid":"#, uuid)
+        string(#","customerName":"#, customerName)
+        // The StorePOS form has nothing to escape.
+        raw(#","created":""#)
+        created.appendStorePOSText(to: &out)
+        raw(#"""#)
+        if let v = shippingMethod { string(#","shippingMethod":"#, v) }
+        if let v = tableName { string(#","tableName":"#, v) }
+        if let v = tableSize { int(#","tableSize":"#, v) }
+        int(#","version":"#, version)
+        string(#","status":"#, status.rawValue)
+        if let i = items {
+            raw(#","items":"#)
+            JSONValue.array(i.map { .object($0.json) }).appendSerialized(to: &out)
+        }
+        if let n = note { string(#","note":"#, n) }
+        for m in extra.members where !hasMember(m.key) {
+            raw(",")
+            JSONValue.appendSerialized(string: m.key, to: &out)
+            raw(":")
+            m.value.appendSerialized(to: &out)
+        }
+        raw("}")
+    }
+
+    /// The bytes of the order's JSON (`appendJSON(to:)`).
+    public var jsonBytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        appendJSON(to: &out)
+        return out
+    }
+
+    /// True when `json` has a member `key` of its own (not from `extra`).
+    private func hasMember(_ key: String) -> Bool {
+        switch key {
+        case "uuid", "customerName", "created", "version", "status": return true
+        case "shippingMethod": return shippingMethod != nil
+        case "tableName": return tableName != nil
+        case "tableSize": return tableSize != nil
+        case "items": return items != nil
+        case "note": return note != nil
+        default: return false
+        }
+    }
+
     /// Checks that `text` is a UUID in the 8-4-4-4-12 hexadecimal form (either case).
     public static func isValidUUID(_ text: String) -> Bool {
         let b = Array(text.utf8)

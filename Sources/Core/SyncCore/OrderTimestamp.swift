@@ -26,6 +26,78 @@ public struct OrderTimestamp: Equatable, Hashable, Sendable, CustomStringConvert
 
     /// StorePOS form, e.g. `2016-01-12T21:35:16+0800`.
     public var storePOSText: String {
+        guard let fields = storePOSFields else { return wideStorePOSText }
+        return String(unsafeUninitializedCapacity: Self.storePOSTextBytes) { Self.write(fields, into: $0) }
+    }
+
+    /// Appends the UTF-8 bytes of `storePOSText` to `out`, with no `String` made (an order's
+    /// JSON is written so, once per operation: Docs/PERFORMANCE.md, "What was cut").
+    public func appendStorePOSText(to out: inout [UInt8]) {
+        guard let fields = storePOSFields else {
+            out.append(contentsOf: wideStorePOSText.utf8)
+            return
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.storePOSTextBytes) { buffer in
+            let count = Self.write(fields, into: buffer)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
+    /// `2016-01-12T21:35:16+0800`: the length of the StorePOS form of a year of four digits.
+    private static let storePOSTextBytes = 24
+
+    /// The local date and time and the offset, as `storePOSText` writes them: nil when a field
+    /// does not fit its digits (a year before 0 or after 9999, an offset of 100 hours or more),
+    /// which `wideStorePOSText` writes.
+    private var storePOSFields: (local: (year: Int64, month: Int64, day: Int64, second: Int64), offset: Int)? {
+        let localMillis = epochMillis + Int64(offsetMinutes) * 60_000
+        let secs = Int64((Double(localMillis) / 1000).rounded(.down))
+        let days = Int64((Double(secs) / 86_400).rounded(.down))
+        let (y, m, d) = OrderTimestamp.civil(fromDays: days)
+        guard y >= 0, y <= 9999, abs(offsetMinutes) / 60 < 100 else { return nil }
+        return ((y, m, d, secs - days * 86_400), offsetMinutes)
+    }
+
+    /// Writes the 24 bytes of the StorePOS form of `fields` at the start of `buffer`.
+    private static func write(
+        _ fields: (local: (year: Int64, month: Int64, day: Int64, second: Int64), offset: Int),
+        into buffer: UnsafeMutableBufferPointer<UInt8>
+    ) -> Int {
+        var at = 0
+        func put(_ byte: UInt8) {
+            buffer[at] = byte
+            at += 1
+        }
+        func digits(_ value: Int64, _ count: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<count { divisor *= 10 }
+            while divisor > 0 {
+                put(UInt8(truncatingIfNeeded: value / divisor % 10) + UInt8(ascii: "0"))
+                divisor /= 10
+            }
+        }
+        let (y, m, d, rem) = fields.local
+        let off = Int64(abs(fields.offset))
+        digits(y, 4)
+        put(UInt8(ascii: "-"))
+        digits(m, 2)
+        put(UInt8(ascii: "-"))
+        digits(d, 2)
+        put(UInt8(ascii: "T"))
+        digits(rem / 3600, 2)
+        put(UInt8(ascii: ":"))
+        digits(rem / 60 % 60, 2)
+        put(UInt8(ascii: ":"))
+        digits(rem % 60, 2)
+        put(fields.offset < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+        digits(off / 60, 2)
+        digits(off % 60, 2)
+        return at
+    }
+
+    /// `storePOSText` for the timestamps `storePOSFields` leaves out: the year padded with
+    /// zeros to four characters, every other field to two.
+    private var wideStorePOSText: String {
         let localMillis = epochMillis + Int64(offsetMinutes) * 60_000
         let secs = Int64((Double(localMillis) / 1000).rounded(.down))
         let days = Int64((Double(secs) / 86_400).rounded(.down))

@@ -22,7 +22,47 @@ public enum ServerMessage: Equatable, Sendable {
     public func encoded() -> String { JSONValue.object(jsonObject()).serialized() }
 
     /// The same JSON text as its UTF-8 bytes, as the wire carries it (no `String` made).
-    public func encodedBytes() -> [UInt8] { JSONValue.object(jsonObject()).serializedBytes() }
+    public func encodedBytes() -> [UInt8] {
+        if case let .applied(operation, orders, seq, opId, origin, nil, nil) = self {
+            return Self.appliedBytes(operation: operation, orders: orders, seq: seq, opId: opId, origin: origin, term: nil)
+        }
+        return JSONValue.object(jsonObject()).serializedBytes()
+    }
+
+    /// The bytes of an `applied` message that is neither a snapshot part nor a broadcast part,
+    /// followed by `term` when given (the master's broadcast): what `jsonObject()` with `term`
+    /// added last gives, written straight from the orders (`Order.appendJSON(to:)`) with no
+    /// `JSONObject` built, once per operation on the master's hot path.
+    public static func appliedBytes(
+        operation: OperationKind, orders: [Order], seq: Int64?, opId: String?, origin: String?, term: Int64?
+    ) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + 256 * orders.count)
+        func raw(_ text: StaticString) { text.withUTF8Buffer { out.append(contentsOf: $0) } }
+        func int(_ member: StaticString, _ value: Int64?) {
+            guard let value else { return }
+            raw(member)
+            JSONValue.appendSerialized(int: value, to: &out)
+        }
+        func string(_ member: StaticString, _ value: String?) {
+            guard let value else { return }
+            raw(member)
+            JSONValue.appendSerialized(string: value, to: &out)
+        }
+        int(#"{"operation":"#, Int64(operation.rawValue))
+        raw(#","orders":["#)
+        for (k, order) in orders.enumerated() {
+            if k > 0 { raw(",") }
+            order.appendJSON(to: &out)
+        }
+        raw("]")
+        int(#","seq":"#, seq)
+        string(#","opId":"#, opId)
+        string(#","origin":"#, origin)
+        int(#","term":"#, term)
+        raw("}")
+        return out
+    }
 
     /// The members of this message, as `encoded()` writes them.
     public func jsonObject() -> JSONObject {

@@ -107,13 +107,20 @@ extension MasterEngine {
     /// Creates were read before the change and would undo it on the app (both apply harmlessly
     /// again there).
     func recipients(of operation: OperationKind, from sender: Int?) -> [Int] {
-        peers.values.filter { p in
+        func receives(_ p: Peer) -> Bool {
             guard p.phase == .live || snapshots[p.id] != nil else { return false }
             // Orders brought in from StorePOS apps: those apps get the store afresh instead.
             guard p.speaksOrderSync || !withholdsFromStorePOS else { return false }
             guard p.id == sender, !p.speaksOrderSync else { return true }
             return snapshots[p.id] != nil && operation != .create
-        }.map(\.id).sorted()
+        }
+        // Each terminal read in place: filtering `peers.values` copied every `Peer` (its strings,
+        // its spacing map) for every operation.
+        let all = peers.values
+        var ids: [Int] = []
+        ids.reserveCapacity(all.count)
+        for i in all.indices where receives(all[i]) { ids.append(all[i].id) }
+        return ids.sorted()
     }
 
     /// Persists what the master knows of these terminals.

@@ -29,10 +29,13 @@ extension MasterEngine {
         var log: EngineLog?
     }
 
-    /// Whose bucket a terminal draws from.
-    func bucketKey(for p: Peer) -> String {
-        if let terminal = p.terminalId { return "terminal \(terminal)" }
-        return "address \(Self.host(of: p.address))"
+    /// Whose bucket a terminal draws from (worked out once, when it connects).
+    func bucketKey(for p: Peer) -> String { p.bucketKey }
+
+    /// The bucket key of a terminal: its paired terminal id, or the host of its address.
+    static func bucketKey(terminal: String?, address: String) -> String {
+        if let terminal { return "terminal \(terminal)" }
+        return "address \(host(of: address))"
     }
 
     /// The host part of `ip:port` or `[ip]:port`.
@@ -88,8 +91,12 @@ extension MasterEngine {
     private func refusal(
         _ p: Peer, key: String, operations: TokenBucket, volume: TokenBucket, cost: Double, now: Int64
     ) -> Refusal? {
-        var meta: [(String, String)] = [("peer.address", p.address)]
-        if let name = p.terminalName { meta.append(("terminal", name)) }
+        // The log line's fields, made only for a refusal.
+        var meta: [(String, String)] {
+            var meta: [(String, String)] = [("peer.address", p.address)]
+            if let name = p.terminalName { meta.append(("terminal", name)) }
+            return meta
+        }
         if let journal = limits.journalBuckets[key], !journal.holds(1, now: now) {
             // A minute of the budget back, so a retry is not refused at once again.
             let wait = journal.millisUntil(holding: limits.journalBytesPerHour / 60, now: now)

@@ -62,6 +62,9 @@ public final class MasterEngine {
         /// The paired terminal its link proved to be (an OrderSync slave); nil for a StorePOS
         /// terminal. Its hello cannot change who it is.
         public var authenticated: AuthenticatedTerminal?
+        /// The key of its token buckets (`MasterEngine.bucketKey(terminal:address:)`), made once
+        /// when it connects: the rate limit reads it for every operation.
+        public let bucketKey: String
         /// The authenticated node id (nil for a StorePOS terminal).
         public var terminalId: String? { authenticated?.nodeId }
         /// The paired name (nil for a StorePOS terminal).
@@ -219,6 +222,7 @@ public final class MasterEngine {
         peers[id] = Peer(
             id: id, address: address, speaksOrderSync: speaksOrderSync,
             phase: speaksOrderSync ? .awaitingHello : .live, authenticated: terminal,
+            bucketKey: Self.bucketKey(terminal: terminal?.nodeId, address: address),
             spacing: StorePOSSpacing(distance: speaksOrderSync ? 0 : storePOSFence), connectedMillis: now)
         guard !speaksOrderSync else { return [] }
         var out: [Action] = []
@@ -354,11 +358,8 @@ public final class MasterEngine {
         guard !plan.changes.isEmpty else { return outcome }
         let seq = lastSeq + 1
         let orders = plan.changes.map(\.order)
-        var object = ServerMessage.applied(
-            operation: message.operation, orders: orders, seq: seq, opId: message.opId, origin: origin, snapshot: nil
-        ).jsonObject()
-        object["term"] = .int(terms.term)
-        let text = JSONValue.object(object).serializedBytes()
+        let text = ServerMessage.appliedBytes(
+            operation: message.operation, orders: orders, seq: seq, opId: message.opId, origin: origin, term: terms.term)
         let bytes = text.count
         guard bytes <= maxBroadcastBytes else {
             // Refused as a whole, before anything is stored: no terminal could be sent it.
