@@ -49,6 +49,11 @@ final class StoreWriter {
     var health = StoreHealth()
     /// The failing store's recovery probe (`StoreWriter+Health`).
     var probe = StoreProbe()
+    /// When true, each group's commit thread notes when it took the COMMIT and when the
+    /// COMMIT returned (`lastCommitStamps`; the master's stage trace). Off, no clock is read.
+    var stampsCommits = false
+    /// The last group's commit thread: when it began the COMMIT and when it returned.
+    private(set) var lastCommitStamps: (began: MonotonicInstant, ended: MonotonicInstant)?
 
     /// The writer of `store` (the node's, open read-write), owned by `loop`; its COMMITs run on
     /// `commitQueue` (a serial queue of its own unless a test hands one in).
@@ -117,9 +122,15 @@ final class StoreWriter {
         state.detached(commit, finished: finished)
         let writer = LoopBound(self, loop: loop)
         let loop = self.loop
+        let stamps = stampsCommits
         commitQueue.async {
+            let began: MonotonicInstant? = stamps ? .now : nil
             commit.run()
-            loop.execute { writer.value.commitEnded(commit) }
+            let ended: MonotonicInstant? = stamps ? .now : nil
+            loop.execute {
+                if let began, let ended { writer.value.lastCommitStamps = (began, ended) }
+                writer.value.commitEnded(commit)
+            }
         }
     }
 
