@@ -91,15 +91,8 @@ extension StoreTestCase {
     /// One order and its journal entry committed as a group, its COMMIT detached as the
     /// store writer does; the order and the log's pages the COMMIT counted.
     func commitGroup(_ db: OrderDatabase, seq: Int64) throws -> (order: Order, walPages: Int?) {
-        let order = makeOrder(customer: "c\(seq)")
         try db.beginGroup()
-        try db.transaction {
-            try db.insertOrder(order)
-            try db.appendJournal(
-                JournalEntry(
-                    seq: seq, opId: "op-\(seq)", origin: "local", operation: .create, orderUUIDs: [order.uuid],
-                    message: Array("{}".utf8), recordedAtMillis: seq))
-        }
+        let order = try commitOrder(db, seq: seq, customer: "c\(seq)")
         let commit = try db.detachGroupCommit()
         commit.run()
         try db.finishGroupCommit(commit).get()
