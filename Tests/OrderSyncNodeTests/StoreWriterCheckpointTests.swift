@@ -63,19 +63,27 @@ final class StoreWriterCheckpointTests: XCTestCase {
         loop.schedule(after: .zero) { step() }
         loop.run()
         loop.cancel(deadline)
+        // The loop stopped with the next group possibly still committing; the writer is closed
+        // before any assertion, so that a failed one leaves no connection lent.
+        let inFlight = writer.waitForCommitAtShutdown() == nil ? 0 : 1
+        writer.close()
 
         XCTAssertEqual(failures, 0)
         XCTAssertEqual(writer.checkpoints.runs, 1, "no checkpoint ran on the commit thread after \(answered) groups")
         XCTAssertEqual(writer.checkpoints.failures, 0)
-        XCTAssertEqual(checkpointsWhenAnswered, Array(repeating: 0, count: answered), "a group waited for the checkpoint")
+        // Every group up to the one that filled the log was answered before the checkpoint ran;
+        // only the last, committed behind the checkpoint on the commit thread, may follow it.
+        XCTAssertEqual(
+            Array(checkpointsWhenAnswered.dropLast()), Array(repeating: 0, count: max(answered - 1, 0)),
+            "a group waited for the checkpoint")
         guard case .success(let outcome)? = writer.checkpoints.last else {
             return XCTFail("\(String(describing: writer.checkpoints.last))")
         }
         XCTAssertGreaterThanOrEqual(outcome.logPages, WALCheckpointer.thresholdPages)
-        XCTAssertEqual(outcome.checkpointedPages, outcome.logPages)
-        // The loop stopped with the next group possibly still committing.
-        let inFlight = writer.waitForCommitAtShutdown() == nil ? 0 : 1
-        writer.close()
+        // PASSIVE: the next group's transaction, opened on the loop meanwhile, may keep the last
+        // frames from being copied (they go with the next checkpoint); never none of them.
+        XCTAssertGreaterThan(outcome.checkpointedPages, 0)
+        XCTAssertLessThanOrEqual(outcome.checkpointedPages, outcome.logPages)
         XCTAssertEqual(try OrderDatabase(path: directory + "/store.sqlite").orderCount(), answered + inFlight)
     }
 }
