@@ -148,11 +148,14 @@ class Server:
         raise NotImplementedError
 
     def start(self):
-        self.process = subprocess.Popen(pinned(0, self.argv()), stdout=self.log, stderr=self.log,
-                                        env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent"),
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent", **self.extra_env())
+        self.process = subprocess.Popen(pinned(0, self.argv()), stdout=self.log, stderr=self.log, env=env,
                                         preexec_fn=raise_files_limit)
         wait_for(self.accepting, 30, f"the {self.kind} master on port {self.port}")
         return self
+
+    def extra_env(self):
+        return {}
 
     def accepting(self):
         if self.process.poll() is not None:
@@ -182,11 +185,16 @@ class Server:
 class OrderSyncServer(Server):
     kind = "OrderSync"
 
-    def __init__(self, tmp, name, binary, extra=()):
+    def __init__(self, tmp, name, binary, extra=(), trace=None):
         super().__init__(tmp, name)
         self.binary = binary
         self.extra = list(extra)
         self.data = os.path.join(self.dir, "data")
+        #: With `--stage-trace DIR`: the master's per-group stage trace (ORDERSYNC_STAGE_TRACE).
+        self.trace = trace
+
+    def extra_env(self):
+        return {"ORDERSYNC_STAGE_TRACE": self.trace} if self.trace else {}
 
     def argv(self):
         big = "1000000"
@@ -271,8 +279,12 @@ class Bench:
     def server(self, kind):
         self.runs += 1
         name = f"{kind}-{self.runs}"
-        s = OrderSyncServer(self.tmp, name, self.args.bin, self.extra_master_args) if kind == "ordersync" \
-            else PythonServer(self.tmp, name)
+        if kind in ("ordersync", "baseline"):
+            binary = self.args.bin if kind == "ordersync" else self.args.baseline_bin
+            trace = os.path.join(self.args.stage_trace, f"{name}.trace") if self.args.stage_trace else None
+            s = OrderSyncServer(self.tmp, name, binary, self.extra_master_args, trace=trace)
+        else:
+            s = PythonServer(self.tmp, name)
         self.servers.append(s)
         return s.start()
 
@@ -327,18 +339,27 @@ class Bench:
     # (b)
     def latency(self):
         rows = []
-        rates = [200] if self.args.smoke else [100, 1000, 5000]
-        duration, warmup = (0.5, 0.2) if self.args.smoke else (5, 1)
+        rates = [200] if self.args.smoke else self.args.rates
+        duration, warmup = (0.5, 0.2) if self.args.smoke else (self.args.latency_seconds, 1)
         receivers = 2 if self.args.smoke else 10
+        # With --baseline-bin, an OrderSync built before a change runs in turn with the two others.
+        kinds = ("baseline", "ordersync", "python") if self.args.baseline_bin else ("ordersync", "python")
         for rate in rates:
-            runs = self.alternate(lambda s: self.loaded(s, mode="rate", receivers=receivers, rate=rate,
-                                                        duration=duration, warmup=warmup))
-            row = {"rate": rate, "receivers": receivers}
+            def measure(s):
+                before = os.getloadavg()[0]
+                figures = self.loaded(s, mode="rate", receivers=receivers, rate=rate, duration=duration, warmup=warmup)
+                figures["loadavg"] = (before, os.getloadavg()[0])
+                return figures
+
+            runs = self.alternate(measure, kinds)
+            row = {"rate": rate, "receivers": receivers, "seconds": duration}
             for kind, figures in runs.items():
                 row[kind] = {key: median([f["latency_ms"][key] for f in figures]) for key in ("p50", "p99", "p999", "max")}
                 row[kind]["p99_runs"] = [round(f["latency_ms"]["p99"], 3) for f in figures]
+                row[kind]["p999_runs"] = [round(f["latency_ms"]["p999"], 3) for f in figures]
                 row[kind]["kept_up"] = all(f["kept_up"] for f in figures)
                 row[kind]["server_cpu_per_s"] = median([f["server_cpu_s"] / f["wall_s"] for f in figures])
+                row[kind]["loadavg"] = [round(x, 2) for f in figures for x in f["loadavg"]]
             rows.append(row)
         self.results["latency"] = rows
 
@@ -609,6 +630,20 @@ def report(r):
                          f"{p['p50']:.2f} / {p['p99']:.2f} / {p['p999']:.2f} | {ratio(o['p99'], p['p99'], False)} | "
                          f"{', '.join(str(x) for x in o['p99_runs'])} | {'yes' if o['kept_up'] else 'no'} / {'yes' if p['kept_up'] else 'no'} |")
         lines.append("")
+        if any("baseline" in row for row in r["latency"]):
+            lines += ["The same runs with the baseline build (`--baseline-bin`) in turn, and the load average (1 min) "
+                      "before and after each run:", "",
+                      "| ops/s | s measured | baseline p50 / p99 / p99.9 | OrderSync p50 / p99 / p99.9 | Python p50 / p99 / p99.9 "
+                      "| p99 runs (baseline; OrderSync; Python) | load average |",
+                      "| --- | --- | --- | --- | --- | --- | --- |"]
+            for row in r["latency"]:
+                b, o, p = row["baseline"], row["ordersync"], row["python"]
+                runs = "; ".join(", ".join(f"{x:.2f}" for x in k["p99_runs"]) for k in (b, o, p))
+                loads = [x for k in (b, o, p) for x in k.get("loadavg", [])]
+                lines.append(f"| {fmt(row['rate'])} | {row.get('seconds', '')} | {b['p50']:.2f} / {b['p99']:.2f} / {b['p999']:.2f} | "
+                             f"{o['p50']:.2f} / {o['p99']:.2f} / {o['p999']:.2f} | {p['p50']:.2f} / {p['p99']:.2f} / {p['p999']:.2f} | "
+                             f"{runs} | {min(loads):.2f}-{max(loads):.2f} |")
+            lines.append("")
     if "catch_up" in r:
         c = r["catch_up"]
         lines += [f"(c) Catch-up: an OrderSync slave that missed {c['missed']:,} operations is in sync {fmt(c['seconds'], 2)} s after it "
@@ -723,6 +758,11 @@ def main():
     parser.add_argument("--join-orders", type=int, default=1_000_000, help="the store size of (h), the join (--only join)")
     parser.add_argument("--paired-terminals", type=lambda v: [int(x) for x in v.split(",")], default=[8, 64, 256],
                         help="(p): the terminal counts of its latency rows at 1,000 ops/s")
+    parser.add_argument("--rates", type=lambda v: [int(x) for x in v.split(",")], default=[100, 1000, 5000],
+                        help="(b): the open-loop rates, ops/s")
+    parser.add_argument("--latency-seconds", type=float, default=5, help="(b): seconds measured per run (after 1 s of warm-up)")
+    parser.add_argument("--baseline-bin", help="(b): an OrderSync built before a change, run in turn with the other two")
+    parser.add_argument("--stage-trace", help="(b): a folder for each OrderSync master's stage trace (ORDERSYNC_STAGE_TRACE)")
     parser.add_argument("--out-json")
     parser.add_argument("--plots", help="write the sweeps' PNG plots into this folder")
     parser.add_argument("--smoke", action="store_true", help="every scenario, tiny: checks the pipeline, not the speed")

@@ -36,19 +36,6 @@ class FaultVFSStoreTestCase: StoreTestCase {
         return directory + "/seed-\(seed).sqlite"
     }
 
-    /// Commits one order and its journal entry (seq `seq`) in one transaction.
-    func commitOrder(_ db: OrderDatabase, seq: Int64, customer: String = "Ada") throws -> Order {
-        let order = makeOrder(customer: customer)
-        try db.transaction {
-            try db.insertOrder(order)
-            try db.appendJournal(
-                JournalEntry(
-                    seq: seq, opId: "op-\(seq)", origin: "local", operation: .create, orderUUIDs: [order.uuid],
-                    message: Array("{}".utf8), recordedAtMillis: seq))
-        }
-        return order
-    }
-
     /// The power of this test's machine goes off (`loss`) with `db` open, which is then closed
     /// as a dead process's handles would be, and comes back on.
     func losePower(_ db: OrderDatabase, _ loss: FaultVFS.PowerLoss) {

@@ -41,6 +41,19 @@ class StoreTestCase: XCTestCase {
             shippingMethod: "DHL", tableName: "T1", tableSize: 4)
     }
 
+    /// Commits one order and its journal entry (seq `seq`) in one transaction.
+    func commitOrder(_ db: OrderDatabase, seq: Int64, customer: String = "Ada") throws -> Order {
+        let order = makeOrder(customer: customer)
+        try db.transaction {
+            try db.insertOrder(order)
+            try db.appendJournal(
+                JournalEntry(
+                    seq: seq, opId: "op-\(seq)", origin: "local", operation: .create, orderUUIDs: [order.uuid],
+                    message: Array("{}".utf8), recordedAtMillis: seq))
+        }
+        return order
+    }
+
     /// Asserts that `body` throws a `StoreError` of `kind`, and returns it.
     @discardableResult
     func assertStoreError<T>(

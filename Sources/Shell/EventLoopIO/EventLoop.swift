@@ -49,6 +49,11 @@ public final class EventLoop: @unchecked Sendable {
     private let loopThread = Atomic<UInt>(0)
     /// Scratch space shared by every read on this loop (only one handler runs at a time).
     let readBuffer: UnsafeMutableRawBufferPointer
+    /// When true, ``turnWokeAt`` is read after every `epoll_wait` (a node's stage trace); off,
+    /// the loop reads no clock for it.
+    public var stampsTurns = false
+    /// When the loop last returned from `epoll_wait` (only kept while ``stampsTurns``).
+    public private(set) var turnWokeAt = MonotonicInstant(sinceBoot: .zero)
 
     /// The largest number of events taken from one `epoll_wait`.
     private static let batchSize = 256
@@ -224,6 +229,7 @@ public final class EventLoop: @unchecked Sendable {
                 break
             }
             let count = waitForEvents(events, timeout: nextTimeout())
+            if stampsTurns { turnWokeAt = .now }
             for index in 0..<count {
                 dispatch(events[index])
                 if mustStop {

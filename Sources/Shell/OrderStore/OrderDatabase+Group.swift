@@ -56,7 +56,8 @@ extension OrderDatabase {
             beforeGroupCommit = []
             groupFailure = nil
         }
-        return DetachedCommit(handle: handle, path: path, before: beforeGroupCommit, failure: groupFailure)
+        return DetachedCommit(
+            handle: handle, path: path, before: beforeGroupCommit, failure: groupFailure, pages: walPageCount)
     }
 
     /// Runs `body`, one operation's writes, straight in the open group's transaction, with no

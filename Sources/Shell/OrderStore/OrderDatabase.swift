@@ -39,6 +39,8 @@ public final class OrderDatabase {
     /// Set when a `groupWrite` failed part-way: the group was rolled back then, and its COMMIT
     /// reports this instead of committing (`OrderDatabase+Group.swift`).
     var groupFailure: StoreError?
+    /// The log's pages at the last COMMIT, once a `WALCheckpointer` counts them (`sqlite3_wal_hook`).
+    let walPageCount = WALPageCount()
 
     /// Head office's checkpoint for (store, lineage) as a roll-up on this terminal last wrote it,
     /// asked when a standby bounds its journal (`compactStandbyJournal`) with the copy's

@@ -47,6 +47,8 @@ struct GroupCommitState {
     /// Terminals whose snapshot parts wait for the commit.
     var snapshotWaiting: Set<Int> = []
     var stats = CommitStatus()
+    /// Each group's stages, stamped (`ORDERSYNC_STAGE_TRACE`; nil: nothing is stamped).
+    var trace: GroupStageTrace?
 
     var pending: Int { queue.count - queueHead }
 }
@@ -55,6 +57,7 @@ extension MasterNode {
     /// Queues `work` for the next group.
     func enqueue(_ work: GroupWork) {
         group.queue.append(work)
+        group.trace?.queued(read: loop.turnWokeAt)
         scheduleGroup()
     }
 
@@ -90,6 +93,7 @@ extension MasterNode {
             return
         }
         engine.beginGroup()
+        group.trace?.applying()
         let started = loop.now
         var taken = 0
         // A snapshot started in the group ends it: its read begins once the group is on disk,
@@ -101,6 +105,7 @@ extension MasterNode {
         noteStableSeq()
         let applied = engine.groupApplied.count
         let messages = taken
+        group.trace?.handingOff()
         writer.commit { [weak self] result in
             self?.groupFinished(result, operations: applied, messages: messages, started: started)
         }
@@ -179,6 +184,7 @@ extension MasterNode {
     /// (`result` carries the store's typed error), every operation of it is refused and the
     /// terminals' links are closed.
     func groupFinished(_ result: Result<Void, StoreError>, operations: Int, messages: Int, started: MonotonicInstant) {
+        let finishedAt = group.trace == nil ? nil : MonotonicInstant.now
         var error: StoreError?
         if case .failure(let failure) = result { error = failure }
         pinSnapshotReads(storeHoldsGroup: error == nil || operations == 0)
@@ -224,6 +230,11 @@ extension MasterNode {
             perform(held)
         }
         for a in answers { a.respond.send(a.status, a.body) }
+        if let finishedAt {
+            group.trace?.sent(
+                commit: writer.lastCommitStamps, loopWoke: loop.turnWokeAt, finished: finishedAt, messages: messages,
+                operations: operations)
+        }
         awaitStandbys(takeCommittingReplications())
         finishGroupRound()
     }

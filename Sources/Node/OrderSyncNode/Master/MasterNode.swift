@@ -109,6 +109,8 @@ public final class MasterNode {
         discovery: (any ServiceDiscovery)?, logger: Logger, seat handedOver: RoleSeat?, promotion: MasterCandidacy?,
         ports: StartupPorts? = nil
     ) throws {
+        let (trace, traceFailure) = GroupStageTrace.open(environment: ProcessInfo.processInfo.environment)
+        if let traceFailure { throw NodeStartupError(traceFailure, failure: .settings) }
         self.configuration = configuration
         self.loop = loop
         self.discovery = discovery
@@ -174,6 +176,11 @@ public final class MasterNode {
         seat = try handedOver ?? RoleSeat.own(configuration, loop, logger, dataDirectory: dataDirectory, writer: writer, ports: ports)
         // Snapshots read their orders a page at a time, off the loop (`PagedSnapshotRead`).
         engine.pagedSnapshots = { [unowned self] seq in self.openSnapshotRead(at: seq) }
+        if let trace {
+            group.trace = trace
+            loop.stampsTurns = true
+            writer.stampsCommits = true
+        }
     }
 
     /// Starts everything and serves until SIGINT, SIGTERM or a request through

@@ -49,6 +49,18 @@ final class StoreWriter {
     var health = StoreHealth()
     /// The failing store's recovery probe (`StoreWriter+Health`).
     var probe = StoreProbe()
+    /// When true, each group's commit thread notes when it took the COMMIT and when the
+    /// COMMIT returned (`lastCommitStamps`; the master's stage trace). Off, no clock is read.
+    var stampsCommits = false
+    /// The last group's commit thread: when it began the COMMIT and when it returned.
+    private(set) var lastCommitStamps: (began: MonotonicInstant, ended: MonotonicInstant)?
+    /// The log's checkpoints, run on the commit thread after a group's answers left instead of
+    /// inside its COMMIT (`WALCheckpointer`; nil for a store in memory).
+    private var checkpointer: WALCheckpointer?
+    /// A checkpoint is queued or running on the commit thread.
+    private var checkpointQueued = false
+    /// The checkpoints run so far and the last one's outcome (`StoreWriter+Checkpoints`).
+    private(set) var checkpoints = CheckpointCount()
 
     /// The writer of `store` (the node's, open read-write), owned by `loop`; its COMMITs run on
     /// `commitQueue` (a serial queue of its own unless a test hands one in).
@@ -63,6 +75,7 @@ final class StoreWriter {
         self.loop = loop
         self.commitQueue = commitQueue ?? DispatchQueue(label: "ordersync.\(label).commit")
         self.offLoopReads = OffLoopReads(loop: loop, label: label, queue: readQueue)
+        self.checkpointer = WALCheckpointer(deferringFor: database)
     }
 
     /// Where the writer is in its group commit.
@@ -117,9 +130,15 @@ final class StoreWriter {
         state.detached(commit, finished: finished)
         let writer = LoopBound(self, loop: loop)
         let loop = self.loop
+        let stamps = stampsCommits
         commitQueue.async {
+            let began: MonotonicInstant? = stamps ? .now : nil
             commit.run()
-            loop.execute { writer.value.commitEnded(commit) }
+            let ended: MonotonicInstant? = stamps ? .now : nil
+            loop.execute {
+                if let began, let ended { writer.value.lastCommitStamps = (began, ended) }
+                writer.value.commitEnded(commit)
+            }
         }
     }
 
@@ -136,6 +155,24 @@ final class StoreWriter {
         let result = database.finishGroupCommit(commit)
         noteCommit(result)
         handBack { finished(result) }
+        // The group's answers have left (and a group that waited is handed to the commit
+        // thread first): now the log's checkpoint, if it is due.
+        if let pages = commit.walPages, pages >= WALCheckpointer.thresholdPages { checkpointSoon() }
+    }
+
+    /// Queues a checkpoint of the log on the commit thread (one at a time).
+    private func checkpointSoon() {
+        guard let checkpointer, !checkpointQueued else { return }
+        checkpointQueued = true
+        let writer = LoopBound(self, loop: loop)
+        let loop = self.loop
+        commitQueue.async {
+            let outcome = checkpointer.run()
+            loop.execute {
+                writer.value.checkpointQueued = false
+                writer.value.checkpoints.note(outcome)
+            }
+        }
     }
 
     /// Runs `callback` (the store idle), then the work that waited for the store, in order,
@@ -270,5 +307,9 @@ final class StoreWriter {
         if let timer = probe.stop() { loop.cancel(timer) }
         reader?.close()
         reader = nil
+        if let checkpointer {
+            commitQueue.sync { checkpointer.close() }
+            self.checkpointer = nil
+        }
     }
 }

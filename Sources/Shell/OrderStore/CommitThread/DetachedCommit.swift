@@ -21,12 +21,21 @@ public final class DetachedCommit: @unchecked Sendable {
     /// A write of the group that failed (`OrderDatabase.groupWrite`): the group is rolled back
     /// instead of committed, and this is its outcome.
     private let failure: StoreError?
+    /// Where the connection notes the log's pages at its COMMITs (`WALCheckpointer`).
+    private let pages: WALPageCount?
+    /// The log's pages once this COMMIT wrote to it, when a `WALCheckpointer` counts them (nil:
+    /// not counted, or nothing written): the owner's cue for a checkpoint.
+    public private(set) var walPages: Int?
 
-    init(handle: OpaquePointer, path: String, before: [String] = [], failure: StoreError? = nil) {
+    init(
+        handle: OpaquePointer, path: String, before: [String] = [], failure: StoreError? = nil,
+        pages: WALPageCount? = nil
+    ) {
         self.handle = handle
         self.path = path
         self.before = before
         self.failure = failure
+        self.pages = pages
     }
 
     /// Runs the statements kept for the group's end (a staged snapshot's switch), then commits
@@ -48,8 +57,10 @@ public final class DetachedCommit: @unchecked Sendable {
             if rc != SQLITE_OK { failed = (rc, sql) }
         }
         if failed == nil {
+            pages?.pages = nil
             let rc = sqlite3_exec(handle, "COMMIT", nil, nil, nil)
             if rc != SQLITE_OK { failed = (rc, "COMMIT") }
+            walPages = pages?.pages
         }
         if let (rc, sql) = failed {
             outcome = .failure(SQLiteConnection.error(rc: rc, db: handle, sql: sql, path: path))
