@@ -26,6 +26,7 @@ in its report.
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -46,9 +47,27 @@ def store_file(data_dir):
     raise perf.PerfError(f"no store file in {data_dir}: {os.listdir(data_dir)}")
 
 
-def make_store(bench, orders):
-    """A stopped master whose store holds `orders` orders; returns the server (stopped)."""
+def process_cpu_seconds(pid):
+    """CPU time of the whole process so far, threads that ended included (user + system, from
+    /proc/PID/stat): a slave's decode and commit threads come and go."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def make_store(bench, orders, cache=None):
+    """A stopped master whose store holds `orders` orders; returns the server (stopped) and the
+    uuid of an order it holds. With `cache` (a folder), the master's data folder is copied from
+    there when an earlier run left one of `orders` orders, and left there otherwise: runs that
+    compare builds skip the minutes of making the store (its schema must be the builds')."""
     s = bench.server("ordersync")
+    kept = os.path.join(cache, f"master-{orders}") if cache else None
+    if kept and os.path.exists(os.path.join(kept, "first-order")):
+        s.stop()
+        shutil.rmtree(s.data)
+        shutil.copytree(kept, s.data, ignore=shutil.ignore_patterns("*.sock", "first-order"))
+        with open(os.path.join(kept, "first-order")) as f:
+            return s, f.read().strip()
     first = str(uuidlib.uuid4()).upper()
     status, body = perf.api(s.data, "POST", "/v1/orders", {
         "uuid": first, "customerName": "Kevin", "created": "2016-01-12T21:35:16+0800",
@@ -75,6 +94,11 @@ def make_store(bench, orders):
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     print(f"join: {orders} orders written in {time.time() - started:.1f}s", file=sys.stderr, flush=True)
+    if kept:
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(s.data, kept, ignore=shutil.ignore_patterns("*.sock"))
+        with open(os.path.join(kept, "first-order"), "w") as f:
+            f.write(first)
     return s, first
 
 
@@ -141,26 +165,35 @@ class Prober:
                 "rss_median_mib": statistics.median(self.rss) if self.rss else None}
 
 
-def join(bench, orders, apps=1):
+def join(bench, orders, apps=1, cache=None):
     """The figures of one run: a paired slave's join, then `apps` StorePOS apps' at once (a power
-    cut brings every till back together)."""
-    s, known = make_store(bench, orders)
+    cut brings every till back together; none with `apps` 0)."""
+    s, known = make_store(bench, orders, cache)
     s.log = open(os.path.join(s.dir, "server.log"), "ab")
     s.start()
     out = {"orders": orders}
     try:
         base = perf.memory_mib(s.pid)[0]
         out["rss_before_mib"] = base
+        out["load_before"] = os.getloadavg()
         prober = Prober(s, known).start()
-        started = time.time()
+        started, master_cpu = time.time(), process_cpu_seconds(s.pid)
         slave = bench.pair_slave(s, "join-slave")
         try:
             slave.wait_synced(s, timeout=600)
             out["slave_s"] = time.time() - started
             out["slave_hwm_mib"] = perf.memory_mib(slave.process.pid)[1]
+            # CPU seconds, which a loaded machine stretches less than wall time: the slave's
+            # whole run (pairing included) and the master's meanwhile (the prober's requests too).
+            out["slave_cpu_s"] = process_cpu_seconds(slave.process.pid)
+            out["master_cpu_s_during_slave"] = process_cpu_seconds(s.pid) - master_cpu
         finally:
             slave.stop()
         out["slave_probe"] = prober.stop()
+        out["apps"] = apps
+        if apps == 0:
+            out["load"] = os.getloadavg()
+            return out
         prober = Prober(s, known).start()
         # One generator per app (its snapshot mode is one terminal), all started at once.
         runs = [None] * apps
@@ -174,7 +207,6 @@ def join(bench, orders, apps=1):
         for t in threads:
             t.join()
         out["storepos_probe"] = prober.stop()
-        out["apps"] = apps
         for figures in runs:
             if not figures or not figures["complete"] or figures["snapshot_orders"] < orders:
                 raise perf.PerfError(f"a StorePOS app did not get every order: {figures}")
@@ -190,12 +222,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", default=os.path.join(perf.REPO, ".build", "release", "ordersync"))
     parser.add_argument("--orders", type=int, default=1_000_000)
-    parser.add_argument("--apps", type=int, default=1, help="StorePOS apps connecting at once")
+    parser.add_argument("--apps", type=int, default=1, help="StorePOS apps connecting at once (0: none, the slave only)")
+    parser.add_argument("--store-cache", help="a folder keeping the made store between runs (see make_store)")
     parser.add_argument("--out-json")
     args = parser.parse_args()
     bench = perf.Bench(argparse.Namespace(bin=args.bin, smoke=False, repeat=1))
     try:
-        result = join(bench, args.orders, args.apps)
+        result = join(bench, args.orders, args.apps, args.store_cache)
     finally:
         bench.cleanup()
     text = json.dumps(result, indent=1)

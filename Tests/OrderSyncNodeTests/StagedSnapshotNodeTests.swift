@@ -106,16 +106,34 @@ final class StagedSnapshotNodeTests: XCTestCase {
 
     func testTheLastPartCommitsItsBatchAtOnceAndTheNextMessagesWaitForIt() throws {
         let slave = try slaveNode()
-        slave.masterMessage(part(1, of: 2, seq: 7, 1...300))
+        // The parts as the decoder hands them back (`MasterMessageDecoderTests`), on the loop.
+        slave.masterMessage(DecodedMasterMessage(part(1, of: 2, seq: 7, 1...300)))
         slave.commitBatch()
         runUntil(loop) { slave.writer.phase == .idle }
         XCTAssertEqual(slave.status().orders, 0, "the first part is staged, not in the replica")
-        slave.masterMessage(part(2, of: 2, seq: 7, 301...500))
+        slave.masterMessage(DecodedMasterMessage(part(2, of: 2, seq: 7, 301...500)))
         XCTAssertEqual(slave.writer.phase, .committing, "the switch's batch went to the commit thread at once")
         slave.masterMessage(Array(#"{"type":"heartbeat","seq":7}"#.utf8))
         XCTAssertEqual(slave.waitingMessages.count, 1, "nothing else goes in the switch's batch")
         runUntil(loop) { slave.writer.phase == .idle && slave.waitingMessages.isEmpty && slave.replicaCommits.batches == 3 }
         XCTAssertEqual(slave.status().orders, 500)
+        XCTAssertEqual(slave.engine.lastSeq, 7)
+        XCTAssertEqual(slave.replicaCommits.failed, 0)
+    }
+
+    func testLargePartsAreDecodedOffTheLoopAndReachTheEngineInOrder() throws {
+        let slave = try slaveNode()
+        for k in 1...4 {
+            let bytes = part(k, of: 4, seq: 7, (k - 1) * 200 + 1...k * 200)
+            XCTAssertGreaterThanOrEqual(bytes.count, MasterMessageDecoder.offLoopBytes)
+            slave.masterMessage(bytes)
+        }
+        slave.masterMessage(Array(#"{"type":"heartbeat","seq":7}"#.utf8))
+        XCTAssertEqual(slave.decoder.pending, 5, "the parts, and the heartbeat behind them, wait for the decoder")
+        XCTAssertNil(slave.batch, "nothing was applied yet")
+        runUntil(loop) { slave.decoder.pending == 0 && slave.writer.phase == .idle && slave.waitingMessages.isEmpty }
+        XCTAssertEqual(slave.decoder.decodedOffLoop, 5)
+        XCTAssertEqual(slave.status().orders, 800, "every part staged in order, then switched")
         XCTAssertEqual(slave.engine.lastSeq, 7)
         XCTAssertEqual(slave.replicaCommits.failed, 0)
     }

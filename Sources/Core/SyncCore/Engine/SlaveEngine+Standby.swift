@@ -193,8 +193,23 @@ extension ServerMessage {
     }
 }
 
+/// A message from the master with what `ServerMessage.decodeForStandby` read of it: pure and
+/// `Sendable`, so a slave's shell can decode a large message (a snapshot part) on a thread of its
+/// own while its loop applies the messages before it (`SlaveEngine.received(_:now:)` in order).
+public struct DecodedMasterMessage: Sendable {
+    /// The message as received (its UTF-8 JSON).
+    public let bytes: [UInt8]
+    let reading: StandbyReading
+
+    /// Decodes `bytes` (one JSON parse).
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        self.reading = ServerMessage.decodeForStandby(bytes)
+    }
+}
+
 /// What `ServerMessage.decodeForStandby` read.
-struct StandbyReading {
+struct StandbyReading: Sendable {
     var message: Result<ServerMessage, WireError>
     /// Set when the message is a standby message (then `message` is not used).
     var standby: Result<StandbyMessage, WireError>?

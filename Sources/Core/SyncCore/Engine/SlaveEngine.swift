@@ -174,10 +174,17 @@ public final class SlaveEngine {
     /// A message from the master: the payload of a text frame (or of a sealed secure message),
     /// as received. `now` is wall-clock milliseconds, for the records of refusals only.
     public func received(_ bytes: [UInt8], now: Int64) -> [Action] {
+        received(DecodedMasterMessage(bytes), now: now)
+    }
+
+    /// A message from the master, decoded already (`DecodedMasterMessage`, which the shell may
+    /// make on another thread): the same as `received(_:now:)` of its bytes.
+    public func received(_ decoded: DecodedMasterMessage, now: Int64) -> [Action] {
         self.now = now
         var out: [Action] = []
         let heldBefore = lastSeq
-        let reading = ServerMessage.decodeForStandby(bytes)
+        let bytes = decoded.bytes
+        let reading = decoded.reading
         if standbyHandled(reading, bytes: bytes, &out) { return out }
         let message = reading.message
         if let c = collecting {

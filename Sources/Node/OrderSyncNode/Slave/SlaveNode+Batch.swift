@@ -21,14 +21,20 @@ extension SlaveNode {
     /// batch; whatever else waited for the store before it goes first (`StoreWriter.whenIdle`).
     func masterMessage(_ text: [UInt8]) {
         if electionMessage(text) { return }
+        // Decoded (off the loop when large: `MasterMessageDecoder`), then applied in order.
+        decoder.received(text)
+    }
+
+    /// A message from the master, decoded, in the order it came.
+    func masterMessage(_ message: DecodedMasterMessage) {
         guard writer.phase != .committing, waitingMessages.isEmpty else {
             if waitingMessages.isEmpty {
                 writer.whenIdle { [weak self] in self?.applyWaitingMessages() }
             }
-            waitingMessages.append(text)
+            waitingMessages.append(message)
             return
         }
-        applyMasterMessage(text)
+        applyMasterMessage(message)
     }
 
     /// The master's messages that arrived during the last commit, in the order they came.
@@ -46,7 +52,7 @@ extension SlaveNode {
         }
     }
 
-    private func applyMasterMessage(_ text: [UInt8]) {
+    private func applyMasterMessage(_ message: DecodedMasterMessage) {
         // Several stores became visible while this one was syncing: do not join one by chance.
         if mustChooseStore { engine.joinAllowed = chooseTarget() != nil }
         if batch == nil {
@@ -55,7 +61,7 @@ extension SlaveNode {
             } catch {
                 // No transaction to batch in: this message goes alone, as it comes.
                 logger.warning("replica.batch_unavailable", metadata: ["error": "\(error)"])
-                perform(engine.received(text, now: WallClock.nowMillis()))
+                perform(engine.received(message, now: WallClock.nowMillis()))
                 changeFeed?.wake()
                 return
             }
@@ -63,7 +69,7 @@ extension SlaveNode {
             loop.runSoon { [weak self] in self?.commitBatch() }
         }
         guard batch?.closing == false else { return }
-        let actions = writer.collect { _ in engine.received(text, now: WallClock.nowMillis()) }
+        let actions = writer.collect { _ in engine.received(message, now: WallClock.nowMillis()) }
         batch?.messages += 1
         batch?.actions.append(contentsOf: actions)
         if actions.contains(where: {

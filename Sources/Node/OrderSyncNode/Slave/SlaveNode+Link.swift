@@ -193,7 +193,10 @@ extension SlaveNode {
 
     /// The link ended: handled once the master's messages received on it are on disk.
     private func linkEnded(_ ending: MasterLinkEnding) {
-        afterBatch { [weak self] in self?.linkEndedAfterBatch(ending) }
+        // The messages it brought first: decoded, applied, on disk.
+        decoder.afterPending { [weak self] in
+            self?.afterBatch { [weak self] in self?.linkEndedAfterBatch(ending) }
+        }
     }
 
     private func linkEndedAfterBatch(_ ending: MasterLinkEnding) {

@@ -87,7 +87,9 @@ public final class SlaveNode {
     /// The master's messages of this loop turn, applied in one transaction (`SlaveNode+Batch.swift`).
     var batch: SlaveBatch?
     /// The master's messages that arrived while the last batch committed, for the next one.
-    var waitingMessages: [[UInt8]] = []
+    var waitingMessages: [DecodedMasterMessage] = []
+    /// Decodes the master's large messages off the loop, handing them back in order.
+    lazy var decoder = MasterMessageDecoder(loop: loop) { [weak self] in self?.masterMessage($0) }
     var replicaCommits = ReplicaCommitStatus()
     /// What `GET /metrics` shows, counted on the loop (`NodeMetrics`).
     let metrics = NodeMetrics(role: .slave, version: NodeVersion.string)
