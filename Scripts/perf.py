@@ -281,7 +281,8 @@ class Bench:
         name = f"{kind}-{self.runs}"
         if kind in ("ordersync", "baseline"):
             binary = self.args.bin if kind == "ordersync" else self.args.baseline_bin
-            trace = os.path.join(self.args.stage_trace, f"{name}.trace") if self.args.stage_trace else None
+            stage_trace = getattr(self.args, "stage_trace", None)  # scripts that drive a Bench of their own leave it out
+            trace = os.path.join(stage_trace, f"{name}.trace") if stage_trace else None
             s = OrderSyncServer(self.tmp, name, binary, self.extra_master_args, trace=trace)
         else:
             s = PythonServer(self.tmp, name)
