@@ -152,27 +152,4 @@ final class StagedSnapshotEngineTests: XCTestCase {
         XCTAssertEqual(stored.count, 4)
         XCTAssertEqual(try db.outboxEntries().map(\.opId), ["op-r", "op-d"], "the entry the snapshot holds is answered")
     }
-
-    private func fileSize(_ path: String) -> Int {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? -1
-    }
-
-    func testATurnThatOnlyStagesWritesNothingToTheStoreAndAReopenedStoreStagesAnew() throws {
-        let slave = try oldReplica()
-        let wal = db.path + "-wal"
-        let walBefore = fileSize(wal)
-        XCTAssertGreaterThan(walBefore, 0)
-        try inGroup(slave, part(1, of: 3, seq: 9, orders(11...60, name: "new")))
-        try inGroup(slave, part(2, of: 3, seq: 9, orders(61...110, name: "new")))
-        XCTAssertEqual(try db.stagedOrderCount(), 100)
-        XCTAssertEqual(fileSize(wal), walBefore, "the staged parts went to the staging file, not the store's WAL (no fsync)")
-        XCTAssertGreaterThan(fileSize(db.path + "-staging"), 0)
-
-        // The process ends mid-snapshot; the store opened again stages from nothing.
-        db.close()
-        db = try OrderDatabase(path: directory + "/replica.sqlite")
-        XCTAssertEqual(try db.stagedOrderCount(), 0, "what was staged went with the process")
-        XCTAssertEqual(try names(), ["old 1", "old 2", "old 3"], "the old replica, whole")
-        XCTAssertEqual(try db.metadata("replica.last_seq"), "5")
-    }
 }

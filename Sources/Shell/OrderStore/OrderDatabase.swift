@@ -118,9 +118,6 @@ public final class OrderDatabase {
             migrationBackup = try Self.backupBeforeMigration(connection, now: now)
             migrationsApplied = try Schema.migrate(connection)
             try DatabaseFileMode.restrictCompanions(of: path)
-            // A snapshot received part by part is staged beside the store, in a file of its
-            // own that is never synced (OrderDatabase+SnapshotStaging).
-            try Self.attachStaging(connection, path: path)
         } catch {
             connection.close()
             throw error

@@ -1,59 +1,14 @@
-import Glibc
 import SyncCore
 
-/// A snapshot received by a replica, staged part by part (Docs/PROTOCOL.md 4.2.3): each part's
+/// A snapshot received by a replica, staged part by part (Docs/PROTOCOL.md 4.2.2): each part's
 /// orders go into `snapshot_orders`, a table of their own, as they arrive, so the replica's
 /// `orders` stay as they were (readable, and what a lost link leaves) until the last part. The
 /// switch then copies the staged table over `orders` and drops it, in SQL only: inside an open
 /// group it runs on the thread that commits the group, just before its COMMIT
 /// (`DetachedCommit`), so the loop that owns the connection never waits for a million rows.
-///
-/// **The staging table lives in a file of its own** (`<store>-staging`, attached to the
-/// read-write connection as `staging`), which is never synced: a loop turn that only stages
-/// parts writes nothing to the store's WAL, so its COMMIT costs no `fsync` (with `synchronous=FULL`
-/// on the store itself, each turn's commit cost one). Staged rows need not be durable: the
-/// switch is one transaction of the store, and a crash before it leaves the old replica (the
-/// reception starts over on the next link). The file is removed and made anew each time the
-/// store is opened, so what a crash left half-written there is never read.
 extension OrderDatabase {
-    /// The schema name the staging file is attached as.
-    static let stagingSchema = "staging"
     /// The staging table; its columns are `orders`' (copied by name at the switch).
-    static let stagingTable = "\(stagingSchema).snapshot_orders"
-
-    /// The staging file next to the store at `path` (nil for a store that is not a plain file,
-    /// whose staging is kept in memory).
-    static func stagingPath(of path: String) -> String? {
-        guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return nil }
-        return path + "-staging"
-    }
-
-    /// Attaches a new, empty staging file to the read-write `connection` of the store at `path`
-    /// (outside a transaction: "It is not possible to ATTACH ... a database while a transaction
-    /// is active"). What an earlier run left there is removed first.
-    static func attachStaging(_ connection: SQLiteConnection, path: String) throws {
-        var file = ":memory:"
-        if let staging = stagingPath(of: path) {
-            for leftover in [staging, staging + "-journal"] { unlink(leftover) }
-            try DatabaseFileMode.restrictToOwner(staging)
-            file = staging
-        }
-        try connection.execute("ATTACH DATABASE ? AS \(stagingSchema)", [.text(file)])
-        // Builds before this one staged in the store itself: a table such a build left goes.
-        try connection.executeOnce("DROP TABLE IF EXISTS main.snapshot_orders")
-        // "When the auto-vacuum mode is 1 or "full", the freelist pages are moved to the end of
-        // the database file and the database file is truncated to remove the freelist pages at
-        // every transaction commit": the staged snapshot's pages go back to the file system when
-        // the switch drops it. Set before the file's first table, as the pragma requires.
-        try connection.executeOnce("PRAGMA \(stagingSchema).auto_vacuum = FULL")
-        // "The MEMORY journaling mode stores the rollback journal in volatile RAM": a part whose
-        // staging fails still rolls back (its savepoint), and nothing is written beside the file.
-        try connection.executeOnce("PRAGMA \(stagingSchema).journal_mode = MEMORY")
-        // "With synchronous OFF (0), SQLite continues without syncing as soon as it has handed
-        // data off to the operating system": what is staged may be lost with the power, which
-        // loses nothing acknowledged (the switch writes the store, under its own FULL).
-        try connection.executeOnce("PRAGMA \(stagingSchema).synchronous = OFF")
-    }
+    static let stagingTable = "snapshot_orders"
 
     /// The statements that switch the replica to the staged snapshot, in order: the whole
     /// table at once ("the truncate optimization": `DELETE` without `WHERE` on a table without
@@ -113,11 +68,7 @@ extension OrderDatabase {
 
     /// How many orders are staged (0 when nothing is).
     public func stagedOrderCount() throws -> Int {
-        guard
-            try connection.scalarInt(
-                "SELECT count(*) FROM pragma_database_list WHERE name = ?", [.text(Self.stagingSchema)]) == 1,
-            try connection.scalarInt(
-                "SELECT count(*) FROM \(Self.stagingSchema).sqlite_schema WHERE name = 'snapshot_orders'") == 1
+        guard try connection.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name = ?", [.text(Self.stagingTable)]) == 1
         else { return 0 }
         return Int(try connection.scalarInt("SELECT count(*) FROM \(Self.stagingTable)") ?? 0)
     }
