@@ -209,7 +209,16 @@ class OrderSyncServer(Server):
     def accepting(self):
         # The master binds its terminals' port before it opens the store (a refused start
         # writes nothing), so the port accepts before the local API socket exists: wait for both.
-        return super().accepting() and os.path.exists(os.path.join(self.data, "ordersync.sock"))
+        # The socket's file exists from its bind(), before its listen(): a connection in between
+        # is refused, so what is waited for is a connection the local API takes.
+        if not super().accepting():
+            return False
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(os.path.join(self.data, "ordersync.sock"))
+            except OSError:
+                return False
+        return True
 
 
 class PythonServer(Server):
