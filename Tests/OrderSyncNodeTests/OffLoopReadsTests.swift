@@ -13,24 +13,9 @@ import XCTest
 /// loop, the store as it was when the page was asked for (one read transaction, pinned on the
 /// loop), and at most two at a time, the others waiting in order. The reads' queue a test
 /// hands in is serial, so a job the test holds holds every read.
-final class OffLoopReadsTests: XCTestCase {
-    private var directory = ""
-    private var database: OrderDatabase!
-    private var loop: EventLoop!
+final class OffLoopReadsTests: StoreOnLoopTestCase {
     private let readQueue = DispatchQueue(label: "test.reads")
     private let gate = DispatchSemaphore(value: 0)
-
-    override func setUpWithError() throws {
-        directory = NSTemporaryDirectory() + "ordersync-reads-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        database = try OrderDatabase(path: directory + "/store.sqlite")
-        loop = try EventLoop()
-    }
-
-    override func tearDown() {
-        database?.close()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
 
     private func order(_ i: Int) -> Order {
         Order(

@@ -9,22 +9,7 @@ import XCTest
 /// The log's checkpoint leaves the groups' COMMITs (Docs/PERFORMANCE.md, "Quiet-hour latency"):
 /// the group whose COMMIT finds the log past the threshold is answered first, then the writer
 /// checkpoints on its commit thread.
-final class StoreWriterCheckpointTests: XCTestCase {
-    private var directory = ""
-    private var database: OrderDatabase!
-    private var loop: EventLoop!
-
-    override func setUpWithError() throws {
-        directory = NSTemporaryDirectory() + "ordersync-checkpoint-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        database = try OrderDatabase(path: directory + "/store.sqlite")
-        loop = try EventLoop()
-    }
-
-    override func tearDown() {
-        database?.close()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
+final class StoreWriterCheckpointTests: StoreOnLoopTestCase {
 
     func testTheGroupThatFillsTheLogIsAnsweredBeforeTheCheckpointRunsOnTheCommitThread() throws {
         let loop: EventLoop = self.loop

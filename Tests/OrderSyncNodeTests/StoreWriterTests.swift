@@ -21,18 +21,15 @@ func runUntil(_ loop: EventLoop, _ done: @escaping () -> Bool) {
     loop.cancel(deadline)
 }
 
-/// The store writer's phase machine on a real file: events in, phase and results out. The
-/// commit thread is a queue the test holds shut, so "while the COMMIT runs" is a state the test
-/// chooses, not a race.
-final class StoreWriterTests: XCTestCase {
-    private var directory = ""
-    private var database: OrderDatabase!
-    private var loop: EventLoop!
-    private let commitQueue = DispatchQueue(label: "test.writer.commit")
-    private let gate = DispatchSemaphore(value: 0)
+/// A store in a temporary folder and an event loop, for the tests of what runs between the loop
+/// and the store's threads (`StoreWriterTests`, `StoreWriterCheckpointTests`, `OffLoopReadsTests`).
+class StoreOnLoopTestCase: XCTestCase {
+    var directory = ""
+    var database: OrderDatabase!
+    var loop: EventLoop!
 
     override func setUpWithError() throws {
-        directory = NSTemporaryDirectory() + "ordersync-writer-" + UUID().uuidString
+        directory = NSTemporaryDirectory() + "ordersync-store-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         database = try OrderDatabase(path: directory + "/store.sqlite")
         loop = try EventLoop()
@@ -42,6 +39,14 @@ final class StoreWriterTests: XCTestCase {
         database?.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
+}
+
+/// The store writer's phase machine on a real file: events in, phase and results out. The
+/// commit thread is a queue the test holds shut, so "while the COMMIT runs" is a state the test
+/// chooses, not a race.
+final class StoreWriterTests: StoreOnLoopTestCase {
+    private let commitQueue = DispatchQueue(label: "test.writer.commit")
+    private let gate = DispatchSemaphore(value: 0)
 
     private func order(_ name: String) -> Order {
         Order(
