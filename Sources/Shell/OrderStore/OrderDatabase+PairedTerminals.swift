@@ -42,7 +42,7 @@ extension OrderDatabase {
     /// under the new name and its number. Throws when no number is left.
     public func addPairedTerminal(_ t: PairedTerminal) throws {
         try requireWritable()
-        try transaction {
+        _ = try transaction {
             try connection.execute(
                 """
                 INSERT INTO paired_terminals (node_id, public_key, name, paired_ms, revoked_ms, number) VALUES (?, ?, ?, ?, ?, ?)
