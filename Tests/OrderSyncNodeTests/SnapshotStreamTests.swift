@@ -192,4 +192,39 @@ final class SnapshotStreamTests: XCTestCase {
             OperationMessage(operation: .create, orders: [order(UUID().uuidString, "two")]), origin: "api", now: 4_000)
         XCTAssertEqual(sends(other.1, to: 2).count, 1)
     }
+
+    /// Parts asked for several at a time are the parts asked for one at a time.
+    func testPartsAskedForTogetherAreThoseAskedForOneByOne() throws {
+        var streams: [[String]] = []
+        for together in [1, 4, 1_000] {
+            let master = try MasterEngine(
+                store: SQLiteMasterStore(db: try OrderDatabase(path: dir + "/m\(together).sqlite")), storeId: "s", epoch: "e")
+            master.pacesSnapshots = true
+            master.snapshotChunk = 2
+            master.storePOSFence = 3
+            for i in 0..<7 {
+                _ = master.apply(
+                    OperationMessage(operation: .create, orders: [order("9437C8F5-D742-46CB-9847-00000000000\(i)", "c\(i)")]),
+                    origin: "m", now: 1_000)
+            }
+            _ = master.peerConnected(2, address: "10.0.0.3:1", terminal: nil)
+            var sent: [String] = []
+            while master.isReceivingSnapshot(2) {
+                if master.isSnapshotSettling(2) {
+                    sent += sends(master.snapshotSettled(2), to: 2)
+                } else {
+                    let due = sends(master.snapshotDue(for: 2, maxParts: together), to: 2)
+                    XCTAssertLessThanOrEqual(due.count, together)
+                    sent += due
+                }
+            }
+            streams.append(sent)
+        }
+        XCTAssertEqual(streams[0].count, 7 + 3 + 4 + 3)
+        XCTAssertEqual(streams[1], streams[0])
+        XCTAssertEqual(streams[2], streams[0])
+        // A byte budget stops at the part that reaches it.
+        let (master, _, _, _) = try joinedPair(orders: 5)
+        XCTAssertEqual(sends(master.snapshotDue(for: 1, maxParts: 10, maxBytes: 1), to: 1).count, 1)
+    }
 }
