@@ -193,6 +193,32 @@ final class SnapshotStreamTests: XCTestCase {
         XCTAssertEqual(sends(other.1, to: 2).count, 1)
     }
 
+    /// A standby receiving its snapshot holds no write before its last part: a write through
+    /// the local API meanwhile does not wait `--sync-timeout` for it but is answered at once,
+    /// unreplicated (Docs/PROTOCOL.md 7.8); once the standby is live it is waited for again.
+    func testAWriteDoesNotWaitForAStandbyStillReceivingItsSnapshot() throws {
+        let (master, _, _, _) = try joinedPair(orders: 5)
+        XCTAssertEqual(master.standbys.map(\.receivingSnapshot), [true])
+        let (outcome, _) = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "during")], opId: "w1"), origin: "api",
+            now: 2_000)
+        var waits = ReplicationWaits<String, Int>()
+        let during = try XCTUnwrap(
+            waits.add(seq: try XCTUnwrap(outcome.seq), replicas: 1, standbys: master.standbys, deadline: 2_000, answer: "w1"),
+            "answered at once, not after the timeout")
+        XCTAssertFalse(during.replicated)
+        XCTAssertEqual(during.wanted, 1)
+
+        while master.isReceivingSnapshot(1) { _ = master.snapshotDue(for: 1) }
+        XCTAssertEqual(master.standbys.map(\.receivingSnapshot), [false])
+        let (after, _) = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "after")], opId: "w2"), origin: "api",
+            now: 3_000)
+        XCTAssertNil(
+            waits.add(seq: try XCTUnwrap(after.seq), replicas: 1, standbys: master.standbys, deadline: 5_000, answer: "w2"),
+            "a live standby is waited for")
+    }
+
     /// Parts asked for several at a time are the parts asked for one at a time.
     func testPartsAskedForTogetherAreThoseAskedForOneByOne() throws {
         var streams: [[String]] = []
