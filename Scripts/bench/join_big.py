@@ -17,8 +17,9 @@ starts again on it. Then, one after the other:
 During each join a prober asks the master's local API, one request after the other, for one
 order (`GET /v1/orders/{uuid}`) and writes one (`POST /v1/orders`, durable before it is
 answered) every tenth request: p50/p99/max of those answers (and of the reads and the writes
-apart: with `--sync-replicas` 1, the default, a write waits up to `--sync-timeout` for a standby,
-and a standby receiving its snapshot cannot acknowledge before its end), and the master's RSS
+apart: with `--sync-replicas` 1, the default, a write waits up to `--sync-timeout` for a standby;
+one left waiting only for a standby receiving its snapshot, which holds nothing before its end,
+is answered at once, unreplicated), and the master's RSS
 (sampled every 50 ms, and its high-water mark). `Scripts/perf.py --join` runs this and puts the figures
 in its report.
 """
@@ -26,9 +27,11 @@ in its report.
 import argparse
 import json
 import os
+import signal
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -165,9 +168,10 @@ class Prober:
                 "rss_median_mib": statistics.median(self.rss) if self.rss else None}
 
 
-def join(bench, orders, apps=1, cache=None):
-    """The figures of one run: a paired slave's join, then `apps` StorePOS apps' at once (a power
-    cut brings every till back together; none with `apps` 0)."""
+def join(bench, orders, apps=1, cache=None, slave_joins=True, profile=None):
+    """The figures of one run: a paired slave's join (unless `slave_joins` is false), then `apps`
+    StorePOS apps' at once (a power cut brings every till back together; none with `apps` 0).
+    `profile` (a folder): `perf stat` and `perf record -g` of the master while the apps join."""
     s, known = make_store(bench, orders, cache)
     s.log = open(os.path.join(s.dir, "server.log"), "ab")
     s.start()
@@ -176,20 +180,8 @@ def join(bench, orders, apps=1, cache=None):
         base = perf.memory_mib(s.pid)[0]
         out["rss_before_mib"] = base
         out["load_before"] = os.getloadavg()
-        prober = Prober(s, known).start()
-        started, master_cpu = time.time(), process_cpu_seconds(s.pid)
-        slave = bench.pair_slave(s, "join-slave")
-        try:
-            slave.wait_synced(s, timeout=600)
-            out["slave_s"] = time.time() - started
-            out["slave_hwm_mib"] = perf.memory_mib(slave.process.pid)[1]
-            # CPU seconds, which a loaded machine stretches less than wall time: the slave's
-            # whole run (pairing included) and the master's meanwhile (the prober's requests too).
-            out["slave_cpu_s"] = process_cpu_seconds(slave.process.pid)
-            out["master_cpu_s_during_slave"] = process_cpu_seconds(s.pid) - master_cpu
-        finally:
-            slave.stop()
-        out["slave_probe"] = prober.stop()
+        if slave_joins:
+            join_slave(bench, s, known, out)
         out["apps"] = apps
         if apps == 0:
             out["load"] = os.getloadavg()
@@ -202,20 +194,55 @@ def join(bench, orders, apps=1, cache=None):
             runs[k] = bench.gen.run(s.port, mode="snapshot", expect=orders)
 
         threads = [threading.Thread(target=app, args=(k,)) for k in range(apps)]
+        profilers = start_profile(profile, s.pid) if profile else []
+        master_cpu = process_cpu_seconds(s.pid)
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        out["master_cpu_s_during_apps"] = process_cpu_seconds(s.pid) - master_cpu
+        for p in profilers:
+            p.send_signal(signal.SIGINT)
+            p.wait(timeout=120)
         out["storepos_probe"] = prober.stop()
         for figures in runs:
             if not figures or not figures["complete"] or figures["snapshot_orders"] < orders:
                 raise perf.PerfError(f"a StorePOS app did not get every order: {figures}")
         out["storepos_s"] = max(f["snapshot_s"] for f in runs)
+        out["generator_cpu_s"] = [f.get("generator_cpu_s") for f in runs]
+        out["messages"] = [f.get("messages") for f in runs]
         out["hwm_mib"] = perf.memory_mib(s.pid)[1]
         out["load"] = os.getloadavg()
     finally:
         s.stop()
     return out
+
+
+def start_profile(folder, pid):
+    """`perf stat` and `perf record -g` attached to the master until sent SIGINT."""
+    os.makedirs(folder, exist_ok=True)
+    stat = open(os.path.join(folder, "perf-stat.txt"), "w")
+    return [subprocess.Popen(["perf", "stat", "-p", str(pid)], stderr=stat, stdout=stat),
+            subprocess.Popen(["perf", "record", "-g", "-F", "499", "-o", os.path.join(folder, "perf.data"),
+                              "-p", str(pid)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)]
+
+
+def join_slave(bench, s, known, out):
+    """A paired slave joins the master `s`: its figures go in `out`."""
+    prober = Prober(s, known).start()
+    started, master_cpu = time.time(), process_cpu_seconds(s.pid)
+    slave = bench.pair_slave(s, "join-slave")
+    try:
+        slave.wait_synced(s, timeout=600)
+        out["slave_s"] = time.time() - started
+        out["slave_hwm_mib"] = perf.memory_mib(slave.process.pid)[1]
+        # CPU seconds, which a loaded machine stretches less than wall time: the slave's
+        # whole run (pairing included) and the master's meanwhile (the prober's requests too).
+        out["slave_cpu_s"] = process_cpu_seconds(slave.process.pid)
+        out["master_cpu_s_during_slave"] = process_cpu_seconds(s.pid) - master_cpu
+    finally:
+        slave.stop()
+    out["slave_probe"] = prober.stop()
 
 
 def main():
@@ -224,11 +251,13 @@ def main():
     parser.add_argument("--orders", type=int, default=1_000_000)
     parser.add_argument("--apps", type=int, default=1, help="StorePOS apps connecting at once (0: none, the slave only)")
     parser.add_argument("--store-cache", help="a folder keeping the made store between runs (see make_store)")
+    parser.add_argument("--no-slave", action="store_true", help="the StorePOS apps only, no paired slave first")
+    parser.add_argument("--profile", metavar="DIR", help="perf stat and perf record -g of the master while the apps join")
     parser.add_argument("--out-json")
     args = parser.parse_args()
     bench = perf.Bench(argparse.Namespace(bin=args.bin, smoke=False, repeat=1))
     try:
-        result = join(bench, args.orders, args.apps, args.store_cache)
+        result = join(bench, args.orders, args.apps, args.store_cache, not args.no_slave, args.profile)
     finally:
         bench.cleanup()
     text = json.dumps(result, indent=1)

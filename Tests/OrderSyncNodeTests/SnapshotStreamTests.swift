@@ -192,4 +192,65 @@ final class SnapshotStreamTests: XCTestCase {
             OperationMessage(operation: .create, orders: [order(UUID().uuidString, "two")]), origin: "api", now: 4_000)
         XCTAssertEqual(sends(other.1, to: 2).count, 1)
     }
+
+    /// A standby receiving its snapshot holds no write before its last part: a write through
+    /// the local API meanwhile does not wait `--sync-timeout` for it but is answered at once,
+    /// unreplicated (Docs/PROTOCOL.md 7.8); once the standby is live it is waited for again.
+    func testAWriteDoesNotWaitForAStandbyStillReceivingItsSnapshot() throws {
+        let (master, _, _, _) = try joinedPair(orders: 5)
+        XCTAssertEqual(master.standbys.map(\.receivingSnapshot), [true])
+        let (outcome, _) = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "during")], opId: "w1"), origin: "api",
+            now: 2_000)
+        var waits = ReplicationWaits<String, Int>()
+        let during = try XCTUnwrap(
+            waits.add(seq: try XCTUnwrap(outcome.seq), replicas: 1, standbys: master.standbys, deadline: 2_000, answer: "w1"),
+            "answered at once, not after the timeout")
+        XCTAssertFalse(during.replicated)
+        XCTAssertEqual(during.wanted, 1)
+
+        while master.isReceivingSnapshot(1) { _ = master.snapshotDue(for: 1) }
+        XCTAssertEqual(master.standbys.map(\.receivingSnapshot), [false])
+        let (after, _) = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "after")], opId: "w2"), origin: "api",
+            now: 3_000)
+        XCTAssertNil(
+            waits.add(seq: try XCTUnwrap(after.seq), replicas: 1, standbys: master.standbys, deadline: 5_000, answer: "w2"),
+            "a live standby is waited for")
+    }
+
+    /// Parts asked for several at a time are the parts asked for one at a time.
+    func testPartsAskedForTogetherAreThoseAskedForOneByOne() throws {
+        var streams: [[String]] = []
+        for together in [1, 4, 1_000] {
+            let master = try MasterEngine(
+                store: SQLiteMasterStore(db: try OrderDatabase(path: dir + "/m\(together).sqlite")), storeId: "s", epoch: "e")
+            master.pacesSnapshots = true
+            master.snapshotChunk = 2
+            master.storePOSFence = 3
+            for i in 0..<7 {
+                _ = master.apply(
+                    OperationMessage(operation: .create, orders: [order("9437C8F5-D742-46CB-9847-00000000000\(i)", "c\(i)")]),
+                    origin: "m", now: 1_000)
+            }
+            _ = master.peerConnected(2, address: "10.0.0.3:1", terminal: nil)
+            var sent: [String] = []
+            while master.isReceivingSnapshot(2) {
+                if master.isSnapshotSettling(2) {
+                    sent += sends(master.snapshotSettled(2), to: 2)
+                } else {
+                    let due = sends(master.snapshotDue(for: 2, maxParts: together), to: 2)
+                    XCTAssertLessThanOrEqual(due.count, together)
+                    sent += due
+                }
+            }
+            streams.append(sent)
+        }
+        XCTAssertEqual(streams[0].count, 7 + 3 + 4 + 3)
+        XCTAssertEqual(streams[1], streams[0])
+        XCTAssertEqual(streams[2], streams[0])
+        // A byte budget stops at the part that reaches it.
+        let (master, _, _, _) = try joinedPair(orders: 5)
+        XCTAssertEqual(sends(master.snapshotDue(for: 1, maxParts: 10, maxBytes: 1), to: 1).count, 1)
+    }
 }

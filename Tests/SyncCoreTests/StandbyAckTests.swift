@@ -104,4 +104,34 @@ final class StandbyAckTests: XCTestCase {
         XCTAssertEqual(h.first?.wanted, 1)
         XCTAssertEqual(h.first?.heldBy, ["till-1"])
     }
+
+    /// A standby whose snapshot is still going out can hold no write before its last part: a
+    /// write left waiting only for such standbys is answered at once, unreplicated, instead of
+    /// at its deadline; `replicated` means what it meant (Docs/PROTOCOL.md 7.8).
+    func testAWriteLeftWaitingOnlyForStandbysReceivingTheirSnapshotIsAnsweredAtOnce() throws {
+        var joining = standby("j", held: nil)
+        joining.floor = 8
+        joining.receivingSnapshot = true
+        var waits = ReplicationWaits<String, Int>()
+        let alone = try XCTUnwrap(waits.add(seq: 9, replicas: 1, standbys: [joining], deadline: 99, answer: "i"))
+        XCTAssertFalse(alone.replicated, "answered at once, unreplicated, not at its deadline")
+        XCTAssertEqual(alone.wanted, 1)
+        // Beside a live one, waiting for both: once the live one holds it, only the joining one
+        // is missing, which cannot hold it yet: unreplicated at once, held by the live one.
+        XCTAssertNil(waits.add(seq: 10, replicas: 2, standbys: [joining, standby("1", held: 9)], deadline: 99, answer: "k"))
+        XCTAssertEqual(waits.heard([joining, standby("1", held: 9)]).count, 0, "the live one may still hold it")
+        let k = waits.heard([joining, standby("1", held: 10)])
+        XCTAssertEqual(k.map(\.replicated), [false])
+        XCTAssertEqual(k.first?.wanted, 2)
+        XCTAssertEqual(k.first?.heldBy, ["till-1"])
+        // Waiting for one of them: the live one is enough.
+        XCTAssertNil(waits.add(seq: 11, replicas: 1, standbys: [joining, standby("1", held: 10)], deadline: 99, answer: "l"))
+        XCTAssertEqual(waits.heard([joining, standby("1", held: 11)]).map(\.replicated), [true])
+        // Once its snapshot is in, it is waited for again.
+        joining.receivingSnapshot = false
+        XCTAssertNil(waits.add(seq: 12, replicas: 1, standbys: [joining], deadline: 99, answer: "m"))
+        joining.held = 12
+        XCTAssertEqual(waits.heard([joining]).map(\.replicated), [true])
+        XCTAssertEqual(waits.count, 0)
+    }
 }

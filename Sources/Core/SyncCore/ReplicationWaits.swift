@@ -6,6 +6,11 @@
 /// Only standbys that vote count (`MasterEngine.Standby.voter`): an election consults voters
 /// only, so a copy on a handheld keeps nothing a promotion would find.
 ///
+/// A standby whose snapshot is still going out (`MasterEngine.Standby.receivingSnapshot`) holds
+/// no write before its last part (a million orders take it many seconds): a write that waits
+/// only for such standbys is over at once, unreplicated, instead of at its deadline. It is
+/// counted in `wanted` as before, so `replicated` means what it meant.
+///
 /// A write waits for `wanted` voting standbys (at most as many as are connected when it is
 /// committed) to say, in an ack's `held`, that they hold its sequence. When fewer stay connected than it
 /// waits for, it is over once every connected one holds it (and at least one does). When its
@@ -39,15 +44,22 @@ public struct ReplicationWaits<Answer, Instant: Comparable> {
             Finished(answer: answer, seq: seq, replicated: replicated, wanted: wanted, heldBy: heldBy.map(\.name))
         }
 
-        /// Notes the standbys that hold it now; true when it need wait no longer.
-        mutating func heard(_ all: [MasterEngine.Standby]) -> Bool {
+        /// What the standbys say now about this write.
+        enum Outcome { case waiting, replicated, unreplicated }
+
+        /// Notes the standbys that hold it now: replicated when enough do; unreplicated when
+        /// every voter that does not hold it yet is receiving its snapshot (none of them can
+        /// before its last part); else waiting.
+        mutating func heard(_ all: [MasterEngine.Standby]) -> Outcome {
             let standbys = all.filter(\.voter)
             for s in standbys where s.holds(seq) && !heldBy.contains(where: { $0.id == s.terminalId }) {
                 heldBy.append((s.terminalId, s.name))
             }
-            if heldBy.count >= wanted { return true }
+            if heldBy.count >= wanted { return .replicated }
             let holders = Set(heldBy.map(\.id))
-            return !heldBy.isEmpty && standbys.allSatisfy { holders.contains($0.terminalId) }
+            let missing = standbys.filter { !holders.contains($0.terminalId) }
+            if missing.isEmpty { return heldBy.isEmpty ? .waiting : .replicated }
+            return missing.allSatisfy(\.receivingSnapshot) ? .unreplicated : .waiting
         }
     }
 
@@ -70,19 +82,27 @@ public struct ReplicationWaits<Answer, Instant: Comparable> {
     ) -> Finished? {
         var wait = Wait(seq: seq, wanted: min(replicas, standbys.filter(\.voter).count), deadline: deadline, answer: answer)
         guard wait.wanted > 0 else { return wait.finished(replicated: false) }
-        if wait.heard(standbys) { return wait.finished(replicated: true) }
+        switch wait.heard(standbys) {
+        case .replicated: return wait.finished(replicated: true)
+        case .unreplicated: return wait.finished(replicated: false)
+        case .waiting: break
+        }
         waits.append(wait)
         return nil
     }
 
     /// What the engine knows of its standbys now (after an ack raised a `held`, or a standby
-    /// left): the writes they now hold enough of, replicated.
+    /// left): the writes they now hold enough of, replicated, and those left waiting only for
+    /// standbys receiving their snapshot, unreplicated.
     public mutating func heard(_ standbys: [MasterEngine.Standby]) -> [Finished] {
         var done: [Finished] = []
         waits = waits.compactMap { w in
             var w = w
-            guard w.heard(standbys) else { return w }
-            done.append(w.finished(replicated: true))
+            switch w.heard(standbys) {
+            case .waiting: return w
+            case .replicated: done.append(w.finished(replicated: true))
+            case .unreplicated: done.append(w.finished(replicated: false))
+            }
             return nil
         }
         return done

@@ -12,10 +12,10 @@ public struct TrafficCounts: Equatable, Sendable {
 
     public init() {}
 
-    /// One message of `bytes` frame bytes sent.
-    mutating func sent(_ bytes: Int) {
+    /// `messages` messages (one unless said) of `bytes` frame bytes in all sent.
+    mutating func sent(_ bytes: Int, messages: Int = 1) {
         bytesOut += bytes
-        messagesOut += 1
+        messagesOut += messages
     }
 
     /// Adds what another connection carried.

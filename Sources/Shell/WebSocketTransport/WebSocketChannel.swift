@@ -204,9 +204,16 @@ public final class WebSocketChannel {
     /// ``serverTextFrame(_:)``); server side only, where frames are not masked. Ignored unless
     /// open.
     public func sendEncoded(_ frames: [UInt8]) {
+        sendEncoded(frames, messages: 1)
+    }
+
+    /// Sends `messages` whole frames encoded beforehand one after the other in one buffer (a
+    /// snapshot's small parts, written together); counted as that many messages. Server side
+    /// only. Ignored unless open.
+    public func sendEncoded(_ frames: [UInt8], messages: Int) {
         precondition(role == .server, "client frames must be masked one by one")
         guard case .open(let channel) = state else { return }
-        traffic.sent(frames.count)
+        traffic.sent(frames.count, messages: messages)
         channel.write(frames)
     }
 

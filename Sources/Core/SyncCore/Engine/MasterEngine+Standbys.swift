@@ -19,6 +19,9 @@ extension MasterEngine {
         /// The seq its copy on this link starts after (`Peer.copyFloor`): a snapshot's, or the
         /// position a catch-up started from. 0 when not known.
         public var floor: Int64 = 0
+        /// True while its snapshot is still going out: it can hold no write before its last
+        /// part, so a write does not wait for it (`ReplicationWaits`, Docs/PROTOCOL.md 7.8).
+        public var receivingSnapshot = false
 
         /// Whether its copy holds the write at `seq` as a journal entry it can hand over or
         /// re-queue: `held` reaches it and it came after `floor`. A seq it holds only inside a
@@ -35,7 +38,7 @@ extension MasterEngine {
                 p.terminalId.map {
                     Standby(
                         peer: p.id, terminalId: $0, name: p.terminalName ?? $0, held: p.held, voter: isVoter($0),
-                        floor: p.copyFloor)
+                        floor: p.copyFloor, receivingSnapshot: p.phase == .receivingSnapshot)
                 }
             }
     }

@@ -73,24 +73,30 @@ extension MasterEngine {
         return out
     }
 
-    /// The next part of the terminal's snapshot (the shell asks when the terminal's send buffer
-    /// has room); after the last part, `ready` and every message held meanwhile. Nothing when
-    /// no snapshot is going out to it.
-    public func snapshotDue(for id: Int) -> [Action] {
+    /// The next parts of the terminal's snapshot (the shell asks when the terminal's send buffer
+    /// has room): up to `maxParts`, and no more once they come to `maxBytes` (the part that
+    /// reaches it included); fewer when the stream reaches a pause or waits for a page. After the
+    /// last part, `ready` and every message held meanwhile. Nothing when no snapshot is going
+    /// out to it.
+    public func snapshotDue(for id: Int, maxParts: Int = 1, maxBytes: Int = .max) -> [Action] {
         guard var stream = snapshots[id] else { return [] }
         if let failure = stream.readFailure { return snapshotReadFailed(id, failure) }
-        guard let part = stream.nextPart() else {
-            // The stream opened (its parts are numbered) or waits for a page: keep what it learnt.
-            snapshots[id] = stream
-            return []
+        var out: [Action] = []
+        var bytes = 0
+        while out.count < maxParts, bytes < maxBytes, let part = stream.nextPart() {
+            if !stream.lead.isEmpty {
+                out += stream.lead.map { .send(peer: id, bytes: $0) }
+                stream.lead = []
+            }
+            out.append(.send(peer: id, bytes: part))
+            bytes += part.count
+            if stream.isComplete {
+                completeSnapshot(stream, to: id, &out)
+                return out
+            }
         }
-        var out: [Action] = stream.lead.map { .send(peer: id, bytes: $0) } + [.send(peer: id, bytes: part)]
-        stream.lead = []
-        if stream.isComplete {
-            completeSnapshot(stream, to: id, &out)
-        } else {
-            snapshots[id] = stream
-        }
+        // Keep what the stream learnt (it opened, or handed out parts).
+        snapshots[id] = stream
         return out
     }
 

@@ -53,6 +53,8 @@ public struct SnapshotStream: Sendable {
     /// The last order handed out in a Create (`created` in milliseconds, key), for
     /// `hasHandedOut(_:)` on a paged source.
     private var lastHandedOut: (millis: Int64, key: String)?
+    /// The page the Removes of the orders are being cut from.
+    private var clearingPage: (index: Int, orders: [Order])?
     /// Orders created by operations applied since `seq` (keys): the snapshot does not hold them.
     private var createdSince: Set<String> = []
     /// The master's terms: its last part and `ready` carry them (`Docs/PROTOCOL.md` 7.1).
@@ -197,17 +199,23 @@ public struct SnapshotStream: Sendable {
         if sentParts < layout.clearing {
             let uuid: String
             if clearsOrders, sentParts < count {
-                guard let page = source.page(sentParts / source.pageSize) else { return nil }
-                uuid = page[sentParts % source.pageSize].uuid
+                // The page is asked for once, not once per Remove.
+                let index = sentParts / source.pageSize
+                if clearingPage?.index != index {
+                    guard let page = source.page(index) else { return nil }
+                    clearingPage = (index, page)
+                }
+                uuid = clearingPage?.orders[sentParts % source.pageSize].uuid ?? ""
+                if sentParts + 1 == count { clearingPage = nil }
             } else {
                 uuid = (extraClearing ?? [])[sentParts - (clearsOrders ? count : 0)]
             }
             sentParts += 1
-            return removeMessage([.object(JSONObject([("uuid", .string(uuid))]))])
+            return removeMessage(uuid: uuid)
         }
         if sentParts < layout.clearing + fenceParts || sentParts >= layout.parts - fenceParts {
             sentParts += 1
-            return removeMessage([])
+            return removeMessage(uuid: nil)
         }
         guard let orders = source.page(sentParts - layout.clearing - fenceParts) else { return nil }
         if let last = orders.last { lastHandedOut = (last.created.epochMillis, last.key) }
@@ -218,25 +226,35 @@ public struct SnapshotStream: Sendable {
             part.term = t.term(ofSeq: seq)
             part.termStarts = t.starts
         }
-        return ServerMessage.applied(
-            operation: .create, orders: orders, seq: nil, opId: nil, origin: nil, snapshot: part
-        ).encodedBytes()
+        return ServerMessage.snapshotCreateBytes(orders: orders, part: part)
+            ?? ServerMessage.applied(operation: .create, orders: orders, seq: nil, opId: nil, origin: nil, snapshot: part)
+            .encodedBytes()
     }
 
     /// `{"operation":2,"orders":[{"uuid":…}],"snapshot":{…}}`: one uuid only, since a StorePOS
     /// app applies a Remove naming k orders only while it holds at least k; or none (a fence
-    /// message: one task on the app that changes nothing).
-    private func removeMessage(_ orders: [JSONValue]) -> [UInt8] {
-        var part = JSONObject()
-        part["seq"] = .int(seq)
-        part["part"] = .int(Int64(sentParts))
-        part["parts"] = .int(Int64(parts))
-        part["epoch"] = .string(epoch)
-        var message = JSONObject()
-        message["operation"] = .int(Int64(OperationKind.remove.rawValue))
-        message["orders"] = .array(orders)
-        message["snapshot"] = .object(part)
-        return JSONValue.object(message).serializedBytes()
+    /// message: one task on the app that changes nothing). Written straight into one buffer,
+    /// the bytes `JSONValue` would serialize for the same members: a connect sequence sends one
+    /// per order (`SnapshotStreamTests` compares the two).
+    private func removeMessage(uuid: String?) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + epoch.utf8.count + (uuid?.utf8.count ?? 0))
+        if let uuid {
+            out.append(contentsOf: #"{"operation":2,"orders":[{"uuid":"#.utf8)
+            JSONValue.appendSerialized(string: uuid, to: &out)
+            out.append(contentsOf: #"}],"snapshot":{"seq":"#.utf8)
+        } else {
+            out.append(contentsOf: #"{"operation":2,"orders":[],"snapshot":{"seq":"#.utf8)
+        }
+        JSONValue.appendSerialized(int: seq, to: &out)
+        out.append(contentsOf: #","part":"#.utf8)
+        JSONValue.appendSerialized(int: Int64(sentParts), to: &out)
+        out.append(contentsOf: #","parts":"#.utf8)
+        JSONValue.appendSerialized(int: Int64(parts), to: &out)
+        out.append(contentsOf: #","epoch":"#.utf8)
+        JSONValue.appendSerialized(string: epoch, to: &out)
+        out.append(contentsOf: "}}".utf8)
+        return out
     }
 
     /// Every part still to go, passing the pauses (no flow control: tests, and callers that

@@ -150,21 +150,27 @@ extension MasterNode {
             return
         }
         let lowWater = min(configuration.snapshotLowWaterBytes, configuration.maxPendingSendBytes / 2)
+        // The parts of this turn leave together, a write per `SnapshotBatch.flushBytes`.
+        var batch = SnapshotBatch()
         while s.phase == .open, s.transport.isOpen, engine.isReceivingSnapshot(s.id) {
             if engine.isSnapshotSettling(s.id) {
+                batch.flush(to: s, node: self)
                 guard s.settleTimePassed, s.transport.pendingSendBytes == 0 else { break }
                 s.settleTimePassed = false
                 perform(engine.snapshotSettled(s.id))
-            } else if s.transport.pendingSendBytes < lowWater {
+            } else if s.transport.pendingSendBytes + batch.bytes < lowWater {
                 // Nothing due: the next part's orders are still being read (`PagedSnapshotRead`
                 // calls again when they are there).
-                let due = engine.snapshotDue(for: s.id)
+                let room = lowWater - s.transport.pendingSendBytes - batch.bytes
+                let due = engine.snapshotDue(for: s.id, maxParts: batch.roomParts, maxBytes: min(room, batch.roomBytes))
                 if due.isEmpty { break }
-                perform(due)
+                batch.add(due, for: s, node: self)
+                if batch.isFull { batch.flush(to: s, node: self) }
             } else {
                 break
             }
         }
+        batch.flush(to: s, node: self)
         if s.phase == .open, engine.isSnapshotSettling(s.id), s.settleTimer == nil { awaitSettle(s) }
     }
 
