@@ -31,9 +31,10 @@ let package = Package(
         .target(
             name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Core/WebSocket"),
-        // The Noise Protocol Framework (25519, ChaChaPoly, SHA256): handshake and transport.
+        // The Noise Protocol Framework (25519, ChaChaPoly, SHA256): handshake and transport; the
+        // cipher on OpenSSL (`NoiseChaChaPoly`, a context per key), the rest on swift-crypto.
         .target(
-            name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            name: "Noise", dependencies: ["COpenSSL", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Core/Noise"),
         // The secure link: XXpsk3 pairing and IK handshakes, transport framing, pairing codes.
         .target(
@@ -141,8 +142,10 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
-        .testTarget(name: "NoiseTests", dependencies: ["Noise"], resources: [.copy("Resources")]),
-        .testTarget(name: "SecureLinkTests", dependencies: ["SecureLink", "Noise"]),
+        .testTarget(
+            name: "NoiseTests", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
+            resources: [.copy("Resources")]),
+        .testTarget(name: "SecureLinkTests", dependencies: ["SecureLink", "Noise", "WebSocket"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "WireTestSupport"]),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
         .testTarget(name: "RollupCoreTests", dependencies: ["RollupCore", "JSON"]),

@@ -5,7 +5,8 @@ import PackageDescription
 // own because a fuzz executable has no `main` of its own (libFuzzer provides it), so it only
 // links when built with `--sanitize=fuzzer`; keeping it here leaves the main package's plain
 // `swift build` untouched. `Sources/WebSocket`, `Sources/HTTP1`, `Sources/JSON`, `Sources/SyncCore`, `Sources/Noise`,
-// `Sources/SecureLink` are symbolic links to the main package's modules, so the code fuzzed is exactly the code shipped.
+// `Sources/SecureLink` are symbolic links to the main package's modules, so the code fuzzed is exactly the code shipped;
+// `Sources/COpenSSL` links the system library target Noise's cipher (`NoiseChaChaPoly`) calls.
 //
 // Build and run with Scripts/fuzz.sh, or by hand:
 //
@@ -29,8 +30,9 @@ let package = Package(
         .executableTarget(name: "FuzzHandshake", dependencies: ["WebSocket"]),
         .executableTarget(name: "FuzzHTTPRequest", dependencies: ["HTTP1"], swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "FuzzSyncMessage", dependencies: ["JSON", "SyncCore"]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl"),
         .target(
-            name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            name: "Noise", dependencies: ["COpenSSL", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "FuzzNoise", dependencies: ["Noise"], swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(

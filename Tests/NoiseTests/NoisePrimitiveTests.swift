@@ -66,7 +66,7 @@ final class NoisePrimitiveTests: XCTestCase {
         cipher.rekey()
         XCTAssertEqual(cipher.nonce, 1)
         let newKey = Array(
-            NoiseCrypto.encrypt(key: NoiseCrypto.Key(key), nonce: UInt64.max, ad: [], plaintext: [UInt8](repeating: 0, count: 32))
+            NoiseCrypto.encrypt(key: NoiseChaChaPoly(key: key), nonce: UInt64.max, ad: [], plaintext: [UInt8](repeating: 0, count: 32))
                 .prefix(32))
         var expected = NoiseCipherState(key: newKey)
         expected.setNonce(1)

@@ -7,14 +7,14 @@ public struct NoiseCipherState: Sendable {
     static let reservedNonce = UInt64.max
 
     /// `k`: 32 bytes, or `nil` for "empty" (made into a cipher key once, not once per message).
-    private var key: NoiseCrypto.Key?
+    private var key: NoiseChaChaPoly?
     /// `n`: the nonce the next encryption or decryption uses.
     public private(set) var nonce: UInt64
 
     /// `InitializeKey(key)`: sets `k` (32 bytes, or `nil` for empty) and `n = 0`.
     init(key: [UInt8]?) {
         precondition(key == nil || key?.count == 32, "a CipherState key is 32 bytes")
-        self.key = key.map(NoiseCrypto.Key.init)
+        self.key = key.map { NoiseChaChaPoly(key: $0) }
         self.nonce = 0
     }
 
@@ -36,6 +36,15 @@ public struct NoiseCipherState: Sendable {
         return ciphertext
     }
 
+    /// `EncryptWithAd(ad, plaintext)` with an empty `ad`, in place: encrypts `buffer[start...]`
+    /// and appends the tag, so a transport message can be sealed inside the frame that carries it.
+    public mutating func encrypt(inPlace buffer: inout [UInt8], from start: Int) throws(NoiseError) {
+        guard let key else { return }
+        try checkNonce()
+        key.seal(nonce: nonce, ad: [], buffer: &buffer, from: start)
+        nonce += 1
+    }
+
     /// `DecryptWithAd(ad, ciphertext)`: "If k is non-empty returns DECRYPT(k, n++, ad,
     /// ciphertext). Otherwise returns ciphertext. If an authentication failure occurs in
     /// DECRYPT() then n is not incremented and an error is signaled to the caller."
@@ -53,7 +62,7 @@ public struct NoiseCipherState: Sendable {
         guard let key else { return }
         let encrypted = NoiseCrypto.encrypt(
             key: key, nonce: Self.reservedNonce, ad: [], plaintext: [UInt8](repeating: 0, count: 32))
-        self.key = NoiseCrypto.Key(Array(encrypted[..<32]))
+        self.key = NoiseChaChaPoly(key: Array(encrypted[..<32]))
     }
 
     /// "If incrementing n results in 2^64-1, then any further EncryptWithAd() or

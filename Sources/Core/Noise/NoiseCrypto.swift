@@ -1,7 +1,7 @@
 internal import Crypto
 
 /// The primitives of `Noise_*_25519_ChaChaPoly_SHA256` (Noise revision 34, sections 4 and 12),
-/// each a thin call into swift-crypto.
+/// each a thin call into swift-crypto, except the cipher (`NoiseChaChaPoly`, on OpenSSL).
 enum NoiseCrypto {
     /// "DHLEN = 32" (12.1).
     static let dhLength = 32
@@ -46,55 +46,35 @@ enum NoiseCrypto {
     /// of n" (12.3).
     static func nonceBytes(_ n: UInt64) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: 12)
-        for index in 0..<8 {
-            bytes[4 + index] = UInt8(truncatingIfNeeded: n >> (8 * UInt64(index)))
-        }
+        writeNonce(n, into: &bytes)
         return bytes
     }
 
-    /// A cipher key made once for a `CipherState` (`k`), not once per message: making a
-    /// `SymmetricKey` copies the 32 bytes into memory of its own, which is most of what a small
-    /// message's sealing cost besides the cipher itself. Unchecked Sendable: both properties are
-    /// constants, and swift-crypto only reads a `SymmetricKey` (it does not declare it Sendable).
-    final class Key: @unchecked Sendable {
-        let symmetric: SymmetricKey
-
-        init(_ bytes: [UInt8]) {
-            self.symmetric = SymmetricKey(data: bytes)
+    /// Writes the nonce of `n` into the 12 bytes of `bytes` (whose first four stay zero).
+    static func writeNonce(_ n: UInt64, into bytes: inout [UInt8]) {
+        for index in 0..<8 {
+            bytes[4 + index] = UInt8(truncatingIfNeeded: n >> (8 * UInt64(index)))
         }
     }
 
     /// `ENCRYPT(k, n, ad, plaintext)`: ciphertext followed by the 16-byte tag.
-    static func encrypt(key: Key, nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
-        do {
-            let box = try ChaChaPoly.seal(
-                plaintext, using: key.symmetric,
-                nonce: ChaChaPoly.Nonce(data: nonceBytes(nonce)), authenticating: ad)
-            var sealed = [UInt8]()
-            sealed.reserveCapacity(plaintext.count + tagLength)
-            sealed.append(contentsOf: box.ciphertext)
-            sealed.append(contentsOf: box.tag)
-            return sealed
-        } catch {
-            // Key and nonce lengths are fixed by this module; a failure here is our bug.
-            preconditionFailure("ChaChaPoly.seal failed with a 32-byte key and 12-byte nonce: \(error)")
-        }
+    static func encrypt(key: NoiseChaChaPoly, nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
+        var sealed = [UInt8]()
+        sealed.reserveCapacity(plaintext.count + tagLength)
+        sealed.append(contentsOf: plaintext)
+        key.seal(nonce: nonce, ad: ad, buffer: &sealed, from: 0)
+        return sealed
     }
 
     /// `DECRYPT(k, n, ad, ciphertext)`: the plaintext, or `.decryptFailed`.
-    static func decrypt(key: Key, nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
+    static func decrypt(key: NoiseChaChaPoly, nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
         guard ciphertext.count >= tagLength else {
             throw NoiseError(.badMessageLength, "a ciphertext of \(ciphertext.count) bytes is shorter than its tag")
         }
-        do {
-            let box = try ChaChaPoly.SealedBox(
-                nonce: ChaChaPoly.Nonce(data: nonceBytes(nonce)),
-                ciphertext: ciphertext[..<(ciphertext.count - tagLength)],
-                tag: ciphertext[(ciphertext.count - tagLength)...])
-            return Array(try ChaChaPoly.open(box, using: key.symmetric, authenticating: ad))
-        } catch {
+        guard let plaintext = key.open(nonce: nonce, ad: ad, ciphertext: ciphertext) else {
             throw NoiseError(.decryptFailed, "ChaChaPoly authentication failed (nonce \(nonce))")
         }
+        return plaintext
     }
 
     /// `HASH(data)`: SHA-256.

@@ -8,6 +8,9 @@ public struct NoiseTransportSession: Sendable {
     /// The largest plaintext one transport message carries: 65535 bytes minus the 16-byte tag.
     public static let maxPlaintextLength = NoiseCrypto.maxMessageLength - NoiseCrypto.tagLength
 
+    /// The bytes a transport message adds to its plaintext: the 16-byte tag.
+    public static let tagLength = NoiseCrypto.tagLength
+
     /// The handshake hash `h`, identical on both sides: usable for channel binding.
     public let handshakeHash: [UInt8]
     /// The peer's static public key, if the pattern sent or pre-shared one.
@@ -60,6 +63,26 @@ public struct NoiseTransportSession: Sendable {
             let message = try sending.encrypt(withAd: [], plaintext: plaintext)
             state = .open(sending: sending, receiving: receiving)
             return message
+        } catch {
+            state = .broken
+            throw error
+        }
+    }
+
+    /// Encrypts one transport message in place: `buffer[start...]` is the plaintext, encrypted
+    /// where it lies, and the tag is appended (what `encrypt` returns, without copies; the bytes
+    /// before `start`, a frame header, are left alone). Fails as `encrypt` does.
+    public mutating func encrypt(inPlace buffer: inout [UInt8], from start: Int) throws(NoiseError) {
+        guard case .open(var sending?, let receiving) = state else {
+            throw NoiseError(.wrongState, isBroken ? "the session is broken" : "a one-way responder cannot send")
+        }
+        guard buffer.count - start <= Self.maxPlaintextLength else {
+            throw NoiseError(
+                .messageTooLong, "a plaintext of \(buffer.count - start) bytes exceeds \(Self.maxPlaintextLength)")
+        }
+        do throws(NoiseError) {
+            try sending.encrypt(inPlace: &buffer, from: start)
+            state = .open(sending: sending, receiving: receiving)
         } catch {
             state = .broken
             throw error

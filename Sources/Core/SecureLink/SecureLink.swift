@@ -113,17 +113,33 @@ public struct SecureLink: Sendable {
         }
     }
 
+    /// Writes the bytes that go before one sealed transport message of `length` bytes into
+    /// `output` (empty): a WebSocket frame header, so that the message is sealed inside its frame.
+    public typealias FrameHeaderWriter = (_ length: Int, _ output: inout [UInt8]) -> Void
+
+    /// The most a `FrameHeaderWriter` may write: a WebSocket header with a 64-bit length and a mask.
+    public static let maxFrameHeaderBytes = 14
+
     /// Seals one application message (a sync message, or a control message when `control`) into
     /// the binary WebSocket messages to send, in order. Throws `.wrongState` before the handshake
     /// is done and `.messageTooLarge` (leaving the link working) for a message over
     /// `maxMessageBytes`.
     public mutating func seal(_ message: [UInt8], control: Bool = false) throws(SecureLinkError) -> [[UInt8]] {
+        try seal(message, control: control) { _, _ in }
+    }
+
+    /// Seals one application message as `seal(_:control:)` does, each transport message written
+    /// after what `frameHeader` writes for it: whole frames, with no copy between the sealing and
+    /// the socket.
+    public mutating func seal(
+        _ message: [UInt8], control: Bool = false, frameHeader: FrameHeaderWriter
+    ) throws(SecureLinkError) -> [[UInt8]] {
         guard case .established(var transport) = state else {
             throw SecureLinkError(.wrongState, "a link seals messages only once established")
         }
         state = .failed
         do throws(SecureLinkError) {
-            let sealed = try transport.seal(message, control: control)
+            let sealed = try transport.seal(message, control: control, frameHeader: frameHeader)
             state = .established(transport)
             return sealed
         } catch {

@@ -32,8 +32,12 @@ struct SecureLinkTransport: Sendable {
         self.options = options
     }
 
-    /// The transport messages carrying `message`, in order.
-    mutating func seal(_ message: [UInt8], control: Bool) throws(SecureLinkError) -> [[UInt8]] {
+    /// The transport messages carrying `message`, in order, each after the bytes `frameHeader`
+    /// writes for it (a WebSocket frame header, or nothing): each is built in one buffer, its
+    /// header byte and chunk copied once and encrypted in place, the tag appended.
+    mutating func seal(
+        _ message: [UInt8], control: Bool, frameHeader: SecureLink.FrameHeaderWriter
+    ) throws(SecureLinkError) -> [[UInt8]] {
         guard message.count <= options.sealLimit else {
             throw SecureLinkError(
                 .messageTooLarge, "a message of \(message.count) bytes exceeds the limit of \(options.sealLimit)")
@@ -47,12 +51,21 @@ struct SecureLinkTransport: Sendable {
             sentCount += 1
             let rekey = options.rekeyInterval > 0 && sentCount % options.rekeyInterval == 0
             if rekey { header |= Self.rekeyAfter }
+            let sealedLength = 1 + (end - start) + NoiseTransportSession.tagLength
+            var buffer: [UInt8] = []
+            buffer.reserveCapacity(SecureLink.maxFrameHeaderBytes + sealedLength)
+            frameHeader(sealedLength, &buffer)
+            precondition(buffer.count <= SecureLink.maxFrameHeaderBytes, "a frame header is 14 bytes at most")
+            let plaintextStart = buffer.count
+            buffer.append(header)
+            buffer.append(contentsOf: message[start..<end])
             do {
-                sealed.append(try session.encrypt([header] + message[start..<end]))
+                try session.encrypt(inPlace: &buffer, from: plaintextStart)
                 if rekey { try session.rekeySending() }
             } catch {
                 throw SecureLinkError(.wrongState, "encrypting a transport message failed: \(error.message)")
             }
+            sealed.append(buffer)
             start = end
         } while start < message.count
         return sealed

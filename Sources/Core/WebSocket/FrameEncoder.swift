@@ -29,11 +29,36 @@ public enum FrameEncoder {
         fin: Bool = true, reservedBits: UInt8 = 0, opcode: Opcode, payload: UnsafeRawBufferPointer,
         maskingKey: MaskingKey?, to output: inout [UInt8]
     ) {
-        precondition(reservedBits & ~0x70 == 0, "reserved bits are 0x70 at most")
         let length = payload.count
         output.reserveCapacity(output.count + headerSize(payloadLength: length, masked: maskingKey != nil) + length)
+        appendHeader(
+            fin: fin, reservedBits: reservedBits, opcode: opcode, payloadLength: length, masked: maskingKey != nil,
+            to: &output)
+        guard let key = maskingKey else {
+            output.append(contentsOf: payload)
+            return
+        }
+        output.append(key.bytes.0)
+        output.append(key.bytes.1)
+        output.append(key.bytes.2)
+        output.append(key.bytes.3)
+        let start = output.count
+        output.append(contentsOf: payload)
+        output.withUnsafeMutableBytes { all in
+            key.apply(to: UnsafeMutableRawBufferPointer(rebasing: all[start...]), payloadOffset: 0)
+        }
+    }
+
+    /// Appends the header of one frame of `payloadLength` bytes, up to the masking key (which a
+    /// masked frame's caller appends): for a payload written in place after it, as a server's
+    /// sealed message is (`WebSocketChannel.appendServerBinaryHeader`).
+    public static func appendHeader(
+        fin: Bool = true, reservedBits: UInt8 = 0, opcode: Opcode, payloadLength length: Int, masked: Bool = false,
+        to output: inout [UInt8]
+    ) {
+        precondition(reservedBits & ~0x70 == 0, "reserved bits are 0x70 at most")
         output.append((fin ? 0x80 : 0) | reservedBits | opcode.rawValue)
-        let maskBit: UInt8 = maskingKey == nil ? 0 : 0x80
+        let maskBit: UInt8 = masked ? 0x80 : 0
         // 5.2: "Payload length: 7 bits, 7+16 bits, or 7+64 bits [...] the minimal number of
         // bytes MUST be used to encode the length".
         if length < 126 {
@@ -48,19 +73,6 @@ public enum FrameEncoder {
             for shift in stride(from: 56, through: 0, by: -8) {
                 output.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
             }
-        }
-        guard let key = maskingKey else {
-            output.append(contentsOf: payload)
-            return
-        }
-        output.append(key.bytes.0)
-        output.append(key.bytes.1)
-        output.append(key.bytes.2)
-        output.append(key.bytes.3)
-        let start = output.count
-        output.append(contentsOf: payload)
-        output.withUnsafeMutableBytes { all in
-            key.apply(to: UnsafeMutableRawBufferPointer(rebasing: all[start...]), payloadOffset: 0)
         }
     }
 }

@@ -251,6 +251,13 @@ public final class WebSocketChannel {
         return output
     }
 
+    /// Writes the header of an unmasked binary frame of `payloadLength` bytes into `output`, for a
+    /// payload sealed in place after it (`SecureLink.seal(_:control:frameHeader:)`): the frame
+    /// ``serverBinaryFrame(_:)`` would make of the same payload.
+    public static func appendServerBinaryHeader(payloadLength: Int, to output: inout [UInt8]) {
+        FrameEncoder.appendHeader(opcode: .binary, payloadLength: payloadLength, to: &output)
+    }
+
     /// Pings the peer; ignored unless open.
     public func ping() {
         guard case .open(let channel) = state else { return }

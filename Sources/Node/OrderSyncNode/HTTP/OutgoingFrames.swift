@@ -22,7 +22,7 @@ struct OutgoingFrames {
             add(frame: WebSocketChannel.serverTextFrame(utf8: bytes), to: s)
         case .secure(let link):
             do {
-                for message in try link.seal(bytes) { add(frame: WebSocketChannel.serverBinaryFrame(message), to: s) }
+                for frame in try link.sealFrames(bytes) { add(frame: frame, to: s) }
             } catch {
                 flush(s)
                 node.sealFailed(s, error)

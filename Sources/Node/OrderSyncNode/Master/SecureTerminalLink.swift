@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import OrderStore
 import SecureLink
+import WebSocketTransport
 
 /// The master's end of one slave's secure link (Docs/SECURITY.md): the pure `SecureLink`
 /// responder, which handshake it runs, and the paired terminal once the link proved it.
@@ -50,6 +51,12 @@ final class SecureTerminalLink {
     /// The binary WebSocket messages carrying one sync message.
     func seal(_ bytes: [UInt8]) throws(SecureLinkError) -> [[UInt8]] {
         try link.seal(bytes)
+    }
+
+    /// The binary WebSocket frames (headers and all, unmasked: the master's side) carrying one
+    /// sync message, each sealed in place inside its frame.
+    func sealFrames(_ bytes: [UInt8]) throws(SecureLinkError) -> [[UInt8]] {
+        try link.seal(bytes, frameHeader: WebSocketChannel.appendServerBinaryHeader)
     }
 
     /// The binary WebSocket messages carrying one control message (`paired`, `masterKey`).
