@@ -65,7 +65,12 @@ class PrometheusServer:
         result = self.host.run(["curl", "-s", "--max-time", "5", url], check=False)
         if result.returncode != 0 or not result.stdout:
             return {"status": "unreachable", "curl": result.returncode}
-        return json.loads(result.stdout)
+        try:
+            return json.loads(result.stdout)
+        except ValueError:
+            # Until its storage and rules are loaded Prometheus answers 503 "Service Unavailable"
+            # in plain text: not ready yet, as an unreachable one.
+            return {"status": "not ready", "body": result.stdout[:200]}
 
     def query(self, promql: str) -> list[dict]:
         """`/api/v1/query`: the instant vector's samples (empty while not answerable)."""
