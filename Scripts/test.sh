@@ -4,15 +4,12 @@
 # independent peers (Python websockets and zeroconf, avahi-browse).
 #
 # This is CI mode whoever runs it: a missing prerequisite fails a test instead of skipping it,
-# and a skipped test fails the run. First one release build of the daemons and the test peers
-# (the LAN scenarios run against it, as a shop runs the package's build); then five tracks side
-# by side:
+# and a skipped test fails the run. Four tracks run side by side once the debug build is done:
 #   - the LAN scenarios (pytest), mostly waiting on sockets and processes;
 #   - [tsan] and [asan]: the sanitizer builds and runs (every unit test under AddressSanitizer,
-#     the multi-threaded ones under ThreadSanitizer), fuzzing, mostly compiling;
-#   - [debug]: the debug build, the Avahi discovery tests and the simulation with it;
-#   - [rollup]: the roll-up's fault drills, then the package and the instruction counts (both
-#     reuse the release build).
+#     the multi-threaded ones under ThreadSanitizer), the simulation, fuzzing, mostly compiling;
+#   - [rollup]: the roll-up's fault drills, then the release builds (the package, the instruction
+#     counts).
 # Each stage prints its time; the table at the end lists them (Docs/TESTING.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,14 +66,19 @@ swift_tests() {
     Scripts/xctest-skips.sh "$log"
 }
 
-# The sanitizer tracks: their stage lines carry "[tsan]" and "[asan]".
+# The second and third tracks: sanitizers, discovery under TSAN, the simulation, fuzzing. Their
+# stage lines carry "[tsan]" and "[asan]".
 thread_track() {
     local rc=0
     stage tsan Scripts/sanitizers.sh thread || rc=1
-    # The Avahi discovery tests inside a simulated host, with the ThreadSanitizer build (the debug
-    # build's run is on the [debug] track).
+    # The Avahi discovery tests inside a simulated host, with the debug build, then with the
+    # ThreadSanitizer build: one after the other, here rather than in the main track's pytest.
+    stage discovery "${PYTEST[@]}" Tests/lan/test_discovery_swift.py || rc=1
     ORDERSYNC_SWIFT_SCRATCH="$PWD/.build-tsan" ORDERSYNC_SWIFT_SANITIZE=thread stage tsan-discovery \
         .venv/bin/python -m pytest -v -p no:cacheprovider Tests/lan/test_discovery_swift.py || rc=1
+    # The deterministic simulation (pure CPU, minutes): here rather than before pytest, so that
+    # the LAN scenarios start sooner.
+    stage simulation swift_tests "$RESULTS/simulation.log" --filter '^SyncSimulationTests\.' || rc=1
     return "$rc"
 }
 address_track() {
@@ -86,23 +88,13 @@ address_track() {
     return "$rc"
 }
 
-# The debug build (the unit tests' plain build: the simulation and the discovery tests run with
-# it; the daemons of the LAN scenarios are the release build's), then the Avahi discovery tests
-# inside a simulated host and the deterministic simulation (pure CPU, minutes) with it.
-debug_track() {
-    stage build bash -c 'swift build --build-tests 2>&1 | tail -n 3; exit "${PIPESTATUS[0]}"' || return 1
-    local rc=0
-    stage discovery "${PYTEST[@]}" Tests/lan/test_discovery_swift.py || rc=1
-    stage simulation swift_tests "$RESULTS/simulation.log" --filter '^SyncSimulationTests\.' || rc=1
-    return "$rc"
-}
-
 # The roll-up's fault drills against a real PostgreSQL on a simulated host of its own (kill -9
 # mid-batch, PostgreSQL stopped and restarted, the WAN link down, shaped slow, a promotion): they
 # mostly wait on links and restarts, so they run beside the other tracks instead of after them.
-# Then the package (Scripts/package-deb.sh: the static release build of ordersync, the one made
-# first in .build-release, with the commit recorded) and its tests, then the instruction counts,
-# whose benchmark program reuses that build's modules.
+# Then the two release builds share one build folder, .build-release (in .build it would hold
+# SwiftPM's lock against the main track's `swift test`): the package (Scripts/package-deb.sh, the
+# static release build of ordersync) and its tests, then the instruction counts, whose benchmark
+# program reuses the modules the package's build compiled.
 rollup_track() {
     local rc=0
     stage rollup-faults "${PYTEST[@]}" Tests/lan/test_rollup_faults.py Tests/lan/test_postgres_lab.py Tests/lan/test_rollup_tls.py Tests/lan/test_rollup_stop.py ||
@@ -127,17 +119,8 @@ track() {
 
 stage setup Scripts/setup.sh --no-build
 stage lint Scripts/lint.sh
-# The release build, with the flags of the package's (Scripts/package-deb.sh), so that the
-# package and the instruction counts reuse it: every product (the daemon, the WebSocket echo
-# server, the Noise peer, the QR tool, the benchmark program, the manual's generator). The tests
-# run copies of its programs: the package's stage links ordersync again there, with the commit.
-RELEASE=(-c release --static-swift-stdlib --scratch-path .build-release)
-stage release bash -c 'swift build "$@" 2>&1 | tail -n 3; exit "${PIPESTATUS[0]}"' release "${RELEASE[@]}"
-BIN_DIR="$RESULTS/bin"
-mkdir -p "$BIN_DIR"
-for program in ordersync ordersync-wsecho ordersync-noise-peer ordersync-qr; do
-    cp "$(swift build "${RELEASE[@]}" --show-bin-path)/$program" "$BIN_DIR/"
-done
+stage build bash -c 'swift build --build-tests 2>&1 | tail -n 3; exit "${PIPESTATUS[0]}"'
+BIN_DIR="$(swift build --show-bin-path)"
 export ORDERSYNC_BIN="$BIN_DIR/ordersync"
 export ORDERSYNC_WSECHO_BIN="$BIN_DIR/ordersync-wsecho"
 export ORDERSYNC_NOISE_PEER_BIN="$BIN_DIR/ordersync-noise-peer"
@@ -148,8 +131,6 @@ track tsan thread_track
 THREAD_TRACK=$!
 track asan address_track
 ADDRESS_TRACK=$!
-track debug debug_track
-DEBUG_TRACK=$!
 track rollup rollup_track
 ROLLUP_TRACK=$!
 
@@ -157,9 +138,8 @@ foreground_rc=0
 # The unit tests (XCTest) run on the [asan] track, every one of them, under AddressSanitizer
 # (Scripts/sanitizers.sh address): a plain run of the same tests here would only repeat them.
 # AvahiDiscoveryLanTests need an avahi-daemon on a D-Bus system bus: they run inside a simulated
-# host (Tests/lan/test_discovery_swift.py: on the [debug] track with the debug build, on the
-# [tsan] track with the ThreadSanitizer build). The simulation's full seed counts run on the
-# [debug] track, with the plain debug build.
+# host on the [tsan] track (Tests/lan/test_discovery_swift.py, debug and ThreadSanitizer builds).
+# The simulation's full seed counts run on the [tsan] track, with the plain debug build.
 
 # Tests that flood the master from processes at the lowest priority and measure what a paired
 # terminal sees meanwhile, the automatic failover's promotion-time bound (5 s, issue 26), and the
@@ -179,9 +159,8 @@ echo "test: waiting for the sanitizers, fuzzing, the package and the instruction
 background_rc=0
 wait "$THREAD_TRACK" || background_rc=1
 wait "$ADDRESS_TRACK" || background_rc=1
-wait "$DEBUG_TRACK" || background_rc=1
 wait "$ROLLUP_TRACK" || background_rc=1
-for name in tsan asan debug rollup; do
+for name in tsan asan rollup; do
     echo "test: ---- what the [$name] track printed ----"
     cat "$RESULTS/$name.log"
 done
