@@ -201,16 +201,10 @@ public final class WebSocketChannel {
     }
 
     /// Sends frames encoded beforehand (a broadcast encoded once for every peer, see
-    /// ``serverTextFrame(_:)``); server side only, where frames are not masked. Ignored unless
-    /// open.
-    public func sendEncoded(_ frames: [UInt8]) {
-        sendEncoded(frames, messages: 1)
-    }
-
-    /// Sends `messages` whole frames encoded beforehand one after the other in one buffer (a
-    /// snapshot's small parts, written together); counted as that many messages. Server side
-    /// only. Ignored unless open.
-    public func sendEncoded(_ frames: [UInt8], messages: Int) {
+    /// ``serverTextFrame(_:)``; or `messages` whole frames one after the other in one buffer, a
+    /// snapshot's small parts written together, counted as that many messages); server side
+    /// only, where frames are not masked. Ignored unless open.
+    public func sendEncoded(_ frames: [UInt8], messages: Int = 1) {
         precondition(role == .server, "client frames must be masked one by one")
         guard case .open(let channel) = state else { return }
         traffic.sent(frames.count, messages: messages)

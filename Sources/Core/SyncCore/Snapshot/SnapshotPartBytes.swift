@@ -17,17 +17,25 @@ extension ServerMessage {
             if k > 0 { raw(",") }
             order.appendJSON(to: &out)
         }
-        raw(#"],"snapshot":{"seq":"#)
-        JSONValue.appendSerialized(int: part.seq, to: &out)
-        raw(#","part":"#)
-        JSONValue.appendSerialized(int: Int64(part.part), to: &out)
-        raw(#","parts":"#)
-        JSONValue.appendSerialized(int: Int64(part.parts), to: &out)
-        if let epoch = part.epoch {
-            raw(#","epoch":"#)
+        raw("],")
+        appendSnapshotMember(seq: part.seq, part: part.part, parts: part.parts, epoch: part.epoch, to: &out)
+        raw("}")
+        return out
+    }
+
+    /// Writes `"snapshot":{"seq":…,"part":…,"parts":…,"epoch":…}` (no epoch when nil): the
+    /// member every snapshot part ends with, as `JSONValue` would serialize it.
+    static func appendSnapshotMember(seq: Int64, part: Int, parts: Int, epoch: String?, to out: inout [UInt8]) {
+        out.append(contentsOf: #""snapshot":{"seq":"#.utf8)
+        JSONValue.appendSerialized(int: seq, to: &out)
+        out.append(contentsOf: #","part":"#.utf8)
+        JSONValue.appendSerialized(int: Int64(part), to: &out)
+        out.append(contentsOf: #","parts":"#.utf8)
+        JSONValue.appendSerialized(int: Int64(parts), to: &out)
+        if let epoch {
+            out.append(contentsOf: #","epoch":"#.utf8)
             JSONValue.appendSerialized(string: epoch, to: &out)
         }
-        raw("}}")
-        return out
+        out.append(contentsOf: "}".utf8)
     }
 }

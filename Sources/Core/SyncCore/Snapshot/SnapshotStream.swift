@@ -242,18 +242,12 @@ public struct SnapshotStream: Sendable {
         if let uuid {
             out.append(contentsOf: #"{"operation":2,"orders":[{"uuid":"#.utf8)
             JSONValue.appendSerialized(string: uuid, to: &out)
-            out.append(contentsOf: #"}],"snapshot":{"seq":"#.utf8)
+            out.append(contentsOf: #"}],"#.utf8)
         } else {
-            out.append(contentsOf: #"{"operation":2,"orders":[],"snapshot":{"seq":"#.utf8)
+            out.append(contentsOf: #"{"operation":2,"orders":[],"#.utf8)
         }
-        JSONValue.appendSerialized(int: seq, to: &out)
-        out.append(contentsOf: #","part":"#.utf8)
-        JSONValue.appendSerialized(int: Int64(sentParts), to: &out)
-        out.append(contentsOf: #","parts":"#.utf8)
-        JSONValue.appendSerialized(int: Int64(parts), to: &out)
-        out.append(contentsOf: #","epoch":"#.utf8)
-        JSONValue.appendSerialized(string: epoch, to: &out)
-        out.append(contentsOf: "}}".utf8)
+        ServerMessage.appendSnapshotMember(seq: seq, part: sentParts, parts: parts, epoch: epoch, to: &out)
+        out.append(contentsOf: "}".utf8)
         return out
     }
 
