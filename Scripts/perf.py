@@ -224,9 +224,13 @@ class OrderSyncServer(Server):
 class PythonServer(Server):
     kind = "Python"
 
+    def __init__(self, tmp, name, synchronous="NORMAL"):
+        super().__init__(tmp, name)
+        self.synchronous = synchronous
+
     def argv(self):
         return [sys.executable, os.path.join(HERE, "bench", "python_master.py"), "--port", str(self.port),
-                "--db", os.path.join(self.dir, "orders.sqlite")]
+                "--db", os.path.join(self.dir, "orders.sqlite"), "--synchronous", self.synchronous]
 
 
 # MARK: the generator
@@ -294,7 +298,7 @@ class Bench:
             trace = os.path.join(stage_trace, f"{name}.trace") if stage_trace else None
             s = OrderSyncServer(self.tmp, name, binary, self.extra_master_args, trace=trace)
         else:
-            s = PythonServer(self.tmp, name)
+            s = PythonServer(self.tmp, name, "FULL" if kind == "python-full" else "NORMAL")
         self.servers.append(s)
         return s.start()
 
@@ -354,6 +358,10 @@ class Bench:
         receivers = 2 if self.args.smoke else 10
         # With --baseline-bin, an OrderSync built before a change runs in turn with the two others.
         kinds = ("baseline", "ordersync", "python") if self.args.baseline_bin else ("ordersync", "python")
+        # With --durable-python, the Python master with synchronous=FULL (a sync of the log at each
+        # commit, as OrderSync makes) runs in turn too.
+        if getattr(self.args, "durable_python", False):
+            kinds += ("python-full",)
         for rate in rates:
             def measure(s):
                 before = os.getloadavg()[0]
@@ -640,6 +648,16 @@ def report(r):
                          f"{p['p50']:.2f} / {p['p99']:.2f} / {p['p999']:.2f} | {ratio(o['p99'], p['p99'], False)} | "
                          f"{', '.join(str(x) for x in o['p99_runs'])} | {'yes' if o['kept_up'] else 'no'} / {'yes' if p['kept_up'] else 'no'} |")
         lines.append("")
+        if any("python-full" in row for row in r["latency"]):
+            lines += ["The same runs with the Python master committing durably (`synchronous=FULL`, `--durable-python`):", "",
+                      "| ops/s | OrderSync p50 / p99 / p99.9 | durable Python p50 / p99 / p99.9 | p99 ratio | durable Python p99 runs | kept up |",
+                      "| --- | --- | --- | --- | --- | --- |"]
+            for row in r["latency"]:
+                o, d = row["ordersync"], row["python-full"]
+                lines.append(f"| {fmt(row['rate'])} | {o['p50']:.2f} / {o['p99']:.2f} / {o['p999']:.2f} | "
+                             f"{d['p50']:.2f} / {d['p99']:.2f} / {d['p999']:.2f} | {ratio(o['p99'], d['p99'], False)} | "
+                             f"{', '.join(str(x) for x in d['p99_runs'])} | {'yes' if d['kept_up'] else 'no'} |")
+            lines.append("")
         if any("baseline" in row for row in r["latency"]):
             lines += ["The same runs with the baseline build (`--baseline-bin`) in turn, and the load average (1 min) "
                       "before and after each run:", "",
@@ -772,6 +790,8 @@ def main():
                         help="(b): the open-loop rates, ops/s")
     parser.add_argument("--latency-seconds", type=float, default=5, help="(b): seconds measured per run (after 1 s of warm-up)")
     parser.add_argument("--baseline-bin", help="(b): an OrderSync built before a change, run in turn with the other two")
+    parser.add_argument("--durable-python", action="store_true",
+                        help="(b): also the Python master with synchronous=FULL (each commit synced), in turn with the others")
     parser.add_argument("--stage-trace", help="(b): a folder for each OrderSync master's stage trace (ORDERSYNC_STAGE_TRACE)")
     parser.add_argument("--out-json")
     parser.add_argument("--plots", help="write the sweeps' PNG plots into this folder")

@@ -1,6 +1,7 @@
 """The baseline: a StorePOS master as a shop's developer writes it in an afternoon.
 
-Python `websockets` (asyncio) and sqlite3 in WAL mode with its usual `synchronous=NORMAL`: each
+Python `websockets` (asyncio) and sqlite3 in WAL mode with its usual `synchronous=NORMAL` (no sync
+of the log at each commit; `--synchronous FULL` makes each commit durable, as OrderSync's): each
 message from a terminal is applied to the `orders` table and committed, then sent as it came to
 every other terminal. A terminal that connects gets every order in one Create message. No
 journal, no catch-up, no operation ids, no errors reported back: what StorePOS's own master does.
@@ -20,10 +21,10 @@ FIELDS = ("customerName", "created", "shippingMethod", "tableName", "tableSize")
 
 
 class Store:
-    def __init__(self, path):
+    def __init__(self, path, synchronous="NORMAL"):
         self.db = sqlite3.connect(path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS orders (uuid TEXT PRIMARY KEY, customerName TEXT, created TEXT,"
             " shippingMethod TEXT, tableName TEXT, tableSize INTEGER)")
@@ -55,8 +56,10 @@ async def main():
     parser.add_argument("--port", type=int, default=7420)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--db", default="orders.sqlite")
+    parser.add_argument("--synchronous", choices=("NORMAL", "FULL"), default="NORMAL",
+                        help="SQLite's synchronous setting: FULL syncs the log at every commit")
     args = parser.parse_args()
-    store = Store(args.db)
+    store = Store(args.db, args.synchronous)
     terminals = set()
 
     async def terminal(ws):
