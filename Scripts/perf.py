@@ -10,7 +10,7 @@ Python, OrderSync, Python, ...), the server pinned to core 0 and the load genera
 
 Scenarios: (a) maximum sustained durable ops/s with 1, 10 and 50 receiving terminals, and
 deliveries per server CPU-second; (b) latency p50/p99/p99.9 at 100, 1,000 and 5,000 ops/s with
-10 terminals; (c) catch-up of an OrderSync slave that missed 100k operations; (d) 1,000
+10 terminals (`--latency-terminals`); (c) catch-up of an OrderSync slave that missed 100k operations; (d) 1,000
 connected terminals: server RSS and CPU; (e) idle CPU and RSS; (f) the store of 100k orders to a
 new terminal (a StorePOS terminal's connect sequence on both masters; a new OrderSync slave's
 snapshot); (g) the roll-up into PostgreSQL: catch-up rows/s, head office back to the first
@@ -355,14 +355,14 @@ class Bench:
         rows = []
         rates = [200] if self.args.smoke else self.args.rates
         duration, warmup = (0.5, 0.2) if self.args.smoke else (self.args.latency_seconds, 1)
-        receivers = 2 if self.args.smoke else 10
+        counts = [2] if self.args.smoke else getattr(self.args, "latency_terminals", [10])
         # With --baseline-bin, an OrderSync built before a change runs in turn with the two others.
         kinds = ("baseline", "ordersync", "python") if self.args.baseline_bin else ("ordersync", "python")
         # With --durable-python, the Python master with synchronous=FULL (a sync of the log at each
         # commit, as OrderSync makes) runs in turn too.
         if getattr(self.args, "durable_python", False):
             kinds += ("python-full",)
-        for rate in rates:
+        for receivers, rate in [(n, r) for n in counts for r in rates]:
             def measure(s):
                 before = os.getloadavg()[0]
                 figures = self.loaded(s, mode="rate", receivers=receivers, rate=rate, duration=duration, warmup=warmup)
@@ -650,11 +650,11 @@ def report(r):
         lines.append("")
         if any("python-full" in row for row in r["latency"]):
             lines += ["The same runs with the Python master committing durably (`synchronous=FULL`, `--durable-python`):", "",
-                      "| ops/s | OrderSync p50 / p99 / p99.9 | durable Python p50 / p99 / p99.9 | p99 ratio | durable Python p99 runs | kept up |",
-                      "| --- | --- | --- | --- | --- | --- |"]
+                      "| ops/s | terminals | OrderSync p50 / p99 / p99.9 | durable Python p50 / p99 / p99.9 | p99 ratio | durable Python p99 runs | kept up |",
+                      "| --- | --- | --- | --- | --- | --- | --- |"]
             for row in r["latency"]:
                 o, d = row["ordersync"], row["python-full"]
-                lines.append(f"| {fmt(row['rate'])} | {o['p50']:.2f} / {o['p99']:.2f} / {o['p999']:.2f} | "
+                lines.append(f"| {fmt(row['rate'])} | {row['receivers']} | {o['p50']:.2f} / {o['p99']:.2f} / {o['p999']:.2f} | "
                              f"{d['p50']:.2f} / {d['p99']:.2f} / {d['p999']:.2f} | {ratio(o['p99'], d['p99'], False)} | "
                              f"{', '.join(str(x) for x in d['p99_runs'])} | {'yes' if d['kept_up'] else 'no'} |")
             lines.append("")
@@ -790,6 +790,8 @@ def main():
                         help="(b): the open-loop rates, ops/s")
     parser.add_argument("--latency-seconds", type=float, default=5, help="(b): seconds measured per run (after 1 s of warm-up)")
     parser.add_argument("--baseline-bin", help="(b): an OrderSync built before a change, run in turn with the other two")
+    parser.add_argument("--latency-terminals", type=lambda v: [int(x) for x in v.split(",")], default=[10],
+                        help="(b): the receiving terminals of the latency runs (each count at each rate)")
     parser.add_argument("--durable-python", action="store_true",
                         help="(b): also the Python master with synchronous=FULL (each commit synced), in turn with the others")
     parser.add_argument("--stage-trace", help="(b): a folder for each OrderSync master's stage trace (ORDERSYNC_STAGE_TRACE)")
