@@ -96,5 +96,9 @@ extension SlaveEngine {
         masterSeq = max(masterSeq, snap.seq)
         for st in settled { forget(st.opId, keys: st.keys, errors: [], &out) }
         out.append(.log(EngineLog(.info, "snapshot.received", [("orders", "\(count)"), ("seq", "\(snap.seq)")])))
+        // Acked as soon as the commit is on disk (the node sends the actions then), before the
+        // master's `ready`, which waited behind it: `held` at the snapshot's seq tells the master
+        // the copy switched, and the writes it holds from now on are waited for again (7.8).
+        out.append(.send(ackMessage()))
     }
 }
