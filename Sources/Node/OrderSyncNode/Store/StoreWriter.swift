@@ -159,9 +159,14 @@ final class StoreWriter {
         commitsBySynchronous[commit.synchronous, default: 0] += 1
         noteCommit(result)
         handBack { finished(result) }
-        // The group's answers have left (and a group that waited is handed to the commit
-        // thread first): now the log's checkpoint, if it is due.
-        if let pages = commit.walPages, pages >= WALCheckpointer.thresholdPages { checkpointSoon() }
+        // The group's answers have left: now the log's checkpoint, if it is due, queued on the
+        // commit thread in the loop's next turn, behind the COMMIT of any group opened meanwhile
+        // (a slave's next batch is committed in a turn of its own, `loop.runSoon`): after a
+        // snapshot's switch its checkpoint copies the whole store, and the first batch after it
+        // (`ready`, the writes held for the slave) must not wait for that copy.
+        if let pages = commit.walPages, pages >= WALCheckpointer.thresholdPages {
+            loop.runSoon { [weak self] in self?.checkpointSoon() }
+        }
     }
 
     /// Queues a checkpoint of the log on the commit thread (one at a time).
