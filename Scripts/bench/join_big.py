@@ -111,6 +111,8 @@ class Prober:
     def __init__(self, server, known_uuid):
         self.server, self.known = server, known_uuid
         self.latencies, self.reads, self.writes, self.rss, self.errors = [], [], [], [], []
+        #: (wall-clock start, ms) of every write that took 100 ms or more
+        self.slow_writes = []
         self.running = True
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.sampler = threading.Thread(target=self.sample, daemon=True)
@@ -124,7 +126,7 @@ class Prober:
         n = 0
         while self.running:
             n += 1
-            started = time.perf_counter()
+            started, wall = time.perf_counter(), time.time()
             try:
                 if n % 10 == 0:
                     status, _ = perf.api(self.server.data, "POST", "/v1/orders", {
@@ -139,6 +141,8 @@ class Prober:
                 self.errors.append(str(e))
             self.latencies.append((time.perf_counter() - started) * 1000)
             (self.writes if n % 10 == 0 else self.reads).append(self.latencies[-1])
+            if n % 10 == 0 and self.latencies[-1] >= 100:
+                self.slow_writes.append((wall, self.latencies[-1]))
             time.sleep(0.005)
 
     def sample(self):
@@ -163,7 +167,8 @@ class Prober:
                 "read_p50_ms": reads[len(reads) // 2] if reads else None,
                 "read_p99_ms": reads[min(len(reads) - 1, int(0.99 * len(reads)))] if reads else None,
                 "write_p50_ms": writes[len(writes) // 2] if writes else None,
-                "write_max_ms": writes[-1] if writes else None,
+                "write_max_ms": writes[-1] if writes else None, "writes": len(writes),
+                "writes_over_100ms": len(self.slow_writes),
                 "errors": len(self.errors), "rss_max_mib": max(self.rss) if self.rss else None,
                 "rss_median_mib": statistics.median(self.rss) if self.rss else None}
 
@@ -240,9 +245,15 @@ def join_slave(bench, s, known, out):
         # whole run (pairing included) and the master's meanwhile (the prober's requests too).
         out["slave_cpu_s"] = process_cpu_seconds(slave.process.pid)
         out["master_cpu_s_during_slave"] = process_cpu_seconds(s.pid) - master_cpu
+        # The prober stops (its last request answered) while the slave still runs: a write
+        # left waiting for a standby that is stopping would measure the stop, not the join.
+        out["slave_probe"] = prober.stop()
     finally:
+        if prober.running:
+            prober.stop()
         slave.stop()
-    out["slave_probe"] = prober.stop()
+    # When the slow writes began, in seconds after the slave started (its join ended at slave_s).
+    out["slave_probe"]["slow_writes"] = [[round(t - started, 2), round(ms, 1)] for t, ms in prober.slow_writes]
 
 
 def main():

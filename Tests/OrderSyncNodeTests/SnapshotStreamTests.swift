@@ -197,7 +197,7 @@ final class SnapshotStreamTests: XCTestCase {
     /// the local API meanwhile does not wait `--sync-timeout` for it but is answered at once,
     /// unreplicated (Docs/PROTOCOL.md 7.8); once the standby is live it is waited for again.
     func testAWriteDoesNotWaitForAStandbyStillReceivingItsSnapshot() throws {
-        let (master, _, _, _) = try joinedPair(orders: 5)
+        let (master, slave, _, _) = try joinedPair(orders: 5)
         XCTAssertEqual(master.standbys.map(\.receivingSnapshot), [true])
         let (outcome, _) = master.localWrite(
             OperationMessage(operation: .create, orders: [order(UUID().uuidString, "during")], opId: "w1"), origin: "api",
@@ -209,14 +209,73 @@ final class SnapshotStreamTests: XCTestCase {
         XCTAssertFalse(during.replicated)
         XCTAssertEqual(during.wanted, 1)
 
-        while master.isReceivingSnapshot(1) { _ = master.snapshotDue(for: 1) }
+        var toSlave: [[UInt8]] = []
+        while master.isReceivingSnapshot(1) {
+            for case .send(1, let bytes) in master.snapshotDue(for: 1) { toSlave.append(bytes) }
+        }
         XCTAssertEqual(master.standbys.map(\.receivingSnapshot), [false])
-        let (after, _) = master.localWrite(
-            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "after")], opId: "w2"), origin: "api",
+        XCTAssertEqual(master.standbys.map(\.switchingToSnapshot), [true], "gone out whole, not yet switched to")
+        // Written while the standby switches its copy to the snapshot (seconds for a million
+        // orders): it cannot hold it before that commit, so it is not waited for either.
+        let (switching, _) = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "switching")], opId: "w2"), origin: "api",
             now: 3_000)
+        let meanwhile = try XCTUnwrap(
+            waits.add(seq: try XCTUnwrap(switching.seq), replicas: 1, standbys: master.standbys, deadline: 5_000, answer: "w2"),
+            "answered at once, not after the timeout")
+        XCTAssertFalse(meanwhile.replicated)
+
+        // The slave takes the parts; the last one's actions (sent once its commit is on disk)
+        // ack the switch at once, before `ready` is even read.
+        var switchAck: [UInt8]?
+        for bytes in toSlave where switchAck == nil {
+            let actions = slave.received(bytes, now: 3_000)
+            guard actions.contains(where: { if case .log(let l) = $0 { return l.event == "snapshot.received" } else { return false } })
+            else { continue }
+            for case .send(let ack) in actions where ack.text.contains(#""type":"ack""#) { switchAck = ack }
+        }
+        let ack = try XCTUnwrap(switchAck, "no ack with the switch")
+        XCTAssertTrue(ack.text.contains(#""held":\#(try XCTUnwrap(master.peers[1]?.copyFloor))"#), ack.text)
+        _ = master.received(ack, from: 1, now: 3_100)
+        XCTAssertEqual(master.standbys.map(\.switchingToSnapshot), [false], "its ack says its copy holds the snapshot")
+        let (after, _) = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "after")], opId: "w3"), origin: "api",
+            now: 3_200)
         XCTAssertNil(
-            waits.add(seq: try XCTUnwrap(after.seq), replicas: 1, standbys: master.standbys, deadline: 5_000, answer: "w2"),
-            "a live standby is waited for")
+            waits.add(seq: try XCTUnwrap(after.seq), replicas: 1, standbys: master.standbys, deadline: 5_000, answer: "w3"),
+            "a standby that holds its snapshot is waited for")
+    }
+
+    /// A standby that joined by a catch-up (no snapshot) is waited for before its first ack, as
+    /// it always was: only a copy switching to a snapshot is passed over.
+    func testAStandbyThatCaughtUpIsWaitedForBeforeItsFirstAck() throws {
+        let master = try MasterEngine(
+            store: SQLiteMasterStore(db: try OrderDatabase(path: dir + "/m.sqlite")), storeId: "s", epoch: "e")
+        let sdb = try OrderDatabase(path: dir + "/s.sqlite")
+        let slave = try SlaveEngine(store: SQLiteSlaveStore(db: sdb), terminalId: "t", terminalName: "bar", configuredStore: "s")
+        // A first link: the (empty) snapshot, then the slave acks and leaves.
+        _ = master.peerConnected(1, address: "10.0.0.2:1", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar"))
+        var hello: [UInt8]?
+        for case .send(let text) in slave.linkOpened() { hello = text }
+        for case .send(1, let bytes) in master.received(try XCTUnwrap(hello), from: 1, now: 1_000) {
+            _ = slave.received(bytes, now: 1_000)
+        }
+        slave.linkClosed()
+        _ = master.peerDisconnected(1, now: 1_100)
+        _ = master.apply(OperationMessage(operation: .create, orders: [order(UUID().uuidString, "missed")]), origin: "m", now: 1_200)
+        // The second link catches up (one entry), no snapshot.
+        _ = master.peerConnected(2, address: "10.0.0.2:2", terminal: AuthenticatedTerminal(nodeId: "t", name: "bar"))
+        for case .send(let text) in slave.linkOpened() { hello = text }
+        _ = master.received(try XCTUnwrap(hello), from: 2, now: 1_300)
+        XCTAssertEqual(master.peers[2]?.phase, .live)
+        XCTAssertEqual(master.peers[2]?.copyIsSnapshot, false)
+        XCTAssertEqual(master.standbys.map(\.isTakingSnapshot), [false])
+        let (write, _) = master.localWrite(
+            OperationMessage(operation: .create, orders: [order(UUID().uuidString, "w")], opId: "w1"), origin: "api", now: 1_400)
+        var waits = ReplicationWaits<String, Int>()
+        XCTAssertNil(
+            waits.add(seq: try XCTUnwrap(write.seq), replicas: 1, standbys: master.standbys, deadline: 5_000, answer: "w1"),
+            "waited for")
     }
 
     /// Parts asked for several at a time are the parts asked for one at a time.

@@ -121,6 +121,27 @@ final class StagedSnapshotNodeTests: XCTestCase {
         XCTAssertEqual(slave.replicaCommits.failed, 0)
     }
 
+    func testABatchOfPartsThatOnlyStageCommitsWithoutASyncAndEveryOtherBatchWithOne() throws {
+        let slave = try slaveNode()
+        // One loop turn: two parts that only stage, then the last part (the switch), then a
+        // heartbeat. The staging batch is committed before the last part, which waits for it.
+        for k in 1...2 { slave.masterMessage(DecodedMasterMessage(part(k, of: 3, seq: 7, (k - 1) * 100 + 1...k * 100))) }
+        XCTAssertEqual(slave.batch?.synchronous, .normal)
+        slave.masterMessage(DecodedMasterMessage(part(3, of: 3, seq: 7, 201...250)))
+        XCTAssertEqual(slave.writer.phase, .committing, "the staging batch went to the commit thread")
+        XCTAssertEqual(slave.waitingMessages.count, 1, "the last part waits for it, outside its batch")
+        slave.masterMessage(Array(#"{"type":"heartbeat","seq":7}"#.utf8))
+        runUntil(loop) { slave.writer.phase == .idle && slave.waitingMessages.isEmpty && slave.batch == nil }
+        XCTAssertEqual(slave.status().orders, 250)
+        XCTAssertEqual(slave.engine.lastSeq, 7)
+        XCTAssertEqual(slave.replicaCommits.failed, 0)
+        XCTAssertEqual(
+            slave.writer.commitsBySynchronous, [.normal: 1, .full: 2],
+            "the staged parts in one unsynced batch; the switch and the heartbeat's batch synced")
+        XCTAssertEqual(
+            try slave.writer.read { try $0.connection.scalarInt("PRAGMA synchronous") }, 2, "the connection is FULL between groups")
+    }
+
     func testLargePartsAreDecodedOffTheLoopAndReachTheEngineInOrder() throws {
         let slave = try slaveNode()
         for k in 1...4 {

@@ -127,8 +127,13 @@ final class StandbyAckTests: XCTestCase {
         // Waiting for one of them: the live one is enough.
         XCTAssertNil(waits.add(seq: 11, replicas: 1, standbys: [joining, standby("1", held: 10)], deadline: 99, answer: "l"))
         XCTAssertEqual(waits.heard([joining, standby("1", held: 11)]).map(\.replicated), [true])
-        // Once its snapshot is in, it is waited for again.
+        // Its snapshot gone out, it switches to it: not waited for until it says it holds it.
         joining.receivingSnapshot = false
+        joining.switchingToSnapshot = true
+        let switching = try XCTUnwrap(waits.add(seq: 12, replicas: 1, standbys: [joining], deadline: 99, answer: "s"))
+        XCTAssertFalse(switching.replicated, "answered at once while it switches")
+        // Once its snapshot is in, it is waited for again.
+        joining.switchingToSnapshot = false
         XCTAssertNil(waits.add(seq: 12, replicas: 1, standbys: [joining], deadline: 99, answer: "m"))
         joining.held = 12
         XCTAssertEqual(waits.heard([joining]).map(\.replicated), [true])

@@ -6,10 +6,11 @@
 /// Only standbys that vote count (`MasterEngine.Standby.voter`): an election consults voters
 /// only, so a copy on a handheld keeps nothing a promotion would find.
 ///
-/// A standby whose snapshot is still going out (`MasterEngine.Standby.receivingSnapshot`) holds
-/// no write before its last part (a million orders take it many seconds): a write that waits
-/// only for such standbys is over at once, unreplicated, instead of at its deadline. It is
-/// counted in `wanted` as before, so `replicated` means what it meant.
+/// A standby taking its snapshot (`MasterEngine.Standby.isTakingSnapshot`: its snapshot still
+/// going out, or gone out and its copy not yet switched to it, which its first ack after the
+/// switch says) holds no write before that switch commits (a million orders take it many
+/// seconds): a write that waits only for such standbys is over at once, unreplicated, instead
+/// of at its deadline. It is counted in `wanted` as before, so `replicated` means what it meant.
 ///
 /// A write waits for `wanted` voting standbys (at most as many as are connected when it is
 /// committed) to say, in an ack's `held`, that they hold its sequence. When fewer stay connected than it
@@ -48,8 +49,8 @@ public struct ReplicationWaits<Answer, Instant: Comparable> {
         enum Outcome { case waiting, replicated, unreplicated }
 
         /// Notes the standbys that hold it now: replicated when enough do; unreplicated when
-        /// every voter that does not hold it yet is receiving its snapshot (none of them can
-        /// before its last part); else waiting.
+        /// every voter that does not hold it yet is taking its snapshot (none of them can
+        /// before its switch to it commits); else waiting.
         mutating func heard(_ all: [MasterEngine.Standby]) -> Outcome {
             let standbys = all.filter(\.voter)
             for s in standbys where s.holds(seq) && !heldBy.contains(where: { $0.id == s.terminalId }) {
@@ -59,7 +60,7 @@ public struct ReplicationWaits<Answer, Instant: Comparable> {
             let holders = Set(heldBy.map(\.id))
             let missing = standbys.filter { !holders.contains($0.terminalId) }
             if missing.isEmpty { return heldBy.isEmpty ? .waiting : .replicated }
-            return missing.allSatisfy(\.receivingSnapshot) ? .unreplicated : .waiting
+            return missing.allSatisfy(\.isTakingSnapshot) ? .unreplicated : .waiting
         }
     }
 
@@ -93,7 +94,7 @@ public struct ReplicationWaits<Answer, Instant: Comparable> {
 
     /// What the engine knows of its standbys now (after an ack raised a `held`, or a standby
     /// left): the writes they now hold enough of, replicated, and those left waiting only for
-    /// standbys receiving their snapshot, unreplicated.
+    /// standbys taking their snapshot, unreplicated.
     public mutating func heard(_ standbys: [MasterEngine.Standby]) -> [Finished] {
         var done: [Finished] = []
         waits = waits.compactMap { w in

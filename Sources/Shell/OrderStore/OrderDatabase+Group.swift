@@ -17,8 +17,10 @@ extension OrderDatabase {
     public var isCommitting: Bool { transactionState == .committing }
 
     /// Opens the group's write transaction (`BEGIN IMMEDIATE`); every `transaction` call until
-    /// the group is committed runs as a savepoint inside it.
-    public func beginGroup() throws(StoreError) {
+    /// the group is committed runs as a savepoint inside it. `synchronous` is how its COMMIT
+    /// reaches the disk: `.full` (every group but one that only stages a snapshot's parts) syncs
+    /// the log before the COMMIT returns; `.normal` does not (`SynchronousLevel`).
+    public func beginGroup(synchronous: SynchronousLevel = .full) throws(StoreError) {
         do {
             try requireWritable()
         } catch let error as StoreError {
@@ -28,13 +30,38 @@ extension OrderDatabase {
         }
         precondition(transactionState == .none, "a group cannot start in state \(transactionState)")
         do {
+            // "Safety level may not be changed inside a transaction": set before the BEGIN.
+            if self.synchronous != synchronous { try setSynchronous(synchronous) }
             try connection.execute("BEGIN IMMEDIATE")
         } catch let error as StoreError {
+            restoreFullSynchronous()
             throw error
         } catch {
             preconditionFailure("the store throws StoreError only: \(error)")
         }
         transactionState.groupBegan()
+    }
+
+    /// Sets `PRAGMA synchronous` (outside any transaction) and reads back what SQLite now uses.
+    private func setSynchronous(_ level: SynchronousLevel) throws {
+        try connection.executeOnce("PRAGMA synchronous = \(level.rawValue)")
+        let now = try connection.scalarInt("PRAGMA synchronous")
+        guard let now, let read = SynchronousLevel(rawValue: Int(now)) else {
+            throw StoreError(kind: .sqlite, message: "PRAGMA synchronous reads \(now.map(String.init) ?? "nothing")", path: path)
+        }
+        synchronous = read
+    }
+
+    /// After a group that did not commit with FULL: the connection goes back to FULL, so that
+    /// every other transaction (groups, writes outside them) syncs its COMMIT as before.
+    private func restoreFullSynchronous() {
+        guard synchronous != .full, connection.isAutocommit else { return }
+        do {
+            try setSynchronous(.full)
+        } catch {
+            preconditionFailure("the store could not go back to synchronous=FULL: \(error)")
+        }
+        precondition(synchronous == .full, "synchronous=FULL did not take")
     }
 
     /// Closes the group and hands its COMMIT to the caller, to `run()` on another thread and
@@ -57,7 +84,8 @@ extension OrderDatabase {
             groupFailure = nil
         }
         return DetachedCommit(
-            handle: handle, path: path, before: beforeGroupCommit, failure: groupFailure, pages: walPageCount)
+            handle: handle, path: path, before: beforeGroupCommit, failure: groupFailure, pages: walPageCount,
+            synchronous: synchronous)
     }
 
     /// Runs `body`, one operation's writes, straight in the open group's transaction, with no
@@ -104,6 +132,7 @@ extension OrderDatabase {
         guard let result = commit.result else { preconditionFailure("the COMMIT has not run") }
         connection.isLent = false
         transactionState.commitFinished()
+        restoreFullSynchronous()
         return result
     }
 
@@ -114,6 +143,7 @@ extension OrderDatabase {
         groupFailure = nil
         transactionState.groupRolledBack()
         if !connection.isAutocommit { _ = try? connection.execute("ROLLBACK") }
+        restoreFullSynchronous()
     }
 
     /// Commits the group on the calling thread (tests, and callers without a commit thread).

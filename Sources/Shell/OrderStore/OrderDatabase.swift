@@ -41,6 +41,9 @@ public final class OrderDatabase {
     var groupFailure: StoreError?
     /// The log's pages at the last COMMIT, once a `WALCheckpointer` counts them (`sqlite3_wal_hook`).
     let walPageCount = WALPageCount()
+    /// The connection's `PRAGMA synchronous` as last read back: FULL but inside a group begun
+    /// with another level (`beginGroup(synchronous:)`), which sets FULL again when it ends.
+    var synchronous = SynchronousLevel.full
 
     /// Head office's checkpoint for (store, lineage) as a roll-up on this terminal last wrote it,
     /// asked when a standby bounds its journal (`compactStandbyJournal`) with the copy's
@@ -117,6 +120,10 @@ public final class OrderDatabase {
             try Self.requireSound(connection)
             migrationBackup = try Self.backupBeforeMigration(connection, now: now)
             migrationsApplied = try Schema.migrate(connection)
+            // What a snapshot staged before the store was closed is never resumed (a new link's
+            // first part starts anew), and its last parts may be gone after a power cut: they
+            // were committed without a sync (`SynchronousLevel`). Dropped unread.
+            try connection.executeOnce("DROP TABLE IF EXISTS \(Self.stagingTable)")
             try DatabaseFileMode.restrictCompanions(of: path)
         } catch {
             connection.close()

@@ -22,6 +22,14 @@ extension MasterEngine {
         /// True while its snapshot is still going out: it can hold no write before its last
         /// part, so a write does not wait for it (`ReplicationWaits`, Docs/PROTOCOL.md 7.8).
         public var receivingSnapshot = false
+        /// True once its snapshot went out whole and until an ack says its copy holds it
+        /// (`held` at the snapshot's seq or above): it is switching its copy to the snapshot in
+        /// one transaction (seconds for a million orders) and holds no later write before that
+        /// commit, so a write does not wait for it either.
+        public var switchingToSnapshot = false
+
+        /// True while it takes its snapshot: receiving it, or switching to it.
+        public var isTakingSnapshot: Bool { receivingSnapshot || switchingToSnapshot }
 
         /// Whether its copy holds the write at `seq` as a journal entry it can hand over or
         /// re-queue: `held` reaches it and it came after `floor`. A seq it holds only inside a
@@ -38,7 +46,8 @@ extension MasterEngine {
                 p.terminalId.map {
                     Standby(
                         peer: p.id, terminalId: $0, name: p.terminalName ?? $0, held: p.held, voter: isVoter($0),
-                        floor: p.copyFloor, receivingSnapshot: p.phase == .receivingSnapshot)
+                        floor: p.copyFloor, receivingSnapshot: p.phase == .receivingSnapshot,
+                        switchingToSnapshot: p.phase == .live && p.copyIsSnapshot && (p.held ?? -1) < p.copyFloor)
                 }
             }
     }

@@ -80,6 +80,8 @@ public final class MasterEngine {
         /// which a `diverged` cannot re-queue (Docs/PROTOCOL.md 7.19), so `held` vouches only
         /// for the seqs above it (`Standby.holds`).
         public var copyFloor: Int64 = 0
+        /// True when this link's copy came as a snapshot (at `copyFloor`), not a catch-up.
+        public var copyIsSnapshot = false
         public var messagesIn = 0
         public var rejected = 0
         /// Whether its operations are let through (the rate limit).

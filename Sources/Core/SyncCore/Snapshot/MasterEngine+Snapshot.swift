@@ -109,6 +109,7 @@ extension MasterEngine {
                 applied: applied, sendsReady: p.speaksOrderSync, clearsStorePOSApp: !p.speaksOrderSync)
             stream.lead = lead
             peers[id]?.copyFloor = stream.seq
+            peers[id]?.copyIsSnapshot = true
             if pacesSnapshots {
                 snapshots[id] = stream
                 peers[id]?.phase = .receivingSnapshot

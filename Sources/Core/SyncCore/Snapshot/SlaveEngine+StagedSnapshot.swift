@@ -4,6 +4,18 @@
 /// snapshot brings (position, epoch, the standby journal's new base, the operation ids, the
 /// term starts, the outbox entries it answers, the pending local changes on top).
 extension SlaveEngine {
+    /// Whether applying `message` can write nothing but staged snapshot rows: a snapshot part
+    /// other than its snapshot's last, on a store that stages. Its batch may commit without a
+    /// sync (the node's choice): nothing in it is acknowledged, what is staged counts only once
+    /// the last part's commit (synced) switches to it, and a restart never resumes from it (a
+    /// new link's first part starts the staging anew; the store drops it when opened).
+    public func onlyStages(_ message: DecodedMasterMessage) -> Bool {
+        guard store is any SnapshotStagingStore, collecting == nil, message.reading.standby == nil,
+            case .success(.applied(_, _, _, _, _, let snap?, _)) = message.reading.message
+        else { return false }
+        return snap.part < snap.parts
+    }
+
     /// Stages `snap`'s orders; on its last part, switches.
     func stagedSnapshotPart(_ snap: SnapshotPart, _ orders: [Order], into staging: any SnapshotStagingStore, _ out: inout [Action]) {
         let step = stagedReceipt.part(snap, orders: orders.count)
@@ -84,5 +96,9 @@ extension SlaveEngine {
         masterSeq = max(masterSeq, snap.seq)
         for st in settled { forget(st.opId, keys: st.keys, errors: [], &out) }
         out.append(.log(EngineLog(.info, "snapshot.received", [("orders", "\(count)"), ("seq", "\(snap.seq)")])))
+        // Acked as soon as the commit is on disk (the node sends the actions then), before the
+        // master's `ready`, which waited behind it: `held` at the snapshot's seq tells the master
+        // the copy switched, and the writes it holds from now on are waited for again (7.8).
+        out.append(.send(ackMessage()))
     }
 }

@@ -48,7 +48,7 @@ extension MasterNode {
         let no = JSONValue.object(o).serializedBytes()
         return PendingReplication(
             respond: respond, status: status, seq: seq, keptOpId: keptOpId, replicated: yes, unreplicated: no,
-            keptReplicated: engine.standbys.contains(where: { $0.voter && !$0.receivingSnapshot }), failed: failed)
+            keptReplicated: engine.standbys.contains(where: { $0.voter && !$0.isTakingSnapshot }), failed: failed)
     }
 
     /// The group's writes are on disk: each waits for its standbys (or is answered at once when

@@ -13,6 +13,10 @@ struct SlaveBatch {
     var closing = false
     /// When its first message arrived, on the loop's clock (the commit latency runs from it).
     var started: MonotonicInstant
+    /// How its COMMIT reaches the disk: NORMAL (no sync) for a batch of snapshot parts that only
+    /// stage (`SlaveEngine.onlyStages`), FULL for every other. A batch holds messages of one
+    /// kind: a message of the other kind commits it first and waits for the next batch.
+    var synchronous: SynchronousLevel
 }
 
 extension SlaveNode {
@@ -27,48 +31,54 @@ extension SlaveNode {
 
     /// A message from the master, decoded, in the order it came.
     func masterMessage(_ message: DecodedMasterMessage) {
-        guard writer.phase != .committing, waitingMessages.isEmpty else {
-            if waitingMessages.isEmpty {
-                writer.whenIdle { [weak self] in self?.applyWaitingMessages() }
-            }
-            waitingMessages.append(message)
-            return
+        if writer.phase != .committing, waitingMessages.isEmpty, applyMasterMessage(message) { return }
+        waitingMessages.append(message)
+        if waitingMessages.count == 1 {
+            writer.whenIdle { [weak self] in self?.applyWaitingMessages() }
         }
-        applyMasterMessage(message)
     }
 
     /// The master's messages that arrived during the last commit, in the order they came.
     private func applyWaitingMessages() {
         var texts = waitingMessages[...]
         waitingMessages = []
-        while let text = texts.popFirst() {
-            applyMasterMessage(text)
+        while let text = texts.first {
+            // A batch of the other kind was committed first: this message waits for it.
+            guard applyMasterMessage(text) else { break }
+            texts.removeFirst()
             // A snapshot's switch committed its batch early: the rest waits for that COMMIT.
-            if writer.phase == .committing, !texts.isEmpty {
-                waitingMessages = Array(texts)
-                writer.whenIdle { [weak self] in self?.applyWaitingMessages() }
-                return
-            }
+            if writer.phase == .committing { break }
         }
+        guard !texts.isEmpty else { return }
+        waitingMessages = Array(texts)
+        writer.whenIdle { [weak self] in self?.applyWaitingMessages() }
     }
 
-    private func applyMasterMessage(_ message: DecodedMasterMessage) {
+    /// Applies `message` in the open batch (opening one when none is). Returns false, having
+    /// applied nothing, when the open batch is of the other kind (`SlaveBatch.synchronous`):
+    /// that batch is committed now and the message waits for it.
+    private func applyMasterMessage(_ message: DecodedMasterMessage) -> Bool {
+        let synchronous: SynchronousLevel = engine.onlyStages(message) ? .normal : .full
+        if let open = batch, open.synchronous != synchronous {
+            commitBatch()
+            return false
+        }
         // Several stores became visible while this one was syncing: do not join one by chance.
         if mustChooseStore { engine.joinAllowed = chooseTarget() != nil }
         if batch == nil {
             do {
-                try writer.openGroup()
+                try writer.openGroup(synchronous: synchronous)
             } catch {
                 // No transaction to batch in: this message goes alone, as it comes.
                 logger.warning("replica.batch_unavailable", metadata: ["error": "\(error)"])
                 perform(engine.received(message, now: WallClock.nowMillis()))
                 changeFeed?.wake()
-                return
+                return true
             }
-            batch = SlaveBatch(started: loop.now)
+            batch = SlaveBatch(started: loop.now, synchronous: synchronous)
             loop.runSoon { [weak self] in self?.commitBatch() }
         }
-        guard batch?.closing == false else { return }
+        guard batch?.closing == false else { return true }
         let actions = writer.collect { _ in engine.received(message, now: WallClock.nowMillis()) }
         batch?.messages += 1
         batch?.actions.append(contentsOf: actions)
@@ -84,6 +94,7 @@ extension SlaveNode {
         // COMMIT, on the commit thread (Docs/PROTOCOL.md 4.2.2). Nothing else may write the
         // replica in this batch: it is committed now, and what comes next waits for it.
         if writer.switchesAtCommit { commitBatch() }
+        return true
     }
 
     /// Hands the open batch to the store writer, whose COMMIT runs off the loop; what its

@@ -61,6 +61,8 @@ final class StoreWriter {
     private var checkpointQueued = false
     /// The checkpoints run so far and the last one's outcome (`StoreWriter+Checkpoints`).
     private(set) var checkpoints = CheckpointCount()
+    /// The groups committed off the loop so far, by the `synchronous` their COMMIT ran with.
+    private(set) var commitsBySynchronous: [SynchronousLevel: Int] = [:]
 
     /// The writer of `store` (the node's, open read-write), owned by `loop`; its COMMITs run on
     /// `commitQueue` (a serial queue of its own unless a test hands one in).
@@ -94,11 +96,12 @@ final class StoreWriter {
     // MARK: - Group commit
 
     /// Opens a group (`BEGIN IMMEDIATE`): idle to collecting. Throws when the store takes no
-    /// transaction (busy, closed): the role then applies its work alone.
-    func openGroup() throws(StoreError) {
+    /// transaction (busy, closed): the role then applies its work alone. `synchronous`: FULL
+    /// for every group but a slave's batch of staged snapshot parts (`SlaveBatch`).
+    func openGroup(synchronous: SynchronousLevel = .full) throws(StoreError) {
         precondition(state.phase == .idle, "a group opened while \(state.phase)")
         do {
-            try database.beginGroup()
+            try database.beginGroup(synchronous: synchronous)
         } catch {
             noteCommit(.failure(error))
             throw error
@@ -153,11 +156,17 @@ final class StoreWriter {
     private func commitEnded(_ commit: DetachedCommit) {
         guard let finished = state.commitEnded(commit) else { return }
         let result = database.finishGroupCommit(commit)
+        commitsBySynchronous[commit.synchronous, default: 0] += 1
         noteCommit(result)
         handBack { finished(result) }
-        // The group's answers have left (and a group that waited is handed to the commit
-        // thread first): now the log's checkpoint, if it is due.
-        if let pages = commit.walPages, pages >= WALCheckpointer.thresholdPages { checkpointSoon() }
+        // The group's answers have left: now the log's checkpoint, if it is due, queued on the
+        // commit thread in the loop's next turn, behind the COMMIT of any group opened meanwhile
+        // (a slave's next batch is committed in a turn of its own, `loop.runSoon`): after a
+        // snapshot's switch its checkpoint copies the whole store, and the first batch after it
+        // (`ready`, the writes held for the slave) must not wait for that copy.
+        if let pages = commit.walPages, pages >= WALCheckpointer.thresholdPages {
+            loop.runSoon { [weak self] in self?.checkpointSoon() }
+        }
     }
 
     /// Queues a checkpoint of the log on the commit thread (one at a time).

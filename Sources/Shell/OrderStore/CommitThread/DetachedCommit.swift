@@ -26,16 +26,20 @@ public final class DetachedCommit: @unchecked Sendable {
     /// The log's pages once this COMMIT wrote to it, when a `WALCheckpointer` counts them (nil:
     /// not counted, or nothing written): the owner's cue for a checkpoint.
     public private(set) var walPages: Int?
+    /// The connection's `PRAGMA synchronous` for this COMMIT (as SQLite read it back when the
+    /// group began): FULL syncs the log before `run()` returns, NORMAL does not.
+    public let synchronous: SynchronousLevel
 
     init(
         handle: OpaquePointer, path: String, before: [String] = [], failure: StoreError? = nil,
-        pages: WALPageCount? = nil
+        pages: WALPageCount? = nil, synchronous: SynchronousLevel = .full
     ) {
         self.handle = handle
         self.path = path
         self.before = before
         self.failure = failure
         self.pages = pages
+        self.synchronous = synchronous
     }
 
     /// Runs the statements kept for the group's end (a staged snapshot's switch), then commits
@@ -78,4 +82,24 @@ public final class DetachedCommit: @unchecked Sendable {
         if case .failure(let error) = result { return error }
         return nil
     }
+}
+
+/// How a transaction's COMMIT reaches the disk in WAL mode (`PRAGMA synchronous`, whose values
+/// these are). sqlite.org/pragma.html: "With synchronous=FULL in WAL mode, an additional sync
+/// operation of the WAL file happens after each transaction commit"; with NORMAL "the WAL file
+/// is synchronized before each checkpoint ... but no sync operations occur during most
+/// transactions", and "WAL mode is always consistent with synchronous=NORMAL, but WAL mode does
+/// lose durability. A transaction committed in WAL mode with synchronous=NORMAL might roll back
+/// following a power loss or system crash."
+///
+/// Every transaction of a store commits with FULL (what is acknowledged is on disk) but a
+/// group that holds nothing but staged snapshot rows (Docs/PROTOCOL.md 4.2.3), which nothing
+/// acknowledges and nothing reads after a restart: it commits with NORMAL. The sync of the
+/// next FULL COMMIT covers the log's frames written before it, so the switch (FULL) makes the
+/// whole staged snapshot durable with itself.
+public enum SynchronousLevel: Int, Sendable {
+    /// No sync at COMMIT; the log is synced before each checkpoint.
+    case normal = 1
+    /// The log synced at every COMMIT.
+    case full = 2
 }

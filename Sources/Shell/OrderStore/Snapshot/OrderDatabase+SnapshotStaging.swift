@@ -6,6 +6,8 @@ import SyncCore
 /// switch then copies the staged table over `orders` and drops it, in SQL only: inside an open
 /// group it runs on the thread that commits the group, just before its COMMIT
 /// (`DetachedCommit`), so the loop that owns the connection never waits for a million rows.
+/// A slave commits the groups that only stage without a sync (`SynchronousLevel.normal`), so
+/// what is staged may be lost at a power cut: the table is dropped when the store opens.
 extension OrderDatabase {
     /// The staging table; its columns are `orders`' (copied by name at the switch).
     static let stagingTable = "snapshot_orders"
