@@ -1,7 +1,7 @@
-import SyncCore
 import XCTest
 
 @testable import OrderStore
+@testable import SyncCore
 
 /// A master stepping down (`OrderDatabase.becomeReplicaOfOwnJournal`, as `MasterNode.stepDown`
 /// does) becomes a slave whose own entries beyond the new master's history go back into its
@@ -40,5 +40,28 @@ extension StandbyEngineTests {
         XCTAssertEqual(slave.outbox.map(\.opId), ["op-2"], "the write only the old master held goes back to its outbox")
         XCTAssertNotNil(try old.order(uuid: uuid(2)))
         XCTAssertNotNil(try old.order(uuid: uuid(3)))
+    }
+}
+
+/// Live spacing is for StorePOS apps only: a broadcast's recipients name which ones they are, so
+/// that a slave's `Peer` is not touched for spacing on every delivery (Docs/PERFORMANCE.md,
+/// "Where a paired delivery's instructions go").
+extension StandbyEngineTests {
+    func testOnlyStorePOSRecipientsAreSpacedAndASlaveGetsNoFence() throws {
+        let master = try MasterEngine(store: SQLiteMasterStore(db: .inMemory()), storeId: "s", epoch: "e")
+        _ = try join(master, peer: 2, on: .inMemory())
+        _ = master.peerConnected(1, address: "b", terminal: nil)
+        _ = master.peerConnected(3, address: "c", terminal: nil)
+        let to = master.recipients(of: .update, from: 3)
+        XCTAssertEqual(to.all, [1, 2])
+        XCTAssertEqual(to.storePOS, [1])
+        let created = master.received(#"{"operation":0,"orders":[{"uuid":"\#(uuid(1))","customerName":"c"}]}"#, from: 3, now: 2_000)
+        XCTAssertEqual(sends(created, to: 2).count, 1, "the slave gets the Create")
+        // An Update of the same order right after: the StorePOS terminal waits behind fences.
+        let updated = master.received(#"{"operation":1,"orders":[{"uuid":"\#(uuid(1))","customerName":"d"}]}"#, from: 3, now: 2_001)
+        let fence = String(decoding: StorePOSSpacing.fenceMessage, as: UTF8.self)
+        XCTAssertGreaterThan(sends(updated, to: 1).filter { $0 == fence }.count, 0, "\(sends(updated, to: 1))")
+        XCTAssertEqual(sends(updated, to: 2).filter { $0 == fence }, [])
+        XCTAssertEqual(sends(updated, to: 2).count, 1, "the slave gets the Update's broadcast only")
     }
 }

@@ -69,7 +69,7 @@ final class SecureLinkTransportTests: XCTestCase {
     func testPeerThatDoesNotRekeyFails() throws {
         var (slave, master) = try establishedPair()
         // A header announcing a rekey the sender then does not do.
-        guard case .established(var transport) = slave.state else { return XCTFail("not established") }
+        guard var transport = slave.transport else { return XCTFail("not established") }
         let announced = try transport.session.encrypt([SecureLinkTransport.rekeyAfter, 1])
         let next = try transport.session.encrypt([0x00, 2])
         XCTAssertEqual(try master.receive(announced), [.message([1])])
@@ -95,22 +95,22 @@ final class SecureLinkTransportTests: XCTestCase {
     func testUnknownHeaderBitAndMixedControlBitsAreRefused() throws {
         for badHeader: UInt8 in [0x08, 0x80, 0x10 | 0x01] {
             var (slave, master) = try establishedPair()
-            guard case .established(var transport) = slave.state else { return XCTFail("not established") }
+            guard var transport = slave.transport else { return XCTFail("not established") }
             XCTAssertLinkError(.malformed, try master.receive(transport.session.encrypt([badHeader, 1])))
             XCTAssertEqual(master.phase, .failed)
         }
         var (slave, master) = try establishedPair()
-        guard case .established(var transport) = slave.state else { return XCTFail("not established") }
+        guard var transport = slave.transport else { return XCTFail("not established") }
         XCTAssertEqual(try master.receive(transport.session.encrypt([0x05, 1])), [])
         XCTAssertLinkError(.malformed, try master.receive(transport.session.encrypt([0x00, 2])))
         var (slave2, master2) = try establishedPair()
-        guard case .established(var transport2) = slave2.state else { return XCTFail("not established") }
+        guard var transport2 = slave2.transport else { return XCTFail("not established") }
         XCTAssertLinkError(.malformed, try master2.receive(transport2.session.encrypt([])))
     }
 
     /// The header byte of the last transport message of `wire`, as `link` decrypts it.
     private func header(of wire: [[UInt8]], to link: inout SecureLink) throws -> UInt8 {
-        guard case .established(var transport) = link.state else { throw SecureLinkError(.wrongState, "") }
+        guard var transport = link.transport else { throw SecureLinkError(.wrongState, "") }
         var last: [UInt8] = []
         for message in wire { last = try transport.session.decrypt(message) }
         return last[0]

@@ -182,7 +182,8 @@ extension SecureLink {
         }
         peerStaticKey = peerKey
         handshakeHash = session.handshakeHash
-        state = .established(SecureLinkTransport(session: session, options: options))
+        transport = SecureLinkTransport(session: session, options: options)
+        state = .established
         return [.established(peerStaticKey: peerKey, peerPayload: peerPayload)]
     }
 

@@ -52,13 +52,17 @@ public struct SecureLink: Sendable {
         case knownAwaitingFirst(keys: [NoiseKeyPair])
         /// A known responder that read message 1 and waits for the caller's decision.
         case knownAwaitingAcceptance(NoiseHandshakeState, peerPayload: [UInt8])
-        /// The handshake is done.
-        case established(SecureLinkTransport)
+        /// The handshake is done; the transport is `transport`.
+        case established
         /// A message failed.
         case failed
     }
 
     var state: State
+    /// The transport phase, while `.established` (nil otherwise). Kept outside `state` so that
+    /// sealing and opening mutate it in place: taking it out of the enum and putting it back
+    /// copied the whole state twice per message (about 1,000 instructions per sealed message).
+    var transport: SecureLinkTransport?
     let options: SecureLinkOptions
     let random: NoiseRandomSource
 
@@ -104,10 +108,16 @@ public struct SecureLink: Sendable {
             return try knownReadFirst(message, keys: keys)
         case .knownAwaitingAcceptance:
             throw SecureLinkError(.wrongState, "a message arrived before the presented key was accepted")
-        case .established(var transport):
-            let events = try transport.receive(message)
-            state = .established(transport)
-            return events
+        case .established:
+            guard transport != nil else { throw SecureLinkError(.wrongState, "the link has no transport") }
+            do throws(SecureLinkError) {
+                let events = try transport!.receive(message)
+                state = .established
+                return events
+            } catch {
+                transport = nil
+                throw error
+            }
         case .failed:
             throw SecureLinkError(.wrongState, "the link has failed")
         }
@@ -134,16 +144,16 @@ public struct SecureLink: Sendable {
     public mutating func seal(
         _ message: [UInt8], control: Bool = false, frameHeader: FrameHeaderWriter
     ) throws(SecureLinkError) -> [[UInt8]] {
-        guard case .established(var transport) = state else {
+        guard case .established = state, transport != nil else {
             throw SecureLinkError(.wrongState, "a link seals messages only once established")
         }
-        state = .failed
         do throws(SecureLinkError) {
-            let sealed = try transport.seal(message, control: control, frameHeader: frameHeader)
-            state = .established(transport)
-            return sealed
+            return try transport!.seal(message, control: control, frameHeader: frameHeader)
         } catch {
-            if error.kind == .messageTooLarge { state = .established(transport) }
+            if error.kind != .messageTooLarge {
+                state = .failed
+                transport = nil
+            }
             throw error
         }
     }

@@ -48,11 +48,15 @@ extension MasterEngine {
                 texts = BroadcastParts.messages(of: text, partBytes: broadcastPartBytes)
                 logParts(seq: seq, bytes: text.count, parts: texts.count, &out)
             }
-            let to = recipients(of: message.operation, from: sender)
+            let (to, storePOS) = recipients(of: message.operation, from: sender)
             if message.operation == .create { removeHeldCopies(of: outcome.applied, before: to, now: now, &out) }
-            spaceForStorePOS(
-                to, naming: outcome.applied.map(\.uuid),
-                promises: StorePOSSpacing.promises(of: message.operation, orders: outcome.applied.count), &out)
+            // Only StorePOS terminals are spaced: an access to each slave's `Peer` here cost about
+            // 1,000 instructions per paired delivery for nothing (Docs/PERFORMANCE.md).
+            if !storePOS.isEmpty {
+                spaceForStorePOS(
+                    storePOS, naming: outcome.applied.map(\.uuid),
+                    promises: StorePOSSpacing.promises(of: message.operation, orders: outcome.applied.count), &out)
+            }
             for part in texts { out.append(.broadcast(bytes: part, peers: to)) }
         } else if outcome.isRepeat, let s = sender, peers[s]?.speaksOrderSync == true {
             // A retry of an operation already answered: the original answer, to the sender only.
@@ -106,7 +110,9 @@ extension MasterEngine {
     /// or Remove it sent while its own snapshot goes out is held for it, because the snapshot's
     /// Creates were read before the change and would undo it on the app (both apply harmlessly
     /// again there).
-    func recipients(of operation: OperationKind, from sender: Int?) -> [Int] {
+    /// Also returns which of them are StorePOS terminals (the ones `spaceForStorePOS` spaces), in
+    /// the same order.
+    func recipients(of operation: OperationKind, from sender: Int?) -> (all: [Int], storePOS: [Int]) {
         func receives(_ p: Peer) -> Bool {
             guard p.phase == .live || snapshots[p.id] != nil else { return false }
             // Orders brought in from StorePOS apps: those apps get the store afresh instead.
@@ -118,9 +124,13 @@ extension MasterEngine {
         // its spacing map) for every operation.
         let all = peers.values
         var ids: [Int] = []
+        var storePOS: [Int] = []
         ids.reserveCapacity(all.count)
-        for i in all.indices where receives(all[i]) { ids.append(all[i].id) }
-        return ids.sorted()
+        for i in all.indices where receives(all[i]) {
+            ids.append(all[i].id)
+            if !all[i].speaksOrderSync { storePOS.append(all[i].id) }
+        }
+        return (ids.sorted(), storePOS.sorted())
     }
 
     /// Persists what the master knows of these terminals.

@@ -65,6 +65,9 @@ public final class MasterEngine {
         /// The key of its token buckets (`MasterEngine.bucketKey(terminal:address:)`), made once
         /// when it connects: the rate limit reads it for every operation.
         public let bucketKey: String
+        /// Who sent an operation, for the journal (`MasterEngine.origin(of:address:)`), made once
+        /// when it connects: built per operation it cost about 24,000 instructions, twice.
+        public let origin: String
         /// The authenticated node id (nil for a StorePOS terminal).
         public var terminalId: String? { authenticated?.nodeId }
         /// The paired name (nil for a StorePOS terminal).
@@ -93,10 +96,6 @@ public final class MasterEngine {
         /// When its link opened (master's wall clock, ms); nil when the caller did not say
         /// (`MasterEngine+HeldCopies.swift`).
         public var connectedMillis: Int64?
-
-        /// Who sent an operation, for the journal: the authenticated terminal
-        /// (`till-2 [ABCD-EFGH]@10.0.0.3:5555`), or the address of a StorePOS terminal.
-        public var origin: String { authenticated.map { "\($0.label)@\(address)" } ?? address }
 
         /// The empty Removes this terminal needs before a message about the orders of `keys`
         /// (`StorePOSSpacing.keys(naming:)`) giving `promises` promises: none for an OrderSync slave.
@@ -217,6 +216,11 @@ public final class MasterEngine {
 
     /// A terminal is connected: an OrderSync slave once its secure link proved it is the
     /// paired `terminal` (it says hello next), a StorePOS terminal (`terminal` nil) once its
+    /// How the journal names a terminal's operations: `till-2 [ABCD-EFGH]@10.0.0.3:5555`, or a StorePOS terminal's address.
+    public static func origin(of terminal: AuthenticatedTerminal?, address: String) -> String {
+        terminal.map { "\($0.label)@\(address)" } ?? address
+    }
+
     /// WebSocket opened; a StorePOS terminal sends no hello: it gets the snapshot at once.
     /// `now`: the master's wall clock (ms) as the link opened.
     public func peerConnected(_ id: Int, address: String, terminal: AuthenticatedTerminal?, now: Int64? = nil) -> [Action] {
@@ -225,6 +229,7 @@ public final class MasterEngine {
             id: id, address: address, speaksOrderSync: speaksOrderSync,
             phase: speaksOrderSync ? .awaitingHello : .live, authenticated: terminal,
             bucketKey: Self.bucketKey(terminal: terminal?.nodeId, address: address),
+            origin: Self.origin(of: terminal, address: address),
             spacing: StorePOSSpacing(distance: speaksOrderSync ? 0 : storePOSFence), connectedMillis: now)
         guard !speaksOrderSync else { return [] }
         var out: [Action] = []
