@@ -28,26 +28,80 @@ say() {
     if [ -n "${TRACK_NAME:-}" ]; then echo "[$TRACK_NAME] $*" >&3; fi
 }
 
-# stage NAME COMMAND...: runs the command, prints how long it took and the CPU time it and the
-# processes it waited for used (user + system, both cores together), and records both in the
-# table: on two cores the CPU of all tracks together, not one track's wall time, bounds the run.
+# CPU per stage. bash's `time` counts the CPU of the children the shell reaped while the command
+# ran: a track that ends during the main track's pytest is counted in pytest's figure (its CPU was
+# the tracks' twice over), and a daemon that outlives the process that started it (avahi-daemon,
+# a LAN scenario's node left behind) is counted nowhere. Where the unified cgroup (v2) hierarchy
+# is writable, each stage runs in a cgroup of its own instead, which counts every process the
+# stage started and nothing else: cpu.stat's usage_usec, read when the stage ends.
+CGROUPS=""
+CGROUP_MOUNT="$(findmnt -t cgroup2 -n -o TARGET 2>/dev/null | head -n 1 || true)"
+if [ -n "$CGROUP_MOUNT" ]; then
+    CGROUP_HERE="$CGROUP_MOUNT$(sed -n 's/^0:://p' /proc/self/cgroup)"
+    if mkdir "$CGROUP_HERE/ordersync-test.$$" 2>/dev/null; then
+        CGROUPS="$CGROUP_HERE/ordersync-test.$$"
+        # pytest then prints the CPU per test file and per test (Tests/support/cpu_accounting.py).
+        export ORDERSYNC_CPU_PER_TEST=1
+    fi
+fi
+# The machine's busy CPU (all processes, ours and anyone else's) from /proc/stat, in seconds.
+machine_cpu() {
+    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%d", ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit }' /proc/stat
+}
+MACHINE_CPU_STARTED=$(machine_cpu)
+
+# stage NAME COMMAND...: runs the command, prints how long it took and the CPU time it and every
+# process it started used (user + system, both cores together; see CGROUPS above), and records
+# both in the table: on two cores the CPU of all tracks together, not one track's wall time,
+# bounds the run.
 stage() {
-    local name=$1 began rc=0 cpu
+    local name=$1 began rc=0 cpu group=""
     shift
     began=$(date +%s)
     say "test: [$name] started at $(date -u +%H:%M:%S)"
-    local TIMEFORMAT='%U %S'
-    { time "$@" 2>&4; } 4>&2 2>"$RESULTS/cpu.$name" || rc=$?
-    cpu=$(awk 'END { printf "%d", $1 + $2 }' "$RESULTS/cpu.$name" 2>/dev/null || echo 0)
+    if [ -n "$CGROUPS" ] && mkdir "$CGROUPS/$name" 2>/dev/null; then group="$CGROUPS/$name"; fi
+    if [ -n "$group" ]; then
+        (echo "$BASHPID" >"$group/cgroup.procs" && "$@") || rc=$?
+        cpu=$(awk '$1 == "usage_usec" { printf "%d", $2 / 1000000 }' "$group/cpu.stat")
+    else
+        local TIMEFORMAT='%U %S'
+        { time "$@" 2>&4; } 4>&2 2>"$RESULTS/cpu.$name" || rc=$?
+        cpu=$(awk 'END { printf "%d", $1 + $2 }' "$RESULTS/cpu.$name" 2>/dev/null || echo 0)
+    fi
     echo "$name $(($(date +%s) - began)) $rc ${cpu:-0}" >>"$RESULTS/stages"
     say "test: [$name] took $(($(date +%s) - began)) s (CPU ${cpu:-0} s), exit $rc"
     return "$rc"
 }
 
+# Removes the stages' cgroups; a process still in one (a daemon left behind) goes back to the
+# cgroup the run started in.
+remove_cgroups() {
+    [ -n "$CGROUPS" ] && [ -d "$CGROUPS" ] || return 0
+    local group pid
+    for group in "$CGROUPS"/*/; do
+        [ -f "$group/cgroup.procs" ] || continue
+        while read -r pid; do echo "$pid" >"$CGROUP_HERE/cgroup.procs" 2>/dev/null || true; done <"$group/cgroup.procs"
+        rmdir "$group" 2>/dev/null || true
+    done
+    rmdir "$CGROUPS" 2>/dev/null || true
+}
+
 summary() {
-    echo "test: stage times (seconds; started $(date -u -d "@$STARTED" +%H:%M:%S), all in $(($(date +%s) - STARTED)) s)"
-    [ -f "$RESULTS/stages" ] && awk '{ cpu += $4; printf "test:   %-28s %6d s  CPU %6d s  exit %s\n", $1, $2, $4, $3 }
-        END { printf "test:   %-28s %6s    CPU %6d s\n", "(all stages)", "", cpu }' "$RESULTS/stages"
+    local wall=$(($(date +%s) - STARTED))
+    echo "test: stage times (seconds; started $(date -u -d "@$STARTED" +%H:%M:%S), all in $wall s)"
+    # A stage's cgroup read again now: what its daemons used after it ended counts too.
+    local name seconds rc cpu
+    [ -f "$RESULTS/stages" ] && while read -r name seconds rc cpu; do
+        if [ -n "$CGROUPS" ] && [ -f "$CGROUPS/$name/cpu.stat" ]; then
+            cpu=$(awk '$1 == "usage_usec" { printf "%d", $2 / 1000000 }' "$CGROUPS/$name/cpu.stat")
+        fi
+        echo "$name $seconds $rc $cpu"
+    done <"$RESULTS/stages" | awk '{ cpu += $4; printf "test:   %-28s %6d s  CPU %6d s  exit %s\n", $1, $2, $4, $3 }
+        END { printf "test:   %-28s %6s    CPU %6d s\n", "(all stages)", "", cpu }'
+    echo "test: CPU counted $([ -n "$CGROUPS" ] && echo "per stage in a cgroup of its own" || echo "by bash's time (no writable cgroup v2)");" \
+        "the machine was busy $(($(machine_cpu) - MACHINE_CPU_STARTED)) CPU-s of $((wall * $(nproc))) (all processes, anyone's);" \
+        "load average at the end: $(cut -d ' ' -f 1-3 /proc/loadavg)"
+    remove_cgroups
     return 0
 }
 trap summary EXIT

@@ -18,6 +18,7 @@ if SUPPORT not in sys.path:
     sys.path.insert(0, SUPPORT)
 
 from ci_mode import in_ci  # noqa: E402
+from cpu_accounting import cpu_stat_path, summary_lines, usage_seconds  # noqa: E402
 
 # Every daemon and command a test starts reads no settings file unless the test names one: the
 # package's tests (Tests/package, in another track of Scripts/test.sh) install
@@ -27,6 +28,11 @@ os.environ.setdefault("ORDERSYNC_CONFIG", "/dev/null")
 
 #: "nodeid: reason" of every skip turned into a failure in this run.
 _hidden: list[str] = []
+
+#: The cgroup's cpu.stat when Scripts/test.sh asked for CPU per test (Tests/support/cpu_accounting.py).
+_CPU_STAT = cpu_stat_path()
+#: nodeid: CPU-seconds of the test's cgroup while it ran (setup, call, teardown).
+_cpu: dict[str, float] = {}
 
 
 def _reason(report) -> str:
@@ -67,8 +73,25 @@ def pytest_make_collect_report(collector):
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Records the CPU the test's cgroup used while the test ran, when asked (see _CPU_STAT)."""
+    if _CPU_STAT is None:
+        return (yield)
+    before = usage_seconds(_CPU_STAT)
+    try:
+        return (yield)
+    finally:
+        _cpu[item.nodeid] = usage_seconds(_CPU_STAT) - before
+
+
 def pytest_terminal_summary(terminalreporter):
-    """Lists what was skipped under CI mode (each is also reported as a failure)."""
+    """Lists what was skipped under CI mode (each is also reported as a failure), and the CPU per
+    test file and per test when it was counted."""
+    if _cpu:
+        terminalreporter.section("CPU of the tests and of everything they started (cgroup)", sep="=")
+        for line in summary_lines(_cpu):
+            terminalreporter.line(line)
     if _hidden:
         terminalreporter.section("skips under CI mode (each one fails the run)", sep="=", red=True, bold=True)
         for line in _hidden:
