@@ -642,22 +642,25 @@ def report(r):
         lines += ["(b) Latency from send until every terminal has it (ms), open-loop rate:", "",
                   "| ops/s | terminals | OrderSync p50 / p99 / p99.9 | Python p50 / p99 / p99.9 | p99 ratio | OrderSync p99 runs | kept up (O/P) |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
-        for row in r["latency"]:
-            o, p = row["ordersync"], row["python"]
-            lines.append(f"| {fmt(row['rate'])} | {row['receivers']} | {o['p50']:.2f} / {o['p99']:.2f} / {o['p999']:.2f} | "
-                         f"{p['p50']:.2f} / {p['p99']:.2f} / {p['p999']:.2f} | {ratio(o['p99'], p['p99'], False)} | "
-                         f"{', '.join(str(x) for x in o['p99_runs'])} | {'yes' if o['kept_up'] else 'no'} / {'yes' if p['kept_up'] else 'no'} |")
-        lines.append("")
+        def percentiles(k):
+            return f"{k['p50']:.2f} / {k['p99']:.2f} / {k['p999']:.2f}"
+
+        def against(other, runs_of):
+            """One row per latency run: OrderSync beside `other` (a kind of master run in turn),
+            the p99 runs of `runs_of`, and whether each kept up."""
+            for row in r["latency"]:
+                o, p = row["ordersync"], row[other]
+                kept = " / ".join("yes" if k["kept_up"] else "no" for k in ((o, p) if runs_of == "ordersync" else (p,)))
+                lines.append(f"| {fmt(row['rate'])} | {row['receivers']} | {percentiles(o)} | {percentiles(p)} | "
+                             f"{ratio(o['p99'], p['p99'], False)} | {', '.join(str(x) for x in row[runs_of]['p99_runs'])} | {kept} |")
+            lines.append("")
+
+        against("python", "ordersync")
         if any("python-full" in row for row in r["latency"]):
             lines += ["The same runs with the Python master committing durably (`synchronous=FULL`, `--durable-python`):", "",
                       "| ops/s | terminals | OrderSync p50 / p99 / p99.9 | durable Python p50 / p99 / p99.9 | p99 ratio | durable Python p99 runs | kept up |",
                       "| --- | --- | --- | --- | --- | --- | --- |"]
-            for row in r["latency"]:
-                o, d = row["ordersync"], row["python-full"]
-                lines.append(f"| {fmt(row['rate'])} | {row['receivers']} | {o['p50']:.2f} / {o['p99']:.2f} / {o['p999']:.2f} | "
-                             f"{d['p50']:.2f} / {d['p99']:.2f} / {d['p999']:.2f} | {ratio(o['p99'], d['p99'], False)} | "
-                             f"{', '.join(str(x) for x in d['p99_runs'])} | {'yes' if d['kept_up'] else 'no'} |")
-            lines.append("")
+            against("python-full", "python-full")
         if any("baseline" in row for row in r["latency"]):
             lines += ["The same runs with the baseline build (`--baseline-bin`) in turn, and the load average (1 min) "
                       "before and after each run:", "",
