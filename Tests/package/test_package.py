@@ -40,6 +40,11 @@ DATA_DIR = "/var/lib/ordersync"
 UNITS = ("ordersync-master.service", "ordersync-slave.service")
 
 
+# dpkg -i and --purge run man-db's trigger, which rebuilds the manual page index: 1-2 s on an idle
+# machine, but it timed out at 120 s in a whole test run beside the sanitizer builds (Docs/TESTING.md).
+DPKG_TIMEOUT = 900
+
+
 def sh(argv, check=True, **kw):
     result = subprocess.run(argv, capture_output=True, text=True, timeout=kw.pop("timeout", 120), **kw)
     if check and result.returncode != 0:
@@ -69,10 +74,10 @@ def package(tmp_path_factory):
     deb = build.stdout.strip().splitlines()[-1]
     assert os.path.basename(deb) == f"ordersync_{_version()}_{sh(['dpkg', '--print-architecture']).stdout.strip()}.deb"
     try:
-        sh(["dpkg", "-i", deb])
+        sh(["dpkg", "-i", deb], timeout=DPKG_TIMEOUT)
         yield deb
     finally:
-        sh(["dpkg", "--purge", "ordersync"], check=False)
+        sh(["dpkg", "--purge", "ordersync"], check=False, timeout=DPKG_TIMEOUT)
         if not had_data:
             shutil.rmtree(DATA_DIR, ignore_errors=True)
         if not had_user:
@@ -212,7 +217,7 @@ def test_an_upgrade_without_systemd_names_a_daemon_started_by_hand(package, tmp_
         while not os.path.exists(data_dir / "ordersync.sock"):
             assert daemon.poll() is None and time.monotonic() < deadline, "the slave did not start"
             time.sleep(0.05)
-        upgrade = sh(["dpkg", "-i", package])
+        upgrade = sh(["dpkg", "-i", package], timeout=DPKG_TIMEOUT)
         assert daemon.poll() is None, "a daemon started by hand is not stopped by the upgrade"
         assert f"the daemon {daemon.pid} ({' '.join(argv)}, user root)" in upgrade.stderr, upgrade.stderr
         assert f"kill -TERM {daemon.pid}" in upgrade.stderr and f"runuser -u root -- {' '.join(argv)}" in upgrade.stderr
