@@ -36,5 +36,9 @@ if [ "$which" = all ] || [ "$which" = thread ]; then
 fi
 if [ "$which" = all ] || [ "$which" = address ]; then
     # XCTest itself leaks; leaks are not what this run is for.
-    ASAN_OPTIONS=detect_leaks=0 run asan --sanitize=address
+    # The simulation's self-checks (a deliberate bug per run, seeds searched until the checker
+    # catches it) prove the checker, not memory safety; the debug run of the simulation runs them.
+    # Under AddressSanitizer the engine failover's took 358 of the 1,018 s of the unit tests.
+    ASAN_OPTIONS=detect_leaks=0 run asan --sanitize=address \
+        --skip 'SimulationSelfCheckTests|EngineFailoverSimulationTests/testTheCheckerCatchesDeliberateBugs'
 fi

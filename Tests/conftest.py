@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pytest
 
@@ -33,6 +34,8 @@ _hidden: list[str] = []
 _CPU_STAT = cpu_stat_path()
 #: nodeid: CPU-seconds of the test's cgroup while it ran (setup, call, teardown).
 _cpu: dict[str, float] = {}
+#: nodeid: seconds of wall time the same test took (to balance the suites Scripts/test.sh runs side by side).
+_wall: dict[str, float] = {}
 
 
 def _reason(report) -> str:
@@ -78,11 +81,12 @@ def pytest_runtest_protocol(item, nextitem):
     """Records the CPU the test's cgroup used while the test ran, when asked (see _CPU_STAT)."""
     if _CPU_STAT is None:
         return (yield)
-    before = usage_seconds(_CPU_STAT)
+    before, began = usage_seconds(_CPU_STAT), time.monotonic()
     try:
         return (yield)
     finally:
         _cpu[item.nodeid] = usage_seconds(_CPU_STAT) - before
+        _wall[item.nodeid] = time.monotonic() - began
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -90,7 +94,7 @@ def pytest_terminal_summary(terminalreporter):
     test file and per test when it was counted."""
     if _cpu:
         terminalreporter.section("CPU of the tests and of everything they started (cgroup)", sep="=")
-        for line in summary_lines(_cpu):
+        for line in summary_lines(_cpu, _wall):
             terminalreporter.line(line)
     if _hidden:
         terminalreporter.section("skips under CI mode (each one fails the run)", sep="=", red=True, bold=True)

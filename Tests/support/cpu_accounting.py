@@ -48,15 +48,20 @@ def usage_seconds(path: str) -> float:
     raise ValueError(f"{path} has no usage_usec")
 
 
-def summary_lines(per_test: dict[str, float], top: int = 30) -> list[str]:
-    """The table printed at the end of a run: CPU per test file, then the `top` tests."""
+def summary_lines(per_test: dict[str, float], wall: dict[str, float] | None = None, top: int = 30) -> list[str]:
+    """The table printed at the end of a run: CPU (and wall time) per test file, then the `top`
+    tests by CPU."""
+    wall = wall or {}
     per_file: dict[str, float] = {}
+    wall_per_file: dict[str, float] = {}
     for nodeid, seconds in per_test.items():
         name = nodeid.split("::", 1)[0]
         per_file[name] = per_file.get(name, 0.0) + seconds
+        wall_per_file[name] = wall_per_file.get(name, 0.0) + wall.get(nodeid, 0.0)
     total = sum(per_test.values())
-    lines = [f"{total:.0f} CPU-s in {len(per_test)} tests; per file:"]
-    lines += [f"{seconds:8.1f} s  {name}" for name, seconds in sorted(per_file.items(), key=lambda kv: -kv[1])]
+    lines = [f"{total:.0f} CPU-s in {len(per_test)} tests ({sum(wall.values()):.0f} s of wall time); per file, CPU and wall time:"]
+    lines += [f"{seconds:8.1f} s  {wall_per_file[name]:8.1f} s  {name}"
+              for name, seconds in sorted(per_file.items(), key=lambda kv: -kv[1])]
     lines.append(f"the {min(top, len(per_test))} tests that used the most CPU:")
     ranked = sorted(per_test.items(), key=lambda kv: -kv[1])[:top]
     lines += [f"{seconds:8.1f} s  {nodeid}" for nodeid, seconds in ranked]
