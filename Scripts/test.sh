@@ -4,12 +4,13 @@
 # independent peers (Python websockets and zeroconf, avahi-browse).
 #
 # This is CI mode whoever runs it: a missing prerequisite fails a test instead of skipping it,
-# and a skipped test fails the run. Four tracks run side by side once the debug build is done:
-#   - the LAN scenarios (pytest), mostly waiting on sockets and processes;
+# and a skipped test fails the run. Six tracks run side by side once the debug build is done:
+#   - the LAN scenarios (pytest), and [pytest-b] the other Python suites, mostly waiting on
+#     sockets and processes;
 #   - [tsan] and [asan]: the sanitizer builds and runs (every unit test under AddressSanitizer,
 #     the multi-threaded ones under ThreadSanitizer), the simulation, fuzzing, mostly compiling;
-#   - [rollup]: the roll-up's fault drills, then the release builds (the package, the instruction
-#     counts).
+#   - [rollup]: the roll-up's fault drills; [package]: the release builds (the package, the
+#     instruction counts).
 # Each stage prints its time; the table at the end lists them (Docs/TESTING.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -146,15 +147,19 @@ address_track() {
 
 # The roll-up's fault drills against a real PostgreSQL on a simulated host of its own (kill -9
 # mid-batch, PostgreSQL stopped and restarted, the WAN link down, shaped slow, a promotion): they
-# mostly wait on links and restarts, so they run beside the other tracks instead of after them.
-# Then the two release builds share one build folder, .build-release (in .build it would hold
+# mostly wait on links and restarts (1,218 s for 128 CPU-s), so they run beside the other tracks
+# instead of after them.
+rollup_track() {
+    stage rollup-faults "${PYTEST[@]}" Tests/lan/test_rollup_faults.py Tests/lan/test_postgres_lab.py Tests/lan/test_rollup_tls.py Tests/lan/test_rollup_stop.py
+}
+
+# The two release builds share one build folder, .build-release (in .build it would hold
 # SwiftPM's lock against the main track's `swift test`): the package (Scripts/package-deb.sh, the
 # static release build of ordersync) and its tests, then the instruction counts, whose benchmark
-# program reuses the modules the package's build compiled.
-rollup_track() {
+# program reuses the modules the package's build compiled. A track of their own: after the
+# drills they made the longest track of the run (3,133 s).
+package_track() {
     local rc=0
-    stage rollup-faults "${PYTEST[@]}" Tests/lan/test_rollup_faults.py Tests/lan/test_postgres_lab.py Tests/lan/test_rollup_tls.py Tests/lan/test_rollup_stop.py ||
-        rc=1
     ORDERSYNC_RELEASE_SCRATCH=.build-release stage package "${PYTEST[@]}" Tests/package || rc=1
     CALLGRIND_SCRATCH_PATH=.build-release stage callgrind Scripts/callgrind.sh --check Tests/bench/callgrind-baseline.json ||
         rc=1
@@ -195,6 +200,8 @@ track asan address_track
 ADDRESS_TRACK=$!
 track rollup rollup_track
 ROLLUP_TRACK=$!
+track package package_track
+PACKAGE_TRACK=$!
 
 foreground_rc=0
 # The unit tests (XCTest) run on the [asan] track, every one of them, under AddressSanitizer
@@ -231,7 +238,8 @@ background_rc=0
 wait "$THREAD_TRACK" || background_rc=1
 wait "$ADDRESS_TRACK" || background_rc=1
 wait "$ROLLUP_TRACK" || background_rc=1
-for name in tsan asan rollup; do
+wait "$PACKAGE_TRACK" || background_rc=1
+for name in tsan asan rollup package; do
     echo "test: ---- what the [$name] track printed ----"
     cat "$RESULTS/$name.log"
 done
