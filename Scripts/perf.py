@@ -295,6 +295,8 @@ class Bench:
         if kind in ("ordersync", "baseline"):
             binary = self.args.bin if kind == "ordersync" else self.args.baseline_bin
             stage_trace = getattr(self.args, "stage_trace", None)  # scripts that drive a Bench of their own leave it out
+            if stage_trace:
+                os.makedirs(stage_trace, exist_ok=True)
             trace = os.path.join(stage_trace, f"{name}.trace") if stage_trace else None
             s = OrderSyncServer(self.tmp, name, binary, self.extra_master_args, trace=trace)
         else:
