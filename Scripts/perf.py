@@ -295,6 +295,8 @@ class Bench:
         if kind in ("ordersync", "baseline"):
             binary = self.args.bin if kind == "ordersync" else self.args.baseline_bin
             stage_trace = getattr(self.args, "stage_trace", None)  # scripts that drive a Bench of their own leave it out
+            if stage_trace:
+                os.makedirs(stage_trace, exist_ok=True)
             trace = os.path.join(stage_trace, f"{name}.trace") if stage_trace else None
             s = OrderSyncServer(self.tmp, name, binary, self.extra_master_args, trace=trace)
         else:
@@ -797,7 +799,7 @@ def main():
                         help="(b): the receiving terminals of the latency runs (each count at each rate)")
     parser.add_argument("--durable-python", action="store_true",
                         help="(b): also the Python master with synchronous=FULL (each commit synced), in turn with the others")
-    parser.add_argument("--stage-trace", help="(b): a folder for each OrderSync master's stage trace (ORDERSYNC_STAGE_TRACE)")
+    parser.add_argument("--stage-trace", help="(b, paired): a folder for each OrderSync master's stage trace (ORDERSYNC_STAGE_TRACE)")
     parser.add_argument("--out-json")
     parser.add_argument("--plots", help="write the sweeps' PNG plots into this folder")
     parser.add_argument("--smoke", action="store_true", help="every scenario, tiny: checks the pipeline, not the speed")

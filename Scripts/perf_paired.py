@@ -14,7 +14,10 @@ broadcast and a `result` back (a StorePOS sender gets neither).
   flight): durable ops/s and the master's CPU per delivery (a delivery is one order reaching
   one receiving terminal), counted from the measured phase (connecting and pairing excluded).
 * terminals: latency from send until every receiving terminal has the order at 1,000 ops/s with
-  8, 64 and 256 receiving terminals (5 s after 1 s of warm-up).
+  8, 64 and 256 receiving terminals (5 s after 1 s of warm-up): read by the generator (its one
+  thread reads every terminal's socket in turn), and stamped when the kernel had it at each
+  terminal's socket (`SO_TIMESTAMPNS`: the master's delivery without the generator's queueing),
+  at the last receiver and at the first.
 * memory: the master's RSS with N terminals connected (and, paired, `ready`) less its RSS just
   before they connected, divided by N.
 """
@@ -118,6 +121,12 @@ def measure(bench, memory_mib, cpu_seconds, median, error, api):
         for kind, fs in runs.items():
             row[kind] = {key: median([f["latency_ms"][key] for f in fs]) for key in ("p50", "p99", "p999")}
             row[kind]["p99_runs"] = [round(f["latency_ms"]["p99"], 2) for f in fs]
+            # The same deliveries stamped when the kernel had them at each receiver's socket
+            # (SO_TIMESTAMPNS): the last and the first receiver, without the generator's queueing.
+            for name in ("arrival_ms", "first_arrival_ms"):
+                row[kind][name] = {key: median([f[name][key] for f in fs]) for key in ("p50", "p99", "p999")}
+            row[kind]["late_sends"] = [f["late_sends"] for f in fs]
+            row[kind]["all_stamped"] = all(f["stamped_deliveries"] == f["delivered"] for f in fs)
             row[kind]["kept_up"] = all(f["kept_up"] for f in fs)
             row[kind]["generator_cpu_per_s"] = median([f["generator_cpu_s"] / f["wall_s"] for f in fs])
             row[kind]["server_cpu_per_s"] = median([f["server_cpu_s"] / f["wall_s"] for f in fs])
@@ -177,6 +186,21 @@ def report_lines(p, fmt):
         for row in p["terminals"][1:]:
             lines.append(f"p99 with {row['receivers']} terminals against {base['receivers']}: StorePOS "
                          f"{row['storepos']['p99'] / base['storepos']['p99']:.2f}x, paired {row['paired']['p99'] / base['paired']['p99']:.2f}x.")
+    lines += ["", "The same deliveries, stamped when the kernel had them at each terminal's socket (SO_TIMESTAMPNS), ms:", "",
+              "| terminals | StorePOS last receiver p50 / p99 / p99.9 | first receiver | paired last receiver | first receiver | "
+              "sends over 1 ms late, each run (S / P) |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for row in p["terminals"]:
+        cells = [" / ".join(f"{row[kind][name][key]:.2f}" for key in ("p50", "p99", "p999"))
+                 for kind in ("storepos", "paired") for name in ("arrival_ms", "first_arrival_ms")]
+        late = " / ".join(", ".join(str(n) for n in row[kind]["late_sends"]) for kind in ("storepos", "paired"))
+        lines.append(f"| {row['receivers']} | " + " | ".join(cells) + f" | {late} |")
+    if p["terminals"]:
+        base = p["terminals"][0]
+        for row in p["terminals"][1:]:
+            ratio = {k: row[k]["arrival_ms"]["p99"] / max(base[k]["arrival_ms"]["p99"], 1e-9) for k in ("storepos", "paired")}
+            lines.append(f"p99 at the last receiver's socket with {row['receivers']} terminals against {base['receivers']}: "
+                         f"StorePOS {ratio['storepos']:.2f}x, paired {ratio['paired']:.2f}x.")
     lines += ["", "Memory per connected terminal ((RSS with N connected - RSS before) / N):", "",
               "| terminals | StorePOS KiB each | paired KiB each | RSS before / connected MiB (S) | (P) | all connected in s (S / P) |",
               "| --- | --- | --- | --- | --- | --- |"]

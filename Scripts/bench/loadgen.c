@@ -49,6 +49,8 @@ struct conn {
     struct buf in, out, msg;
     int msg_opcode;
     long messages;      /* data messages received */
+    uint64_t arrived_ns; /* when the kernel had the latest bytes read (SO_TIMESTAMPNS), monotonic */
+    int stamped;         /* whether the kernel stamped them (else arrived_ns is when they were read) */
     uint64_t connected_ns;
     /* A paired terminal (--paired): its secure link, the stage of its handshake (1: Noise message
        sent, 2: hello sent, 3: live), the chunks of a message in parts, the last seq it got and
@@ -92,6 +94,12 @@ static uint64_t *sent_at;
 static int *remaining;
 static double *latency_ms;
 static long latencies = 0;
+/* Each operation's first and last arrival at a receiver's socket (the kernel's receive stamp),
+   and the latencies they give: the master's delivery without the generator's own queueing. */
+static uint64_t *first_arrival, *last_arrival;
+static double *arrival_ms, *first_ms;
+static int64_t realtime_less_monotonic;
+static long stamped_deliveries;
 static long measured_from = 0; /* ops before this index are warm-up */
 static unsigned char *seen;    /* receivers x ops bits */
 static long sent = 0, delivered = 0, delivered_ops = 0, duplicates = 0;
@@ -192,6 +200,7 @@ static struct conn *open_conn(int index) {
     if (fd < 0) { error_note("socket: %s", strerror(errno)); return NULL; }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     inet_pton(AF_INET, host, &a.sin_addr);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS) {
@@ -233,15 +242,25 @@ static void op_uuid(char out[37], long i) {
     snprintf(out, 37, "%08X-0000-4000-8000-%012lX", marker, i);
 }
 
-static void delivered_to(int receiver, long i) {
-    if (i < 0 || i >= sent) { error_note("receiver %d got op %ld never sent", receiver, i); return; }
-    size_t bit = (size_t)receiver * (size_t)ops + (size_t)i;
+/* Operation i reached terminal c (its bytes stamped c->arrived_ns). */
+static void delivered_to(const struct conn *c, long i) {
+    if (i < 0 || i >= sent) { error_note("receiver %d got op %ld never sent", c->index, i); return; }
+    size_t bit = (size_t)c->index * (size_t)ops + (size_t)i;
+    uint64_t arrived = c->arrived_ns;
     if (seen[bit >> 3] & (1u << (bit & 7))) { duplicates++; return; }
     seen[bit >> 3] |= (unsigned char)(1u << (bit & 7));
     delivered++;
+    stamped_deliveries += c->stamped;
+    if (arrived < sent_at[i]) arrived = sent_at[i]; /* the two clocks' offset is read once */
+    if (!first_arrival[i] || arrived < first_arrival[i]) first_arrival[i] = arrived;
+    if (arrived > last_arrival[i]) last_arrival[i] = arrived;
     if (--remaining[i] == 0) {
         delivered_ops++;
-        if (i >= measured_from) latency_ms[latencies++] = (double)(now_ns() - sent_at[i]) / 1e6;
+        if (i >= measured_from) {
+            arrival_ms[latencies] = (double)(last_arrival[i] - sent_at[i]) / 1e6;
+            first_ms[latencies] = (double)(first_arrival[i] - sent_at[i]) / 1e6;
+            latency_ms[latencies++] = (double)(now_ns() - sent_at[i]) / 1e6;
+        }
     }
 }
 
@@ -292,7 +311,7 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n) {
             if (h < 0) { i = -1; break; }
             i = i * 16 + h;
         }
-        delivered_to(c->index, i);
+        delivered_to(c, i);
     }
 }
 
@@ -400,7 +419,10 @@ static void on_frame_message(struct conn *c, const unsigned char *p, size_t n) {
 static void on_readable(struct conn *c) {
     unsigned char chunk[65536];
     for (;;) {
-        ssize_t n = recv(c->fd, chunk, sizeof chunk, 0);
+        union { char buf[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } control;
+        struct iovec v = {.iov_base = chunk, .iov_len = sizeof chunk};
+        struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf};
+        ssize_t n = recvmsg(c->fd, &m, 0);
         if (n == 0) { if (!c->closed) error_note("a terminal's link was closed by the master"); drop(c); return; }
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) break;
@@ -410,6 +432,15 @@ static void on_readable(struct conn *c) {
         }
         buf_append(&c->in, chunk, (size_t)n);
         last_rx_ns = now_ns();
+        c->arrived_ns = last_rx_ns;
+        c->stamped = 0;
+        for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+            if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_TIMESTAMPNS) continue;
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(h), sizeof ts);
+            int64_t at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - realtime_less_monotonic;
+            if (at > 0 && (uint64_t)at <= c->arrived_ns) { c->arrived_ns = (uint64_t)at; c->stamped = 1; }
+        }
         if ((size_t)n < sizeof chunk) break;
     }
     if (!c->upgraded) {
@@ -488,12 +519,22 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static double pct(double p) {
+static double pct_of(const double *sorted, double p) {
     if (latencies == 0) return 0;
     long k = (long)ceil(p * (double)latencies) - 1;
     if (k < 0) k = 0;
     if (k >= latencies) k = latencies - 1;
-    return latency_ms[k];
+    return sorted[k];
+}
+
+static double pct(double p) { return pct_of(latency_ms, p); }
+
+/* The offset of CLOCK_REALTIME (the kernel's receive stamps) from CLOCK_MONOTONIC, read once. */
+static int64_t clock_offset(void) {
+    struct timespec r, m;
+    clock_gettime(CLOCK_REALTIME, &r);
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    return ((int64_t)r.tv_sec - (int64_t)m.tv_sec) * 1000000000 + (r.tv_nsec - m.tv_nsec);
 }
 
 static double cpu_seconds(void) {
@@ -605,9 +646,14 @@ int main(int argc, char **argv) {
         remaining = calloc((size_t)ops, sizeof *remaining);
         latency_ms = calloc((size_t)ops, sizeof *latency_ms);
         seen = calloc(((size_t)nrecv * (size_t)ops + 7) / 8 + 1, 1);
-        if (!sent_at || !remaining || !latency_ms || !seen) { fprintf(stderr, "loadgen: out of memory\n"); return 2; }
+        first_arrival = calloc((size_t)ops, sizeof *first_arrival);
+        last_arrival = calloc((size_t)ops, sizeof *last_arrival);
+        arrival_ms = calloc((size_t)ops, sizeof *arrival_ms);
+        first_ms = calloc((size_t)ops, sizeof *first_ms);
+        if (!sent_at || !remaining || !latency_ms || !seen || !first_arrival || !last_arrival || !arrival_ms || !first_ms) { fprintf(stderr, "loadgen: out of memory\n"); return 2; }
     }
     double cpu0 = cpu_seconds();
+    realtime_less_monotonic = clock_offset();
     uint64_t t0 = now_ns();
     /* Connect the receivers first (a few hundred at a time), then the sender. */
     for (int r = 0; r < nrecv; r++) {
@@ -711,6 +757,12 @@ int main(int argc, char **argv) {
     for (int k = 0; k < nconns; k++) still_open += conns[k].open && !conns[k].closed;
     for (int k = 0; k < nconns; k++) received += conns[k].messages;
     qsort(latency_ms, (size_t)latencies, sizeof *latency_ms, cmp_double);
+    if (arrival_ms) qsort(arrival_ms, (size_t)latencies, sizeof *arrival_ms, cmp_double);
+    if (first_ms) qsort(first_ms, (size_t)latencies, sizeof *first_ms, cmp_double);
+    double a50 = arrival_ms ? pct_of(arrival_ms, 0.50) : 0, a99 = arrival_ms ? pct_of(arrival_ms, 0.99) : 0;
+    double a999 = arrival_ms ? pct_of(arrival_ms, 0.999) : 0;
+    double f50 = first_ms ? pct_of(first_ms, 0.50) : 0, f99 = first_ms ? pct_of(first_ms, 0.99) : 0;
+    double f999 = first_ms ? pct_of(first_ms, 0.999) : 0;
     double wall = (double)(stop - start) / 1e9;
     long measured_ops = mode == MODE_RATE ? delivered_ops - measured_from : delivered_ops;
     double measured_wall = mode == MODE_RATE ? (double)(stop - start) / 1e9 - warmup : wall;
@@ -720,11 +772,12 @@ int main(int argc, char **argv) {
     printf("{\"mode\":\"%s\",\"receivers\":%d,\"sent\":%ld,\"delivered\":%ld,\"delivered_ops\":%ld,\"duplicates\":%ld,"
            "\"complete\":%s,\"wall_s\":%.6f,\"ops_per_s\":%.1f,\"deliveries_per_s\":%.1f,"
            "\"latency_ms\":{\"p50\":%.4f,\"p99\":%.4f,\"p999\":%.4f,\"max\":%.4f,\"count\":%ld},"
+           "\"arrival_ms\":{\"p50\":%.4f,\"p99\":%.4f,\"p999\":%.4f},\"first_arrival_ms\":{\"p50\":%.4f,\"p99\":%.4f,\"p999\":%.4f},\"stamped_deliveries\":%ld,"
            "\"kept_up\":%s,\"late_sends\":%ld,\"connected\":%d,\"still_open\":%d,\"snapshot_orders\":%ld,\"snapshot_s\":%.6f,"
            "\"connect_s\":%.6f,\"generator_cpu_s\":%.6f,\"messages\":%ld,\"errors\":%ld,\"first_error\":\"%s\"}\n",
            names[mode], nrecv, sent, delivered, delivered_ops, duplicates, complete ? "true" : "false", wall,
            measured_wall > 0 ? (double)measured_ops / measured_wall : 0, wall > 0 ? (double)delivered / wall : 0,
-           pct(0.50), pct(0.99), pct(0.999), latencies ? latency_ms[latencies - 1] : 0, latencies,
+           pct(0.50), pct(0.99), pct(0.999), latencies ? latency_ms[latencies - 1] : 0, latencies, a50, a99, a999, f50, f99, f999, stamped_deliveries,
            kept_up ? "true" : "false", late_sends, connected, still_open, snapshot_orders,
            snapshot_done_ns ? (double)(snapshot_done_ns - t0) / 1e9 : 0, (double)(start - t0) / 1e9, cpu, received, errors_count, first_error);
     (void)json_only;

@@ -74,6 +74,12 @@ def test_every_scenario_gives_well_formed_figures_for_both_masters(tmp_path):
     for row in p["terminals"]:
         for kind in ("storepos", "paired"):
             assert 0 < row[kind]["p50"] <= row[kind]["p99"] <= row[kind]["p999"], (kind, row)
+            # Each delivery also stamped when the kernel had it at the terminal's socket: before
+            # the generator read it, and at the first receiver no later than at the last.
+            first, last = row[kind]["first_arrival_ms"], row[kind]["arrival_ms"]
+            assert row[kind]["all_stamped"], (kind, row)
+            assert 0 < first["p50"] <= last["p50"] < row[kind]["p50"], (kind, row)
+            assert first["p99"] <= last["p99"] < row[kind]["p99"], (kind, row)
     for row in p["memory"]:
         for kind in ("storepos", "paired"):
             assert row[kind]["rss_connected_mib"] > 0, (kind, row)
