@@ -57,6 +57,9 @@ final class StoreWriter {
     /// The log's checkpoints, run on the commit thread after a group's answers left instead of
     /// inside its COMMIT (`WALCheckpointer`; nil for a store in memory).
     private var checkpointer: WALCheckpointer?
+    /// How many times in a row a log truncation that found a group or a reader in the way is
+    /// tried again, a second apart (`truncateLogIfIdle`).
+    static let truncationRetries = 10
     /// A checkpoint is queued or running on the commit thread.
     private var checkpointQueued = false
     /// The checkpoints run so far and the last one's outcome (`StoreWriter+Checkpoints`).
@@ -180,6 +183,33 @@ final class StoreWriter {
             loop.execute {
                 writer.value.checkpointQueued = false
                 writer.value.checkpoints.note(outcome)
+                writer.value.truncateLogIfIdle(after: outcome)
+            }
+        }
+    }
+
+    /// After a checkpoint that copied the whole log, with no group open (none can have
+    /// committed since: its COMMIT would have run after the checkpoint, on the same thread, and
+    /// be handed back first): empties a log grown past its limit (`WALCheckpointer.truncateLog`).
+    /// A group opened or a reader using the log meanwhile makes it a no-op, never a wait on the
+    /// commit thread; a second later the checkpoint runs again (up to `truncationRetries` times
+    /// in a row), as an idle node would otherwise keep the grown log until its next write.
+    private func truncateLogIfIdle(after outcome: Result<WALCheckpointer.Outcome, StoreError>) {
+        guard case .success(let done) = outcome, done.logPages > 0, done.checkpointedPages == done.logPages,
+            state.phase == .idle, let checkpointer, !checkpointQueued
+        else { return }
+        checkpointQueued = true
+        let writer = LoopBound(self, loop: loop)
+        let loop = self.loop
+        commitQueue.async {
+            let truncated = checkpointer.truncateLog()
+            loop.execute {
+                let writer = writer.value
+                writer.checkpointQueued = false
+                writer.checkpoints.noteTruncation(truncated)
+                if case .success(.busy) = truncated, writer.checkpoints.busyTruncations <= Self.truncationRetries {
+                    writer.loop.schedule(after: .seconds(1)) { [weak writer] in writer?.checkpointSoon() }
+                }
             }
         }
     }
