@@ -192,26 +192,32 @@ final class StoreWriter {
     /// committed since: its COMMIT would have run after the checkpoint, on the same thread, and
     /// be handed back first): empties a log grown past its limit (`WALCheckpointer.truncateLog`).
     /// A group opened or a reader using the log meanwhile makes it a no-op, never a wait on the
-    /// commit thread; a second later the checkpoint runs again (up to `truncationRetries` times
-    /// in a row), as an idle node would otherwise keep the grown log until its next write.
+    /// commit thread; so does a reader that kept the checkpoint from copying the whole log. Then
+    /// the checkpoint runs again a second later (up to `truncationRetries` times in a row): an
+    /// idle node would otherwise keep the grown log until its next write.
     private func truncateLogIfIdle(after outcome: Result<WALCheckpointer.Outcome, StoreError>) {
-        guard case .success(let done) = outcome, done.logPages > 0, done.checkpointedPages == done.logPages,
-            state.phase == .idle, let checkpointer, !checkpointQueued
+        guard case .success(let done) = outcome, done.logPages > 0, state.phase == .idle, let checkpointer,
+            !checkpointQueued
         else { return }
+        guard done.checkpointedPages == done.logPages else { return retryTruncation(.success(.busy)) }
         checkpointQueued = true
         let writer = LoopBound(self, loop: loop)
         let loop = self.loop
         commitQueue.async {
             let truncated = checkpointer.truncateLog()
             loop.execute {
-                let writer = writer.value
-                writer.checkpointQueued = false
-                writer.checkpoints.noteTruncation(truncated)
-                if case .success(.busy) = truncated, writer.checkpoints.busyTruncations <= Self.truncationRetries {
-                    writer.loop.schedule(after: .seconds(1)) { [weak writer] in writer?.checkpointSoon() }
-                }
+                writer.value.checkpointQueued = false
+                writer.value.retryTruncation(truncated)
             }
         }
+    }
+
+    /// Notes how a truncation went; when something was in its way, runs the checkpoint again
+    /// in a second (its outcome may truncate then).
+    private func retryTruncation(_ truncated: Result<WALCheckpointer.Truncation, StoreError>) {
+        checkpoints.noteTruncation(truncated)
+        guard case .success(.busy) = truncated, checkpoints.busyTruncations <= Self.truncationRetries else { return }
+        loop.schedule(after: .seconds(1)) { [weak self] in self?.checkpointSoon() }
     }
 
     /// Runs `callback` (the store idle), then the work that waited for the store, in order,
