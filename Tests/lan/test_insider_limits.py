@@ -176,10 +176,11 @@ def test_a_flooding_insider_is_limited_by_bytes_and_by_its_journal_budget_and_an
     master_growth, till_growth = master_file + master_log - master_before, till_file + till_log - till_before
     # What each node keeps, in its database file (the log holds at most LOG_SIZE_LIMIT more):
     # the master the insider's journal (at most the budget plus one operation: 9.3 MB of pages
-    # for 8.7 MB of messages) and its 60 orders (2.1 MB of pages): 11.6-11.7 MB measured, below
+    # for 8.7 MB of messages) and its 60 orders (2.1 MB of pages): 10.7-11.8 MB measured, below
     # the budget plus 4 MiB (12.6 MB). The till the same orders, the standby copy of the journal
-    # (PROTOCOL 7.2) and its change feed, one row per change with the whole order (9.4 MB): 19.3-
-    # 21.3 MB measured, below twice the budget plus 6 MiB (23.1 MB).
+    # (PROTOCOL 7.2) and its change feed, one row per change with the whole order (9.4 MB): 19.2-
+    # 21.5 MB measured (debug, -O debug and release daemons), below twice the budget plus 6 MiB
+    # (23.1 MB); the lower figures when part of it was still in the log.
     master_file_growth = master_file - master_before_file
     till_file_growth = till_file - till_before_file
     assert master_file_growth <= budget + 4 * MiB, (master_file_growth, master_log)
