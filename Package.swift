@@ -7,6 +7,9 @@ import PackageDescription
 //                     Avahi, and the C libraries each of them alone wraps
 //   Sources/Node      the master and slave nodes that wire core and shell together, local API
 //   Sources/Programs  the executables: the `ordersync` CLI and the test peers
+/// -O for a debug build's module (the release build optimizes everything already).
+let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
+
 let package = Package(
     name: "OrderSync",
     platforms: [.macOS(.v13)],
@@ -26,7 +29,11 @@ let package = Package(
     ],
     targets: [
         // MARK: Core: pure modules, no sockets, clocks, SQLite or Avahi.
-        .target(name: "JSON", path: "Sources/Core/JSON"),
+        // JSON and SyncCore are optimized (-O) in debug builds too: unoptimized, their generic
+        // code spends most of the deterministic simulation's time in the Swift runtime (retain,
+        // release, generic metadata lookups). They hold no `assert` (only preconditions, which -O
+        // keeps); see Docs/TESTING.md, "How a run is laid out".
+        .target(name: "JSON", path: "Sources/Core/JSON", swiftSettings: optimizedInDebug),
         .target(name: "HTTP1", path: "Sources/Core/HTTP1"),
         .target(
             name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
@@ -40,7 +47,7 @@ let package = Package(
         .target(
             name: "SecureLink", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/Core/SecureLink"),
-        .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/Core/SyncCore"),
+        .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/Core/SyncCore", swiftSettings: optimizedInDebug),
         // The roll-up into head office's PostgreSQL: entry and rolling hashes, batch planning,
         // the roll-up's state machine, verify's comparison.
         .target(

@@ -35,6 +35,42 @@ final class WALCheckpointerTests: StoreTestCase {
         XCTAssertEqual(try OrderDatabase(path: dbPath).orderCount(), Int(seq + 1))
     }
 
+    /// The log's file is never larger than its limit once a checkpoint copied it: emptied by
+    /// `truncateLog()` when no group is open (a group holding the write lock makes it a no-op),
+    /// or cut back to the limit by the writer's first COMMIT after the log started over.
+    func testALogGrownPastItsLimitIsEmptiedOrCutBackOnceCheckpointed() throws {
+        let db = try openDatabase()
+        let checkpointer = try XCTUnwrap(WALCheckpointer(deferringFor: db))
+        defer { checkpointer.close() }
+        let logSize = { [dbPath] in (try? FileManager.default.attributesOfItem(atPath: dbPath + "-wal")[.size] as? Int) ?? -1 }
+        var seq: Int64 = 0
+        func grow(past bytes: Int) throws {
+            while logSize() <= bytes {
+                seq += 1
+                _ = try commitGroup(db, seq: seq)
+            }
+        }
+        try grow(past: WALCheckpointer.logSizeLimit)
+        let grown = logSize()
+        _ = try checkpointer.run().get()
+        try db.beginGroup()
+        XCTAssertEqual(try checkpointer.truncateLog().get(), .busy, "a group holds the write lock")
+        db.rollbackGroup()
+        XCTAssertEqual(logSize(), grown)
+        XCTAssertEqual(try checkpointer.truncateLog().get(), .truncated)
+        XCTAssertEqual(logSize(), 0)
+        XCTAssertEqual(try checkpointer.truncateLog().get(), .withinLimit)
+
+        // Grown again, copied, and then written over from its start by the next COMMIT, which
+        // cuts the file back to the limit (`journal_size_limit` on the writer's connection).
+        try grow(past: WALCheckpointer.logSizeLimit + 1024 * 1024)
+        _ = try checkpointer.run().get()
+        seq += 1
+        _ = try commitGroup(db, seq: seq)
+        XCTAssertLessThanOrEqual(logSize(), WALCheckpointer.logSizeLimit)
+        XCTAssertEqual(try OrderDatabase(path: dbPath).orderCount(), Int(seq))
+    }
+
     func testAStoreInMemoryKeepsSQLitesOwnCheckpoints() throws {
         XCTAssertNil(WALCheckpointer(deferringFor: try OrderDatabase.inMemory()))
     }
@@ -42,8 +78,8 @@ final class WALCheckpointerTests: StoreTestCase {
 
 /// Power cuts after deferred checkpoints (the fault VFS, as `PowerLossTests`).
 final class WALCheckpointerPowerLossTests: FaultVFSStoreTestCase {
-    /// Groups, a checkpoint by the checkpointer, more groups (the log written over from its
-    /// start), then the power goes (unsynced writes dropped or torn, or a cut inside the
+    /// Groups, a checkpoint by the checkpointer (on half the seeds the log emptied after it),
+    /// more groups (the log written over from its start), then the power goes (unsynced writes dropped or torn, or a cut inside the
     /// checkpoint): every acknowledged order is there after the restart. A checkpoint that did
     /// not sync the database file before the log was written over would lose the first groups.
     func testEveryAcknowledgedGroupSurvivesAPowerCutAroundADeferredCheckpoint() throws {
@@ -65,6 +101,11 @@ final class WALCheckpointerPowerLossTests: FaultVFSStoreTestCase {
                 FaultVFS.arm(.powerCut(.drop), on: rng.next() % 2 == 0 ? .sync : .write, under: machine, nth: Int(1 + rng.next() % 4))
             }
             _ = checkpointer.run()
+            // Half the seeds empty the log after the checkpoint (`truncateLog`, as an idle
+            // writer does with a log past its limit) before the next groups.
+            if !cutInCheckpoint, rng.next() % 2 == 0 {
+                XCTAssertEqual(try checkpointer.truncateLog(over: 0).get(), .truncated, "seed \(seed)")
+            }
             if cutInCheckpoint {
                 checkpointer.close()
                 restoreAfterArmedCut(db)

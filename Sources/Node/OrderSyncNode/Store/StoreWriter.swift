@@ -57,6 +57,9 @@ final class StoreWriter {
     /// The log's checkpoints, run on the commit thread after a group's answers left instead of
     /// inside its COMMIT (`WALCheckpointer`; nil for a store in memory).
     private var checkpointer: WALCheckpointer?
+    /// How many times in a row a log truncation that found a group or a reader in the way is
+    /// tried again, a second apart (`truncateLogIfIdle`).
+    static let truncationRetries = 10
     /// A checkpoint is queued or running on the commit thread.
     private var checkpointQueued = false
     /// The checkpoints run so far and the last one's outcome (`StoreWriter+Checkpoints`).
@@ -180,8 +183,41 @@ final class StoreWriter {
             loop.execute {
                 writer.value.checkpointQueued = false
                 writer.value.checkpoints.note(outcome)
+                writer.value.truncateLogIfIdle(after: outcome)
             }
         }
+    }
+
+    /// After a checkpoint that copied the whole log, with no group open (none can have
+    /// committed since: its COMMIT would have run after the checkpoint, on the same thread, and
+    /// be handed back first): empties a log grown past its limit (`WALCheckpointer.truncateLog`).
+    /// A group opened or a reader using the log meanwhile makes it a no-op, never a wait on the
+    /// commit thread; so does a reader that kept the checkpoint from copying the whole log. Then
+    /// the checkpoint runs again a second later (up to `truncationRetries` times in a row): an
+    /// idle node would otherwise keep the grown log until its next write.
+    private func truncateLogIfIdle(after outcome: Result<WALCheckpointer.Outcome, StoreError>) {
+        guard case .success(let done) = outcome, done.logPages > 0, state.phase == .idle, let checkpointer,
+            !checkpointQueued
+        else { return }
+        guard done.checkpointedPages == done.logPages else { return retryTruncation(.success(.busy)) }
+        checkpointQueued = true
+        let writer = LoopBound(self, loop: loop)
+        let loop = self.loop
+        commitQueue.async {
+            let truncated = checkpointer.truncateLog()
+            loop.execute {
+                writer.value.checkpointQueued = false
+                writer.value.retryTruncation(truncated)
+            }
+        }
+    }
+
+    /// Notes how a truncation went; when something was in its way, runs the checkpoint again
+    /// in a second (its outcome may truncate then).
+    private func retryTruncation(_ truncated: Result<WALCheckpointer.Truncation, StoreError>) {
+        checkpoints.noteTruncation(truncated)
+        guard case .success(.busy) = truncated, checkpoints.busyTruncations <= Self.truncationRetries else { return }
+        loop.schedule(after: .seconds(1)) { [weak self] in self?.checkpointSoon() }
     }
 
     /// Runs `callback` (the store idle), then the work that waited for the store, in order,

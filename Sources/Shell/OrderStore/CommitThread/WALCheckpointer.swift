@@ -1,4 +1,5 @@
 internal import CSQLite3
+import Glibc
 
 /// Checkpoints of the write-ahead log, kept off the groups' COMMITs.
 ///
@@ -18,11 +19,27 @@ internal import CSQLite3
 /// possible without waiting for any database readers or writers to finish") on a connection
 /// of its own with `synchronous=FULL`, so the database file is synced before the log may be
 /// written over: what was acknowledged stays on disk throughout, in the log or in the file.
-// @unchecked Sendable: made on the owner's thread, then used by `run()` and `close()` only on
-// the one thread the owner's COMMITs run on, one call at a time.
+//
+// **The log's size.** SQLite never shrinks the log after a checkpoint: "the write-ahead log file
+// is not truncated following a checkpoint. Instead, SQLite reuses the existing file" (pragma
+// `journal_size_limit`). It starts over from its beginning only when the first write after a
+// complete checkpoint began its transaction with nothing left in the log, and a group opened
+// while the checkpoint ran (the loop does not wait for it) appends instead: under a steady flood
+// the file grows by every group until the writer pauses, and stays that large. So the writer's
+// connection gets a `journal_size_limit` (`logSizeLimit`: the first COMMIT after the log starts
+// over cuts the file back to it), and `truncateLog()`, run by the owner once a checkpoint copied
+// the whole log while no group was open, empties a file grown past it (a TRUNCATE checkpoint
+// that never waits). A till's disk then holds what it keeps plus one log of `logSizeLimit`, not
+// the high-water mark of its busiest minute (Docs/OPERATIONS.md, "A node's disk use").
+// @unchecked Sendable: made on the owner's thread, then used by `run()`, `truncateLog()` and
+// `close()` only on the one thread the owner's COMMITs run on, one call at a time.
 public final class WALCheckpointer: @unchecked Sendable {
     /// The log's size, in pages, from which a checkpoint is due: SQLite's own default.
     public static let thresholdPages = 1000
+    /// The log's size, in bytes, a complete checkpoint leaves at most: a little more than the
+    /// threshold's pages with their frame headers (1,000 x (4,096 + 24) B), so that a log that
+    /// starts over at quiet hours is written over rather than grown again.
+    public static let logSizeLimit = 4 * 1024 * 1024 + 64 * 1024
 
     private let connection: SQLiteConnection
     /// Where the writer's connection notes the log's pages at each COMMIT; kept alive by it.
@@ -63,6 +80,10 @@ public final class WALCheckpointer: @unchecked Sendable {
             return nil
         }
         pages = database.walPageCount
+        // journal_size_limit "may be used to limit the size of rollback-journal and WAL files left
+        // in the file-system after transactions or checkpoints": SQLite applies it at the first
+        // COMMIT after the log starts over, on the connection committing, the writer's.
+        try? database.connection.executeOnce("PRAGMA journal_size_limit = \(Self.logSizeLimit)")
         // "registering a callback using sqlite3_wal_hook() disables the automatic checkpoint
         // mechanism"; the hook runs in the COMMIT, on the committing thread.
         sqlite3_wal_hook(
@@ -85,6 +106,39 @@ public final class WALCheckpointer: @unchecked Sendable {
             return .failure(SQLiteConnection.error(rc: rc, db: db, sql: "checkpoint(PASSIVE)", path: connection.path))
         }
         return .success(Outcome(logPages: Int(log), checkpointedPages: Int(done)))
+    }
+
+    /// Empties the log when its file is larger than `limit` and every page of it is in
+    /// the database file already: a TRUNCATE checkpoint ("This mode works the same way as
+    /// RESTART with the addition that it also truncates the log file to zero bytes just prior to
+    /// a successful return"). This connection has no busy handler, so it never waits: a group
+    /// holding the write lock, or a reader still using the log, makes it return SQLITE_BUSY and
+    /// the log stays as it was (`.busy`: the owner tries again later). Its pages were synced into the
+    /// database file by the PASSIVE checkpoint that copied them (`synchronous=FULL`); were any
+    /// left, this checkpoint copies and syncs them before it may truncate. On the owner's
+    /// committing thread, between COMMITs, while the owner has no group open.
+    public func truncateLog(over limit: Int = logSizeLimit) -> Result<Truncation, StoreError> {
+        guard let db = connection.handle else { return .failure(StoreError.closed(path: connection.path)) }
+        var info = stat()
+        guard stat(connection.path + "-wal", &info) == 0, Int(info.st_size) > limit else {
+            return .success(.withinLimit)
+        }
+        let rc = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
+        if rc == SQLITE_BUSY { return .success(.busy) }
+        guard rc == SQLITE_OK else {
+            return .failure(SQLiteConnection.error(rc: rc, db: db, sql: "checkpoint(TRUNCATE)", path: connection.path))
+        }
+        return .success(.truncated)
+    }
+
+    /// What `truncateLog()` did.
+    public enum Truncation: Sendable, Equatable {
+        /// The log's file is empty now.
+        case truncated
+        /// The file was no larger than `logSizeLimit` (or absent): nothing to do.
+        case withinLimit
+        /// A group held the write lock or a reader used the log: the file stays as it was.
+        case busy
     }
 
     /// Closes the connection (on the committing thread, no checkpoint running).
