@@ -23,7 +23,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
@@ -35,24 +34,19 @@ let package = Package(
         // keeps); see Docs/TESTING.md, "How a run is laid out".
         .target(name: "JSON", path: "Sources/Core/JSON", swiftSettings: optimizedInDebug),
         .target(name: "HTTP1", path: "Sources/Core/HTTP1"),
-        .target(
-            name: "WebSocket", dependencies: ["HTTP1", .product(name: "Crypto", package: "swift-crypto")],
-            path: "Sources/Core/WebSocket"),
+        // SHA-1, SHA-256, HMAC-SHA256, HKDF-SHA256, X25519 and random bytes over OpenSSL's
+        // libcrypto: pure computation on byte arrays, the product's one set of primitives.
+        .target(name: "CryptoPrimitives", dependencies: ["COpenSSL"], path: "Sources/Core/CryptoPrimitives"),
+        .target(name: "WebSocket", dependencies: ["HTTP1", "CryptoPrimitives"], path: "Sources/Core/WebSocket"),
         // The Noise Protocol Framework (25519, ChaChaPoly, SHA256): handshake and transport; the
-        // cipher on OpenSSL (`NoiseChaChaPoly`, a context per key), the rest on swift-crypto.
-        .target(
-            name: "Noise", dependencies: ["COpenSSL", .product(name: "Crypto", package: "swift-crypto")],
-            path: "Sources/Core/Noise"),
+        // cipher on OpenSSL (`NoiseChaChaPoly`, a context per key), the rest on CryptoPrimitives.
+        .target(name: "Noise", dependencies: ["COpenSSL", "CryptoPrimitives"], path: "Sources/Core/Noise"),
         // The secure link: XXpsk3 pairing and IK handshakes, transport framing, pairing codes.
-        .target(
-            name: "SecureLink", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
-            path: "Sources/Core/SecureLink"),
+        .target(name: "SecureLink", dependencies: ["Noise", "CryptoPrimitives"], path: "Sources/Core/SecureLink"),
         .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/Core/SyncCore", swiftSettings: optimizedInDebug),
         // The roll-up into head office's PostgreSQL: entry and rolling hashes, batch planning,
         // the roll-up's state machine, verify's comparison.
-        .target(
-            name: "RollupCore", dependencies: ["JSON", .product(name: "Crypto", package: "swift-crypto")],
-            path: "Sources/Core/RollupCore"),
+        .target(name: "RollupCore", dependencies: ["JSON", "CryptoPrimitives"], path: "Sources/Core/RollupCore"),
         // QR codes (ISO/IEC 18004) for the pairing code in the terminal.
         .target(name: "QRCode", path: "Sources/Core/QRCode"),
         // The node's pure rules: local API routes and HTTP conventions, pairing windows, HTTP
@@ -60,7 +54,7 @@ let package = Package(
         // node feeds them requests, addresses, discovery events and times.
         .target(
             name: "NodePolicy",
-            dependencies: ["JSON", "HTTP1", "SyncCore", "SecureLink", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["JSON", "HTTP1", "SyncCore", "SecureLink", "CryptoPrimitives"],
             path: "Sources/Core/NodePolicy"),
 
         // MARK: Shell: I/O, each C library wrapped by exactly one Swift module.
@@ -98,7 +92,7 @@ let package = Package(
             dependencies: [
                 "WebSocket", "WebSocketTransport", "HTTP1", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
                 "Noise", "SecureLink", "TLS", "NodePolicy", "RollupCore", "PostgresClient",
-                .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
+                "CryptoPrimitives", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ], path: "Sources/Node/OrderSyncNode",
@@ -149,9 +143,8 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "HTTP1"]),
-        .testTarget(
-            name: "NoiseTests", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
-            resources: [.copy("Resources")]),
+        .testTarget(name: "CryptoPrimitivesTests", dependencies: ["CryptoPrimitives"]),
+        .testTarget(name: "NoiseTests", dependencies: ["Noise", "CryptoPrimitives"], resources: [.copy("Resources")]),
         .testTarget(name: "SecureLinkTests", dependencies: ["SecureLink", "Noise", "WebSocket"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "WireTestSupport"]),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
@@ -173,7 +166,7 @@ let package = Package(
             dependencies: [
                 "OrderSyncNode", "JSON", "SyncCore", "EventLoopIO", "OrderStore", "Discovery",
                 "Noise", "SecureLink", "WebSocket", "WebSocketTransport", "FaultVFS", "CIMode", "NodePolicy",
-                "WireTestSupport", "PostgresClient", "RollupCore",
+                "WireTestSupport", "PostgresClient", "RollupCore", "CryptoPrimitives",
             ]),
         .testTarget(name: "OrderSyncCLITests", dependencies: ["ordersync", "OrderSyncNode", "OrderStore", "NodePolicy"]),
     ],

@@ -1,4 +1,4 @@
-import Crypto
+import CryptoPrimitives
 import Foundation
 import Glibc
 import NodePolicy
@@ -26,13 +26,32 @@ final class NodeIdentityTests: XCTestCase {
     func testNodeIdOfAFixedKeyIsStable() throws {
         // Private key 01 02 ... 20; its public key and id computed independently (Python's
         // `cryptography` X25519, hashlib SHA-256, base64.b32encode).
-        let key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: Array(1...32) as [UInt8])
+        let key = try X25519.PrivateKey(rawRepresentation: Array(1...32))
         XCTAssertEqual(
             key.publicKey.rawRepresentation.map { String(format: "%02x", $0) }.joined(),
             "07a37cbc142093c8b755dc1b10e86cb426374ad16aa853ed0bdfc0b2b86d1c7c")
         let identity = NodeIdentity(privateKey: key)
         XCTAssertEqual(identity.nodeId, "VKUP-75YD-WUFS-FF7U-63QT-KCHX-EQQN-S36Q")
         XCTAssertEqual(NodeIdentity.fileText(identity), "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\n")
+    }
+
+    /// A key file written before the primitives moved to OpenSSL (by swift-crypto's
+    /// `Curve25519.KeyAgreement`, one line of base64): here RFC 7748 6.1's Alice's private key,
+    /// whose low bits and top bit a clamp changes. It loads to the same public key (RFC 7748's)
+    /// and node id (Python's hashlib and base64.b32encode), and the file is left as it was.
+    func testAKeyFileWrittenBeforeLoadsToTheSameIdentity() throws {
+        let path = try temporaryDirectory() + "/node.key"
+        let text = "dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo=\n"
+        XCTAssertTrue(
+            FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
+        let identity = try NodeIdentity.loadOrCreate(path: path)
+        XCTAssertEqual(
+            identity.publicKey.rawRepresentation.map { String(format: "%02x", $0) }.joined(),
+            "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+        XCTAssertEqual(identity.nodeId, "GAGJ-ZFQD-XEVE-WOPN-HFML-7ESA-CFEA-JW2P")
+        XCTAssertEqual(identity.noiseKeyPair?.publicKey, identity.publicKeyBytes)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), text)
+        XCTAssertEqual(NodeIdentity.fileText(identity), text)
     }
 
     func testKeyIsCreatedOnceWithMode0600AndReloaded() throws {

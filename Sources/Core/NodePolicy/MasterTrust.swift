@@ -1,4 +1,4 @@
-import Crypto
+internal import CryptoPrimitives
 import Foundation
 import JSON
 
@@ -57,7 +57,7 @@ public struct MasterTrust: Equatable, Sendable {
 
     /// The digest kept for a pairing code: lowercase hex SHA-256 of its bytes.
     public static func codeDigest(ofCodeBytes bytes: [UInt8]) -> String {
-        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        Digest.sha256(bytes).map { String(format: "%02x", $0) }.joined()
     }
 
     /// The master's current id and every earlier one: the ids a discovered master may announce

@@ -1,4 +1,4 @@
-import Crypto
+internal import CryptoPrimitives
 
 /// A node's id, derived from its static public key: the first 20 bytes of the SHA-256 of the
 /// 32-byte X25519 public key, in RFC 4648 base32 (no padding), in groups of four
@@ -6,7 +6,7 @@ import Crypto
 public enum NodeId {
     /// The node id of a 32-byte X25519 public key.
     public static func of(publicKey: [UInt8]) -> String {
-        let digest = Array(SHA256.hash(data: publicKey).prefix(20))
+        let digest = Array(Digest.sha256(publicKey).prefix(20))
         let text = Array(base32(digest))
         return stride(from: 0, to: text.count, by: 4).map { String(text[$0..<min($0 + 4, text.count)]) }
             .joined(separator: "-")

@@ -1,7 +1,7 @@
-internal import Crypto
+internal import CryptoPrimitives
 
 /// The primitives of `Noise_*_25519_ChaChaPoly_SHA256` (Noise revision 34, sections 4 and 12),
-/// each a thin call into swift-crypto, except the cipher (`NoiseChaChaPoly`, on OpenSSL).
+/// each a thin call into CryptoPrimitives (OpenSSL's libcrypto), the cipher into `NoiseChaChaPoly`.
 enum NoiseCrypto {
     /// "DHLEN = 32" (12.1).
     static let dhLength = 32
@@ -17,16 +17,9 @@ enum NoiseCrypto {
     /// (`.invalidKey`) so a peer cannot force a known shared secret.
     static func dh(privateKey: [UInt8], publicKey: [UInt8]) throws(NoiseError) -> [UInt8] {
         do {
-            let local = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: privateKey)
-            let remote = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: publicKey)
-            let shared = try local.sharedSecretFromKeyAgreement(with: remote)
-            let bytes = shared.withUnsafeBytes { Array($0) }
-            guard bytes.contains(where: { $0 != 0 }) else {
-                throw NoiseError(.invalidKey, "X25519 with a low-order public key gave all zeros")
-            }
-            return bytes
-        } catch let error as NoiseError {
-            throw error
+            let local = try X25519.PrivateKey(rawRepresentation: privateKey)
+            let remote = try X25519.PublicKey(rawRepresentation: publicKey)
+            return try X25519.sharedSecret(local, remote)
         } catch {
             throw NoiseError(.invalidKey, "X25519 with the remote public key failed: \(error)")
         }
@@ -35,8 +28,7 @@ enum NoiseCrypto {
     /// The X25519 public key of a 32-byte private key.
     static func publicKey(ofPrivateKey privateKey: [UInt8]) throws(NoiseError) -> [UInt8] {
         do {
-            let key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: privateKey)
-            return Array(key.publicKey.rawRepresentation)
+            return try X25519.PrivateKey(rawRepresentation: privateKey).publicKey.rawRepresentation
         } catch {
             throw NoiseError(.invalidKey, "an X25519 private key must be 32 bytes, got \(privateKey.count)")
         }
@@ -79,12 +71,12 @@ enum NoiseCrypto {
 
     /// `HASH(data)`: SHA-256.
     static func hash(_ data: [UInt8]) -> [UInt8] {
-        Array(SHA256.hash(data: data))
+        Digest.sha256(data)
     }
 
     /// `HMAC-HASH(key, data)` (4.3).
     static func hmac(key: [UInt8], data: [UInt8]) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: data, using: SymmetricKey(data: key)))
+        Digest.hmacSHA256(key: key, data: data)
     }
 
     /// `HKDF(chaining_key, input_key_material, num_outputs)` exactly as section 4.3 defines it:

@@ -56,7 +56,7 @@ public struct NoiseHandshakePattern: Equatable, Sendable {
     public static func named(_ name: String) throws(NoiseError) -> NoiseHandshakePattern {
         let baseName: Substring
         let modifiers: [Substring]
-        if let pskStart = name.range(of: "psk") {
+        if let pskStart = name.firstRange(of: "psk") {
             baseName = name[..<pskStart.lowerBound]
             modifiers = name[pskStart.lowerBound...].split(separator: "+", omittingEmptySubsequences: false)
         } else {

@@ -1,4 +1,4 @@
-import Crypto
+internal import CryptoPrimitives
 
 /// The roll-up's hashes (Docs/OPERATIONS.md, "Roll-up into head office"): each entry's hash
 /// is SHA-256 of its canonical bytes; the rolling hash chains them, rolling(n) =
@@ -7,15 +7,15 @@ import Crypto
 public enum RollupHash {
     /// SHA-256 of `entry.canonicalBytes`.
     public static func entry(_ entry: RollupEntry) -> [UInt8] {
-        Array(SHA256.hash(data: entry.canonicalBytes))
+        Digest.sha256(entry.canonicalBytes)
     }
 
     /// SHA-256(previous || hash).
     public static func rolling(previous: [UInt8], hash: [UInt8]) -> [UInt8] {
-        var h = SHA256()
-        h.update(data: previous)
-        h.update(data: hash)
-        return Array(h.finalize())
+        var h = SHA256Hasher()
+        h.update(previous)
+        h.update(hash)
+        return h.finalize()
     }
 
     /// The rolling hash before seq 1 of `lineage` of store `storeId`: SHA-256 of the tag
@@ -32,7 +32,7 @@ public enum RollupHash {
             ]
             bytes += utf8
         }
-        return Array(SHA256.hash(data: bytes))
+        return Digest.sha256(bytes)
     }
 
     /// Lower-case hex, for JSON answers and logs.

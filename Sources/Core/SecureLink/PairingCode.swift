@@ -1,4 +1,4 @@
-internal import Crypto
+internal import CryptoPrimitives
 import Noise
 
 /// A pairing code (Docs/SECURITY.md, "Pairing"): 80 random bits, written as 16 characters of
@@ -86,9 +86,7 @@ public struct PairingCode: Sendable, Equatable, CustomStringConvertible {
     /// The pre-shared key of the pairing handshake:
     /// `HKDF-SHA256(ikm: the 10 code bytes, salt: "ordersync pairing v1", info: "", length: 32)`.
     public var preSharedKey: [UInt8] {
-        let key = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: bytes), salt: Self.salt, info: [UInt8](), outputByteCount: 32)
-        return key.withUnsafeBytes { Array($0) }
+        Digest.hkdfSHA256(inputKeyMaterial: bytes, salt: Self.salt, info: [], outputByteCount: 32)
     }
 
     /// The 5-bit value of a typed character, or nil for a character no code contains.

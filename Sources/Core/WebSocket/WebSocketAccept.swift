@@ -1,4 +1,4 @@
-import Crypto
+internal import CryptoPrimitives
 
 /// The `Sec-WebSocket-Accept` computation of the opening handshake.
 public enum WebSocketAccept {
@@ -14,7 +14,6 @@ public enum WebSocketAccept {
     /// base64-encoded (see Section 4 of [RFC4648]), of this concatenation is then returned in
     /// the server's handshake."
     public static func value(forKey key: String) -> String {
-        let digest = Insecure.SHA1.hash(data: Array((key + guid).utf8))
-        return Base64.encode(Array(digest))
+        Base64.encode(Digest.sha1(Array((key + guid).utf8)))
     }
 }

@@ -1,11 +1,11 @@
-import Crypto
+import CryptoPrimitives
 import Foundation
 import Glibc
 import NodePolicy
 
 /// A node's static key pair and the id derived from it.
 ///
-/// Every node has one X25519 key pair (`Curve25519.KeyAgreement`), made on its first start and
+/// Every node has one X25519 key pair (`X25519.PrivateKey`, CryptoPrimitives), made on its first start and
 /// kept in its data directory (``NodeDefaults/keyFile``) readable by its owner only. The node id
 /// is a readable hash of the public key, as Syncthing's device ids are: the first 20 bytes of
 /// the SHA-256 of the 32-byte public key, in RFC 4648 base32 (no padding), in groups of four
@@ -13,17 +13,17 @@ import NodePolicy
 /// a key for a given id.
 public struct NodeIdentity {
     /// The static private key.
-    public let privateKey: Curve25519.KeyAgreement.PrivateKey
+    public let privateKey: X25519.PrivateKey
     /// The node id of ``publicKey``.
     public let nodeId: String
 
     /// The static public key.
-    public var publicKey: Curve25519.KeyAgreement.PublicKey { privateKey.publicKey }
+    public var publicKey: X25519.PublicKey { privateKey.publicKey }
 
     /// An identity for `privateKey`.
-    public init(privateKey: Curve25519.KeyAgreement.PrivateKey) {
+    public init(privateKey: X25519.PrivateKey) {
         self.privateKey = privateKey
-        self.nodeId = Self.nodeId(publicKey: Array(privateKey.publicKey.rawRepresentation))
+        self.nodeId = Self.nodeId(publicKey: privateKey.publicKey.rawRepresentation)
     }
 
     /// The node id of a 32-byte X25519 public key (``NodeId``).
@@ -38,14 +38,14 @@ public struct NodeIdentity {
         if let existing = try load(path: path) {
             return existing
         }
-        let identity = NodeIdentity(privateKey: Curve25519.KeyAgreement.PrivateKey())
+        let identity = NodeIdentity(privateKey: X25519.PrivateKey.generate())
         try write(identity, to: path)
         return identity
     }
 
     /// The key file's text: one line, the 32-byte private key in base64.
     static func fileText(_ identity: NodeIdentity) -> String {
-        identity.privateKey.rawRepresentation.base64EncodedString() + "\n"
+        Data(identity.privateKey.rawRepresentation).base64EncodedString() + "\n"
     }
 
     /// Loads the key file at `path`, nil when there is none; refused and damaged files throw as
@@ -79,7 +79,7 @@ public struct NodeIdentity {
         guard count > 0,
             let text = String(bytes: bytes[0..<count], encoding: .utf8),
             let raw = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)),
-            let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: raw)
+            let key = try? X25519.PrivateKey(rawRepresentation: Array(raw))
         else {
             throw NodeStartupError(
                 "the node key \(path) is damaged (expected one line of base64, 32 bytes); restore it from a backup",

@@ -1,4 +1,4 @@
-import Crypto
+import CryptoPrimitives
 import JSON
 import NodePolicy
 
@@ -76,13 +76,7 @@ struct DashboardTokens: Equatable {
         guard secret.utf8.count == 64 else { return nil }
         let digest = Array(Self.digest(secret).utf8)
         var found: Token?
-        for t in tokens {
-            let stored = Array(t.sha256.utf8)
-            guard stored.count == digest.count else { continue }
-            var difference: UInt8 = 0
-            for i in 0..<digest.count { difference |= stored[i] ^ digest[i] }
-            if difference == 0 { found = t }
-        }
+        for t in tokens where constantTimeEqual(Array(t.sha256.utf8), digest) { found = t }
         return found
     }
 
@@ -91,7 +85,7 @@ struct DashboardTokens: Equatable {
         JSONObject([("id", .string(t.id)), ("name", .string(t.name)), ("createdAtMillis", .int(t.createdAtMillis))])
     }
 
-    static func digest(_ secret: String) -> String { hex(Array(SHA256.hash(data: Array(secret.utf8)))) }
+    static func digest(_ secret: String) -> String { hex(Digest.sha256(Array(secret.utf8))) }
 
     static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)

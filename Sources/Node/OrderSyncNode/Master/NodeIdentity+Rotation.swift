@@ -1,4 +1,4 @@
-import Crypto
+import CryptoPrimitives
 import Noise
 
 /// A master's keys: the current one, and the previous one after a rotation (Docs/SECURITY.md,
@@ -27,7 +27,7 @@ struct MasterKeys {
     /// synced and renamed into place); a crash between the two leaves the old key in both, which
     /// the master reads as a key with no rotation done.
     mutating func rotate(keyPath: String, previousPath: String) throws {
-        let next = NodeIdentity(privateKey: Curve25519.KeyAgreement.PrivateKey())
+        let next = NodeIdentity(privateKey: X25519.PrivateKey.generate())
         try NodeIdentity.write(current, to: previousPath)
         try NodeIdentity.write(next, to: keyPath)
         previous = current
@@ -38,9 +38,9 @@ struct MasterKeys {
 extension NodeIdentity {
     /// The key pair for the Noise handshakes.
     var noiseKeyPair: NoiseKeyPair? {
-        try? NoiseKeyPair(privateKey: Array(privateKey.rawRepresentation))
+        try? NoiseKeyPair(privateKey: privateKey.rawRepresentation)
     }
 
     /// The 32-byte public key.
-    var publicKeyBytes: [UInt8] { Array(publicKey.rawRepresentation) }
+    var publicKeyBytes: [UInt8] { publicKey.rawRepresentation }
 }
