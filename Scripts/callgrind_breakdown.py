@@ -41,7 +41,7 @@ SWIFT_MODULES = {
     "OrderStore": "store wrapper (OrderStore)",
     "WebSocket": "WebSocket",
     "MicroBenchCases": "microbench",
-    "Crypto": "crypto",
+    "CryptoPrimitives": "crypto",
     "SecureLink": "crypto",
     "Noise": "crypto",
     "NodePolicy": "engine (SyncCore)",
