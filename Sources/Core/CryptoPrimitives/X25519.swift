@@ -62,7 +62,17 @@ public enum X25519 {
     /// zeros; OpenSSL refuses that result (RFC 7748 6.1's check), and so does this call, with
     /// `X25519Error` (swift-crypto returned the zeros and its callers here refused them).
     public static func sharedSecret(_ privateKey: PrivateKey, _ publicKey: PublicKey) throws(X25519Error) -> [UInt8] {
-        let local = self.privateKey(privateKey.rawRepresentation)
+        try sharedSecret(privateKeyBytes: privateKey.rawRepresentation, publicKey)
+    }
+
+    /// X25519 of 32 raw private bytes and a public key, as `sharedSecret(_:_:)`, without working
+    /// out the private key's own public key first (a second scalar multiplication per DH that a
+    /// handshake has no use for). `X25519Error` for a private key of any other length.
+    public static func sharedSecret(privateKeyBytes: [UInt8], _ publicKey: PublicKey) throws(X25519Error) -> [UInt8] {
+        guard privateKeyBytes.count == keyLength else {
+            throw X25519Error("an X25519 private key must be 32 bytes, got \(privateKeyBytes.count)")
+        }
+        let local = self.privateKey(privateKeyBytes)
         defer { EVP_PKEY_free(local) }
         guard
             let remote = publicKey.rawRepresentation.withUnsafeBufferPointer({

@@ -17,9 +17,8 @@ enum NoiseCrypto {
     /// (`.invalidKey`) so a peer cannot force a known shared secret.
     static func dh(privateKey: [UInt8], publicKey: [UInt8]) throws(NoiseError) -> [UInt8] {
         do {
-            let local = try X25519.PrivateKey(rawRepresentation: privateKey)
             let remote = try X25519.PublicKey(rawRepresentation: publicKey)
-            return try X25519.sharedSecret(local, remote)
+            return try X25519.sharedSecret(privateKeyBytes: privateKey, remote)
         } catch {
             throw NoiseError(.invalidKey, "X25519 with the remote public key failed: \(error)")
         }
