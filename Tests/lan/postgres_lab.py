@@ -120,8 +120,11 @@ class HeadOffice:
         for folder in (self.dir, self.sockets):
             os.makedirs(folder, mode=0o700, exist_ok=True)
             os.chown(folder, account.pw_uid, account.pw_gid)
+        # A few seconds alone; over 60 s once in a whole test run, at nice 10 beside three
+        # compilers (Docs/TESTING.md): what it waits for is the CPU, not anything of ours.
         self._as_postgres([postgres_tool("initdb"), "--no-sync", "-D", self.data, "-U", "postgres",
-                           "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"])
+                           "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"],
+                          timeout=300)
         with open(os.path.join(self.data, "pg_hba.conf"), "a") as hba:
             hba.write(f"{'hostssl' if self.tls else 'host'} all all {self.host.lan.subnet} scram-sha-256\n")
         if self.tls:
