@@ -232,9 +232,9 @@ def test_snapshot_loops_are_refused_with_a_hint_and_a_real_slave_waits_as_told(l
     assert 0 < out["hintMin"] <= 6000, out
     # Each refused hello costs no snapshot and no write, but still a TCP connection and a Noise
     # handshake on the master's loop: about 40 a second here, as many as the master-wide
-    # handshake rate lets through. In this debug build (BoringSSL compiled at -O0) they take the
-    # other terminal from 12 ms to 22-46 ms at p50 on a quiet machine; before the snapshot limit
-    # it was 1,334 ms with snapshots of a 24 MB store. Hence 40 ms of slack, not 5.
+    # handshake rate lets through. In a debug build (measured when its X25519 was BoringSSL at
+    # -O0) they took the other terminal from 12 ms to 22-46 ms at p50 on a quiet machine; before
+    # the snapshot limit it was 1,334 ms with snapshots of a 24 MB store. Hence 40 ms of slack, not 5.
     p50 = assert_stays_fast(busy, idle, "the snapshot loops", slack_ms=40)
     limited = master.events("peer.snapshot_limited")
     summaries = [e for e in master.events("refusals.summary") if e.get("event") == "peer.snapshot_limited"]

@@ -4,7 +4,8 @@ internal import COpenSSL
 /// the Noise module that calls OpenSSL. It keeps one cipher context per direction for the key's
 /// life, so a message costs a nonce set and the cipher, sealed in place in the caller's buffer,
 /// instead of an AEAD context, a nonce object and a sealed box made and taken apart per message
-/// (swift-crypto's `ChaChaPoly`, which the Noise tests keep as the reference).
+/// (as swift-crypto's `ChaChaPoly` did; the Noise tests check it against an RFC 8439 reference in
+/// plain Swift, `ChaChaPolyReference`).
 ///
 /// Unchecked Sendable: a context is mutated by every call, so one key is used from one thread at
 /// a time (a `CipherState` belongs to one link, and a link to one event loop).
