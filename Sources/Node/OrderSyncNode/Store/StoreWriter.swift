@@ -175,15 +175,26 @@ final class StoreWriter {
     /// Queues a checkpoint of the log on the commit thread (one at a time).
     private func checkpointSoon() {
         guard let checkpointer, !checkpointQueued else { return }
+        onCommitThread(checkpointer.run) { writer, outcome in
+            writer.checkpoints.note(outcome)
+            writer.truncateLogIfIdle(after: outcome)
+        }
+    }
+
+    /// Runs `work` on the commit thread, between COMMITs (one such job at a time:
+    /// `checkpointQueued`), then `finished` with its result on the loop.
+    private func onCommitThread<T: Sendable>(
+        _ work: @escaping @Sendable () -> T, then finished: @escaping (StoreWriter, T) -> Void
+    ) {
         checkpointQueued = true
-        let writer = LoopBound(self, loop: loop)
+        let writer = LoopBound((self, finished), loop: loop)
         let loop = self.loop
         commitQueue.async {
-            let outcome = checkpointer.run()
+            let result = work()
             loop.execute {
-                writer.value.checkpointQueued = false
-                writer.value.checkpoints.note(outcome)
-                writer.value.truncateLogIfIdle(after: outcome)
+                let (writer, finished) = writer.value
+                writer.checkpointQueued = false
+                finished(writer, result)
             }
         }
     }
@@ -200,16 +211,7 @@ final class StoreWriter {
             !checkpointQueued
         else { return }
         guard done.checkpointedPages == done.logPages else { return retryTruncation(.success(.busy)) }
-        checkpointQueued = true
-        let writer = LoopBound(self, loop: loop)
-        let loop = self.loop
-        commitQueue.async {
-            let truncated = checkpointer.truncateLog()
-            loop.execute {
-                writer.value.checkpointQueued = false
-                writer.value.retryTruncation(truncated)
-            }
-        }
+        onCommitThread({ checkpointer.truncateLog() }) { writer, truncated in writer.retryTruncation(truncated) }
     }
 
     /// Notes how a truncation went; when something was in its way, runs the checkpoint again
