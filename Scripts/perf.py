@@ -198,9 +198,12 @@ class OrderSyncServer(Server):
 
     def argv(self):
         big = "1000000"
+        # The per-terminal limits lifted, bytes included (4 MiB of burst is about 19,000 Creates:
+        # a fast machine's sender was cut off inside one run of (a), and its window never came back).
         return [self.binary, "master", "--data-dir", self.data, "--store", "bench", "--port", str(self.port),
                 "--listen", "127.0.0.1", "--insecure-storepos", "--log-level", "warning", "--rate-limit", big,
-                "--rate-burst", big, "--max-connections", "5000", "--max-connections-per-address", "5000",
+                "--rate-burst", big, "--rate-limit-bytes", str(1 << 40), "--rate-burst-bytes", str(1 << 40),
+                "--max-connections", "5000", "--max-connections-per-address", "5000",
                 "--max-handshakes-per-address", "5000", *self.extra]
 
     def status(self):
@@ -246,14 +249,17 @@ class Generator:
         # libcrypto (OpenSSL, apt-get install libssl-dev) for the secure link of paired terminals.
         subprocess.run([gcc, "-O2", "-Wall", "-Wextra", "-o", self.binary, *sources, "-lm", "-lcrypto"], check=True)
 
-    def run(self, port, on_measuring=None, **options):
+    def run(self, port, on_measuring=None, started=None, **options):
         """Runs the generator; `on_measuring()` is called when it starts the measured phase
-        (after its terminals connected and, with `settle_ms`, went quiet)."""
+        (after its terminals connected and, with `settle_ms`, went quiet); `started(process)`
+        once it runs (in rate mode, SIGUSR1 ends it early: nothing more is sent)."""
         argv = [self.binary, "--port", str(port)]
         for key, value in options.items():
             argv += [f"--{key.replace('_', '-')}", str(value)]
         process = subprocess.Popen(pinned(1, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    preexec_fn=raise_files_limit)
+        if started:
+            started(process)
         errors = []
         for line in process.stderr:
             if line.strip() == "measuring":
@@ -384,11 +390,12 @@ class Bench:
         self.results["latency"] = rows
 
     # (c) and the OrderSync slave's snapshot in (f)
-    def pair_slave(self, master, name):
+    def pair_slave(self, master, name, folder=None):
+        """A slave paired with `master`, its data in `folder` (default: beside the master's)."""
         status, window = api(master.data, "POST", "/v1/pairing", {"name": name})
         if status != 201:
             raise PerfError(f"pairing window refused: {status} {window}")
-        return SlaveProcess(self.tmp, name, self.args.bin, master.port, window["code"]).start()
+        return SlaveProcess(folder or self.tmp, name, self.args.bin, master.port, window["code"]).start()
 
     def catch_up(self):
         missed = 500 if self.args.smoke else 100_000
@@ -479,7 +486,13 @@ class Bench:
     def join(self):
         sys.path.insert(0, os.path.join(HERE, "bench"))  # Scripts/bench.py hides the folder as a package
         import join_big
-        self.results["join"] = join_big.join(self, 2000 if self.args.smoke else self.args.join_orders)
+        folder = tempfile.mkdtemp(prefix="ordersync-join-slave-", dir=self.args.join_slave_dir) if self.args.join_slave_dir else None
+        try:
+            self.results["join"] = join_big.join(self, 2000 if self.args.smoke else self.args.join_orders, slave_folder=folder)
+        finally:
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
+        self.results["join"]["slave_dir"] = self.args.join_slave_dir
 
     # (p) paired terminals against StorePOS terminals, 8 to 256 terminals (Scripts/perf_paired.py)
     def paired(self):
@@ -728,6 +741,14 @@ def report(r):
 def join_report(j):
     """(h)'s lines: a paired slave's and a StorePOS app's join of a large store."""
     sp, pp = j["slave_probe"], j["storepos_probe"]
+
+    where = f"in {j['slave_dir']}, another disk than the master's" if j.get("slave_dir") else "on the master's disk"
+
+    def terminals(t):
+        lat, at = t["latency_ms"], t["arrival_ms"]
+        return (f"{lat['p50']:.1f} / {lat['p99']:.1f} / {lat['max']:.1f}; at the socket {at['p50']:.1f} / {at['p99']:.1f} / "
+                f"{at['p999']:.1f} p99.9 ({t['delivered_ops']:,} operations, {t['late_sends']} sent over 1 ms late)")
+
     return [f"(h) A store of {j['orders']:,} orders joined, the local API asked meanwhile (one request after another):", "",
             "| | paired slave | StorePOS app |", "| --- | --- | --- |",
             f"| join (s) | {fmt(j['slave_s'], 2)} | {fmt(j['storepos_s'], 2)} |",
@@ -738,9 +759,11 @@ def join_report(j):
             f"| local API writes p50 / max (ms) | {sp['write_p50_ms']:.1f} / {sp['write_max_ms']:.1f} | "
             f"{pp['write_p50_ms']:.1f} / {pp['write_max_ms']:.1f} |",
             f"| local API requests answered | {sp['requests']} | {pp['requests']} |",
+            *([f"| other tills meanwhile: p50 / p99 / max (ms) | {terminals(j['slave_terminals'])} | "
+               f"{terminals(j['storepos_terminals'])} |"] if "slave_terminals" in j else []),
             f"| master RSS max during the join (MiB) | {fmt(sp['rss_max_mib'], 1)} | {fmt(pp['rss_max_mib'], 1)} |",
             f"| slave peak RSS (MiB) | {fmt(j.get('slave_hwm_mib'), 1)} | n/a |",
-            f"Master RSS before: {fmt(j['rss_before_mib'], 1)} MiB; load average at the end {', '.join(f'{x:.1f}' for x in j['load'])}.", ""]
+            f"The slave's data: {where}. Master RSS before: {fmt(j['rss_before_mib'], 1)} MiB; load average at the end {', '.join(f'{x:.1f}' for x in j['load'])}.", ""]
 
 
 def plot(r, folder):
@@ -789,8 +812,13 @@ def main():
     parser.add_argument("--rollup-entries", type=int, default=100_000, help="(g): entries the roll-up catches up")
     parser.add_argument("--sweeps", default="terminals,size,store", help="which cost sweeps: terminals,size,store")
     parser.add_argument("--join-orders", type=int, default=1_000_000, help="the store size of (h), the join (--only join)")
+    parser.add_argument("--join-slave-dir", help="(h): a folder on another disk for the joining slave's data (e.g. /dev/shm): "
+                        "in a shop it writes to a disk of its own, not the master's")
     parser.add_argument("--paired-terminals", type=lambda v: [int(x) for x in v.split(",")], default=[8, 64, 256],
                         help="(p): the terminal counts of its latency rows at 1,000 ops/s")
+    parser.add_argument("--paired-parts", type=lambda v: set(v.split(",")), default={"throughput", "latency", "memory"},
+                        help="(p): which of its parts run: throughput,latency,memory")
+    parser.add_argument("--paired-seconds", type=float, default=5, help="(p): seconds measured per latency run (after 1 s of warm-up)")
     parser.add_argument("--rates", type=lambda v: [int(x) for x in v.split(",")], default=[100, 1000, 5000],
                         help="(b): the open-loop rates, ops/s")
     parser.add_argument("--latency-seconds", type=float, default=5, help="(b): seconds measured per run (after 1 s of warm-up)")

@@ -98,8 +98,9 @@ def measure(bench, memory_mib, cpu_seconds, median, error, api):
         return out
 
     results = {"throughput": [], "terminals": [], "memory": [], "load": [os.getloadavg()]}
+    parts = bench.args.paired_parts
     ops = 400 if smoke else 20000
-    for receivers in ([2] if smoke else [1, 10]):
+    for receivers in ([2] if smoke else [1, 10]) if "throughput" in parts else []:
         runs = alternate(receivers, mode="max", ops=ops, window=512)
         row = {"receivers": receivers, "ops": ops}
         for kind, fs in runs.items():
@@ -114,8 +115,8 @@ def measure(bench, memory_mib, cpu_seconds, median, error, api):
             }
         results["throughput"].append(row)
     results["load"].append(os.getloadavg())
-    rate, duration, warmup = (200, 0.5, 0.2) if smoke else (1000, 5, 1)
-    for receivers in ([2, 8] if smoke else bench.args.paired_terminals):
+    rate, duration, warmup = (200, 0.5, 0.2) if smoke else (1000, bench.args.paired_seconds, 1)
+    for receivers in ([2, 8] if smoke else bench.args.paired_terminals) if "latency" in parts else []:
         runs = alternate(receivers, mode="rate", rate=rate, duration=duration, warmup=warmup)
         row = {"receivers": receivers, "rate": rate}
         for kind, fs in runs.items():
@@ -133,7 +134,7 @@ def measure(bench, memory_mib, cpu_seconds, median, error, api):
             row[kind]["load"] = [round(f["load"][0], 1) for f in fs]
         results["terminals"].append(row)
     results["load"].append(os.getloadavg())
-    for receivers in ([4] if smoke else [64, 256]):
+    for receivers in ([4] if smoke else [64, 256]) if "memory" in parts else []:
         runs = alternate(receivers, mode="hold", duration=1 if smoke else 2)
         row = {"terminals": receivers}
         for kind, fs in runs.items():

@@ -20,7 +20,12 @@ answered) every tenth request: p50/p99/max of those answers (and of the reads an
 apart: with `--sync-replicas` 1, the default, a write waits up to `--sync-timeout` for a standby;
 one left waiting only for a standby receiving its snapshot, which holds nothing before its end,
 is answered at once, unreplicated), and the master's RSS
-(sampled every 50 ms, and its high-water mark). `Scripts/perf.py --join` runs this and puts the figures
+(sampled every 50 ms, and its high-water mark). And the shop's other tills: three StorePOS
+terminals that connected before the join (their own connect sequences over), one sending a Create
+`--terminals-rate` times a second (100) and all three timed from each send until both others have
+it (the load generator's `rate` mode, stopped with SIGUSR1 once the join is over), as the
+generator read them and as the kernel had them at the last receiver's socket (`SO_TIMESTAMPNS`:
+without the generator's own delays, which a slave decoding on the generator's core causes). `Scripts/perf.py --join` runs this and puts the figures
 in its report.
 """
 
@@ -33,6 +38,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid as uuidlib
@@ -105,6 +111,53 @@ def make_store(bench, orders, cache=None):
     return s, first
 
 
+class TerminalProbe:
+    """The shop's other tills during a join: the load generator's rate mode (a StorePOS sender at
+    `rate` Creates a second, two receivers), connected and quiet before the join starts (quiet for
+    1.5 s: a StorePOS connect sequence pauses 1 s at each of its fences), stopped
+    (SIGUSR1: nothing more is sent, what was sent is waited for) once it is over, and measured for
+    at least `least_s` (a small store's join is over in a fraction of a second)."""
+
+    least_s = 1.0
+
+    def __init__(self, bench, server, rate):
+        self.bench, self.server, self.rate = bench, server, rate
+        self.measuring = threading.Event()
+        self.process, self.figures, self.error = None, None, None
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        try:
+            self.figures = self.bench.gen.run(
+                self.server.port, on_measuring=self.measuring.set, started=self.started, mode="rate", rate=self.rate,
+                duration=3600, warmup=0, receivers=2, settle_ms=1500)
+        except Exception as e:  # reported by stop()
+            self.error = e
+        finally:
+            self.measuring.set()
+
+    def started(self, process):
+        self.process = process
+
+    def start(self):
+        self.thread.start()
+        self.measuring.wait(timeout=900)
+        if self.error or not self.thread.is_alive():
+            raise perf.PerfError(f"the other tills did not connect: {self.error or self.figures}")
+        self.since = time.monotonic()
+        return self
+
+    def stop(self):
+        # The measured window's least length (not a wait for an event: the tills send on a clock).
+        time.sleep(max(0.0, self.since + self.least_s - time.monotonic()))
+        self.process.send_signal(signal.SIGUSR1)
+        self.thread.join(timeout=300)
+        f = self.figures
+        if self.error or not f or not f["complete"]:
+            raise perf.PerfError(f"the other tills did not get every operation: {self.error or f}")
+        return {key: f[key] for key in ("latency_ms", "arrival_ms", "delivered_ops", "late_sends", "kept_up", "receivers")}
+
+
 class Prober:
     """Asks the master's local API, one request after the other, until stopped."""
 
@@ -173,10 +226,13 @@ class Prober:
                 "rss_median_mib": statistics.median(self.rss) if self.rss else None}
 
 
-def join(bench, orders, apps=1, cache=None, slave_joins=True, profile=None):
+def join(bench, orders, apps=1, cache=None, slave_joins=True, profile=None, terminals_rate=100, slave_folder=None):
     """The figures of one run: a paired slave's join (unless `slave_joins` is false), then `apps`
     StorePOS apps' at once (a power cut brings every till back together; none with `apps` 0).
-    `profile` (a folder): `perf stat` and `perf record -g` of the master while the apps join."""
+    `profile` (a folder): `perf stat` and `perf record -g` of the master while the apps join.
+    `terminals_rate` (0: none): the other tills' operations a second during each join.
+    `slave_folder`: where the slave keeps its data (in a shop it has a disk of its own; on one
+    machine its writes otherwise slow the master's syncs)."""
     s, known = make_store(bench, orders, cache)
     s.log = open(os.path.join(s.dir, "server.log"), "ab")
     s.start()
@@ -186,11 +242,15 @@ def join(bench, orders, apps=1, cache=None, slave_joins=True, profile=None):
         out["rss_before_mib"] = base
         out["load_before"] = os.getloadavg()
         if slave_joins:
-            join_slave(bench, s, known, out)
+            tills = TerminalProbe(bench, s, terminals_rate).start() if terminals_rate else None
+            join_slave(bench, s, known, out, slave_folder)
+            if tills:
+                out["slave_terminals"] = tills.stop()
         out["apps"] = apps
         if apps == 0:
             out["load"] = os.getloadavg()
             return out
+        tills = TerminalProbe(bench, s, terminals_rate).start() if terminals_rate else None
         prober = Prober(s, known).start()
         # One generator per app (its snapshot mode is one terminal), all started at once.
         runs = [None] * apps
@@ -210,6 +270,8 @@ def join(bench, orders, apps=1, cache=None, slave_joins=True, profile=None):
             p.send_signal(signal.SIGINT)
             p.wait(timeout=120)
         out["storepos_probe"] = prober.stop()
+        if tills:
+            out["storepos_terminals"] = tills.stop()
         for figures in runs:
             if not figures or not figures["complete"] or figures["snapshot_orders"] < orders:
                 raise perf.PerfError(f"a StorePOS app did not get every order: {figures}")
@@ -232,11 +294,11 @@ def start_profile(folder, pid):
                               "-p", str(pid)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)]
 
 
-def join_slave(bench, s, known, out):
+def join_slave(bench, s, known, out, folder=None):
     """A paired slave joins the master `s`: its figures go in `out`."""
     prober = Prober(s, known).start()
     started, master_cpu = time.time(), process_cpu_seconds(s.pid)
-    slave = bench.pair_slave(s, "join-slave")
+    slave = bench.pair_slave(s, "join-slave", folder)
     try:
         slave.wait_synced(s, timeout=600)
         out["slave_s"] = time.time() - started
@@ -264,13 +326,20 @@ def main():
     parser.add_argument("--store-cache", help="a folder keeping the made store between runs (see make_store)")
     parser.add_argument("--no-slave", action="store_true", help="the StorePOS apps only, no paired slave first")
     parser.add_argument("--profile", metavar="DIR", help="perf stat and perf record -g of the master while the apps join")
+    parser.add_argument("--terminals-rate", type=int, default=100,
+                        help="the other tills' Creates a second during each join (0: no other tills)")
+    parser.add_argument("--slave-dir", help="a folder for the slave's data on another disk (e.g. under /dev/shm)")
     parser.add_argument("--out-json")
     args = parser.parse_args()
     bench = perf.Bench(argparse.Namespace(bin=args.bin, smoke=False, repeat=1))
+    slave_folder = tempfile.mkdtemp(prefix="ordersync-join-slave-", dir=args.slave_dir) if args.slave_dir else None
     try:
-        result = join(bench, args.orders, args.apps, args.store_cache, not args.no_slave, args.profile)
+        result = join(bench, args.orders, args.apps, args.store_cache, not args.no_slave, args.profile,
+                      args.terminals_rate, slave_folder)
     finally:
         bench.cleanup()
+        if slave_folder:
+            shutil.rmtree(slave_folder, ignore_errors=True)
     text = json.dumps(result, indent=1)
     if args.out_json:
         with open(args.out_json, "w") as f:

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -587,6 +588,14 @@ static void poll_once(int timeout_ms) {
     ack_round();
 }
 
+/* SIGUSR1 in rate mode: nothing more is sent, and the run ends once what was sent is delivered
+   (a driver measuring the terminals while something else happens stops them when it is over). */
+static volatile sig_atomic_t stop_sending = 0;
+static void on_stop_signal(int sig) {
+    (void)sig;
+    stop_sending = 1;
+}
+
 /* --settle-ms: read until the terminals have had nothing for that long (what a master sends a
    terminal that connects: every order of a large store), at most 600 s. */
 static void settle(void) {
@@ -598,6 +607,7 @@ static void settle(void) {
 }
 
 int main(int argc, char **argv) {
+    signal(SIGUSR1, on_stop_signal);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -707,6 +717,7 @@ int main(int argc, char **argv) {
             if (delivered_ops == ops) break;
         } else if (mode == MODE_RATE) {
             int wrote = 0;
+            if (stop_sending && ops > sent) ops = sent;
             while (sent < ops && sender && !sender->closed) {
                 uint64_t due = start + (uint64_t)((double)sent * 1e9 / rate);
                 if (due > now) break;

@@ -95,3 +95,29 @@ def test_every_scenario_gives_well_formed_figures_for_both_masters(tmp_path):
     assert "(g) The roll-up into PostgreSQL on loopback" in result.stdout
     assert "(p) Paired terminals (secure link) against StorePOS terminals" in result.stdout
     assert "Command: `Scripts/perf.py --smoke" in result.stdout
+
+
+def test_a_join_is_measured_with_the_other_tills_sending_meanwhile(tmp_path):
+    """(h) tiny: a paired slave and a StorePOS app join a store of 2,000 orders while three other
+    StorePOS tills (connected first) send a Create every 10 ms: every one of theirs is delivered
+    and timed, read and at the socket, and the report has their row."""
+    binary = prerequisites()
+    out = tmp_path / "perf.json"
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "Scripts", "perf.py"), "--smoke", "--only", "join", "--bin", binary,
+         "--out-json", str(out)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    print(result.stdout)
+    j = json.loads(out.read_text())["join"]
+    assert j["orders"] == 2000 and j["slave_s"] > 0 and j["storepos_s"] > 0, j
+    for key in ("slave_terminals", "storepos_terminals"):
+        t = j[key]
+        # At least the probe's least window (1 s at 100 a second), every one delivered to both.
+        assert t["delivered_ops"] >= 90 and t["receivers"] == 2, t
+        lat, at = t["latency_ms"], t["arrival_ms"]
+        assert 0 < lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["max"], t
+        assert 0 < at["p50"] <= at["p99"] <= lat["max"], t
+        # Measured once the tills' own connect sequences were over (each pauses 1 s at its fences):
+        # a probe that started inside one would hold half its operations for most of a second.
+        assert lat["p50"] < 500, t
+    assert "| other tills meanwhile: p50 / p99 / max (ms) |" in result.stdout
