@@ -21,8 +21,9 @@ p99 at 1,000 ops/s with 8, 64 and 256 terminals, memory per connected terminal
 200 B -> 16 KiB, store size 1k -> 1M orders: server CPU per operation and latency, as tables and
 PNG plots. Also the disk's fdatasync time, measured beside them. With `--only join`: (h) a
 store of `--join-orders` (1M) orders joined by a new paired slave and a new StorePOS app while
-the master's local API is asked (`Scripts/bench/join_big.py`): join times, local API p50/p99,
-master RSS.
+the master's local API is asked and three other StorePOS tills trade Creates
+(`Scripts/bench/join_big.py`): join times, local API p50/p99, the other tills' latency, master
+RSS (`--join-slave-dir`: the joining slave's data on another disk, as a shop's till has its own).
 """
 
 import argparse
