@@ -90,9 +90,7 @@ extension MasterEngine {
     func spaceForStorePOS(_ ids: [Int], naming uuids: [String], promises: Int, _ out: inout [Action]) {
         let keys = StorePOSSpacing.keys(naming: uuids)
         for id in ids {
-            // One in-place access per terminal (reading `peers[id]?.speaksOrderSync` first would
-            // copy the whole Peer).
-            let fences = peers[id]?.storePOSFences(keys: keys, promises: promises) ?? 0
+            let fences = storePOSSpacing[id]?.fencesBefore(keys: keys, promises: promises) ?? 0
             for _ in 0..<fences { out.append(.send(peer: id, bytes: StorePOSSpacing.fenceMessage)) }
         }
     }

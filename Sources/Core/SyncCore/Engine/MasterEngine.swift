@@ -89,19 +89,11 @@ public final class MasterEngine {
         public var rejected = 0
         /// Whether its operations are let through (the rate limit).
         public var admission = Admission.admitting
-        /// A StorePOS terminal: how far apart what it is sent about one order must be.
-        public var spacing = StorePOSSpacing(distance: 0)
         /// An OrderSync slave's wall clock against the master's (`MasterEngine+Clock.swift`).
         public var clock = ClockSkew()
         /// When its link opened (master's wall clock, ms); nil when the caller did not say
         /// (`MasterEngine+HeldCopies.swift`).
         public var connectedMillis: Int64?
-
-        /// The empty Removes this terminal needs before a message about the orders of `keys`
-        /// (`StorePOSSpacing.keys(naming:)`) giving `promises` promises: none for an OrderSync slave.
-        mutating func storePOSFences(keys: [Int], promises: Int) -> Int {
-            speaksOrderSync ? 0 : spacing.fencesBefore(keys: keys, promises: promises)
-        }
     }
 
     public enum Action: Equatable, Sendable {
@@ -125,6 +117,11 @@ public final class MasterEngine {
     public internal(set) var lastSeq: Int64
     /// Settable inside the module, for the rate limit (`MasterEngine+RateLimit.swift`).
     public internal(set) var peers: [Int: Peer] = [:]
+    /// Each StorePOS terminal's spacing (how far apart what it is sent about one order must be),
+    /// by its id: kept beside `peers`, not in each `Peer`, since it changes on every broadcast,
+    /// and changing it inside the `Peer` moved the whole `Peer` out of the dictionary and back
+    /// (with its strings retained) once per terminal and operation.
+    var storePOSSpacing: [Int: StorePOSSpacing] = [:]
     /// What the node tells the engine for head office's roll-up (`RollupFacts`).
     public var rollup = RollupFacts()
     /// Operations a terminal may send (see `MasterEngine+RateLimit.swift`).
@@ -229,9 +226,9 @@ public final class MasterEngine {
             id: id, address: address, speaksOrderSync: speaksOrderSync,
             phase: speaksOrderSync ? .awaitingHello : .live, authenticated: terminal,
             bucketKey: Self.bucketKey(terminal: terminal?.nodeId, address: address),
-            origin: Self.origin(of: terminal, address: address),
-            spacing: StorePOSSpacing(distance: speaksOrderSync ? 0 : storePOSFence), connectedMillis: now)
+            origin: Self.origin(of: terminal, address: address), connectedMillis: now)
         guard !speaksOrderSync else { return [] }
+        storePOSSpacing[id] = StorePOSSpacing(distance: storePOSFence)
         var out: [Action] = []
         sendSnapshot(to: id, &out)
         return route(out)
@@ -243,6 +240,7 @@ public final class MasterEngine {
         var out: [Action] = []
         for p in peers.values.sorted(by: { $0.id < $1.id }) where p.terminalId == nodeId {
             peers[p.id] = nil
+            storePOSSpacing[p.id] = nil
             endSnapshot(of: p.id)
             out.append(.close(peer: p.id, code: MasterEngine.policyViolation, reason: "revoked"))
         }
@@ -252,6 +250,7 @@ public final class MasterEngine {
     /// A terminal's link ended.
     public func peerDisconnected(_ id: Int, now: Int64) -> [Action] {
         guard let p = peers.removeValue(forKey: id) else { return [] }
+        storePOSSpacing[id] = nil
         limits.refusedHellos.remove(id)
         endSnapshot(of: id)
         var out: [Action] = []
