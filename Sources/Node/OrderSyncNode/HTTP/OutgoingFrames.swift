@@ -2,29 +2,52 @@ import WebSocketTransport
 
 /// The frames each terminal gets from one batch of the engine's actions, gathered so that each
 /// terminal's leave in one gathering write (`WebSocketChannel.sendEncoded(frames:)`), in order.
+///
+/// Each terminal written to in the batch has a slot, found by its id (`slot(of:in:)`): its
+/// session is looked up in the node's table (and retained) once per batch, not once per frame.
+/// A broadcast to fifty StorePOS terminals appends to fifty slots.
 struct OutgoingFrames {
-    private var frames: [Int: [[UInt8]]] = [:]
+    /// The terminals written to in this batch, in the order of their first frame.
     private var sessions: [TerminalSession] = []
+    /// Each slot's frames, waiting for the batch's end (or the terminal's close).
+    private var frames: [[[UInt8]]] = []
+    /// Each terminal's slot, by its id.
+    private var slots: [Int: Int] = [:]
+
+    /// Terminal `id`'s slot, made the first time it is written to in this batch from `all` (the
+    /// node's sessions); nil when no such terminal is connected.
+    mutating func slot(of id: Int, in all: [Int: TerminalSession]) -> Int? {
+        if let k = slots[id] { return k }
+        guard let s = all[id] else { return nil }
+        let k = sessions.count
+        sessions.append(s)
+        frames.append([])
+        slots[id] = k
+        return k
+    }
+
+    /// Whether the slot's terminal is a StorePOS app (it takes a broadcast's shared frame).
+    func isStorePOS(_ k: Int) -> Bool {
+        if case .storePOS = sessions[k].framing { return true }
+        return false
+    }
 
     /// A frame encoded beforehand (a StorePOS broadcast, shared by every StorePOS terminal).
-    mutating func add(frame: [UInt8], to s: TerminalSession) {
-        if frames[s.id] == nil {
-            frames[s.id] = []
-            sessions.append(s)
-        }
-        frames[s.id]?.append(frame)
+    mutating func add(frame: [UInt8], at k: Int) {
+        frames[k].append(frame)
     }
 
     /// A sync message: a text frame to a StorePOS terminal, sealed for a slave's secure link.
-    mutating func add(_ bytes: [UInt8], to s: TerminalSession, node: MasterNode) {
+    mutating func add(_ bytes: [UInt8], at k: Int, node: MasterNode) {
+        let s = sessions[k]
         switch s.framing {
         case .storePOS:
-            add(frame: WebSocketChannel.serverTextFrame(utf8: bytes), to: s)
+            add(frame: WebSocketChannel.serverTextFrame(utf8: bytes), at: k)
         case .secure(let link):
             do {
-                for frame in try link.sealFrames(bytes) { add(frame: frame, to: s) }
+                for frame in try link.sealFrames(bytes) { add(frame: frame, at: k) }
             } catch {
-                flush(s)
+                flush(s.id)
                 node.sealFailed(s, error)
             }
         case .none:
@@ -32,15 +55,24 @@ struct OutgoingFrames {
         }
     }
 
-    /// Sends what waits for `s` now (before closing its link).
-    mutating func flush(_ s: TerminalSession) {
-        guard let pending = frames.removeValue(forKey: s.id), !pending.isEmpty else { return }
-        s.transport.sendEncoded(frames: pending)
+    /// Sends what waits for terminal `id` now (before its link closes); what it is sent later
+    /// in the batch is looked up again.
+    mutating func flush(_ id: Int) {
+        guard let k = slots.removeValue(forKey: id) else { return }
+        send(k)
     }
 
     /// Sends every terminal's frames, each terminal's in one write.
     mutating func flushAll() {
-        for s in sessions { flush(s) }
+        for k in sessions.indices { send(k) }
         sessions = []
+        frames = []
+        slots = [:]
+    }
+
+    private mutating func send(_ k: Int) {
+        let pending = frames[k]
+        frames[k] = []
+        if !pending.isEmpty { sessions[k].transport.sendEncoded(frames: pending) }
     }
 }

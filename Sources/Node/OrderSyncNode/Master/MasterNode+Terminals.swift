@@ -195,21 +195,21 @@ extension MasterNode {
         for action in actions {
             switch action {
             case .send(let id, let bytes):
-                if let s = sessions[id] { out.add(bytes, to: s, node: self) }
+                if let k = out.slot(of: id, in: sessions) { out.add(bytes, at: k, node: self) }
             case .broadcast(let bytes, let peers):
                 var frame: [UInt8]?
                 for id in peers {
-                    guard let s = sessions[id] else { continue }
-                    guard case .storePOS = s.framing else {
-                        out.add(bytes, to: s, node: self)
+                    guard let k = out.slot(of: id, in: sessions) else { continue }
+                    guard out.isStorePOS(k) else {
+                        out.add(bytes, at: k, node: self)
                         continue
                     }
                     if frame == nil { frame = WebSocketChannel.serverTextFrame(utf8: bytes) }
-                    if let frame { out.add(frame: frame, to: s) }
+                    if let frame { out.add(frame: frame, at: k) }
                 }
             case .close(let id, let code, let reason):
                 guard let s = sessions[id] else { continue }
-                out.flush(s)
+                out.flush(id)
                 s.close(code: CloseCode(code), reason: reason)
             case .log(let record):
                 logger.log(record)
