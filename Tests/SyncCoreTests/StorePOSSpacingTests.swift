@@ -53,6 +53,35 @@ final class StorePOSSpacingTests: XCTestCase {
         XCTAssertEqual(byKeys.promises, byName.promises)
     }
 
+    /// Long runs, well past the point where the table of recently named orders is pruned (more
+    /// than four distances of orders): every message gets the fences a spacing that forgets
+    /// nothing would give it, with orders named again soon, late and never.
+    func testPruningTheRecentOrdersNeverChangesAFence() {
+        var generator = SystemRandomNumberGenerator()
+        for distance in [2, 3, 8, 256] {
+            var spacing = StorePOSSpacing(distance: distance)
+            var promises = 0
+            var lastNamed: [Int: Int] = [:]
+            var fenced = 0
+            for step in 0..<(20 * distance + 500) {
+                // From a pool wider than the table's four distances (so it is pruned) in which
+                // some orders still come back within the distance.
+                let pool = 6 * distance + 2
+                let keys = (0..<Int.random(in: 1...3, using: &generator)).map { _ in Int.random(in: 0..<pool, using: &generator) }
+                let count = Int.random(in: 1...4, using: &generator)
+                var fences = 0
+                for key in keys { if let at = lastNamed[key] { fences = max(fences, at + distance - promises) } }
+                promises += fences
+                for key in keys { lastNamed[key] = promises + count - 1 }
+                promises += count
+                XCTAssertEqual(spacing.fencesBefore(keys: keys, promises: count), fences, "distance \(distance), message \(step)")
+                fenced += fences
+            }
+            XCTAssertEqual(spacing.promises, promises)
+            XCTAssertGreaterThan(fenced, 0, "some messages came back within the distance")
+        }
+    }
+
     func testARemoveIsOnePromiseAndDistanceZeroSpacesNothing() {
         XCTAssertEqual(StorePOSSpacing.promises(of: .remove, orders: 9), 1)
         XCTAssertEqual(StorePOSSpacing.promises(of: .create, orders: 9), 9)
