@@ -487,13 +487,8 @@ class Bench:
     def join(self):
         sys.path.insert(0, os.path.join(HERE, "bench"))  # Scripts/bench.py hides the folder as a package
         import join_big
-        folder = tempfile.mkdtemp(prefix="ordersync-join-slave-", dir=self.args.join_slave_dir) if self.args.join_slave_dir else None
-        try:
-            self.results["join"] = join_big.join(self, 2000 if self.args.smoke else self.args.join_orders, slave_folder=folder)
-        finally:
-            if folder:
-                shutil.rmtree(folder, ignore_errors=True)
-        self.results["join"]["slave_dir"] = self.args.join_slave_dir
+        self.results["join"] = join_big.join(
+            self, 2000 if self.args.smoke else self.args.join_orders, slave_dir=self.args.join_slave_dir)
 
     # (p) paired terminals against StorePOS terminals, 8 to 256 terminals (Scripts/perf_paired.py)
     def paired(self):

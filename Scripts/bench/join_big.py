@@ -157,6 +157,11 @@ class TerminalProbe:
             raise perf.PerfError(f"the other tills did not get every operation: {self.error or f}")
         return {key: f[key] for key in ("latency_ms", "arrival_ms", "delivered_ops", "late_sends", "kept_up", "receivers")}
 
+    def kill(self):
+        """Ends the tills at once (a join that failed: nothing is measured)."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+
 
 class Prober:
     """Asks the master's local API, one request after the other, until stopped."""
@@ -226,31 +231,40 @@ class Prober:
                 "rss_median_mib": statistics.median(self.rss) if self.rss else None}
 
 
-def join(bench, orders, apps=1, cache=None, slave_joins=True, profile=None, terminals_rate=100, slave_folder=None):
+def join(bench, orders, apps=1, cache=None, slave_joins=True, profile=None, terminals_rate=100, slave_dir=None):
     """The figures of one run: a paired slave's join (unless `slave_joins` is false), then `apps`
     StorePOS apps' at once (a power cut brings every till back together; none with `apps` 0).
     `profile` (a folder): `perf stat` and `perf record -g` of the master while the apps join.
     `terminals_rate` (0: none): the other tills' operations a second during each join.
-    `slave_folder`: where the slave keeps its data (in a shop it has a disk of its own; on one
-    machine its writes otherwise slow the master's syncs)."""
+    `slave_dir`: a folder on another disk, under which the slave keeps its data (in a shop it
+    has a disk of its own; on one machine its writes otherwise slow the master's syncs)."""
     s, known = make_store(bench, orders, cache)
     s.log = open(os.path.join(s.dir, "server.log"), "ab")
     s.start()
-    out = {"orders": orders}
+    out = {"orders": orders, "slave_dir": slave_dir}
+    slave_folder = tempfile.mkdtemp(prefix="ordersync-join-slave-", dir=slave_dir) if slave_dir else None
+    probes = []
+
+    def tills():
+        """The other tills for the next join, connected (none with `terminals_rate` 0)."""
+        probe = TerminalProbe(bench, s, terminals_rate).start() if terminals_rate else None
+        probes.append(probe)
+        return probe
+
     try:
         base = perf.memory_mib(s.pid)[0]
         out["rss_before_mib"] = base
         out["load_before"] = os.getloadavg()
         if slave_joins:
-            tills = TerminalProbe(bench, s, terminals_rate).start() if terminals_rate else None
+            probe = tills()
             join_slave(bench, s, known, out, slave_folder)
-            if tills:
-                out["slave_terminals"] = tills.stop()
+            if probe:
+                out["slave_terminals"] = probe.stop()
         out["apps"] = apps
         if apps == 0:
             out["load"] = os.getloadavg()
             return out
-        tills = TerminalProbe(bench, s, terminals_rate).start() if terminals_rate else None
+        probe = tills()
         prober = Prober(s, known).start()
         # One generator per app (its snapshot mode is one terminal), all started at once.
         runs = [None] * apps
@@ -270,8 +284,8 @@ def join(bench, orders, apps=1, cache=None, slave_joins=True, profile=None, term
             p.send_signal(signal.SIGINT)
             p.wait(timeout=120)
         out["storepos_probe"] = prober.stop()
-        if tills:
-            out["storepos_terminals"] = tills.stop()
+        if probe:
+            out["storepos_terminals"] = probe.stop()
         for figures in runs:
             if not figures or not figures["complete"] or figures["snapshot_orders"] < orders:
                 raise perf.PerfError(f"a StorePOS app did not get every order: {figures}")
@@ -281,7 +295,12 @@ def join(bench, orders, apps=1, cache=None, slave_joins=True, profile=None, term
         out["hwm_mib"] = perf.memory_mib(s.pid)[1]
         out["load"] = os.getloadavg()
     finally:
+        for probe in probes:
+            if probe:
+                probe.kill()
         s.stop()
+        if slave_folder:
+            shutil.rmtree(slave_folder, ignore_errors=True)
     return out
 
 
@@ -328,18 +347,15 @@ def main():
     parser.add_argument("--profile", metavar="DIR", help="perf stat and perf record -g of the master while the apps join")
     parser.add_argument("--terminals-rate", type=int, default=100,
                         help="the other tills' Creates a second during each join (0: no other tills)")
-    parser.add_argument("--slave-dir", help="a folder for the slave's data on another disk (e.g. under /dev/shm)")
+    parser.add_argument("--slave-dir", help="a folder on another disk for the slave's data (e.g. /dev/shm)")
     parser.add_argument("--out-json")
     args = parser.parse_args()
     bench = perf.Bench(argparse.Namespace(bin=args.bin, smoke=False, repeat=1))
-    slave_folder = tempfile.mkdtemp(prefix="ordersync-join-slave-", dir=args.slave_dir) if args.slave_dir else None
     try:
         result = join(bench, args.orders, args.apps, args.store_cache, not args.no_slave, args.profile,
-                      args.terminals_rate, slave_folder)
+                      args.terminals_rate, args.slave_dir)
     finally:
         bench.cleanup()
-        if slave_folder:
-            shutil.rmtree(slave_folder, ignore_errors=True)
     text = json.dumps(result, indent=1)
     if args.out_json:
         with open(args.out_json, "w") as f:

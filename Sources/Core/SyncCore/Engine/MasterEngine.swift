@@ -240,7 +240,6 @@ public final class MasterEngine {
         var out: [Action] = []
         for p in peers.values.sorted(by: { $0.id < $1.id }) where p.terminalId == nodeId {
             peers[p.id] = nil
-            storePOSSpacing[p.id] = nil
             endSnapshot(of: p.id)
             out.append(.close(peer: p.id, code: MasterEngine.policyViolation, reason: "revoked"))
         }

@@ -32,7 +32,8 @@ struct OutgoingFrames {
         return false
     }
 
-    /// A frame encoded beforehand (a StorePOS broadcast, shared by every StorePOS terminal).
+    /// A frame encoded beforehand: a StorePOS broadcast (one frame shared by every StorePOS
+    /// terminal), a text frame, or one sealed for a slave's secure link.
     mutating func add(frame: [UInt8], at k: Int) {
         frames[k].append(frame)
     }
