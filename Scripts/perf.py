@@ -814,6 +814,8 @@ def main():
                         help="(p): the terminal counts of its latency rows at 1,000 ops/s")
     parser.add_argument("--paired-parts", type=lambda v: set(v.split(",")), default={"throughput", "latency", "memory"},
                         help="(p): which of its parts run: throughput,latency,memory")
+    parser.add_argument("--paired-batches", type=int, choices=(0, 1), default=1,
+                        help="(p): 1: the paired terminals read batched transport messages (as OrderSync slaves do); 0: as an older slave")
     parser.add_argument("--paired-seconds", type=float, default=5, help="(p): seconds measured per latency run (after 1 s of warm-up)")
     parser.add_argument("--rates", type=lambda v: [int(x) for x in v.split(",")], default=[100, 1000, 5000],
                         help="(b): the open-loop rates, ops/s")

@@ -72,6 +72,9 @@ def measure(bench, memory_mib, cpu_seconds, median, error, api):
             terminals = receivers + (0 if options.get("mode") == "hold" else 1)
             if kind == "paired":
                 options["paired"] = pair_terminals(bench, s, terminals, api, error)
+                # Whether the paired terminals say their links read batched transport messages
+                # (SECURITY.md, "Transport messages"); 0 measures an older slave's link.
+                options["batches"] = getattr(bench.args, "paired_batches", 1)
             rss0 = memory_mib(s.pid)[0]
             rss_connected = []
             cpu0 = [cpu_seconds(s.pid)]
@@ -97,7 +100,8 @@ def measure(bench, memory_mib, cpu_seconds, median, error, api):
                 out[kind].append(run(kind, receivers, **dict(options)))
         return out
 
-    results = {"throughput": [], "terminals": [], "memory": [], "load": [os.getloadavg()]}
+    results = {"throughput": [], "terminals": [], "memory": [], "load": [os.getloadavg()],
+               "batches": getattr(bench.args, "paired_batches", 1)}
     parts = bench.args.paired_parts
     ops = 400 if smoke else 20000
     for receivers in ([2] if smoke else [1, 10]) if "throughput" in parts else []:

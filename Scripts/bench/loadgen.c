@@ -78,6 +78,8 @@ static double settle_ms = 0;
 static uint64_t last_rx_ns = 0;
 /* --paired FILE: the master's public key, then one private key per terminal (hex, a line each). */
 static const char *paired_file = NULL;
+/* Paired: say the link reads batched transport messages (--batches 0: an older slave's link). */
+static int batches = 1;
 static const char *store_name = "bench";
 static unsigned char master_key[32];
 static unsigned char (*terminal_keys)[32];
@@ -321,17 +323,19 @@ static void on_message(struct conn *c, const unsigned char *p, size_t n) {
 
 /* One sync message sealed for a paired terminal's link (chunks of at most 65,518 bytes; a rekey
    every 10,000 messages sent), as a masked binary frame. */
-static void secure_send(struct conn *c, const char *p, size_t n) {
+static void secure_send_as(struct conn *c, unsigned char control, const char *p, size_t n) {
     unsigned char sealed[65536 + 32];
     size_t off = 0;
     do {
         size_t chunk = n - off > 65518 ? 65518 : n - off;
-        unsigned char header = off + chunk < n ? 0x01 : 0;
+        unsigned char header = (unsigned char)(control | (off + chunk < n ? 0x01 : 0));
         size_t m = noise_seal(c->nl, header, (const unsigned char *)p + off, chunk, sealed, 10000);
         send_frame(c, 0x2, (const char *)sealed, m);
         off += chunk;
     } while (off < n);
 }
+
+static void secure_send(struct conn *c, const char *p, size_t n) { secure_send_as(c, 0, p, n); }
 
 static void send_ack(struct conn *c) {
     char ack[128];
@@ -399,6 +403,10 @@ static void on_frame_message(struct conn *c, const unsigned char *p, size_t n) {
             c->closed = 1;
             return;
         }
+        /* The link layer's features (SECURITY.md, "Transport messages"): broadcasts may come
+           several to a transport message (header bit 0x08). --batches 0 leaves it unsaid. */
+        static const char features[] = "{\"type\":\"features\",\"batches\":true}";
+        if (batches) secure_send_as(c, 0x04, features, sizeof features - 1);
         char hello[256];
         int hn = snprintf(hello, sizeof hello,
                           "{\"type\":\"hello\",\"proto\":\"ordersync/1\",\"terminal\":\"loadgen-%d\",\"name\":\"loadgen-%d\","
@@ -412,6 +420,18 @@ static void on_frame_message(struct conn *c, const unsigned char *p, size_t n) {
     if (pn < 0) { error_note("noise: a transport message does not decrypt"); c->closed = 1; return; }
     unsigned char header = p[0];
     if (header & 0x04) return; /* a control message (paired, masterKey) */
+    if (header & 0x08) { /* several whole sync messages, each after its 4-byte big-endian length */
+        size_t at = 1;
+        while (at + 4 <= (size_t)pn) {
+            size_t len = (size_t)p[at] << 24 | (size_t)p[at + 1] << 16 | (size_t)p[at + 2] << 8 | p[at + 3];
+            at += 4;
+            if (len > (size_t)pn - at) break;
+            on_sync_message(c, p + at, len);
+            at += len;
+        }
+        if (at != (size_t)pn) { error_note("noise: a malformed batch of messages"); c->closed = 1; }
+        return;
+    }
     if (!(header & 0x01) && c->plain.len == 0) { on_sync_message(c, p + 1, (size_t)pn - 1); return; }
     buf_append(&c->plain, p + 1, (size_t)pn - 1);
     if (!(header & 0x01)) { on_sync_message(c, c->plain.data, c->plain.len); c->plain.len = 0; }
@@ -572,7 +592,7 @@ static void load_keys(const char *path) {
 static void usage(void) {
     fprintf(stderr, "usage: loadgen --port P [--host H] [--mode max|rate|hold|snapshot] [--receivers N] [--ops N] [--window N]\n"
                     "               [--rate OPS/S] [--duration S] [--warmup S] [--expect N] [--order-bytes N] [--marker HEX]\n"
-                    "               [--paired KEYFILE --store NAME]\n");
+                    "               [--paired KEYFILE --store NAME [--batches 0|1]]\n");
     exit(2);
 }
 
@@ -632,6 +652,7 @@ int main(int argc, char **argv) {
         else if (OPT("--settle-ms")) settle_ms = atof(v);
         else if (OPT("--paired")) paired_file = v;
         else if (OPT("--store")) store_name = v;
+        else if (OPT("--batches")) batches = atoi(v);
         else if (!strcmp(a, "--json")) json_only = 1;
         else usage();
 #undef OPT

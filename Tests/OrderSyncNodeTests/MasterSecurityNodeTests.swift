@@ -182,6 +182,41 @@ final class MasterSecurityNodeTests: XCTestCase {
         XCTAssertEqual(try api(master).send(method: "GET", path: "/v1/orders").body.objectValue?["total"], .int(2))
     }
 
+    /// A slave that says it reads batches (`features`) gets what one batch of the master's work
+    /// sends it in one transport message: here its `result` and its own broadcast. One that
+    /// does not say so (an older slave, or Python's peer) gets a transport message for each.
+    func testOnlyASlaveThatSaysItReadsBatchesGetsSeveralMessagesInOneTransportMessage() throws {
+        let master = try startMaster(orders: 1)
+        defer { master.stop() }
+        var links: [SecureTestTerminal] = []
+        for (index, name) in ["batching", "older"].enumerated() {
+            let keys = NoiseKeyPair.generate()
+            let pairing = try pair(master, code: try openWindow(master, name: name), keys: keys, name: name)
+            XCTAssertTrue(pairing.wait { !$0.controls.isEmpty })
+            let masterKey = try XCTUnwrap(pairing.masterKey)
+            pairing.close()
+            let known = try connectKnown(master, masterKey: masterKey, keys: keys)
+            XCTAssertTrue(known.wait { $0.masterKey != nil })
+            if index == 0 { try known.sendControl(SecureLinkFeatures.readsBatches) }
+            try hello(known)
+            XCTAssertTrue(known.wait { $0.snapshot.ready })
+            links.append(known)
+        }
+        for (index, link) in links.enumerated() {
+            let opId = "op-batch-\(index)"
+            let order = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString)), ("customerName", .string("c"))]))
+            try link.send(OperationMessage(operation: .create, orders: [order], opId: opId).encoded())
+            let mine = { (t: SecureTestTerminal) in t.messages.indices.filter { t.messages[$0].contains("\"\(opId)\"") } }
+            XCTAssertTrue(link.wait { mine($0).count == 2 }, "its result and its broadcast")
+            let carriers = Set(mine(link).map { link.carriedBy[$0] })
+            XCTAssertEqual(carriers.count, index == 0 ? 1 : 2, index == 0 ? "one batch" : "one transport message each")
+        }
+        // Both links saw the same broadcasts, in order (each the other's too).
+        XCTAssertTrue(links[1].wait { $0.messages.contains { $0.contains("op-batch-1") } })
+        XCTAssertTrue(links[0].wait { $0.messages.contains { $0.contains("op-batch-1") } })
+        for link in links { link.close() }
+    }
+
     func testKeyRotationHandsLinksOverAndThePreviousKeyStillAnswers() throws {
         let master = try startMaster(orders: 1)
         defer { master.stop() }

@@ -21,6 +21,11 @@ final class SecureTestTerminal {
     private(set) var masterKey: [UInt8]?
     private(set) var masterPayload: JSONObject?
     private(set) var ending: WebSocketChannel.Ending?
+    /// Binary WebSocket messages (transport messages) received once the link was established.
+    private(set) var transportMessages = 0
+    /// For each of `messages`, the count of transport messages when it arrived: two sync
+    /// messages with the same number came in one transport message.
+    private(set) var carriedBy: [Int] = []
     private var waitingFor: ((SecureTestTerminal) -> Bool)?
 
     /// Connects to the master on loopback offering `subprotocol`; `start` makes the initiator
@@ -49,6 +54,7 @@ final class SecureTestTerminal {
                 }
             case .binary(let bytes):
                 guard var link else { return XCTFail("binary without a secure link") }
+                if link.phase == .established { transportMessages += 1 }
                 do {
                     let events = try link.receive(bytes)
                     self.link = link
@@ -59,6 +65,7 @@ final class SecureTestTerminal {
                 }
             case .text(let text):
                 messages.append(text)
+                carriedBy.append(-1)
             case .protocolError:
                 break
             case .ended(let e):
@@ -75,7 +82,9 @@ final class SecureTestTerminal {
             case .established(let key, let payload):
                 masterKey = key
                 masterPayload = try? JSONParser.parse(payload).objectValue
-            case .message(let bytes): messages.append(String(decoding: bytes, as: UTF8.self))
+            case .message(let bytes):
+                messages.append(String(decoding: bytes, as: UTF8.self))
+                carriedBy.append(transportMessages)
             case .control(let bytes): controls.append((try? JSONParser.parse(bytes).objectValue) ?? JSONObject())
             case .peerKeyPresented: XCTFail("an initiator is never asked to accept a key")
             }
@@ -110,6 +119,14 @@ final class SecureTestTerminal {
     func send(_ text: String) throws {
         guard var link else { throw SecureLinkError(.wrongState, "no secure link") }
         let sealed = try link.seal(Array(text.utf8))
+        self.link = link
+        for message in sealed { channel.sendBinary(message) }
+    }
+
+    /// Seals one control message of the link layer to the master (`SecureLinkFeatures`).
+    func sendControl(_ bytes: [UInt8]) throws {
+        guard var link else { throw SecureLinkError(.wrongState, "no secure link") }
+        let sealed = try link.seal(bytes, control: true)
         self.link = link
         for message in sealed { channel.sendBinary(message) }
     }

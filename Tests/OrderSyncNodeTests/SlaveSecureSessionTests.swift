@@ -48,9 +48,18 @@ final class SlaveSecureSessionTests: XCTestCase {
         let answer = try master.accept(payload: greetingPayload())
         guard case .send(let second) = answer.first else { throw CancellationError() }
         let greeting = MasterGreeting(masterId: masterId, store: "shop1", publicKey: masterKeys.publicKey)
-        XCTAssertEqual(session.received(second), [.secured(greeting)])
+        let outputs = session.received(second)
+        XCTAssertEqual(outputs.last, .secured(greeting))
+        try saysItReadsBatches(sent(outputs), to: &master)
         XCTAssertTrue(session.isSecured)
         return (session, master)
+    }
+
+    /// `messages` (what the session sent as it was secured) are its `features` control message,
+    /// which `master` reads.
+    private func saysItReadsBatches(_ messages: [[UInt8]], to master: inout SecureLink) throws {
+        XCTAssertEqual(messages.count, 1)
+        XCTAssertEqual(try master.receive(messages[0]), [.control(SecureLinkFeatures.readsBatches)])
     }
 
     func testPairingTrustsTheMasterOnlyOnceItsPairedMessageDecrypts() throws {
@@ -76,7 +85,10 @@ final class SlaveSecureSessionTests: XCTestCase {
         let paired = try master.seal(
             control([("type", .string("paired")), ("terminal", .string("X")), ("name", .string("bar-2"))]), control: true)
         let greeting = MasterGreeting(masterId: masterId, store: "shop1", publicKey: masterKeys.publicKey)
-        XCTAssertEqual(session.received(paired[0]), [.paired(greeting), .secured(greeting)])
+        let securing = session.received(paired[0])
+        XCTAssertEqual(securing.first, .paired(greeting))
+        XCTAssertEqual(securing.last, .secured(greeting))
+        try saysItReadsBatches(sent(securing), to: &master)
 
         // Sync messages flow both ways now.
         let out = sent(session.seal(Array(#"{"type":"hello"}"#.utf8)))
@@ -112,6 +124,11 @@ final class SlaveSecureSessionTests: XCTestCase {
         var (session, master) = try securedKnownLink()
         let op = try master.seal(Array(#"{"type":"op"}"#.utf8))
         XCTAssertEqual(session.received(op[0]), [.message(Array(#"{"type":"op"}"#.utf8))])
+        // It said it reads batches: three messages in one transport message, in order.
+        let three = [#"{"seq":1}"#, #"{"seq":2}"#, #"{"seq":3}"#].map { Array($0.utf8) }
+        let batch = try master.sealBatch(three)
+        XCTAssertEqual(batch.count, 1)
+        XCTAssertEqual(session.received(batch[0]), three.map { .message($0) })
         // A master with another key cannot read the first message at all.
         let (_, first) = start(.known(masterKey: masterKeys.publicKey))
         var rogue = SecureLink.knownResponder(keys: [NoiseKeyPair.generate()])

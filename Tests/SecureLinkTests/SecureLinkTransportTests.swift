@@ -93,7 +93,7 @@ final class SecureLinkTransportTests: XCTestCase {
     }
 
     func testUnknownHeaderBitAndMixedControlBitsAreRefused() throws {
-        for badHeader: UInt8 in [0x08, 0x80, 0x10 | 0x01] {
+        for badHeader: UInt8 in [0x10, 0x80, 0x20 | 0x01] {
             var (slave, master) = try establishedPair()
             guard var transport = slave.transport else { return XCTFail("not established") }
             XCTAssertLinkError(.malformed, try master.receive(transport.session.encrypt([badHeader, 1])))
@@ -106,6 +106,67 @@ final class SecureLinkTransportTests: XCTestCase {
         var (slave2, master2) = try establishedPair()
         guard var transport2 = slave2.transport else { return XCTFail("not established") }
         XCTAssertLinkError(.malformed, try master2.receive(transport2.session.encrypt([])))
+    }
+
+    func testABatchCarriesWholeMessagesInOrderAndOnlyAsManyAsFit() throws {
+        var (slave, master) = try establishedPair(options: SecureLinkOptions(rekeyInterval: 2))
+        // Small messages share transport messages; one too large to share goes alone, in chunks;
+        // the last one alone is sealed as `seal` seals it (no batch of one).
+        let small = (0..<40).map { k in Array("{\"seq\":\(k),\"pad\":\"\(String(repeating: "x", count: 3_000))\"}".utf8) }
+        let large = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let messages = Array(small[0..<30]) + [large] + Array(small[30..<39]) + [[]] + [small[39]]
+        let wire = try master.sealBatch(messages)
+        // 30 of about 3,020 B in two (21 fit in 65,518 B), the large one in two chunks, then 11.
+        XCTAssertEqual(wire.count, 5)
+        XCTAssertTrue(wire.allSatisfy { $0.count <= 65_535 })
+        // Their header bytes, read with a copy of the receiving end.
+        guard var peek = slave.transport else { return XCTFail("not established") }
+        var headers: [UInt8] = []
+        for message in wire {
+            let header = try peek.session.decrypt(message)[0]
+            if header & SecureLinkTransport.rekeyAfter != 0 { try peek.session.rekeyReceiving() }
+            headers.append(header)
+        }
+        XCTAssertEqual(headers.map { $0 & ~SecureLinkTransport.rekeyAfter }, [0x08, 0x08, 0x01, 0x00, 0x08])
+        XCTAssertEqual(try deliver(wire, to: &slave), messages.map { .message($0) })
+        // The rekey bit every second message went with the batches: the link still works.
+        XCTAssertEqual(try deliver(try master.sealBatch([[1], [2]]), to: &slave), [.message([1]), .message([2])])
+        XCTAssertEqual(try deliver(try master.sealBatch([[3]]), to: &slave), [.message([3])])
+        XCTAssertEqual(try deliver(try master.sealBatch([]), to: &slave), [])
+    }
+
+    func testABatchWithAMessageOverTheLimitSealsNothingAndKeepsTheLink() throws {
+        var (slave, master) = try establishedPair(options: SecureLinkOptions(maxMessageBytes: 1_000))
+        XCTAssertLinkError(.messageTooLarge, try master.sealBatch([[1], Array(repeating: 2, count: 1_001)]))
+        XCTAssertEqual(master.phase, .established)
+        // No nonce was spent: the next batch decrypts.
+        XCTAssertEqual(try deliver(try master.sealBatch([[4], [5]]), to: &slave), [.message([4]), .message([5])])
+    }
+
+    func testMalformedBatchesFailTheLink() throws {
+        let cases: [(String, [UInt8], SecureLinkError.Kind)] = [
+            ("a length past the end", [0x08, 0, 0, 0, 5, 1, 2], .malformed),
+            ("a length cut short", [0x08, 0, 0, 0, 1, 9, 0, 0], .malformed),
+            ("no message at all", [0x08], .malformed),
+            ("with more-follows", [0x08 | 0x01, 0, 0, 0, 1, 9], .malformed),
+            ("as a control message", [0x08 | 0x04, 0, 0, 0, 1, 9], .malformed),
+            ("a message over the receiver's limit", [0x08, 0, 0, 0, 3, 1, 2, 3], .messageTooLarge),
+        ]
+        for (what, plaintext, kind) in cases {
+            var (slave, master) = try establishedPair(options: SecureLinkOptions(maxMessageBytes: 2))
+            guard var transport = slave.transport else { return XCTFail("not established") }
+            XCTAssertLinkError(kind, try master.receive(transport.session.encrypt(plaintext)), what)
+            XCTAssertEqual(master.phase, .failed, what)
+        }
+        // Inside a chunked message: its first chunk, then a batch.
+        var (slave, master) = try establishedPair()
+        guard var transport = slave.transport else { return XCTFail("not established") }
+        XCTAssertEqual(try master.receive(transport.session.encrypt([0x01, 7])), [])
+        XCTAssertLinkError(.malformed, try master.receive(transport.session.encrypt([0x08, 0, 0, 0, 1, 9])))
+        // Zero-length members are whole messages too.
+        var (slave2, master2) = try establishedPair()
+        guard var transport2 = slave2.transport else { return XCTFail("not established") }
+        XCTAssertEqual(try master2.receive(transport2.session.encrypt([0x08, 0, 0, 0, 0, 0, 0, 0, 1, 6])), [.message([]), .message([6])])
     }
 
     /// The header byte of the last transport message of `wire`, as `link` decrypts it.

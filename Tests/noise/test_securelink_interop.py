@@ -1,7 +1,8 @@
 """Interop of the Swift SecureLink framing (ordersync-noise-peer --secure-link) with an
 independent implementation of Docs/SECURITY.md written here on Python's `noiseprotocol`:
-pairing (XXpsk3 with the HKDF pre-shared key), IK, the transport header byte, chunking and
-rekeying, with Swift as initiator and as responder, and a wrong pairing code."""
+pairing (XXpsk3 with the HKDF pre-shared key), IK, the transport header byte, chunking,
+batches of whole messages and rekeying, with Swift as initiator and as responder, and a wrong
+pairing code."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from test_noise_interop import public_key
 PAIRING = ("ordersync.pair.v1", b"Noise_XXpsk3_25519_ChaChaPoly_SHA256")
 KNOWN = ("ordersync.ik.v1", b"Noise_IK_25519_ChaChaPoly_SHA256")
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-MORE, REKEY, CONTROL = 0x01, 0x02, 0x04
+MORE, REKEY, CONTROL, BATCH = 0x01, 0x02, 0x04, 0x08
 MAX_CHUNK = 65535 - 16 - 1
 
 
@@ -67,10 +68,34 @@ class PythonLink:
             if start >= len(message):
                 return out
 
-    def receive(self, wire: bytes):
+    def seal_batch(self, messages: list[bytes]) -> bytes:
+        """Several whole sync messages in one transport message, each after its 4-byte length."""
+        self.sent += 1
+        rekey = self.sent % self.rekey_interval == 0
+        body = b"".join(len(m).to_bytes(4, "big") + m for m in messages)
+        assert len(body) <= MAX_CHUNK
+        wire = self.noise.encrypt(bytes([BATCH | (REKEY if rekey else 0)]) + body)
+        if rekey:
+            self.noise.rekey_outbound_cipher()
+        return wire
+
+    def receive(self, wire: bytes) -> list[tuple[str, bytes]]:
+        """The whole messages one transport message completes: none (a chunk), one, or a batch."""
         plain = self.noise.decrypt(wire)
         header, chunk = plain[0], plain[1:]
-        assert header & ~(MORE | REKEY | CONTROL) == 0
+        assert header & ~(MORE | REKEY | CONTROL | BATCH) == 0
+        if header & BATCH:
+            assert header & (MORE | CONTROL) == 0 and self.partial is None
+            out, at = [], 0
+            while at < len(chunk):
+                length = int.from_bytes(chunk[at:at + 4], "big")
+                assert at + 4 + length <= len(chunk)
+                out.append(("message", chunk[at + 4:at + 4 + length]))
+                at += 4 + length
+            assert out
+            if header & REKEY:
+                self.noise.rekey_inbound_cipher()
+            return out
         control = bool(header & CONTROL)
         if self.partial is None:
             self.partial, self.partial_control = bytearray(), control
@@ -79,9 +104,9 @@ class PythonLink:
         if header & REKEY:
             self.noise.rekey_inbound_cipher()
         if header & MORE:
-            return None
+            return []
         whole, self.partial = bytes(self.partial), None
-        return ("control" if control else "message", whole)
+        return [("control" if control else "message", whole)]
 
 
 class SwiftLink:
@@ -127,14 +152,27 @@ def exchange(swift: SwiftLink, python: PythonLink, rekey_interval: int) -> None:
     for index in range(3 * rekey_interval + 1):
         body = big if index == 1 else f"order {index}".encode()
         control = index % 4 == 3
-        received = None
+        received = []
         for wire in sends(swift.events(("seal-control " if control else "seal ") + body.hex())):
-            received = python.receive(wire)
-        assert received == ("control" if control else "message", body)
+            received += python.receive(wire)
+        assert received == [("control" if control else "message", body)]
         answer = []
         for wire in python.seal(body, control=control):
             answer += swift.events(f"receive {wire.hex()}")
         assert answer == [("control" if control else "message", body)]
+    # Batches both ways: whole messages sharing transport messages, a 100 KB one alone in
+    # chunks, an empty one; enough of them to cross a rekey.
+    for round in range(rekey_interval + 1):
+        batch = [f"order {round}.{k}".encode() * (k + 1) for k in range(30)] + [os.urandom(100_000), b"", b"last"]
+        wires = sends(swift.events("seal-batch " + ",".join(m.hex() for m in batch)))
+        assert len(wires) == 4, "30 small ones together, the large one in two chunks, the last two together"
+        received = []
+        for wire in wires:
+            received += python.receive(wire)
+        assert received == [("message", m) for m in batch]
+        small = batch[:30]
+        answer = swift.events(f"receive {python.seal_batch(small).hex()}")
+        assert answer == [("message", m) for m in small]
     # A bit flip from Python: the Swift side refuses it and then everything.
     flipped = bytearray(python.seal(b"tampered")[0])
     flipped[5] ^= 1

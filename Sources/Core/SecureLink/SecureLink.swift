@@ -144,11 +144,29 @@ public struct SecureLink: Sendable {
     public mutating func seal(
         _ message: [UInt8], control: Bool = false, frameHeader: FrameHeaderWriter
     ) throws(SecureLinkError) -> [[UInt8]] {
+        try sealing { transport throws(SecureLinkError) in try transport.seal(message, control: control, frameHeader: frameHeader) }
+    }
+
+    /// Seals several sync messages, in order, as few transport messages as they fit in: whole
+    /// messages share one (header bit `0x08`, Docs/SECURITY.md, "Transport messages"), so each
+    /// costs its bytes and not a seal of its own. Only for a peer that said it reads batches
+    /// (the `batches` control message); a batch of one is sealed as `seal` seals it. Throws as
+    /// `seal` does, `.messageTooLarge` for any message over the limit, before sealing anything.
+    public mutating func sealBatch(
+        _ messages: [[UInt8]], frameHeader: FrameHeaderWriter = { _, _ in }
+    ) throws(SecureLinkError) -> [[UInt8]] {
+        try sealing { transport throws(SecureLinkError) in try transport.sealBatch(messages, frameHeader: frameHeader) }
+    }
+
+    /// Runs `body` on the established transport; any failure but `.messageTooLarge` fails the link.
+    private mutating func sealing(
+        _ body: (inout SecureLinkTransport) throws(SecureLinkError) -> [[UInt8]]
+    ) throws(SecureLinkError) -> [[UInt8]] {
         guard case .established = state, transport != nil else {
             throw SecureLinkError(.wrongState, "a link seals messages only once established")
         }
         do throws(SecureLinkError) {
-            return try transport!.seal(message, control: control, frameHeader: frameHeader)
+            return try body(&transport!)
         } catch {
             if error.kind != .messageTooLarge {
                 state = .failed

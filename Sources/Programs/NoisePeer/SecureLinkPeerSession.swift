@@ -9,6 +9,7 @@ import SecureLink
 /// - `receive HEX`: one binary WebSocket message from the peer.
 /// - `accept HEX`: IK responder, after `presented`: message 2 with payload HEX.
 /// - `seal HEX`, `seal-control HEX`: one application message, as `send` events.
+/// - `seal-batch HEX,HEX,...`: sync messages sealed together (`SecureLink.sealBatch`), as `send` events.
 /// - `phase`: `ok handshaking|awaitingAcceptance|established|failed`; `key-index`: `ok N` or `ok -`;
 ///   `hash`: the handshake hash.
 ///
@@ -30,6 +31,15 @@ struct SecureLinkPeerSession {
         let parts = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
         let command = parts.first.map(String.init) ?? ""
         let argument = parts.count > 1 ? String(parts[1]) : ""
+        if command == "seal-batch" {
+            let messages = argument.split(separator: ",", omittingEmptySubsequences: false).map { PeerHex.bytes(String($0)) }
+            guard messages.allSatisfy({ $0 != nil }) else { return "error usage not hex: \(argument.prefix(40))" }
+            do throws(SecureLinkError) {
+                return Self.format(try link.sealBatch(messages.compactMap { $0 }).map(SecureLink.Event.send))
+            } catch {
+                return "error \(error.kind.rawValue) \(error.message)"
+            }
+        }
         guard let bytes = PeerHex.bytes(argument) else { return "error usage not hex: \(argument.prefix(40))" }
         do throws(SecureLinkError) {
             switch command {

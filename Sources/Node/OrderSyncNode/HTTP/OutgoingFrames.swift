@@ -5,14 +5,25 @@ import WebSocketTransport
 ///
 /// Each terminal written to in the batch has a slot, found by its id (`slot(of:in:)`): its
 /// session is looked up in the node's table (and retained) once per batch, not once per frame.
-/// A broadcast to fifty StorePOS terminals appends to fifty slots.
+/// A broadcast to fifty StorePOS terminals appends to fifty slots. A slave that reads batches
+/// (`SecureTerminalLink.readsBatches`) has its sync messages sealed together when its slot is
+/// sent: a group of broadcasts costs it one seal, not one per broadcast.
 struct OutgoingFrames {
+    /// Whose links fail when a message cannot be sealed.
+    private unowned let node: MasterNode
     /// The terminals written to in this batch, in the order of their first frame.
     private var sessions: [TerminalSession] = []
     /// Each slot's frames, waiting for the batch's end (or the terminal's close).
     private var frames: [[[UInt8]]] = []
+    /// Each slot's sync messages for a slave that reads batches, not sealed yet: sealed together,
+    /// after the slot's frames, when the slot is sent (or before a frame is added behind them).
+    private var unsealed: [[[UInt8]]] = []
     /// Each terminal's slot, by its id.
     private var slots: [Int: Int] = [:]
+
+    init(node: MasterNode) {
+        self.node = node
+    }
 
     /// Terminal `id`'s slot, made the first time it is written to in this batch from `all` (the
     /// node's sessions); nil when no such terminal is connected.
@@ -22,6 +33,7 @@ struct OutgoingFrames {
         let k = sessions.count
         sessions.append(s)
         frames.append([])
+        unsealed.append([])
         slots[id] = k
         return k
     }
@@ -35,15 +47,19 @@ struct OutgoingFrames {
     /// A frame encoded beforehand: a StorePOS broadcast (one frame shared by every StorePOS
     /// terminal), a text frame, or one sealed for a slave's secure link.
     mutating func add(frame: [UInt8], at k: Int) {
+        if !unsealed[k].isEmpty { sealUnsealed(k) }
         frames[k].append(frame)
     }
 
-    /// A sync message: a text frame to a StorePOS terminal, sealed for a slave's secure link.
-    mutating func add(_ bytes: [UInt8], at k: Int, node: MasterNode) {
+    /// A sync message: a text frame to a StorePOS terminal, sealed for a slave's secure link
+    /// (later, with the slot's other sync messages, for a slave that reads batches).
+    mutating func add(_ bytes: [UInt8], at k: Int) {
         let s = sessions[k]
         switch s.framing {
         case .storePOS:
             add(frame: WebSocketChannel.serverTextFrame(utf8: bytes), at: k)
+        case .secure(let link) where link.readsBatches:
+            unsealed[k].append(bytes)
         case .secure(let link):
             do {
                 for frame in try link.sealFrames(bytes) { add(frame: frame, at: k) }
@@ -53,6 +69,22 @@ struct OutgoingFrames {
             }
         case .none:
             return
+        }
+    }
+
+    /// Seals the slot's waiting sync messages together behind its frames. A failure sends what
+    /// the slot held before them and closes the link, as a message that cannot be sealed does.
+    private mutating func sealUnsealed(_ k: Int) {
+        let messages = unsealed[k]
+        unsealed[k] = []
+        let s = sessions[k]
+        guard case .secure(let link) = s.framing else { return }
+        do {
+            frames[k] += try link.sealBatchFrames(messages)
+        } catch {
+            send(k)
+            if let id = slots.first(where: { $0.value == k })?.key { slots[id] = nil }
+            node.sealFailed(s, error)
         }
     }
 
@@ -68,10 +100,12 @@ struct OutgoingFrames {
         for k in sessions.indices { send(k) }
         sessions = []
         frames = []
+        unsealed = []
         slots = [:]
     }
 
     private mutating func send(_ k: Int) {
+        if !unsealed[k].isEmpty { sealUnsealed(k) }
         let pending = frames[k]
         frames[k] = []
         if !pending.isEmpty { sessions[k].transport.sendEncoded(frames: pending) }

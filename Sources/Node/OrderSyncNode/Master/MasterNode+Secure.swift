@@ -173,6 +173,7 @@ extension MasterNode {
                 }
                 terminalMessage(bytes, from: s)
             case .control(let bytes):
+                guard !link.control(bytes) else { continue }
                 logger.debug(
                     "peer.control_ignored", metadata: ["peer.address": "\(s.address)", "bytes": "\(bytes.count)"])
             }

@@ -191,17 +191,17 @@ extension MasterNode {
     /// for one terminal leave together, in one gathering write (`OutgoingFrames`).
     func perform(_ actions: [MasterEngine.Action]) {
         loop.assertInEventLoop()
-        var out = OutgoingFrames()
+        var out = OutgoingFrames(node: self)
         for action in actions {
             switch action {
             case .send(let id, let bytes):
-                if let k = out.slot(of: id, in: sessions) { out.add(bytes, at: k, node: self) }
+                if let k = out.slot(of: id, in: sessions) { out.add(bytes, at: k) }
             case .broadcast(let bytes, let peers):
                 var frame: [UInt8]?
                 for id in peers {
                     guard let k = out.slot(of: id, in: sessions) else { continue }
                     guard out.isStorePOS(k) else {
-                        out.add(bytes, at: k, node: self)
+                        out.add(bytes, at: k)
                         continue
                     }
                     if frame == nil { frame = WebSocketChannel.serverTextFrame(utf8: bytes) }
@@ -214,6 +214,8 @@ extension MasterNode {
             case .log(let record):
                 logger.log(record)
             case .stepDown(let newer):
+                // What the batch wrote so far leaves first, sealed in order.
+                out.flushAll()
                 // The engine already refused the hello and closed its link; the member of the
                 // newer term is found by browsing (`considerStepDown`).
                 staleTermSeen(newer)

@@ -21,6 +21,9 @@ final class SecureTerminalLink {
     /// The paired terminal the link proved to be: on `.peerKeyPresented` (known) or when the
     /// pairing completed.
     var terminal: PairedTerminal?
+    /// The slave said it reads several sync messages in one transport message (its `features`
+    /// control message): its broadcasts are sealed in batches (`sealBatchFrames`).
+    private(set) var readsBatches = false
 
     init(mode: Mode, link: SecureLink) {
         self.mode = mode
@@ -57,6 +60,22 @@ final class SecureTerminalLink {
     /// sync message, each sealed in place inside its frame.
     func sealFrames(_ bytes: [UInt8]) throws(SecureLinkError) -> [[UInt8]] {
         try link.seal(bytes, frameHeader: WebSocketChannel.appendServerBinaryHeader)
+    }
+
+    /// The binary WebSocket frames carrying `messages` (sync messages, in order), as few as
+    /// they fit in; only for a slave that `readsBatches`.
+    func sealBatchFrames(_ messages: [[UInt8]]) throws(SecureLinkError) -> [[UInt8]] {
+        try link.sealBatch(messages, frameHeader: WebSocketChannel.appendServerBinaryHeader)
+    }
+
+    /// A control message from the slave: `features` says what it reads; anything else (from a
+    /// newer slave) is ignored. Returns whether it was understood.
+    func control(_ bytes: [UInt8]) -> Bool {
+        guard let object = (try? JSONParser.parse(bytes, maxMembersPerObject: 16))?.objectValue,
+            object["type"]?.stringValue == "features"
+        else { return false }
+        if object["batches"] == .bool(true) { readsBatches = true }
+        return true
     }
 
     /// The binary WebSocket messages carrying one control message (`paired`, `masterKey`).

@@ -188,8 +188,7 @@ struct SlaveSecureSession {
                             )
                         ]
                     }
-                    stage = .secured(greeting)
-                    outputs.append(.secured(greeting))
+                    outputs += secure(greeting)
                 case .pairing:
                     stage = .awaitingPaired(greeting)
                 }
@@ -219,8 +218,7 @@ struct SlaveSecureSession {
         else { return .failure(Failure(reason: "a malformed control message", masterUnproven: !isSecured)) }
         switch (type, stage) {
         case ("paired", .awaitingPaired(let greeting)):
-            stage = .secured(greeting)
-            return .success([.paired(greeting), .secured(greeting)])
+            return .success([.paired(greeting)] + secure(greeting))
         case ("paired", _):
             return .success(nil)
         case ("masterKey", .secured):
@@ -237,6 +235,20 @@ struct SlaveSecureSession {
                 return .failure(Failure(reason: "a control message before the link is secured", masterUnproven: true))
             }
             return .success(nil)
+        }
+    }
+
+    /// The link is secured: the slave says what it reads (`SecureLinkFeatures`), then the
+    /// engine may start.
+    private mutating func secure(_ greeting: MasterGreeting) -> [Output] {
+        stage = .secured(greeting)
+        guard var link else { return [fail("a secured link without its transport")] }
+        do throws(SecureLinkError) {
+            let sealed = try link.seal(SecureLinkFeatures.readsBatches, control: true)
+            self.link = link
+            return sealed.map { .send($0) } + [.secured(greeting)]
+        } catch {
+            return [fail("cannot seal the features message: \(error)")]
         }
     }
 
