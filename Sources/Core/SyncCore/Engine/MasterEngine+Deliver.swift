@@ -90,7 +90,10 @@ extension MasterEngine {
     func spaceForStorePOS(_ ids: [Int], naming uuids: [String], promises: Int, _ out: inout [Action]) {
         let keys = StorePOSSpacing.keys(naming: uuids)
         for id in ids {
-            let fences = storePOSSpacing[id]?.fencesBefore(keys: keys, promises: promises) ?? 0
+            // Changed where it lies (`values[i]`), not through the subscript's optional, which
+            // moved each terminal's spacing out of the table and back with a retain and release.
+            guard let i = storePOSSpacing.index(forKey: id) else { continue }
+            let fences = storePOSSpacing.values[i].fencesBefore(keys: keys, promises: promises)
             for _ in 0..<fences { out.append(.send(peer: id, bytes: StorePOSSpacing.fenceMessage)) }
         }
     }

@@ -48,10 +48,13 @@ public struct StorePOSSpacing: Sendable, Equatable {
         promises += fences
         for key in keys { lastNamed[Key(key)] = promises + count - 1 }
         promises += count
-        if lastNamed.count > 4 * distance {
-            // Kept in a table already large enough for the next 3 x distance orders: growing it
-            // again from a quarter full rehashed every entry once or twice more.
-            var kept = [Key: Int](minimumCapacity: 4 * distance + 1)
+        if lastNamed.count > 2 * distance {
+            // Kept in a table large enough for the next distance orders (growing it again from
+            // half full rehashed every entry once more), and no larger: with fifty terminals the
+            // tables are read for every operation, and at four times the distance (32 KiB each)
+            // they no longer stayed in the core's cache (Docs/PERFORMANCE.md, "The spacing tables
+            // kept small").
+            var kept = [Key: Int](minimumCapacity: 2 * distance + 1)
             for (key, at) in lastNamed where promises - at < distance { kept[key] = at }
             lastNamed = kept
         }
