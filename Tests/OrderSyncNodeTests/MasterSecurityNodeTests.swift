@@ -211,6 +211,16 @@ final class MasterSecurityNodeTests: XCTestCase {
             let carriers = Set(mine(link).map { link.carriedBy[$0] })
             XCTAssertEqual(carriers.count, index == 0 ? 1 : 2, index == 0 ? "one batch" : "one transport message each")
         }
+        // The master reads a batch from a slave as the same messages one by one.
+        let two = (0..<2).map { k in
+            let order = JSONValue.object(JSONObject([("uuid", .string(UUID().uuidString)), ("customerName", .string("b\(k)"))]))
+            return OperationMessage(operation: .create, orders: [order], opId: "op-in-batch-\(k)").encoded()
+        }
+        try links[0].sendBatch(two)
+        let answered = { (t: SecureTestTerminal, k: Int) in
+            t.messages.contains { $0.contains("\"result\"") && $0.contains("op-in-batch-\(k)") }
+        }
+        XCTAssertTrue(links[0].wait { t in answered(t, 0) && answered(t, 1) }, "both operations of the batch answered")
         // Both links saw the same broadcasts, in order (each the other's too).
         XCTAssertTrue(links[1].wait { $0.messages.contains { $0.contains("op-batch-1") } })
         XCTAssertTrue(links[0].wait { $0.messages.contains { $0.contains("op-batch-1") } })

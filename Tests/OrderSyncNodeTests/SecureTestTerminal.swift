@@ -123,6 +123,14 @@ final class SecureTestTerminal {
         for message in sealed { channel.sendBinary(message) }
     }
 
+    /// Seals several sync messages to the master in one transport message (`0x08`).
+    func sendBatch(_ texts: [String]) throws {
+        guard var link else { throw SecureLinkError(.wrongState, "no secure link") }
+        let sealed = try link.sealBatch(texts.map { Array($0.utf8) })
+        self.link = link
+        for message in sealed { channel.sendBinary(message) }
+    }
+
     /// Seals one control message of the link layer to the master (`SecureLinkFeatures`).
     func sendControl(_ bytes: [UInt8]) throws {
         guard var link else { throw SecureLinkError(.wrongState, "no secure link") }
