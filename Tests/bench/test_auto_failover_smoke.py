@@ -24,9 +24,15 @@ def prerequisites() -> str:
 def test_two_faults_give_well_formed_figures(tmp_path):
     binary = prerequisites()
     out = tmp_path / "failover.json"
+    # The wait for a new master is the bound the figures are checked against below (60 s), not
+    # the benchmark's 30 s: in one whole run, at load 11 while the sanitizer builds started,
+    # three candidacies withdrew for want of a majority (voters still hearing their master, or
+    # not answering within the 10 s deadline) and the first round gave up at 30 s; alone and
+    # beside eight busy loops it took 4.2-4.3 s. A livelock still fails here.
     result = subprocess.run(
         [sys.executable, os.path.join(REPO, "Scripts", "bench", "auto_failover.py"), "--bin", binary,
-         "--rounds", "2", "--out-json", str(out)], capture_output=True, text=True, timeout=600)
+         "--rounds", "2", "--promote-timeout", "60", "--keep-logs", str(tmp_path / "logs"), "--out-json", str(out)],
+        capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     print(result.stdout)
     r = json.loads(out.read_text())
