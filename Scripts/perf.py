@@ -344,13 +344,12 @@ class Bench:
         ops = 400 if self.args.smoke else 20000
         rows = []
         for receivers in ([2] if self.args.smoke else [1, 10, 50]):
-            n = ops
             # CPU from the measured phase, the terminals connected: with 50 terminals a fast
             # master's run is about 0.7 s, of which connecting 51 terminals took 5% of its CPU
             # (and 1% of the Python master's 7 s); 10,000 operations made runs of 0.35 s, whose
             # figure moved by 10% between repeats (Docs/PERFORMANCE.md, "The spacing tables kept small").
-            runs = self.alternate(lambda s: self.loaded(s, from_measuring=True, mode="max", receivers=receivers, ops=n, window=512))
-            row = {"receivers": receivers, "ops": n}
+            runs = self.alternate(lambda s: self.loaded(s, from_measuring=True, mode="max", receivers=receivers, ops=ops, window=512))
+            row = {"receivers": receivers, "ops": ops}
             for kind, figures in runs.items():
                 row[kind] = {
                     "ops_per_s": median([f["ops_per_s"] for f in figures]),

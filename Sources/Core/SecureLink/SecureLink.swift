@@ -150,7 +150,7 @@ public struct SecureLink: Sendable {
     /// Seals several sync messages, in order, as few transport messages as they fit in: whole
     /// messages share one (header bit `0x08`, Docs/SECURITY.md, "Transport messages"), so each
     /// costs its bytes and not a seal of its own. Only for a peer that said it reads batches
-    /// (the `batches` control message); a batch of one is sealed as `seal` seals it. Throws as
+    /// (`SecureLinkFeatures.readsBatches`); a batch of one is sealed as `seal` seals it. Throws as
     /// `seal` does, `.messageTooLarge` for any message over the limit, before sealing anything.
     public mutating func sealBatch(
         _ messages: [[UInt8]], frameHeader: FrameHeaderWriter = { _, _ in }

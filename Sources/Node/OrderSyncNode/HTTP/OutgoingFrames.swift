@@ -15,8 +15,8 @@ struct OutgoingFrames {
     private var sessions: [TerminalSession] = []
     /// Each slot's frames, waiting for the batch's end (or the terminal's close).
     private var frames: [[[UInt8]]] = []
-    /// Each slot's sync messages for a slave that reads batches, not sealed yet: sealed together,
-    /// after the slot's frames, when the slot is sent (or before a frame is added behind them).
+    /// Each slot's sync messages for a slave that reads batches, not sealed yet: sealed together
+    /// when the slot is sent.
     private var unsealed: [[[UInt8]]] = []
     /// Each terminal's slot, by its id.
     private var slots: [Int: Int] = [:]
@@ -47,7 +47,9 @@ struct OutgoingFrames {
     /// A frame encoded beforehand: a StorePOS broadcast (one frame shared by every StorePOS
     /// terminal), a text frame, or one sealed for a slave's secure link.
     mutating func add(frame: [UInt8], at k: Int) {
-        if !unsealed[k].isEmpty { sealUnsealed(k) }
+        // Only StorePOS terminals and slaves that do not read batches get frames made
+        // beforehand; a slave that does gets sync messages only, sealed when its slot is sent.
+        assert(unsealed[k].isEmpty, "a frame behind sync messages not sealed yet")
         frames[k].append(frame)
     }
 
@@ -72,8 +74,8 @@ struct OutgoingFrames {
         }
     }
 
-    /// Seals the slot's waiting sync messages together behind its frames. A failure sends what
-    /// the slot held before them and closes the link, as a message that cannot be sealed does.
+    /// Seals the slot's waiting sync messages together. A failure closes the link, as a message
+    /// that cannot be sealed does.
     private mutating func sealUnsealed(_ k: Int) {
         let messages = unsealed[k]
         unsealed[k] = []
@@ -82,8 +84,7 @@ struct OutgoingFrames {
         do {
             frames[k] += try link.sealBatchFrames(messages)
         } catch {
-            send(k)
-            if let id = slots.first(where: { $0.value == k })?.key { slots[id] = nil }
+            flush(s.id)
             node.sealFailed(s, error)
         }
     }
