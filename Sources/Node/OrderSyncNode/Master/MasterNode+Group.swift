@@ -67,16 +67,19 @@ extension MasterNode {
     private func scheduleGroup() {
         guard !group.scheduled, !writer.isCommitting else { return }
         group.scheduled = true
-        loop.runSoon { [weak self] in
+        let run = { [weak self] in
             guard let self else { return }
             self.group.scheduled = false
             self.runGroup()
         }
+        // The log's checkpoint goes first, so that the group starts the log over (`StoreWriter`).
+        if writer.holdsGroupsForCheckpoint { writer.whenIdle(run) } else { loop.runSoon(run) }
     }
 
     /// Applies what waits, in one transaction, and hands the commit to the commit thread.
     func runGroup() {
         guard writer.phase == .idle, group.pending > 0 else { return }
+        guard !writer.holdsGroupsForCheckpoint else { return scheduleGroup() }
         do {
             try writer.openGroup()
         } catch {

@@ -13,6 +13,13 @@ struct CheckpointCount {
     private(set) var truncations = 0
     private(set) var truncationFailures = 0
 
+    /// No checkpoint ran yet, or the last one copied the whole log into the database file.
+    var lastCopiedAll: Bool {
+        guard let last else { return true }
+        guard case .success(let done) = last else { return false }
+        return done.checkpointedPages == done.logPages
+    }
+
     mutating func note(_ outcome: Result<WALCheckpointer.Outcome, StoreError>) {
         runs += 1
         if case .failure = outcome { failures += 1 }

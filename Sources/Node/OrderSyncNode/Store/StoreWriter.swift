@@ -23,9 +23,9 @@ import OrderStore
 /// loop too, their callers told once on disk. **Work that must see the last group** (a
 /// slave's local API, its link events) goes through `whenIdle`: run at once when no group is
 /// open or committing, or else queued, in order, and run on the loop right after the commit in
-/// flight is handed back. Only at shutdown does anything wait for a commit:
-/// `waitForCommitAtShutdown()`; only at start (`identity`) and at shutdown
-/// (`commitAtShutdown()`) does a write commit in place.
+/// flight is handed back (or the log's checkpoint it waits for ended). Only at shutdown does
+/// anything wait for a commit: `waitForCommitAtShutdown()`; only at start (`identity`) and at
+/// shutdown (`commitAtShutdown()`) does a write commit in place.
 final class StoreWriter {
     /// What a write outside the groups does with the store, in the group the writer opens for it.
     typealias WriteBody<T> = (OrderDatabase) throws -> T
@@ -58,10 +58,26 @@ final class StoreWriter {
     /// inside its COMMIT (`WALCheckpointer`; nil for a store in memory).
     private var checkpointer: WALCheckpointer?
     /// How many times in a row a log truncation that found a group or a reader in the way is
-    /// tried again, a second apart (`truncateLogIfIdle`).
+    /// tried again, a second apart (`truncateLogIfQuiet`).
     static let truncationRetries = 10
     /// A checkpoint is queued or running on the commit thread.
     private var checkpointQueued = false
+    /// The most pages a log may hold for its checkpoint to run before the next group opens
+    /// (`holdsGroupsForCheckpoint`); a larger one (the whole store after a slave's snapshot
+    /// switch) runs behind the next group, which must not wait for that copy.
+    static let checkpointFirstPages = 2 * WALCheckpointer.thresholdPages
+    /// True from the COMMIT that filled the log until its checkpoint ended: the next group waits
+    /// (`whenIdle`) so that it begins with the whole log checkpointed, and SQLite writes the log
+    /// over from its beginning (wal.c `walRestartLog`); begun during the checkpoint, it and every
+    /// group after it grew the file instead, whose `fdatasync` then also writes the inode
+    /// (Docs/PERFORMANCE.md, "The log written over, not grown").
+    private(set) var holdsGroupsForCheckpoint = false
+    /// The timer that empties a log left past its limit once the store has gone quiet
+    /// (`truncateLogIfQuiet`), and the COMMITs counted when it was set.
+    private var truncationTimer: TimerHandle?
+    private var commitsAtTruncationTimer = 0
+    /// The groups committed off the loop so far.
+    private var commitCount = 0
     /// The checkpoints run so far and the last one's outcome (`StoreWriter+Checkpoints`).
     private(set) var checkpoints = CheckpointCount()
     /// The groups committed off the loop so far, by the `synchronous` their COMMIT ran with.
@@ -160,16 +176,18 @@ final class StoreWriter {
         guard let finished = state.commitEnded(commit) else { return }
         let result = database.finishGroupCommit(commit)
         commitsBySynchronous[commit.synchronous, default: 0] += 1
+        commitCount += 1
         noteCommit(result)
-        handBack { finished(result) }
-        // The group's answers have left: now the log's checkpoint, if it is due, queued on the
-        // commit thread in the loop's next turn, behind the COMMIT of any group opened meanwhile
-        // (a slave's next batch is committed in a turn of its own, `loop.runSoon`): after a
-        // snapshot's switch its checkpoint copies the whole store, and the first batch after it
-        // (`ready`, the writes held for the slave) must not wait for that copy.
-        if let pages = commit.walPages, pages >= WALCheckpointer.thresholdPages {
-            loop.runSoon { [weak self] in self?.checkpointSoon() }
+        // A log past the threshold is checkpointed once the group's answers have left, in the
+        // loop's next turn; the next group waits for it (`holdsGroupsForCheckpoint`) unless the
+        // log is larger (a slave's snapshot switch: its `ready` must not wait for that copy) or
+        // the last checkpoint could not copy everything (a reader's older view).
+        let due = (commit.walPages ?? 0) >= WALCheckpointer.thresholdPages && checkpointer != nil
+        if due, !checkpointQueued, (commit.walPages ?? 0) <= Self.checkpointFirstPages, checkpoints.lastCopiedAll {
+            holdsGroupsForCheckpoint = true
         }
+        handBack { finished(result) }
+        if due { loop.runSoon { [weak self] in self?.checkpointSoon() } }
     }
 
     /// Queues a checkpoint of the log on the commit thread (one at a time).
@@ -177,7 +195,7 @@ final class StoreWriter {
         guard let checkpointer, !checkpointQueued else { return }
         onCommitThread(checkpointer.run) { writer, outcome in
             writer.checkpoints.note(outcome)
-            writer.truncateLogIfIdle(after: outcome)
+            writer.truncateLogIfQuiet(after: outcome)
         }
     }
 
@@ -195,31 +213,49 @@ final class StoreWriter {
                 let (writer, finished) = writer.value
                 writer.checkpointQueued = false
                 finished(writer, result)
+                // The work that waited for the checkpoint (the next group) goes on.
+                guard writer.holdsGroupsForCheckpoint, !writer.checkpointQueued else { return }
+                writer.holdsGroupsForCheckpoint = false
+                writer.handBack {}
             }
         }
     }
 
-    /// After a checkpoint that copied the whole log, with no group open (none can have
-    /// committed since: its COMMIT would have run after the checkpoint, on the same thread, and
-    /// be handed back first): empties a log grown past its limit (`WALCheckpointer.truncateLog`).
-    /// A group opened or a reader using the log meanwhile makes it a no-op, never a wait on the
-    /// commit thread; so does a reader that kept the checkpoint from copying the whole log. Then
-    /// the checkpoint runs again a second later (up to `truncationRetries` times in a row): an
-    /// idle node would otherwise keep the grown log until its next write.
-    private func truncateLogIfIdle(after outcome: Result<WALCheckpointer.Outcome, StoreError>) {
-        guard case .success(let done) = outcome, done.logPages > 0, state.phase == .idle, let checkpointer,
-            !checkpointQueued
-        else { return }
-        guard done.checkpointedPages == done.logPages else { return retryTruncation(.success(.busy)) }
-        onCommitThread({ checkpointer.truncateLog() }) { writer, truncated in writer.retryTruncation(truncated) }
+    /// After a checkpoint of a log that held pages: empties a log left past its limit
+    /// (`WALCheckpointer.truncateLog`) once the store has gone quiet, a second with no COMMIT.
+    /// Under traffic the log starts over at the next group's COMMIT, where `journal_size_limit`
+    /// cuts a larger file back to `WALCheckpointer.logSizeLimit`, written over from then on;
+    /// emptied between groups, the file would instead grow again with every COMMIT until the
+    /// next checkpoint. A truncation that finds a group or a reader in the way is a no-op, never
+    /// a wait on the commit thread, and is tried again a second later (up to
+    /// `truncationRetries` times in a row): an idle node would otherwise keep the grown log
+    /// until its next write.
+    private func truncateLogIfQuiet(after outcome: Result<WALCheckpointer.Outcome, StoreError>) {
+        guard case .success(let done) = outcome, done.logPages > 0, truncationTimer == nil else { return }
+        armTruncationTimer()
     }
 
-    /// Notes how a truncation went; when something was in its way, runs the checkpoint again
-    /// in a second (its outcome may truncate then).
+    private func armTruncationTimer() {
+        commitsAtTruncationTimer = commitCount
+        truncationTimer = loop.schedule(after: .seconds(1)) { [weak self] in
+            guard let self else { return }
+            self.truncationTimer = nil
+            // Groups committed meanwhile: not quiet yet.
+            guard self.commitCount == self.commitsAtTruncationTimer else { return self.armTruncationTimer() }
+            guard let checkpointer = self.checkpointer, self.state.phase == .idle, !self.checkpointQueued else {
+                return self.retryTruncation(.success(.busy))
+            }
+            self.onCommitThread({ checkpointer.truncateLog() }) { writer, truncated in writer.retryTruncation(truncated) }
+        }
+    }
+
+    /// Notes how a truncation went; when something was in its way, tries again in a second.
     private func retryTruncation(_ truncated: Result<WALCheckpointer.Truncation, StoreError>) {
         checkpoints.noteTruncation(truncated)
-        guard case .success(.busy) = truncated, checkpoints.busyTruncations <= Self.truncationRetries else { return }
-        loop.schedule(after: .seconds(1)) { [weak self] in self?.checkpointSoon() }
+        guard case .success(.busy) = truncated, checkpoints.busyTruncations <= Self.truncationRetries,
+            truncationTimer == nil
+        else { return }
+        armTruncationTimer()
     }
 
     /// Runs `callback` (the store idle), then the work that waited for the store, in order,
@@ -230,7 +266,7 @@ final class StoreWriter {
         handingBack = true
         defer { handingBack = outer }
         callback()
-        while state.phase == .idle, !idleWaiters.isEmpty {
+        while state.phase == .idle, !holdsGroupsForCheckpoint, !idleWaiters.isEmpty {
             let next = idleWaiters.removeFirst()
             next()
         }
@@ -238,9 +274,9 @@ final class StoreWriter {
 
     /// Runs `body` on the loop once the store is idle and everything queued before it ran: at
     /// once when it already is, else right after the group collecting or committing now is
-    /// handed back.
+    /// handed back, or the checkpoint the next group waits for ended (`holdsGroupsForCheckpoint`).
     func whenIdle(_ body: @escaping () -> Void) {
-        if state.phase == .idle, !handingBack, idleWaiters.isEmpty {
+        if state.phase == .idle, !holdsGroupsForCheckpoint, !handingBack, idleWaiters.isEmpty {
             body()
         } else {
             idleWaiters.append(body)
@@ -352,6 +388,8 @@ final class StoreWriter {
     /// closes it).
     func close() {
         if let timer = probe.stop() { loop.cancel(timer) }
+        if let timer = truncationTimer { loop.cancel(timer) }
+        truncationTimer = nil
         reader?.close()
         reader = nil
         if let checkpointer {
