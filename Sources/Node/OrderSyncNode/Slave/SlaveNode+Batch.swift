@@ -31,7 +31,12 @@ extension SlaveNode {
 
     /// A message from the master, decoded, in the order it came.
     func masterMessage(_ message: DecodedMasterMessage) {
-        if writer.phase != .committing, waitingMessages.isEmpty, applyMasterMessage(message) { return }
+        // While the log's checkpoint runs before the next batch (`StoreWriter`), the message waits.
+        if writer.phase != .committing, !writer.holdsGroupsForCheckpoint, waitingMessages.isEmpty,
+            applyMasterMessage(message)
+        {
+            return
+        }
         waitingMessages.append(message)
         if waitingMessages.count == 1 {
             writer.whenIdle { [weak self] in self?.applyWaitingMessages() }
