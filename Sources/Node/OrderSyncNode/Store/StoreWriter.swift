@@ -73,15 +73,13 @@ final class StoreWriter {
     /// (Docs/PERFORMANCE.md, "The log written over, not grown").
     private(set) var holdsGroupsForCheckpoint = false
     /// The timer that empties a log left past its limit once the store has gone quiet
-    /// (`truncateLogIfQuiet`), and the COMMITs counted when it was set.
+    /// (`truncateLogIfQuiet`).
     private var truncationTimer: TimerHandle?
-    private var commitsAtTruncationTimer = 0
-    /// The groups committed off the loop so far.
-    private var commitCount = 0
     /// The checkpoints run so far and the last one's outcome (`StoreWriter+Checkpoints`).
     private(set) var checkpoints = CheckpointCount()
     /// The groups committed off the loop so far, by the `synchronous` their COMMIT ran with.
     private(set) var commitsBySynchronous: [SynchronousLevel: Int] = [:]
+    private var committedGroups: Int { commitsBySynchronous.values.reduce(0, +) }
 
     /// The writer of `store` (the node's, open read-write), owned by `loop`; its COMMITs run on
     /// `commitQueue` (a serial queue of its own unless a test hands one in).
@@ -176,7 +174,6 @@ final class StoreWriter {
         guard let finished = state.commitEnded(commit) else { return }
         let result = database.finishGroupCommit(commit)
         commitsBySynchronous[commit.synchronous, default: 0] += 1
-        commitCount += 1
         noteCommit(result)
         // A log past the threshold is checkpointed once the group's answers have left, in the
         // loop's next turn; the next group waits for it (`holdsGroupsForCheckpoint`) unless the
@@ -236,12 +233,12 @@ final class StoreWriter {
     }
 
     private func armTruncationTimer() {
-        commitsAtTruncationTimer = commitCount
+        let committed = committedGroups
         truncationTimer = loop.schedule(after: .seconds(1)) { [weak self] in
             guard let self else { return }
             self.truncationTimer = nil
             // Groups committed meanwhile: not quiet yet.
-            guard self.commitCount == self.commitsAtTruncationTimer else { return self.armTruncationTimer() }
+            guard self.committedGroups == committed else { return self.armTruncationTimer() }
             guard let checkpointer = self.checkpointer, self.state.phase == .idle, !self.checkpointQueued else {
                 return self.retryTruncation(.success(.busy))
             }

@@ -23,14 +23,15 @@ import Glibc
 // **The log's size.** SQLite never shrinks the log after a checkpoint: "the write-ahead log file
 // is not truncated following a checkpoint. Instead, SQLite reuses the existing file" (pragma
 // `journal_size_limit`). It starts over from its beginning only when the first write after a
-// complete checkpoint began its transaction with nothing left in the log, and a group opened
-// while the checkpoint ran (the loop does not wait for it) appends instead: under a steady flood
-// the file grows by every group until the writer pauses, and stays that large. So the writer's
-// connection gets a `journal_size_limit` (`logSizeLimit`: the first COMMIT after the log starts
-// over cuts the file back to it), and `truncateLog()`, run by the owner once a checkpoint copied
-// the whole log while no group was open, empties a file grown past it (a TRUNCATE checkpoint
-// that never waits). A till's disk then holds what it keeps plus one log of `logSizeLimit`, not
-// the high-water mark of its busiest minute (Docs/OPERATIONS.md, "A node's disk use").
+// complete checkpoint began its transaction with nothing left in the log; a group opened while
+// the checkpoint ran appends instead, so the owner's next group waits for the checkpoint
+// (`StoreWriter.holdsGroupsForCheckpoint`). The log still grows while a reader keeps an older
+// view, and stays that large. So the writer's connection gets a `journal_size_limit`
+// (`logSizeLimit`: the first COMMIT after the log starts over cuts the file back to it), and
+// `truncateLog()`, run by the owner once the store has been a second without a commit, empties a
+// file grown past it (a TRUNCATE checkpoint that never waits). A till's disk then holds what it
+// keeps plus one log of `logSizeLimit`, not the high-water mark of its busiest minute
+// (Docs/OPERATIONS.md, "A node's disk use").
 // @unchecked Sendable: made on the owner's thread, then used by `run()`, `truncateLog()` and
 // `close()` only on the one thread the owner's COMMITs run on, one call at a time.
 public final class WALCheckpointer: @unchecked Sendable {
