@@ -64,6 +64,24 @@ def process_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def sync_folder(folder):
+    """Syncs every file in `folder`: a shop's store was written by checkpoints that synced it,
+    while the one made here (`synchronous=OFF`) or copied would otherwise leave hundreds of
+    megabytes to the kernel, and the master's first sync of its database file (the first complete
+    checkpoint, during the first join) would write them out: a stall of the benchmark, not of the
+    master."""
+    started = time.time()
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    return time.time() - started
+
+
 def make_store(bench, orders, cache=None):
     """A stopped master whose store holds `orders` orders; returns the server (stopped) and the
     uuid of an order it holds. With `cache` (a folder), the master's data folder is copied from
@@ -75,6 +93,7 @@ def make_store(bench, orders, cache=None):
         s.stop()
         shutil.rmtree(s.data)
         shutil.copytree(kept, s.data, ignore=shutil.ignore_patterns("*.sock", "first-order"))
+        sync_folder(s.data)
         with open(os.path.join(kept, "first-order")) as f:
             return s, f.read().strip()
     first = str(uuidlib.uuid4()).upper()
@@ -102,7 +121,8 @@ def make_store(bench, orders, cache=None):
     db.execute("COMMIT")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
-    print(f"join: {orders} orders written in {time.time() - started:.1f}s", file=sys.stderr, flush=True)
+    synced = sync_folder(s.data)
+    print(f"join: {orders} orders written in {time.time() - started:.1f}s (synced in {synced:.1f}s)", file=sys.stderr, flush=True)
     if kept:
         shutil.rmtree(kept, ignore_errors=True)
         shutil.copytree(s.data, kept, ignore=shutil.ignore_patterns("*.sock"))
