@@ -4,7 +4,8 @@ h1's own avahi-daemon, with h2 publishing and browsing through avahi-publish/ava
 This builds nothing: build the tests first (`swift build --build-tests`). It runs the test
 bundle itself (`<build folder>/debug/*.xctest`, the tests named on its command line) rather than
 `swift test`: SwiftPM takes locks shared by every SwiftPM process of the user (its configuration,
-its manifest cache) and runs the bundle twice, and a CI run once sat 900 s after "Planning build"
+its manifest cache), asks git about every dependency and starts the bundle three times (to list
+its tests, for XCTest, for swift-testing), and a CI run once sat 900 s after "Planning build"
 without starting a test. Environment:
 
 - ORDERSYNC_SWIFT_PACKAGE_DIR: the Swift package to test (default: the repository root);
