@@ -183,4 +183,30 @@ final class StoreWriterCheckpointTests: StoreOnLoopTestCase {
         XCTAssertGreaterThanOrEqual(emptiedAfter, .milliseconds(900), "emptied before the store was quiet")
         XCTAssertEqual(logBytes, 0)
     }
+
+    /// A write outside the groups (a pairing, a token) asked for while the next group waits for
+    /// the log's checkpoint waits for it too: begun before it, its transaction would keep SQLite
+    /// from writing the log over from its beginning.
+    func testAWriteAskedForDuringTheCheckpointWaitsForIt() throws {
+        let writer = StoreWriter(database: database, loop: loop, label: "test")
+        var checkpointsWhenAsked: Int?
+        var checkpointsWhenWritten: Int?
+        var written: Result<Void, any Error>?
+        let run = flood(writer, ordersPerGroup: 5, until: { written != nil }) {
+            guard checkpointsWhenAsked == nil, writer.holdsGroupsForCheckpoint else { return }
+            checkpointsWhenAsked = writer.checkpoints.runs
+            writer.write({ db in
+                checkpointsWhenWritten = writer.checkpoints.runs
+                try db.insertOrder(self.order(-1))
+            }) { result in written = result }
+        }
+        let inFlight = writer.waitForCommitAtShutdown() == nil ? 0 : 1
+        writer.close()
+
+        XCTAssertEqual(run.failures, 0)
+        let asked = try XCTUnwrap(checkpointsWhenAsked, "the log was never held for its checkpoint in \(run.groups) groups")
+        XCTAssertNoThrow(try XCTUnwrap(written).get())
+        XCTAssertEqual(checkpointsWhenWritten, asked + 1, "the write began before the checkpoint it was asked during ended")
+        XCTAssertEqual(try OrderDatabase(path: directory + "/store.sqlite").orderCount(), (run.groups + inFlight) * 5 + 1)
+    }
 }

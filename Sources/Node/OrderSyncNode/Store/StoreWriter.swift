@@ -302,7 +302,8 @@ final class StoreWriter {
 
     /// A write outside the roles' groups (a pairing, a revocation, a dashboard token, a slave's
     /// kept API answer): `body` runs in a group of its own, opened at once when the store is
-    /// idle or else once it is (after the work queued before it), and its COMMIT runs off the
+    /// idle or else once it is (after the work queued before it, or the log's checkpoint the
+    /// next group waits for: `holdsGroupsForCheckpoint`), and its COMMIT runs off the
     /// loop like any group's. `finished` runs on the loop once it is on disk, with `body`'s
     /// value, or with the error (the store took no transaction, `body` threw, or the COMMIT
     /// failed: nothing of it stays). Nothing commits on the loop.
@@ -325,7 +326,8 @@ final class StoreWriter {
             commit { result in finished(result.map { value }.mapError { $0 }) }
         }
         // Idle while work that waited runs (`handBack`): the caller is that work, so it goes now.
-        if state.phase == .idle { run() } else { whenIdle(run) }
+        // While the next group waits for the log's checkpoint, so does this one.
+        if state.phase == .idle, !holdsGroupsForCheckpoint { run() } else { whenIdle(run) }
     }
 
     /// Reads a metadata value, creating it with `make()` the first time (a node's identity).
