@@ -114,9 +114,11 @@ public final class WALCheckpointer: @unchecked Sendable {
     /// RESTART with the addition that it also truncates the log file to zero bytes just prior to
     /// a successful return"). This connection has no busy handler, so it never waits: a group
     /// holding the write lock, or a reader still using the log, makes it return SQLITE_BUSY and
-    /// the log stays as it was (`.busy`: the owner tries again later). Its pages were synced into the
-    /// database file by the PASSIVE checkpoint that copied them (`synchronous=FULL`); were any
-    /// left, this checkpoint copies and syncs them before it may truncate. On the owner's
+    /// the log stays as it was (`.busy`: the owner tries again later). Its pages are in the synced
+    /// database file before it is emptied: SQLite syncs the database file (`synchronous=FULL`)
+    /// at every checkpoint that copies the log to its end, not at one stopped short by a reader
+    /// (wal.c `walCheckpoint`), and this one copies what is left, then syncs, before it may
+    /// truncate. On the owner's
     /// committing thread, between COMMITs, while the owner has no group open.
     public func truncateLog(over limit: Int = logSizeLimit) -> Result<Truncation, StoreError> {
         guard let db = connection.handle else { return .failure(StoreError.closed(path: connection.path)) }
