@@ -310,7 +310,9 @@ def test_promote_without_a_majority_is_refused_and_force_succeeds(make_lan):
     assert error["code"] == "no_majority", error
     assert sorted(error["unreachable"]) == sorted([master.host.name, down.host.name]), error
     for s in (a, b):
-        status = status_of(s)
+        # Once it answered the refusal, `a` hands its seat back to a slave role: its local API may
+        # give no answer for that moment (a CI run under load found none within 5 s).
+        status = wait_until(lambda: status_of(s), timeout=15, what=f"{s.host.name}'s status after the refusal")
         assert status["role"] == "slave" and status.get("term") == 1, status
 
     forced = Promotion(a, force=True)
