@@ -33,6 +33,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "Tests", "support"))
+from process_tree import descendants  # noqa: E402 (Tests/support, shared with the LAN tests)
 
 # The files (and line ranges) mutated: the engine whole, the store's commit path.
 ENGINE = [("Sources/Core/SyncCore/Engine", None)]
@@ -313,26 +315,6 @@ def run(command, cwd, timeout, env=None):
                 pass
         out, _ = p.communicate()
         return None, out
-
-
-def descendants(root):
-    """The ids of every process below `root`, from /proc."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    # "pid (comm) state ppid ...": comm may hold spaces, so split after its ")".
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def build(tree, scratch, timeout):

@@ -30,6 +30,7 @@ import subprocess
 import time
 
 from lan_support import require
+from process_tree import descendants  # Tests/support, on the path through Tests/conftest.py
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LAN_TESTS = "AvahiDiscoveryLanTests"
@@ -52,19 +53,8 @@ def discovery_bundle_command() -> list:
 def process_tree_report(root: int) -> str:
     """For ROOT and every process below it: its command line, state, and each thread's kernel wait
     channel and stack (what a process that hangs without using CPU waits on)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry))
-    lines, pending = [], [root]
-    while pending:
-        pid = pending.pop()
-        pending.extend(children.get(pid, []))
+    lines = []
+    for pid in [root, *descendants(root)]:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()

@@ -72,6 +72,8 @@ final class StoreWriter {
     /// group after it grew the file instead, whose `fdatasync` then also writes the inode
     /// (Docs/PERFORMANCE.md, "The log written over, not grown").
     private(set) var holdsGroupsForCheckpoint = false
+    /// A group may open now: none is open or committing, and none waits for the checkpoint.
+    private var mayOpenGroup: Bool { state.phase == .idle && !holdsGroupsForCheckpoint }
     /// The timer that empties a log left past its limit once the store has gone quiet
     /// (`truncateLogIfQuiet`).
     private var truncationTimer: TimerHandle?
@@ -263,7 +265,7 @@ final class StoreWriter {
         handingBack = true
         defer { handingBack = outer }
         callback()
-        while state.phase == .idle, !holdsGroupsForCheckpoint, !idleWaiters.isEmpty {
+        while mayOpenGroup, !idleWaiters.isEmpty {
             let next = idleWaiters.removeFirst()
             next()
         }
@@ -273,7 +275,7 @@ final class StoreWriter {
     /// once when it already is, else right after the group collecting or committing now is
     /// handed back, or the checkpoint the next group waits for ended (`holdsGroupsForCheckpoint`).
     func whenIdle(_ body: @escaping () -> Void) {
-        if state.phase == .idle, !holdsGroupsForCheckpoint, !handingBack, idleWaiters.isEmpty {
+        if mayOpenGroup, !handingBack, idleWaiters.isEmpty {
             body()
         } else {
             idleWaiters.append(body)
@@ -326,8 +328,7 @@ final class StoreWriter {
             commit { result in finished(result.map { value }.mapError { $0 }) }
         }
         // Idle while work that waited runs (`handBack`): the caller is that work, so it goes now.
-        // While the next group waits for the log's checkpoint, so does this one.
-        if state.phase == .idle, !holdsGroupsForCheckpoint { run() } else { whenIdle(run) }
+        if mayOpenGroup { run() } else { whenIdle(run) }
     }
 
     /// Reads a metadata value, creating it with `make()` the first time (a node's identity).

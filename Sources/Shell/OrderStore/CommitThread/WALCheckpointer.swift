@@ -118,8 +118,8 @@ public final class WALCheckpointer: @unchecked Sendable {
     /// database file before it is emptied: SQLite syncs the database file (`synchronous=FULL`)
     /// at every checkpoint that copies the log to its end, not at one stopped short by a reader
     /// (wal.c `walCheckpoint`), and this one copies what is left, then syncs, before it may
-    /// truncate. On the owner's
-    /// committing thread, between COMMITs, while the owner has no group open.
+    /// truncate. On the owner's committing thread, between COMMITs, while the owner has no group
+    /// open.
     public func truncateLog(over limit: Int = logSizeLimit) -> Result<Truncation, StoreError> {
         guard let db = connection.handle else { return .failure(StoreError.closed(path: connection.path)) }
         var info = stat()
